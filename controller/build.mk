@@ -1,0 +1,13 @@
+# The controller library (static, linked by everything) and expcontroller.
+CONTROLLER_SRC := $(filter-out controller/expcontroller.c,$(wildcard controller/*.c))
+CONTROLLER_LIB := $(O)/lib/libgycontrol.a
+
+$(CONTROLLER_LIB): $(CONTROLLER_SRC:%.c=$(O)/obj/%.o)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(O)/bin/expcontroller: $(O)/obj/controller/expcontroller.o $(CONTROLLER_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ -o $@
+
+ALL += $(CONTROLLER_LIB) $(O)/bin/expcontroller

@@ -1,0 +1,217 @@
+/* The gate: blocking lower launches, jobs, and the drain handshake between a job's begin and
+ * the lower processes' helpers. Everything here is the slow path; the fast path is the inline
+ * gy_launch_allowed() in gpuyield.h. */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "errors.h"
+#include "registry.h"
+#include "shared_wait.h"
+
+/* Waits wake at least this often to reap dead processes, so no wait outlives a crash by more. */
+#define REAP_INTERVAL_NS 100000000ull
+
+static void reap_if_due(struct gy_segment *seg, uint64_t *next_reap)
+{
+    uint64_t now = gy_now_ns();
+    if (now < *next_reap)
+        return;
+    *next_reap = now + REAP_INTERVAL_NS;
+    if (gy_reap_locked(seg))
+        gy_wake_all(seg);
+}
+
+uint64_t gy_wait_until_allowed(gy_shm *shm)
+{
+    struct gy_segment *seg = shm->seg;
+    struct gy_proc_slot *slot = gy_my_slot(shm);
+    int priority = slot ? slot->priority : 0;
+    uint64_t start = gy_now_ns(), next_reap = start + REAP_INTERVAL_NS;
+    gy_lock_and_recover(seg);
+    if (slot)
+        atomic_store_explicit(&slot->state, GY_PROC_BLOCKED, memory_order_relaxed);
+    for (;;) {
+        uint32_t seq = gy_wake_seq(seg);
+        if (gy_launch_allowed(shm, priority))
+            break;
+        gy_wait_locked(seg, seq, REAP_INTERVAL_NS);
+        reap_if_due(seg, &next_reap);
+    }
+    if (slot)
+        atomic_store_explicit(&slot->state, GY_PROC_RUNNING, memory_order_relaxed);
+    gy_unlock(seg);
+    uint64_t blocked = gy_now_ns() - start;
+    if (slot) {
+        atomic_fetch_add_explicit(&slot->counters.waits, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&slot->counters.blocked_ns, blocked, memory_order_relaxed);
+    }
+    return blocked;
+}
+
+int gy_job_enter(gy_shm *shm, int priority, uint64_t timeout_ns, gy_job *job, gy_err *err)
+{
+    memset(job, 0, sizeof *job);
+    if (priority < 0 || priority >= GY_LEVELS)
+        return gy_fail(err, EINVAL, "job priority %d is out of range: use 0..%d (higher wins)", priority,
+                       GY_LEVELS - 1);
+    struct gy_proc_slot *slot = gy_my_slot(shm);
+    if (!slot)
+        return gy_fail(err, EINVAL, "this process is not registered in %s: register before beginning a job",
+                       shm->name);
+    struct gy_segment *seg = shm->seg;
+    gy_lock_and_recover(seg);
+    if (slot->pid != getpid() || atomic_load_explicit(&slot->state, memory_order_acquire) == GY_PROC_FREE) {
+        gy_unlock(seg);
+        return gy_fail(err, ESRCH, "our slot in %s was reaped (wrong pid or corrupted): reconnect", shm->name);
+    }
+    seg->jobs[priority]++;
+    slot->held_jobs[priority]++;
+    gy_publish_levels_locked(seg);
+    job->epoch = atomic_fetch_add_explicit(&seg->job_epoch, 1, memory_order_seq_cst) + 1;
+    gy_unlock(seg);
+    gy_wake_all(seg); /* lower helpers: a drain is requested */
+    job->priority = priority;
+    job->entered_ns = gy_now_ns();
+    job->deadline_ns = job->entered_ns + (timeout_ns ? timeout_ns : seg->drain_timeout_ns);
+    job->active = true;
+    return 0;
+}
+
+/* Under the mutex: does some lower process still owe this job a drain? */
+static bool drain_pending_locked(const gy_shm *shm, const gy_job *job)
+{
+    const struct gy_segment *seg = shm->seg;
+    int self = getpid();
+    for (int i = 0; i < GY_MAX_PROCS; i++) {
+        const struct gy_proc_slot *slot = &seg->procs[i];
+        if (atomic_load_explicit(&slot->state, memory_order_acquire) == GY_PROC_FREE || !gy_slot_sane(slot))
+            continue;
+        if (slot->pid == self || slot->priority >= job->priority)
+            continue;
+        if (!atomic_load_explicit(&slot->inflight, memory_order_seq_cst))
+            continue; /* nothing in flight: it must not delay us */
+        if (atomic_load_explicit(&slot->drained_epoch, memory_order_acquire) < job->epoch)
+            return true;
+    }
+    return false;
+}
+
+enum gy_wait_result gy_job_wait_drained(gy_shm *shm, gy_job *job, uint64_t slice_ns)
+{
+    struct gy_segment *seg = shm->seg;
+    uint64_t now = gy_now_ns();
+    uint64_t slice_end = slice_ns ? now + slice_ns : UINT64_MAX;
+    uint64_t next_reap = now + REAP_INTERVAL_NS;
+    enum gy_wait_result result;
+    gy_lock_and_recover(seg);
+    for (;;) {
+        uint32_t seq = gy_wake_seq(seg);
+        if (!drain_pending_locked(shm, job)) {
+            result = GY_WAIT_DRAINED;
+            break;
+        }
+        now = gy_now_ns();
+        if (now >= job->deadline_ns) {
+            result = GY_WAIT_TIMEDOUT;
+            break;
+        }
+        if (now >= slice_end) {
+            gy_unlock(seg);
+            return GY_WAIT_PENDING;
+        }
+        uint64_t until = job->deadline_ns < slice_end ? job->deadline_ns : slice_end;
+        if (until > next_reap)
+            until = next_reap;
+        gy_wait_locked(seg, seq, until > now ? until - now : 1);
+        reap_if_due(seg, &next_reap);
+    }
+    gy_unlock(seg);
+    job->wait_ns = gy_now_ns() - job->entered_ns;
+    job->drained = result == GY_WAIT_DRAINED;
+    job->timed_out = result == GY_WAIT_TIMEDOUT;
+    if (job->timed_out) {
+        struct gy_proc_slot *slot = gy_my_slot(shm);
+        if (slot)
+            atomic_fetch_add_explicit(&slot->counters.drain_timeouts, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&seg->total_drain_timeouts, 1, memory_order_relaxed);
+    }
+    return result;
+}
+
+int gy_job_exit(gy_shm *shm, gy_job *job, gy_err *err)
+{
+    if (!job->active)
+        return gy_fail(err, EINVAL, "job of priority %d is not in progress: end() without a matching begin()",
+                       job->priority);
+    struct gy_segment *seg = shm->seg;
+    struct gy_proc_slot *slot = gy_my_slot(shm);
+    int p = job->priority;
+    gy_lock_and_recover(seg);
+    bool ours = slot && slot->pid == getpid() && slot->held_jobs[p] > 0;
+    if (ours) {
+        slot->held_jobs[p]--;
+        if (seg->jobs[p])
+            seg->jobs[p]--;
+        gy_publish_levels_locked(seg);
+    }
+    gy_unlock(seg);
+    job->active = false;
+    gy_wake_all(seg);
+    if (!ours)
+        return gy_fail(err, ESRCH, "job of priority %d was already counted out of %s (our slot was reaped)", p,
+                       shm->name);
+    return 0;
+}
+
+int gy_begin(gy_shm *shm, int priority, gy_job *job, gy_err *err)
+{
+    if (gy_job_enter(shm, priority, 0, job, err))
+        return -1;
+    gy_job_wait_drained(shm, job, 0);
+    return 0;
+}
+
+bool gy_drain_wait_request(gy_shm *shm, uint64_t timeout_ns, uint64_t *epoch)
+{
+    struct gy_segment *seg = shm->seg;
+    struct gy_proc_slot *slot = gy_my_slot(shm);
+    if (!slot)
+        return false;
+    uint64_t now = gy_now_ns(), deadline = now + timeout_ns, next_reap = now + REAP_INTERVAL_NS;
+    bool requested = false;
+    gy_lock_and_recover(seg);
+    for (;;) {
+        uint32_t seq = gy_wake_seq(seg);
+        uint64_t current = atomic_load_explicit(&seg->job_epoch, memory_order_seq_cst);
+        if (!gy_launch_allowed(shm, slot->priority) && atomic_load_explicit(&slot->inflight, memory_order_seq_cst) &&
+            atomic_load_explicit(&slot->drained_epoch, memory_order_acquire) < current) {
+            *epoch = current;
+            atomic_store_explicit(&slot->state, GY_PROC_DRAINING, memory_order_relaxed);
+            requested = true;
+            break;
+        }
+        now = gy_now_ns();
+        if (now >= deadline)
+            break;
+        uint64_t until = deadline < next_reap ? deadline : next_reap;
+        gy_wait_locked(seg, seq, until - now);
+        reap_if_due(seg, &next_reap);
+    }
+    gy_unlock(seg);
+    return requested;
+}
+
+void gy_drain_ack(gy_shm *shm, uint64_t epoch, bool still_inflight)
+{
+    struct gy_proc_slot *slot = gy_my_slot(shm);
+    if (!slot)
+        return;
+    if (!still_inflight)
+        atomic_store_explicit(&slot->inflight, 0, memory_order_seq_cst);
+    atomic_store_explicit(&slot->drained_epoch, epoch, memory_order_seq_cst);
+    uint32_t draining = GY_PROC_DRAINING;
+    atomic_compare_exchange_strong(&slot->state, &draining, GY_PROC_RUNNING);
+    atomic_fetch_add_explicit(&slot->counters.drains, 1, memory_order_relaxed);
+    gy_wake_all(shm->seg);
+}

@@ -1,0 +1,157 @@
+/* The controller library's public interface: segment lifecycle, registration, the launch gate,
+ * jobs and the drain handshake, status. Linked statically by every other piece of gpuyield. */
+#ifndef GPUYIELD_H
+#define GPUYIELD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "segment_layout.h"
+
+/* ---- errors ---------------------------------------------------------------------------- */
+
+/* Every failing call fills one of these: errno-style code plus a sentence that says what went
+ * wrong, where, and how to fix it. */
+typedef struct gy_err {
+    int code; /* an errno value */
+    char msg[320];
+} gy_err;
+
+/* ---- segment lifecycle (segment.c) --------------------------------------------------------- */
+
+typedef struct gy_shm {
+    struct gy_segment *seg;
+    char name[GY_NAME_MAX];
+    int slot; /* our registered slot, -1 when not registered */
+} gy_shm;
+
+/* Default tag when neither an option nor GPUYIELD_SHM gives one. */
+#define GY_DEFAULT_TAG "default"
+#define GY_DEFAULT_DRAIN_TIMEOUT_NS 2000000000ull
+
+/* "/gpuyield-<uid>-<tag>" from a tag, or a full name given back checked. A tag is 1..40 of
+ * [A-Za-z0-9._-]. Returns 0, or -1 with err filled. */
+int gy_segment_name(const char *tag_or_name, char out[GY_NAME_MAX], gy_err *err);
+/* The tag/name to use when the caller gives none: $GPUYIELD_SHM, else GY_DEFAULT_TAG. */
+const char *gy_default_tag(void);
+
+/* Create with O_EXCL and mode 0600; drain_timeout_ns 0 means the default. */
+int gy_create(const char *tag_or_name, uint64_t drain_timeout_ns, gy_shm *out, gy_err *err);
+/* Open an existing segment, checking owner uid, magic, layout version and size. */
+int gy_open(const char *tag_or_name, gy_shm *out, gy_err *err);
+/* Unregister (if registered) and unmap. The segment itself stays. */
+void gy_close(gy_shm *shm);
+/* Unlink the segment by name. */
+int gy_remove(const char *tag_or_name, gy_err *err);
+
+/* ---- process identity (proc_identity.c) ---------------------------------------------------- */
+
+/* starttime of /proc/<pid>/stat (clock ticks since boot), 0 if the process does not exist. */
+uint64_t gy_proc_start_time(int pid);
+/* True while the process (pid, start_time) is the same live process. */
+bool gy_proc_alive(int pid, uint64_t start_time);
+uint64_t gy_now_ns(void); /* CLOCK_MONOTONIC */
+
+/* ---- registration and reaping (registry.c) --------------------------------------------------- */
+
+/* Claim a slot for this process at priority 0..7. Fails with ENOSPC when the table is full. */
+int gy_register(gy_shm *shm, int priority, gy_err *err);
+void gy_unregister(gy_shm *shm);
+/* Count out dead processes: their jobs, their slots. Returns how many were reaped. Safe to call
+ * from anyone, at any time. */
+int gy_reap(gy_shm *shm);
+
+static inline struct gy_proc_slot *gy_my_slot(const gy_shm *shm)
+{
+    return shm->slot >= 0 ? &shm->seg->procs[shm->slot] : NULL;
+}
+
+/* ---- the launch gate (gate.c) ---------------------------------------------------------------- */
+
+/* The fast path: one atomic load. A process of priority p may launch while no job above p is
+ * in progress. */
+static inline bool gy_launch_allowed(const gy_shm *shm, int priority)
+{
+    uint32_t active = atomic_load_explicit(&shm->seg->active_levels, memory_order_seq_cst);
+    return (active >> (priority + 1)) == 0;
+}
+
+/* The slow path: block until a launch at the registered priority is allowed. Counts a wait and
+ * the time blocked in our slot. Returns the ns spent blocked. */
+uint64_t gy_wait_until_allowed(gy_shm *shm);
+
+/* Mark that this process may now have GPU work in flight (called on each launch, cheap when
+ * already marked). Must precede the gate check of the launch it covers. */
+static inline void gy_mark_inflight(gy_shm *shm)
+{
+    struct gy_proc_slot *slot = gy_my_slot(shm);
+    if (slot && !atomic_load_explicit(&slot->inflight, memory_order_relaxed))
+        atomic_store_explicit(&slot->inflight, 1, memory_order_seq_cst);
+}
+
+/* ---- jobs (gate.c) -------------------------------------------------------------------------- */
+
+enum gy_wait_result {
+    GY_WAIT_DRAINED = 0,  /* every lower process drained or had nothing in flight */
+    GY_WAIT_TIMEDOUT = 1, /* the drain timeout passed first (counted) */
+    GY_WAIT_PENDING = 2,  /* the slice passed; call again */
+};
+
+typedef struct gy_job {
+    int priority;
+    uint64_t epoch;      /* the epoch lower processes must acknowledge */
+    uint64_t entered_ns; /* when the job was counted in */
+    uint64_t deadline_ns;
+    uint64_t wait_ns;    /* how long the drain wait took */
+    bool drained;
+    bool timed_out;
+    bool active;         /* counted in and not yet out */
+} gy_job;
+
+/* Count a job in at priority 0..7: lower launches stop from here on. timeout_ns 0 uses the
+ * segment's drain timeout. Requires a registered process. */
+int gy_job_enter(gy_shm *shm, int priority, uint64_t timeout_ns, gy_job *job, gy_err *err);
+/* Wait for the drain, at most slice_ns this call (0: until drained or timed out). */
+enum gy_wait_result gy_job_wait_drained(gy_shm *shm, gy_job *job, uint64_t slice_ns);
+/* Count the job out; lower launches resume once no job above them remains. */
+int gy_job_exit(gy_shm *shm, gy_job *job, gy_err *err);
+/* enter + wait to the end: the usual way to begin a job. */
+int gy_begin(gy_shm *shm, int priority, gy_job *job, gy_err *err);
+
+/* ---- the drain side, run by a helper thread of a gated process (gate.c) ---------------------- */
+
+/* Wait up to timeout_ns for a drain request addressed to this process: a job above our
+ * priority in progress, our inflight flag set and its epoch not yet acknowledged. Returns true
+ * with *epoch set when one is pending. */
+bool gy_drain_wait_request(gy_shm *shm, uint64_t timeout_ns, uint64_t *epoch);
+/* Acknowledge that all work launched before the request has finished. still_inflight: whether
+ * launches happened during the drain (then the flag stays set). */
+void gy_drain_ack(gy_shm *shm, uint64_t epoch, bool still_inflight);
+
+/* ---- status (status.c) ---------------------------------------------------------------------- */
+
+struct gy_status_proc {
+    int pid;
+    int priority;
+    const char *state; /* "running", "blocked", "draining" */
+    bool inflight;
+    uint64_t launches, graph_launches, sync_points, waits, blocked_ns, drains, drain_timeouts;
+};
+
+struct gy_status {
+    char name[GY_NAME_MAX];
+    uint32_t jobs[GY_LEVELS];
+    uint64_t job_epoch, total_drain_timeouts, reaped;
+    int nprocs;
+    struct gy_status_proc procs[GY_MAX_PROCS];
+};
+
+/* A consistent snapshot; every field read from the segment is range-checked (a corrupt segment
+ * gives -1 and an error, never a crash). */
+int gy_status_read(gy_shm *shm, struct gy_status *out, gy_err *err);
+/* One JSON object, as `expcontroller status --json` prints it. Returns bytes written (or that
+ * would be written, snprintf-style). */
+int gy_status_json(const struct gy_status *st, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,128 @@
+/* Process registration and reaping of dead processes. */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "errors.h"
+#include "registry.h"
+#include "shared_wait.h"
+
+bool gy_slot_sane(const struct gy_proc_slot *slot)
+{
+    uint32_t state = atomic_load_explicit(&slot->state, memory_order_acquire);
+    return state <= GY_PROC_DRAINING && (state == GY_PROC_FREE || (slot->pid > 0 && slot->priority >= 0 &&
+                                                                   slot->priority < GY_LEVELS));
+}
+
+void gy_publish_levels_locked(struct gy_segment *seg)
+{
+    uint32_t mask = 0;
+    for (int level = 0; level < GY_LEVELS; level++)
+        if (seg->jobs[level])
+            mask |= 1u << level;
+    atomic_store_explicit(&seg->active_levels, mask, memory_order_seq_cst);
+}
+
+static void free_slot_locked(struct gy_segment *seg, struct gy_proc_slot *slot)
+{
+    for (int level = 0; level < GY_LEVELS; level++) {
+        uint32_t held = slot->held_jobs[level];
+        seg->jobs[level] = seg->jobs[level] >= held ? seg->jobs[level] - held : 0;
+        slot->held_jobs[level] = 0;
+    }
+    atomic_store_explicit(&slot->inflight, 0, memory_order_seq_cst);
+    atomic_store_explicit(&slot->state, GY_PROC_FREE, memory_order_release);
+    gy_publish_levels_locked(seg);
+}
+
+int gy_reap_locked(struct gy_segment *seg)
+{
+    int reaped = 0;
+    for (int i = 0; i < GY_MAX_PROCS; i++) {
+        struct gy_proc_slot *slot = &seg->procs[i];
+        uint32_t state = atomic_load_explicit(&slot->state, memory_order_acquire);
+        if (state == GY_PROC_FREE)
+            continue;
+        /* A corrupt slot, or one whose process is gone or was replaced by a reused pid. */
+        if (!gy_slot_sane(slot) || !gy_proc_alive(slot->pid, slot->start_time)) {
+            free_slot_locked(seg, slot);
+            reaped++;
+        }
+    }
+    if (reaped)
+        atomic_fetch_add_explicit(&seg->reaped, (uint64_t)reaped, memory_order_relaxed);
+    return reaped;
+}
+
+void gy_lock_and_recover(struct gy_segment *seg)
+{
+    if (gy_lock(seg) && gy_reap_locked(seg))
+        gy_wake_all(seg);
+}
+
+int gy_reap(gy_shm *shm)
+{
+    gy_lock_and_recover(shm->seg);
+    int reaped = gy_reap_locked(shm->seg);
+    gy_unlock(shm->seg);
+    if (reaped)
+        gy_wake_all(shm->seg);
+    return reaped;
+}
+
+int gy_register(gy_shm *shm, int priority, gy_err *err)
+{
+    if (priority < 0 || priority >= GY_LEVELS)
+        return gy_fail(err, EINVAL, "priority %d is out of range: use 0..%d (higher wins)", priority, GY_LEVELS - 1);
+    if (shm->slot >= 0)
+        return gy_fail(err, EBUSY, "this handle is already registered in %s (slot %d)", shm->name, shm->slot);
+    struct gy_segment *seg = shm->seg;
+    int pid = getpid();
+    uint64_t start = gy_proc_start_time(pid);
+    gy_lock_and_recover(seg);
+    int found = -1;
+    for (int pass = 0; pass < 2 && found < 0; pass++) {
+        if (pass == 1 && gy_reap_locked(seg) == 0)
+            break; /* full of live processes */
+        for (int i = 0; i < GY_MAX_PROCS; i++) {
+            if (atomic_load_explicit(&seg->procs[i].state, memory_order_acquire) == GY_PROC_FREE) {
+                found = i;
+                break;
+            }
+        }
+    }
+    if (found < 0) {
+        gy_unlock(seg);
+        return gy_fail(err, ENOSPC,
+                       "the process table of segment %s is full (%d live processes): stop some workers, or "
+                       "run them in another experiment (another tag)",
+                       shm->name, GY_MAX_PROCS);
+    }
+    struct gy_proc_slot *slot = &seg->procs[found];
+    memset(&slot->counters, 0, sizeof slot->counters);
+    memset(slot->held_jobs, 0, sizeof slot->held_jobs);
+    slot->pid = pid;
+    slot->start_time = start;
+    slot->priority = priority;
+    atomic_store_explicit(&slot->inflight, 0, memory_order_relaxed);
+    atomic_store_explicit(&slot->drained_epoch, 0, memory_order_relaxed);
+    atomic_store_explicit(&slot->state, GY_PROC_RUNNING, memory_order_release);
+    gy_unlock(seg);
+    shm->slot = found;
+    return 0;
+}
+
+void gy_unregister(gy_shm *shm)
+{
+    if (shm->slot < 0)
+        return;
+    struct gy_segment *seg = shm->seg;
+    struct gy_proc_slot *slot = &seg->procs[shm->slot];
+    gy_lock_and_recover(seg);
+    /* The slot may have been reaped and reused if our pid was misjudged; only free our own. */
+    if (slot->pid == getpid() && atomic_load_explicit(&slot->state, memory_order_acquire) != GY_PROC_FREE)
+        free_slot_locked(seg, slot);
+    gy_unlock(seg);
+    gy_wake_all(seg);
+    shm->slot = -1;
+}

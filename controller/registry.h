@@ -1,0 +1,16 @@
+/* Internal to the controller: slot-table helpers used under the mutex. */
+#ifndef GY_REGISTRY_H
+#define GY_REGISTRY_H
+
+#include "gpuyield.h"
+
+/* Under the mutex: recompute the active-levels word from the per-level job counts. */
+void gy_publish_levels_locked(struct gy_segment *seg);
+/* Under the mutex: count out dead processes. Returns how many were reaped (caller wakes). */
+int gy_reap_locked(struct gy_segment *seg);
+/* A slot whose fields are in range; anything else is treated as corrupt and skipped. */
+bool gy_slot_sane(const struct gy_proc_slot *slot);
+/* Lock, and if the last owner died inside, reap before going on. */
+void gy_lock_and_recover(struct gy_segment *seg);
+
+#endif

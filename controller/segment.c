@@ -1,0 +1,210 @@
+/* Segment lifecycle: naming, create, open (with every check an opener owes), close, remove. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "errors.h"
+#include "gpuyield.h"
+#include "shared_wait.h"
+
+#define TAG_MAX 40
+
+static bool valid_tag(const char *tag)
+{
+    size_t n = strlen(tag);
+    if (n == 0 || n > TAG_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = tag[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+              c == '_' || c == '-'))
+            return false;
+    }
+    return strcmp(tag, ".") != 0 && strcmp(tag, "..") != 0;
+}
+
+const char *gy_default_tag(void)
+{
+    const char *env = getenv("GPUYIELD_SHM");
+    return env && *env ? env : GY_DEFAULT_TAG;
+}
+
+int gy_segment_name(const char *tag_or_name, char out[GY_NAME_MAX], gy_err *err)
+{
+    if (!tag_or_name)
+        tag_or_name = gy_default_tag();
+    if (strncmp(tag_or_name, "/gpuyield-", 10) == 0) {
+        /* A full name: /gpuyield-<uid>-<tag>. The uid may be another user's; open refuses it. */
+        const char *p = tag_or_name + 10;
+        char *end;
+        errno = 0;
+        unsigned long uid = strtoul(p, &end, 10);
+        if (end == p || *end != '-' || errno || uid > 0xffffffffu || !valid_tag(end + 1))
+            return gy_fail(err, EINVAL,
+                           "segment name '%s' is malformed: expected /gpuyield-<uid>-<tag> with a tag of 1..%d "
+                           "characters from [A-Za-z0-9._-]",
+                           tag_or_name, TAG_MAX);
+        snprintf(out, GY_NAME_MAX, "%s", tag_or_name);
+        return 0;
+    }
+    if (!valid_tag(tag_or_name))
+        return gy_fail(err, EINVAL,
+                       "experiment tag '%s' is invalid: use 1..%d characters from [A-Za-z0-9._-] (or a full "
+                       "segment name /gpuyield-<uid>-<tag>)",
+                       tag_or_name, TAG_MAX);
+    snprintf(out, GY_NAME_MAX, "/gpuyield-%u-%s", (unsigned)getuid(), tag_or_name);
+    return 0;
+}
+
+int gy_create(const char *tag_or_name, uint64_t drain_timeout_ns, gy_shm *out, gy_err *err)
+{
+    char name[GY_NAME_MAX];
+    memset(out, 0, sizeof *out);
+    out->slot = -1;
+    if (gy_segment_name(tag_or_name, name, err))
+        return -1;
+    int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        int e = errno;
+        if (e == EEXIST)
+            return gy_fail(err, e,
+                           "segment %s already exists: another experiment uses this tag, or a crashed one left "
+                           "it; pick another tag, or run `expcontroller clean` (dead creators) or "
+                           "`expcontroller remove --name %s`",
+                           name, name);
+        return gy_fail(err, e, "cannot create segment %s in /dev/shm: %s", name, strerror(e));
+    }
+    if (ftruncate(fd, sizeof(struct gy_segment)) != 0) {
+        int e = errno;
+        close(fd);
+        shm_unlink(name);
+        return gy_fail(err, e, "cannot size segment %s to %zu bytes: %s (is /dev/shm full?)", name,
+                       sizeof(struct gy_segment), strerror(e));
+    }
+    struct gy_segment *seg = mmap(NULL, sizeof *seg, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (seg == MAP_FAILED) {
+        int e = errno;
+        shm_unlink(name);
+        return gy_fail(err, e, "cannot map segment %s: %s", name, strerror(e));
+    }
+    /* ftruncate zero-fills: every counter, slot and level starts at 0 (FREE, no job). */
+    int rc = gy_mutex_init(seg);
+    if (rc) {
+        munmap(seg, sizeof *seg);
+        shm_unlink(name);
+        return gy_fail(err, rc, "cannot initialise the robust process-shared mutex of %s: %s", name, strerror(rc));
+    }
+    seg->layout_version = GY_LAYOUT_VERSION;
+    seg->segment_size = sizeof *seg;
+    seg->owner_uid = (uint32_t)geteuid();
+    seg->creator_pid = getpid();
+    seg->creator_start_time = gy_proc_start_time(getpid());
+    seg->drain_timeout_ns = drain_timeout_ns ? drain_timeout_ns : GY_DEFAULT_DRAIN_TIMEOUT_NS;
+    snprintf(seg->name, sizeof seg->name, "%s", name);
+    /* The magic goes in last: an opener racing with us sees either no magic or a whole header. */
+    atomic_thread_fence(memory_order_release);
+    seg->magic = GY_MAGIC;
+    out->seg = seg;
+    snprintf(out->name, sizeof out->name, "%s", name);
+    return 0;
+}
+
+int gy_open(const char *tag_or_name, gy_shm *out, gy_err *err)
+{
+    char name[GY_NAME_MAX];
+    memset(out, 0, sizeof *out);
+    out->slot = -1;
+    if (gy_segment_name(tag_or_name, name, err))
+        return -1;
+    int fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
+    if (fd < 0) {
+        int e = errno;
+        if (e == ENOENT)
+            return gy_fail(err, e,
+                           "no segment %s: start the experiment first (run_exp creates one; by hand: "
+                           "`expcontroller serve --name <tag>`), or check GPUYIELD_SHM",
+                           name);
+        if (e == EACCES)
+            return gy_fail(err, e, "segment %s belongs to another user: gpuyield segments are private (0600)",
+                           name);
+        return gy_fail(err, e, "cannot open segment %s: %s", name, strerror(e));
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return gy_fail(err, e, "cannot stat segment %s: %s", name, strerror(e));
+    }
+    if (st.st_uid != geteuid()) {
+        close(fd);
+        return gy_fail(err, EACCES,
+                       "segment %s is owned by uid %u, not by you (uid %u): gpuyield never joins another "
+                       "user's experiment; use your own tag",
+                       name, (unsigned)st.st_uid, (unsigned)geteuid());
+    }
+    if ((size_t)st.st_size != sizeof(struct gy_segment)) {
+        close(fd);
+        return gy_fail(err, EPROTO,
+                       "segment %s is %lld bytes, expected %zu: it is truncated or from another gpuyield "
+                       "build; stop its users and `expcontroller remove --name %s`",
+                       name, (long long)st.st_size, sizeof(struct gy_segment), name);
+    }
+    struct gy_segment *seg = mmap(NULL, sizeof *seg, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (seg == MAP_FAILED) {
+        int e = errno;
+        return gy_fail(err, e, "cannot map segment %s: %s", name, strerror(e));
+    }
+    const char *why = NULL;
+    if (seg->magic != GY_MAGIC)
+        why = "is not a gpuyield segment (bad magic)";
+    else if (seg->layout_version != GY_LAYOUT_VERSION)
+        why = "has another layout version";
+    else if (seg->segment_size != sizeof *seg)
+        why = "declares another size";
+    else if (seg->owner_uid != (uint32_t)geteuid())
+        why = "records another owner";
+    if (why) {
+        int e = EPROTO;
+        unsigned version = seg->layout_version;
+        munmap(seg, sizeof *seg);
+        return gy_fail(err, e,
+                       "segment %s %s (its layout version %u, ours %u): it was made by another gpuyield "
+                       "version or corrupted; stop its users and `expcontroller remove --name %s`",
+                       name, why, version, GY_LAYOUT_VERSION, name);
+    }
+    atomic_thread_fence(memory_order_acquire);
+    out->seg = seg;
+    snprintf(out->name, sizeof out->name, "%s", name);
+    return 0;
+}
+
+void gy_close(gy_shm *shm)
+{
+    if (!shm || !shm->seg)
+        return;
+    if (shm->slot >= 0)
+        gy_unregister(shm);
+    munmap(shm->seg, sizeof *shm->seg);
+    shm->seg = NULL;
+}
+
+int gy_remove(const char *tag_or_name, gy_err *err)
+{
+    char name[GY_NAME_MAX];
+    if (gy_segment_name(tag_or_name, name, err))
+        return -1;
+    if (shm_unlink(name) != 0) {
+        int e = errno;
+        if (e == ENOENT)
+            return gy_fail(err, e, "no segment %s to remove (already gone?)", name);
+        return gy_fail(err, e, "cannot remove segment %s: %s", name, strerror(e));
+    }
+    return 0;
+}

@@ -1,0 +1,80 @@
+/* The shared segment: the one place that defines its layout.
+ *
+ * Every process of an experiment maps the same segment, so this layout is a wire format.
+ * Bump GY_LAYOUT_VERSION whenever a field moves, changes type or size: an opener checks it. */
+#ifndef GY_SEGMENT_LAYOUT_H
+#define GY_SEGMENT_LAYOUT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#define GY_MAGIC 0x444c454959555047ull /* "GPUYIELD" read as little-endian bytes */
+#define GY_LAYOUT_VERSION 1u
+#define GY_LEVELS 8     /* priorities 0..7, higher wins */
+#define GY_MAX_PROCS 128 /* registered processes per experiment */
+#define GY_NAME_MAX 64  /* "/gpuyield-<uid>-<tag>" including the NUL */
+
+/* A slot's life: FREE -> (claimed under the mutex) -> RUNNING <-> BLOCKED / DRAINING -> FREE. */
+enum gy_proc_state {
+    GY_PROC_FREE = 0,
+    GY_PROC_RUNNING = 1,  /* registered, launching freely */
+    GY_PROC_BLOCKED = 2,  /* a launch waits for a higher job to end */
+    GY_PROC_DRAINING = 3, /* its helper waits for its in-flight GPU work to finish */
+};
+
+/* Counters kept per process. Each is written by its own process only (relaxed atomics) and read
+ * by status readers; the launch counters sit on the launching thread's hot path. */
+struct gy_proc_counters {
+    _Atomic uint64_t launches;       /* kernel launches, graph launches excluded */
+    _Atomic uint64_t graph_launches; /* cuGraphLaunch calls, one unit each */
+    _Atomic uint64_t sync_points;    /* sync points / event waits inserted by the queue bound */
+    _Atomic uint64_t waits;          /* launches that had to block behind a higher job */
+    _Atomic uint64_t blocked_ns;     /* total time those launches were blocked */
+    _Atomic uint64_t drains;         /* drain requests this process acknowledged */
+    _Atomic uint64_t drain_timeouts; /* jobs begun here whose drain hit the timeout */
+};
+
+struct gy_proc_slot {
+    _Atomic uint32_t state;       /* enum gy_proc_state */
+    int32_t pid;
+    uint64_t start_time;          /* /proc/<pid>/stat starttime: tells a reused pid apart */
+    int32_t priority;             /* 0..GY_LEVELS-1 */
+    uint16_t held_jobs[GY_LEVELS]; /* jobs this process has in progress, so a reaper can count them out */
+    /* Drain handshake. inflight: 1 while the process may have GPU work queued or running (set
+     * by its launches, cleared by its helper after a drain). drained_epoch: the last job epoch
+     * whose drain this process has acknowledged. */
+    _Atomic uint32_t inflight;
+    _Atomic uint64_t drained_epoch;
+    struct gy_proc_counters counters;
+} __attribute__((aligned(64)));
+
+struct gy_segment {
+    /* Header, written once at creation and checked by every opener. */
+    uint64_t magic;
+    uint32_t layout_version;
+    uint32_t segment_size;
+    uint32_t owner_uid;
+    int32_t creator_pid;
+    uint64_t creator_start_time;
+    uint64_t drain_timeout_ns; /* default bound on a begin's drain wait */
+    char name[GY_NAME_MAX];
+
+    /* The hot word, alone on its cache line: bit L set while a job of level L is in progress.
+     * A launch of priority p is allowed iff (active_levels >> (p + 1)) == 0. */
+    _Atomic uint32_t active_levels __attribute__((aligned(64)));
+
+    /* Slow path state, guarded by mutex. wake_seq is the futex word of the shared condition. */
+    pthread_mutex_t mutex __attribute__((aligned(64)));
+    _Atomic uint32_t wake_seq;
+    uint32_t jobs[GY_LEVELS];   /* jobs in progress per level */
+    _Atomic uint64_t job_epoch; /* bumped by each begin; drains acknowledge an epoch */
+    _Atomic uint64_t total_drain_timeouts;
+    _Atomic uint64_t reaped;     /* dead processes counted out so far */
+
+    struct gy_proc_slot procs[GY_MAX_PROCS];
+};
+
+_Static_assert(sizeof(struct gy_segment) < 64 * 1024, "the segment must stay under 64 KiB");
+
+#endif

@@ -1,0 +1,113 @@
+/* A checked snapshot of the segment for readers (expcontroller status, pyext status()). */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "errors.h"
+#include "registry.h"
+#include "shared_wait.h"
+
+#define MAX_SANE_JOBS 1000000u
+
+static const char *state_name(uint32_t state)
+{
+    switch (state) {
+    case GY_PROC_RUNNING: return "running";
+    case GY_PROC_BLOCKED: return "blocked";
+    case GY_PROC_DRAINING: return "draining";
+    default: return "free";
+    }
+}
+
+int gy_status_read(gy_shm *shm, struct gy_status *out, gy_err *err)
+{
+    struct gy_segment *seg = shm->seg;
+    memset(out, 0, sizeof *out);
+    snprintf(out->name, sizeof out->name, "%s", shm->name);
+    /* A reader must not hang on a wedged segment: take the mutex with a deadline, and read the
+     * atomically kept fields without it if the deadline passes. */
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += 1;
+    int rc = pthread_mutex_timedlock(&seg->mutex, &deadline);
+    if (rc == EOWNERDEAD)
+        pthread_mutex_consistent(&seg->mutex);
+    bool locked = rc == 0 || rc == EOWNERDEAD;
+    int bad_slot = -1;
+    for (int level = 0; level < GY_LEVELS; level++) {
+        out->jobs[level] = seg->jobs[level];
+        if (out->jobs[level] > MAX_SANE_JOBS)
+            bad_slot = -2 - level;
+    }
+    out->job_epoch = atomic_load(&seg->job_epoch);
+    out->total_drain_timeouts = atomic_load(&seg->total_drain_timeouts);
+    out->reaped = atomic_load(&seg->reaped);
+    for (int i = 0; i < GY_MAX_PROCS && bad_slot == -1; i++) {
+        const struct gy_proc_slot *slot = &seg->procs[i];
+        uint32_t state = atomic_load_explicit(&slot->state, memory_order_acquire);
+        if (state == GY_PROC_FREE)
+            continue;
+        if (!gy_slot_sane(slot)) {
+            bad_slot = i;
+            break;
+        }
+        struct gy_status_proc *p = &out->procs[out->nprocs++];
+        p->pid = slot->pid;
+        p->priority = slot->priority;
+        p->state = state_name(state);
+        p->inflight = atomic_load(&slot->inflight) != 0;
+        p->launches = atomic_load(&slot->counters.launches);
+        p->graph_launches = atomic_load(&slot->counters.graph_launches);
+        p->sync_points = atomic_load(&slot->counters.sync_points);
+        p->waits = atomic_load(&slot->counters.waits);
+        p->blocked_ns = atomic_load(&slot->counters.blocked_ns);
+        p->drains = atomic_load(&slot->counters.drains);
+        p->drain_timeouts = atomic_load(&slot->counters.drain_timeouts);
+    }
+    if (locked)
+        pthread_mutex_unlock(&seg->mutex);
+    if (bad_slot >= 0) {
+        const struct gy_proc_slot *slot = &seg->procs[bad_slot];
+        return gy_fail(err, EPROTO,
+                       "segment %s is corrupt: process slot %d has state %u, pid %d, priority %d (expected "
+                       "state 0..3, pid > 0, priority 0..7); stop its users and `expcontroller remove --name %s`",
+                       shm->name, bad_slot, (unsigned)atomic_load(&slot->state), slot->pid, slot->priority,
+                       shm->name);
+    }
+    if (bad_slot < -1)
+        return gy_fail(err, EPROTO,
+                       "segment %s is corrupt: level %d counts %u jobs in progress; stop its users and "
+                       "`expcontroller remove --name %s`",
+                       shm->name, -2 - bad_slot, out->jobs[-2 - bad_slot], shm->name);
+    return 0;
+}
+
+int gy_status_json(const struct gy_status *st, char *buf, size_t len)
+{
+    size_t used = 0;
+#define EMIT(...)                                                                                        \
+    do {                                                                                                 \
+        int n_ = snprintf(used < len ? buf + used : NULL, used < len ? len - used : 0, __VA_ARGS__);     \
+        used += n_ > 0 ? (size_t)n_ : 0;                                                                 \
+    } while (0)
+    EMIT("{\"segment\": \"%s\", \"jobs\": [", st->name);
+    for (int level = 0; level < GY_LEVELS; level++)
+        EMIT("%s%u", level ? ", " : "", st->jobs[level]);
+    EMIT("], \"job_epoch\": %llu, \"drain_timeouts\": %llu, \"reaped\": %llu, \"processes\": [",
+         (unsigned long long)st->job_epoch, (unsigned long long)st->total_drain_timeouts,
+         (unsigned long long)st->reaped);
+    for (int i = 0; i < st->nprocs; i++) {
+        const struct gy_status_proc *p = &st->procs[i];
+        EMIT("%s{\"pid\": %d, \"priority\": %d, \"state\": \"%s\", \"inflight\": %s, \"launches\": %llu, "
+             "\"graph_launches\": %llu, \"sync_points\": %llu, \"waits\": %llu, \"blocked_ns\": %llu, "
+             "\"drains\": %llu, \"drain_timeouts\": %llu}",
+             i ? ", " : "", p->pid, p->priority, p->state, p->inflight ? "true" : "false",
+             (unsigned long long)p->launches, (unsigned long long)p->graph_launches,
+             (unsigned long long)p->sync_points, (unsigned long long)p->waits, (unsigned long long)p->blocked_ns,
+             (unsigned long long)p->drains, (unsigned long long)p->drain_timeouts);
+    }
+    EMIT("]}");
+#undef EMIT
+    return (int)used;
+}

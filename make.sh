@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# gpuyield build driver.
+#   ./make.sh         build everything into build/ (warnings are errors)
+#   ./make.sh test    build, then run every test suite (plain, ASan+UBSan, TSan); last line "N passed, N failed"
+#   ./make.sh deps    install the Debian packages the build and the tests need, nothing else
+#   ./make.sh clean   remove build/
+set -euo pipefail
+cd "$(dirname "$0")"
+ROOT=$PWD
+
+# Build-time dependencies (Debian names): compiler and make, jansson (run_exp's JSON), SQLite
+# (nsight-parser), Python headers (the extension), pytest, matplotlib and numpy (tests, plots),
+# clang with its sanitizer/fuzzer runtimes (fuzz targets).
+DEBIAN_PACKAGES="build-essential pkg-config libjansson-dev libsqlite3-dev python3 python3-dev python3-pytest python3-matplotlib python3-numpy clang libclang-rt-dev"
+
+find_cuda() {
+    local nvcc_path
+    if nvcc_path=$(command -v nvcc 2>/dev/null); then
+        dirname "$(dirname "$(readlink -f "$nvcc_path")")"
+    elif [ -x /usr/local/cuda/bin/nvcc ]; then
+        echo /usr/local/cuda
+    fi
+}
+
+# The Python the user runs builds the extension; tests need one that also has pytest.
+pick_python() {
+    local want=${1:-}
+    for py in ${PYTHON:-} python3 /usr/bin/python3; do
+        command -v "$py" >/dev/null 2>&1 || continue
+        if [ -z "$want" ] || "$py" -c "import $want" >/dev/null 2>&1; then echo "$py"; return; fi
+    done
+}
+
+build() {
+    local san=${1:-} out=build
+    [ -n "$san" ] && out=build/$san
+    local cuda; cuda=$(find_cuda)
+    if [ -z "$cuda" ] && [ -z "$san" ]; then
+        echo "make.sh: CUDA toolkit not found (no nvcc on PATH, no /usr/local/cuda): skipping the GPU benchmark programs"
+    fi
+    make -s -f build.mk -j"$(nproc)" O="$out" SAN="$san" CUDA_HOME="$cuda" ROOT="$ROOT" all
+}
+
+build_python_ext() {
+    local py=$1
+    PYTHON_BIN="$py" bash pyext/build_ext.sh "$ROOT/build"
+}
+
+run_suites() {
+    local py; py=$(pick_python pytest)
+    if [ -z "$py" ]; then
+        echo "make.sh: no python3 with pytest found: run ./make.sh deps (Debian: python3-pytest)" >&2
+        exit 1
+    fi
+    build_python_ext "$py"
+    local passed=0 failed=0 suite out p f
+    for suite in tests/suites/*.sh; do
+        echo "== ${suite#tests/suites/}"
+        out=$(mktemp)
+        if ! ROOT="$ROOT" BUILD="$ROOT/build" PYTHON="$py" bash "$suite" 2>&1 | tee "$out"; then :; fi
+        read -r p f < <(sed -n 's/^\([0-9][0-9]*\) passed, \([0-9][0-9]*\) failed.*$/\1 \2/p' "$out" | tail -n 1)
+        if [ -z "${p:-}" ]; then
+            echo "make.sh: suite $suite ended without its 'N passed, N failed' line: counted as 1 failure"
+            p=0; f=1
+        fi
+        passed=$((passed + p)); failed=$((failed + f))
+        rm -f "$out"; p=; f=
+    done
+    if ls /dev/shm 2>/dev/null | grep -q "^gpuyield-$(id -u)-test"; then
+        echo "make.sh: tests left segments in /dev/shm:"; ls /dev/shm | grep "^gpuyield-$(id -u)-test"
+        failed=$((failed + 1))
+    fi
+    echo "$passed passed, $failed failed"
+    [ "$failed" -eq 0 ]
+}
+
+case "${1:-build}" in
+    build|"")
+        build
+        py=$(pick_python)
+        if [ -n "$py" ]; then build_python_ext "$py"; fi
+        ;;
+    test)
+        build; build asan; build tsan
+        run_suites
+        ;;
+    deps)
+        echo "make.sh: installing $DEBIAN_PACKAGES"
+        apt-get update -q && apt-get install -y -q $DEBIAN_PACKAGES
+        ;;
+    clean) rm -rf build ;;
+    *) echo "usage: ./make.sh [build|test|deps|clean]" >&2; exit 2 ;;
+esac

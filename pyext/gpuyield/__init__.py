@@ -1,0 +1,1 @@
+"""gpuyield: share one GPU between inference processes of different priority."""
