@@ -1,1 +1,323 @@
-int main(void) { return 0; }
+/* expcontroller: create, serve, inspect and clean gpuyield segments.
+ * Exit status: 0 ok, 1 runtime error, 2 usage error. */
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gpuyield.h"
+
+#define EXIT_RUNTIME 1
+#define EXIT_USAGE 2
+
+static const char usage_text[] =
+    "usage: expcontroller COMMAND [options]\n"
+    "  create [--name TAG] [--drain-timeout-ms MS]   create a segment, print its name\n"
+    "  serve  [--name TAG] [--drain-timeout-ms MS]   create it if absent, reap dead processes,\n"
+    "                                                remove it on SIGINT/SIGTERM\n"
+    "  status [--name TAG] [--json] [--watch [SEC]]  processes and jobs in progress\n"
+    "  remove [--name TAG]                           remove a segment\n"
+    "  clean                                         remove your segments whose creator is dead\n"
+    "TAG defaults to $GPUYIELD_SHM, else \"" GY_DEFAULT_TAG "\"; a full name /gpuyield-<uid>-<tag> works too.\n";
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "expcontroller: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n%s", usage_text);
+    return EXIT_USAGE;
+}
+
+struct options {
+    const char *name;
+    bool json;
+    double watch_s; /* 0: print once */
+    uint64_t drain_timeout_ns;
+};
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_stop_signal(int sig)
+{
+    (void)sig;
+    stop_requested = 1;
+}
+
+static int parse_options(int argc, char **argv, const char *command, struct options *opt)
+{
+    static const struct option longopts[] = {
+        {"name", required_argument, NULL, 'n'},      {"json", no_argument, NULL, 'j'},
+        {"watch", optional_argument, NULL, 'w'},     {"drain-timeout-ms", required_argument, NULL, 't'},
+        {"help", no_argument, NULL, 'h'},            {NULL, 0, NULL, 0},
+    };
+    bool is_status = strcmp(command, "status") == 0;
+    bool makes = strcmp(command, "create") == 0 || strcmp(command, "serve") == 0;
+    bool takes_name = strcmp(command, "clean") != 0;
+    memset(opt, 0, sizeof *opt);
+    opterr = 0;
+    optind = 2;
+    int c;
+    while ((c = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
+        char *end;
+        switch (c) {
+        case 'n':
+            if (!takes_name)
+                return usage_error("'%s' takes no --name: it looks at all of your segments", command);
+            opt->name = optarg;
+            break;
+        case 'j':
+            if (!is_status)
+                return usage_error("--json goes with 'status', not '%s'", command);
+            opt->json = true;
+            break;
+        case 'w':
+            if (!is_status)
+                return usage_error("--watch goes with 'status', not '%s'", command);
+            opt->watch_s = 1.0;
+            if (!optarg && optind < argc && argv[optind][0] != '-')
+                optarg = argv[optind++];
+            if (optarg) {
+                errno = 0;
+                opt->watch_s = strtod(optarg, &end);
+                if (errno || *end || opt->watch_s < 0.05 || opt->watch_s > 3600)
+                    return usage_error("--watch takes seconds between 0.05 and 3600, not '%s'", optarg);
+            }
+            break;
+        case 't': {
+            if (!makes)
+                return usage_error("--drain-timeout-ms goes with 'create' or 'serve', not '%s'", command);
+            errno = 0;
+            long long ms = strtoll(optarg, &end, 10);
+            if (errno || *end || ms < 1 || ms > 3600000)
+                return usage_error("--drain-timeout-ms takes 1..3600000 milliseconds, not '%s'", optarg);
+            opt->drain_timeout_ns = (uint64_t)ms * 1000000ull;
+            break;
+        }
+        case 'h':
+            fputs(usage_text, stdout);
+            exit(0);
+        default:
+            return usage_error("unknown or incomplete option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return usage_error("unexpected argument '%s'", argv[optind]);
+    char checked[GY_NAME_MAX];
+    gy_err err;
+    if (takes_name && gy_segment_name(opt->name, checked, &err))
+        return usage_error("%s", err.msg);
+    return 0;
+}
+
+static int fail(const gy_err *err)
+{
+    fprintf(stderr, "expcontroller: %s\n", err->msg);
+    return EXIT_RUNTIME;
+}
+
+static int cmd_create(const struct options *opt)
+{
+    gy_shm shm;
+    gy_err err;
+    if (gy_create(opt->name, opt->drain_timeout_ns, &shm, &err))
+        return fail(&err);
+    printf("%s\n", shm.name);
+    gy_close(&shm);
+    return 0;
+}
+
+static int cmd_serve(const struct options *opt)
+{
+    gy_shm shm;
+    gy_err err;
+    bool created = true;
+    if (gy_create(opt->name, opt->drain_timeout_ns, &shm, &err)) {
+        if (err.code != EEXIST)
+            return fail(&err);
+        if (gy_open(opt->name, &shm, &err))
+            return fail(&err);
+        created = false;
+    }
+    struct sigaction sa = {.sa_handler = on_stop_signal};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    printf("%s\n", shm.name);
+    fprintf(stderr, "expcontroller: serving %s (%s); reaping dead processes every 200 ms; Ctrl-C removes it\n",
+            shm.name, created ? "created" : "already existed");
+    fflush(stdout);
+    while (!stop_requested) {
+        int reaped = gy_reap(&shm);
+        if (reaped)
+            fprintf(stderr, "expcontroller: reaped %d dead process%s\n", reaped, reaped == 1 ? "" : "es");
+        struct timespec ts = {0, 200000000};
+        nanosleep(&ts, NULL);
+    }
+    char name[GY_NAME_MAX];
+    snprintf(name, sizeof name, "%s", shm.name);
+    gy_close(&shm);
+    if (gy_remove(name, &err))
+        return fail(&err);
+    fprintf(stderr, "expcontroller: removed %s\n", name);
+    return 0;
+}
+
+static void print_table(const struct gy_status *st)
+{
+    printf("segment %s\njobs in progress per level 0..7:", st->name);
+    for (int level = 0; level < GY_LEVELS; level++)
+        printf(" %u", st->jobs[level]);
+    printf("\ndrain timeouts %llu, dead processes reaped %llu\n", (unsigned long long)st->total_drain_timeouts,
+           (unsigned long long)st->reaped);
+    printf("%8s %4s %-9s %12s %8s %8s %12s %8s %8s\n", "pid", "prio", "state", "launches", "graphs", "waits",
+           "ms_blocked", "drains", "timeouts");
+    for (int i = 0; i < st->nprocs; i++) {
+        const struct gy_status_proc *p = &st->procs[i];
+        printf("%8d %4d %-9s %12llu %8llu %8llu %12.1f %8llu %8llu\n", p->pid, p->priority, p->state,
+               (unsigned long long)p->launches, (unsigned long long)p->graph_launches,
+               (unsigned long long)p->waits, (double)p->blocked_ns / 1e6, (unsigned long long)p->drains,
+               (unsigned long long)p->drain_timeouts);
+    }
+    if (st->nprocs == 0)
+        printf("(no registered processes)\n");
+}
+
+static int cmd_status(const struct options *opt)
+{
+    gy_shm shm;
+    gy_err err;
+    if (gy_open(opt->name, &shm, &err))
+        return fail(&err);
+    static struct gy_status st;
+    static char json[64 * 1024];
+    int rc = 0;
+    if (opt->watch_s > 0) {
+        struct sigaction sa = {.sa_handler = on_stop_signal};
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+    }
+    do {
+        if (gy_status_read(&shm, &st, &err)) {
+            rc = fail(&err);
+            break;
+        }
+        if (opt->json) {
+            gy_status_json(&st, json, sizeof json);
+            printf("%s\n", json);
+        } else {
+            if (opt->watch_s > 0 && isatty(STDOUT_FILENO))
+                printf("\033[H\033[2J");
+            print_table(&st);
+        }
+        fflush(stdout);
+        if (opt->watch_s > 0) {
+            double whole = (double)(long)opt->watch_s;
+            struct timespec ts = {(time_t)whole, (long)((opt->watch_s - whole) * 1e9)};
+            nanosleep(&ts, NULL);
+        }
+    } while (opt->watch_s > 0 && !stop_requested);
+    gy_close(&shm);
+    return rc;
+}
+
+static int cmd_remove(const struct options *opt)
+{
+    gy_err err;
+    char name[GY_NAME_MAX];
+    if (gy_segment_name(opt->name, name, &err))
+        return fail(&err);
+    if (gy_remove(name, &err))
+        return fail(&err);
+    printf("removed %s\n", name);
+    return 0;
+}
+
+/* A segment is stale when its creator is gone and no registered process is alive. Segments of
+ * other users never match the name prefix (it carries our uid), and gy_open checks the owner. */
+static int cmd_clean(void)
+{
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "gpuyield-%u-", (unsigned)getuid());
+    DIR *dir = opendir("/dev/shm");
+    if (!dir) {
+        fprintf(stderr, "expcontroller: cannot list /dev/shm: %s\n", strerror(errno));
+        return EXIT_RUNTIME;
+    }
+    int removed = 0, kept = 0, rc = 0;
+    struct dirent *de;
+    while ((de = readdir(dir))) {
+        if (strncmp(de->d_name, prefix, strlen(prefix)) != 0)
+            continue;
+        char name[GY_NAME_MAX];
+        if (strlen(de->d_name) + 2 > sizeof name)
+            continue; /* longer than any name we make */
+        name[0] = '/';
+        memcpy(name + 1, de->d_name, strlen(de->d_name) + 1);
+        gy_shm shm;
+        gy_err err;
+        if (gy_open(name, &shm, &err)) {
+            fprintf(stderr, "expcontroller: left %s alone: %s\n", name, err.msg);
+            kept++;
+            continue;
+        }
+        struct gy_segment *seg = shm.seg;
+        bool in_use = gy_proc_alive(seg->creator_pid, seg->creator_start_time);
+        for (int i = 0; i < GY_MAX_PROCS && !in_use; i++) {
+            const struct gy_proc_slot *slot = &seg->procs[i];
+            if (atomic_load(&slot->state) != GY_PROC_FREE && gy_proc_alive(slot->pid, slot->start_time))
+                in_use = true;
+        }
+        gy_close(&shm);
+        if (in_use) {
+            kept++;
+            continue;
+        }
+        if (gy_remove(name, &err)) {
+            fprintf(stderr, "expcontroller: %s\n", err.msg);
+            rc = EXIT_RUNTIME;
+        } else {
+            printf("removed %s\n", name);
+            removed++;
+        }
+    }
+    closedir(dir);
+    printf("clean: removed %d stale segment%s, kept %d in use or unreadable\n", removed, removed == 1 ? "" : "s",
+           kept);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        return usage_error("%s", "missing command");
+    const char *command = argv[1];
+    if (!strcmp(command, "-h") || !strcmp(command, "--help") || !strcmp(command, "help")) {
+        fputs(usage_text, stdout);
+        return 0;
+    }
+    static const char *const commands[] = {"create", "serve", "status", "remove", "clean"};
+    bool known = false;
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        known = known || !strcmp(command, commands[i]);
+    if (!known)
+        return usage_error("unknown command '%s'", command);
+    struct options opt;
+    int rc = parse_options(argc, argv, command, &opt);
+    if (rc)
+        return rc;
+    if (!strcmp(command, "create"))
+        return cmd_create(&opt);
+    if (!strcmp(command, "serve"))
+        return cmd_serve(&opt);
+    if (!strcmp(command, "status"))
+        return cmd_status(&opt);
+    if (!strcmp(command, "remove"))
+        return cmd_remove(&opt);
+    return cmd_clean();
+}
