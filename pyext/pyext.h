@@ -1,0 +1,69 @@
+/* Shared declarations of the gpuyield._gpuyield extension: the exception classes, the Segment
+ * and Job types, and the helpers their files call across. The extension is a thin layer over
+ * the controller library (controller/gpuyield.h); it adds no protocol of its own. */
+#ifndef GY_PYEXT_H
+#define GY_PYEXT_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "gpuyield.h"
+
+/* gpuyield.Error (OSError): every controller or OS failure, errno set where one fits.
+ * gpuyield.ArgumentError (Error, ValueError): a bad value (priority, name, timeout). */
+extern PyObject *gyp_Error;
+extern PyObject *gyp_ArgumentError;
+
+extern PyTypeObject gyp_SegmentType;
+extern PyTypeObject gyp_JobType;
+
+typedef struct {
+    PyObject_HEAD
+    gy_shm shm;
+    bool open;
+    pid_t owner_pid; /* the process that owns the registration; a forked child starts afresh */
+    dev_t dev;       /* identity of the shm object at connect time: tells removal or replacement */
+    ino_t ino;
+    int busy;        /* calls running with the GIL released: close() must not unmap under them */
+    PyObject *begun[GY_LEVELS]; /* per level, a list of the Jobs begun by begin(), ended LIFO */
+} SegmentObject;
+
+typedef struct {
+    PyObject_HEAD
+    SegmentObject *segment;
+    gy_job job;
+    int priority;
+    pid_t owner_pid; /* the process that began it */
+    bool waited;     /* the drain wait has finished (drained or timed out) */
+} JobObject;
+
+/* Raise Error (or ArgumentError for EINVAL) with this errno and message; returns NULL. */
+PyObject *gyp_raise(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Raise from a controller error. */
+PyObject *gyp_raise_err(const gy_err *err);
+
+/* A priority argument: an int (not a bool) in 0..GY_LEVELS-1. Returns 0, or -1 with an
+ * exception set. `what` names the argument in the message. */
+int gyp_parse_priority(PyObject *obj, const char *what, int *out);
+
+/* Wrap an open gy_shm (ownership moves to the new object; closed on failure). */
+PyObject *gyp_segment_new(gy_shm *shm);
+/* Open, and owned by this process (a forked child drops the parent's registration and jobs).
+ * Returns 0, or -1 with an exception set. */
+int gyp_segment_ready(SegmentObject *seg);
+/* Raise Error(ENOENT) when the segment's name no longer leads to the object we mapped. */
+int gyp_segment_check_present(SegmentObject *seg);
+/* Register lazily at $GPUYIELD_PRIORITY (default 0). */
+int gyp_segment_ensure_registered(SegmentObject *seg);
+
+/* A new, not yet begun Job of this segment. */
+JobObject *gyp_job_new(SegmentObject *seg, int priority);
+/* Count the job in; with wait, also wait for the drain (counted out again if interrupted). */
+int gyp_job_begin(JobObject *job, bool wait);
+/* Count the job out. */
+int gyp_job_end(JobObject *job);
+
+#endif

@@ -1,0 +1,621 @@
+/* gpuyield.Segment: one process's handle on a shared segment. It registers the process lazily,
+ * keeps the jobs begun by begin() so that end() can count them out, and reads status. */
+#include "pyext.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* What the segment's name leads to now: 1 and (dev, ino) when present, 0 when gone. Errors other
+ * than "gone" count as present: this check must never invent a removal. */
+static int lookup_identity(const char *name, dev_t *dev, ino_t *ino)
+{
+    int fd = shm_open(name, O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : -1;
+    struct stat st;
+    int rc = fstat(fd, &st);
+    close(fd);
+    if (rc != 0)
+        return -1;
+    *dev = st.st_dev;
+    *ino = st.st_ino;
+    return 1;
+}
+
+PyObject *gyp_segment_new(gy_shm *shm)
+{
+    SegmentObject *self = PyObject_GC_New(SegmentObject, &gyp_SegmentType);
+    if (!self) {
+        gy_close(shm);
+        return NULL;
+    }
+    self->shm = *shm;
+    self->open = true;
+    self->owner_pid = getpid();
+    self->busy = 0;
+    self->dev = 0;
+    self->ino = 0;
+    /* Recorded right after the open; a replacement in between is not told apart (documented). */
+    lookup_identity(self->shm.name, &self->dev, &self->ino);
+    for (int level = 0; level < GY_LEVELS; level++)
+        self->begun[level] = NULL;
+    for (int level = 0; level < GY_LEVELS; level++) {
+        self->begun[level] = PyList_New(0);
+        if (!self->begun[level]) {
+            Py_DECREF(self);
+            return NULL;
+        }
+    }
+    PyObject_GC_Track(self);
+    return (PyObject *)self;
+}
+
+/* Mark every job this handle began as no longer ours to end: close or fork counted them out. */
+static void forget_begun_jobs(SegmentObject *self)
+{
+    for (int level = 0; level < GY_LEVELS; level++) {
+        PyObject *list = self->begun[level];
+        if (!list)
+            continue;
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); i++)
+            ((JobObject *)PyList_GET_ITEM(list, i))->job.active = false;
+        PyList_SetSlice(list, 0, PyList_GET_SIZE(list), NULL);
+    }
+}
+
+int gyp_segment_ready(SegmentObject *self)
+{
+    if (!self->open) {
+        gyp_raise(EBADF, "segment %s is closed: connect again", self->shm.name);
+        return -1;
+    }
+    if (self->owner_pid != getpid()) {
+        /* A forked child shares the parent's mapping but not its registration or its jobs. */
+        self->shm.slot = -1;
+        forget_begun_jobs(self);
+        self->owner_pid = getpid();
+    }
+    return 0;
+}
+
+int gyp_segment_check_present(SegmentObject *self)
+{
+    dev_t dev;
+    ino_t ino;
+    int present = lookup_identity(self->shm.name, &dev, &ino);
+    if (present == 0 || (present == 1 && (dev != self->dev || ino != self->ino))) {
+        gyp_raise(ENOENT,
+                  "segment %s was removed%s while this process had it open: its experiment is over, so no "
+                  "new job can begin on it; connect() again (to the new segment, if one was created)",
+                  self->shm.name, present ? " and created anew" : "");
+        return -1;
+    }
+    return 0;
+}
+
+/* $GPUYIELD_PRIORITY: the priority this process registers at (its launches are gated by it). */
+static int registration_priority(int *out)
+{
+    const char *env = getenv("GPUYIELD_PRIORITY");
+    if (!env || !*env) {
+        *out = 0;
+        return 0;
+    }
+    char *end;
+    errno = 0;
+    long value = strtol(env, &end, 10);
+    if (errno || *end || end == env || value < 0 || value >= GY_LEVELS) {
+        gyp_raise(EINVAL, "GPUYIELD_PRIORITY='%.40s' is not a priority: set it to an integer in 0..%d, or unset it "
+                          "(default 0)",
+                  env, GY_LEVELS - 1);
+        return -1;
+    }
+    *out = (int)value;
+    return 0;
+}
+
+static int register_at(SegmentObject *self, int priority)
+{
+    gy_err err;
+    int rc;
+    self->busy++;
+    Py_BEGIN_ALLOW_THREADS
+    rc = gy_register(&self->shm, priority, &err);
+    Py_END_ALLOW_THREADS
+    self->busy--;
+    if (rc) {
+        gyp_raise_err(&err);
+        return -1;
+    }
+    return 0;
+}
+
+int gyp_segment_ensure_registered(SegmentObject *self)
+{
+    if (self->shm.slot >= 0)
+        return 0;
+    int priority;
+    if (registration_priority(&priority))
+        return -1;
+    return register_at(self, priority);
+}
+
+static void close_segment(SegmentObject *self)
+{
+    if (!self->open)
+        return;
+    if (self->owner_pid != getpid())
+        self->shm.slot = -1; /* never unregister the parent's slot from a forked child */
+    /* Unregistering counts out every job this process still holds (begun ones included). */
+    forget_begun_jobs(self);
+    gy_close(&self->shm);
+    self->open = false;
+}
+
+/* Begun jobs point back at their Segment: a cycle, so both types take part in the GC. */
+static int segment_traverse(SegmentObject *self, visitproc visit, void *arg)
+{
+    for (int level = 0; level < GY_LEVELS; level++)
+        Py_VISIT(self->begun[level]);
+    return 0;
+}
+
+static int segment_clear(SegmentObject *self)
+{
+    for (int level = 0; level < GY_LEVELS; level++)
+        Py_CLEAR(self->begun[level]);
+    return 0;
+}
+
+static void segment_dealloc(SegmentObject *self)
+{
+    PyObject_GC_UnTrack(self);
+    close_segment(self);
+    segment_clear(self);
+    PyObject_GC_Del(self);
+}
+
+static PyObject *segment_repr(SegmentObject *self)
+{
+    if (!self->open)
+        return PyUnicode_FromFormat("<gpuyield.Segment %s, closed>", self->shm.name);
+    if (self->shm.slot >= 0 && self->owner_pid == getpid())
+        return PyUnicode_FromFormat("<gpuyield.Segment %s, registered at priority %d>", self->shm.name,
+                                    gy_my_slot(&self->shm)->priority);
+    return PyUnicode_FromFormat("<gpuyield.Segment %s, not registered>", self->shm.name);
+}
+
+/* ---- methods ------------------------------------------------------------------------------------ */
+
+PyDoc_STRVAR(job_doc,
+             "job(priority)\n--\n\n"
+             "A context manager for one job at `priority` (0..7, higher wins):\n\n"
+             "    with seg.job(1) as job:\n"
+             "        run_inference()\n\n"
+             "Entering counts the job in (launches of lower-priority processes stop) and waits\n"
+             "until their in-flight GPU work has drained, or the segment's drain timeout passed.\n"
+             "The wait releases the GIL; Ctrl-C raises KeyboardInterrupt within ~50 ms and the job\n"
+             "is counted out. `job.wait_ns`, `job.drained` and `job.timed_out` tell what the wait\n"
+             "cost. Leaving counts the job out, also when the block raises (the exception goes on).");
+
+static PyObject *segment_job(SegmentObject *self, PyObject *arg)
+{
+    int priority;
+    if (gyp_segment_ready(self) || gyp_parse_priority(arg, "job priority", &priority))
+        return NULL;
+    return (PyObject *)gyp_job_new(self, priority);
+}
+
+PyDoc_STRVAR(begin_doc,
+             "begin(priority, wait=True)\n--\n\n"
+             "Begin a job at `priority` (0..7) without a `with` block; returns its Job.\n\n"
+             "Same as entering seg.job(priority). Jobs nest: begin(1) twice needs end(1) twice.\n"
+             "With wait=False the job is only counted in (lower launches stop at once); call\n"
+             "job.wait() to wait for the drain. The first begin registers this process at\n"
+             "$GPUYIELD_PRIORITY (default 0). Raises gpuyield.Error(ENOENT) when the segment was\n"
+             "removed since connect(), ArgumentError for a priority out of range.");
+
+static PyObject *segment_begin(SegmentObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *keywords[] = {"priority", "wait", NULL};
+    PyObject *priority_obj;
+    int wait = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|p:begin", keywords, &priority_obj, &wait))
+        return NULL;
+    int priority;
+    if (gyp_segment_ready(self) || gyp_parse_priority(priority_obj, "job priority", &priority))
+        return NULL;
+    JobObject *job = gyp_job_new(self, priority);
+    if (!job)
+        return NULL;
+    if (gyp_job_begin(job, wait != 0)) {
+        Py_DECREF(job);
+        return NULL;
+    }
+    if (PyList_Append(self->begun[priority], (PyObject *)job) < 0) {
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        gyp_job_end(job);
+        PyErr_Clear();
+        PyErr_Restore(type, value, tb);
+        Py_DECREF(job);
+        return NULL;
+    }
+    return (PyObject *)job;
+}
+
+PyDoc_STRVAR(end_doc,
+             "end(priority)\n--\n\n"
+             "End the most recent job that begin(priority) began on this Segment (lower-priority\n"
+             "launches resume once no job above them remains). Raises gpuyield.ArgumentError when\n"
+             "no begun job at that priority is in progress (an end() without its begin()).");
+
+static PyObject *segment_end(SegmentObject *self, PyObject *arg)
+{
+    int priority;
+    if (gyp_segment_ready(self) || gyp_parse_priority(arg, "job priority", &priority))
+        return NULL;
+    PyObject *list = self->begun[priority];
+    Py_ssize_t n = PyList_GET_SIZE(list);
+    if (n == 0)
+        return gyp_raise(EINVAL,
+                         "end(%d) without a matching begin(%d): no job of priority %d begun by this Segment is in "
+                         "progress in %s",
+                         priority, priority, priority, self->shm.name);
+    JobObject *job = (JobObject *)PyList_GET_ITEM(list, n - 1);
+    Py_INCREF(job);
+    PyList_SetSlice(list, n - 1, n, NULL);
+    int rc = gyp_job_end(job);
+    Py_DECREF(job);
+    if (rc)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(launch_allowed_doc,
+             "launch_allowed(priority)\n--\n\n"
+             "True when a process of `priority` may launch kernels now: no job above it is in\n"
+             "progress. The hooks' fast path (one atomic load); for tests and tools.");
+
+static PyObject *segment_launch_allowed(SegmentObject *self, PyObject *arg)
+{
+    int priority;
+    if (gyp_segment_ready(self) || gyp_parse_priority(arg, "priority", &priority))
+        return NULL;
+    return PyBool_FromLong(gy_launch_allowed(&self->shm, priority));
+}
+
+PyDoc_STRVAR(register_doc,
+             "register(priority=None)\n--\n\n"
+             "Register this process now (normally the first begin does it) at `priority`, or at\n"
+             "$GPUYIELD_PRIORITY (default 0) when None. Raises gpuyield.Error(EBUSY) when already\n"
+             "registered, gpuyield.Error(ENOSPC) when the process table is full.");
+
+static PyObject *segment_register(SegmentObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *keywords[] = {"priority", NULL};
+    PyObject *priority_obj = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:register", keywords, &priority_obj))
+        return NULL;
+    if (gyp_segment_ready(self))
+        return NULL;
+    int priority;
+    if (priority_obj == Py_None ? registration_priority(&priority)
+                                : gyp_parse_priority(priority_obj, "priority", &priority))
+        return NULL;
+    if (gyp_segment_check_present(self) || register_at(self, priority))
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *bool_object(bool value)
+{
+    return PyBool_FromLong(value);
+}
+
+static PyObject *status_dict(const struct gy_status *st)
+{
+    PyObject *jobs = PyList_New(GY_LEVELS);
+    PyObject *procs = PyList_New(st->nprocs);
+    if (!jobs || !procs)
+        goto fail;
+    for (int level = 0; level < GY_LEVELS; level++) {
+        PyObject *count = PyLong_FromUnsignedLong(st->jobs[level]);
+        if (!count)
+            goto fail;
+        PyList_SET_ITEM(jobs, level, count);
+    }
+    for (int i = 0; i < st->nprocs; i++) {
+        const struct gy_status_proc *p = &st->procs[i];
+        PyObject *proc = Py_BuildValue(
+            "{s:i,s:i,s:s,s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:K}", "pid", p->pid, "priority", p->priority, "state",
+            p->state, "inflight", bool_object(p->inflight), "launches", (unsigned long long)p->launches,
+            "graph_launches", (unsigned long long)p->graph_launches, "sync_points",
+            (unsigned long long)p->sync_points, "waits", (unsigned long long)p->waits, "blocked_ns",
+            (unsigned long long)p->blocked_ns, "drains", (unsigned long long)p->drains, "drain_timeouts",
+            (unsigned long long)p->drain_timeouts);
+        if (!proc)
+            goto fail;
+        PyList_SET_ITEM(procs, i, proc);
+    }
+    /* Same keys, same order as gy_status_json (`expcontroller status --json`). */
+    return Py_BuildValue("{s:s,s:N,s:K,s:K,s:K,s:N}", "segment", st->name, "jobs", jobs, "job_epoch",
+                         (unsigned long long)st->job_epoch, "drain_timeouts",
+                         (unsigned long long)st->total_drain_timeouts, "reaped", (unsigned long long)st->reaped,
+                         "processes", procs);
+fail:
+    Py_XDECREF(jobs);
+    Py_XDECREF(procs);
+    return NULL;
+}
+
+/* Fill *st (heap: it is ~10 KiB) with a snapshot; NULL with an exception on failure. */
+static struct gy_status *read_status(SegmentObject *self)
+{
+    if (gyp_segment_ready(self))
+        return NULL;
+    struct gy_status *st = PyMem_Malloc(sizeof *st);
+    if (!st) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    gy_err err;
+    int rc;
+    self->busy++;
+    Py_BEGIN_ALLOW_THREADS
+    rc = gy_status_read(&self->shm, st, &err);
+    Py_END_ALLOW_THREADS
+    self->busy--;
+    if (rc) {
+        PyMem_Free(st);
+        gyp_raise_err(&err);
+        return NULL;
+    }
+    return st;
+}
+
+PyDoc_STRVAR(status_doc,
+             "status()\n--\n\n"
+             "A snapshot of the segment as a dict with exactly the fields of\n"
+             "`expcontroller status --json`: segment (name), jobs (8 counts, one per priority),\n"
+             "job_epoch, drain_timeouts, reaped, and processes: a list of dicts with pid, priority,\n"
+             "state ('running', 'blocked', 'draining'), inflight, launches, graph_launches,\n"
+             "sync_points, waits, blocked_ns, drains, drain_timeouts. Works on a removed segment\n"
+             "too (it reads the memory this process still maps). Raises gpuyield.Error(EPROTO)\n"
+             "when the segment is corrupt.");
+
+static PyObject *segment_status(SegmentObject *self, PyObject *unused)
+{
+    (void)unused;
+    struct gy_status *st = read_status(self);
+    if (!st)
+        return NULL;
+    PyObject *dict = status_dict(st);
+    PyMem_Free(st);
+    return dict;
+}
+
+PyDoc_STRVAR(status_json_doc,
+             "status_json()\n--\n\n"
+             "The same snapshot as status(), as the JSON text `expcontroller status --json` prints.");
+
+static PyObject *segment_status_json(SegmentObject *self, PyObject *unused)
+{
+    (void)unused;
+    struct gy_status *st = read_status(self);
+    if (!st)
+        return NULL;
+    PyObject *text = NULL;
+    int len = gy_status_json(st, NULL, 0);
+    char *buf = len >= 0 ? PyMem_Malloc((size_t)len + 1) : NULL;
+    if (!buf) {
+        PyErr_NoMemory();
+    } else {
+        gy_status_json(st, buf, (size_t)len + 1);
+        text = PyUnicode_FromStringAndSize(buf, len);
+        PyMem_Free(buf);
+    }
+    PyMem_Free(st);
+    return text;
+}
+
+PyDoc_STRVAR(reap_doc,
+             "reap()\n--\n\n"
+             "Count out dead processes now (their jobs and slots); returns how many. Waits and the\n"
+             "controller reap on their own; this is for tools and tests.");
+
+static PyObject *segment_reap(SegmentObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (gyp_segment_ready(self))
+        return NULL;
+    int reaped;
+    self->busy++;
+    Py_BEGIN_ALLOW_THREADS
+    reaped = gy_reap(&self->shm);
+    Py_END_ALLOW_THREADS
+    self->busy--;
+    return PyLong_FromLong(reaped);
+}
+
+PyDoc_STRVAR(close_doc,
+             "close()\n--\n\n"
+             "Unregister this process (counting out every job it still holds) and unmap the\n"
+             "segment; the segment itself stays. Idempotent. Raises gpuyield.Error(EBUSY) while\n"
+             "another thread is waiting on this Segment.");
+
+static PyObject *segment_close(SegmentObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (self->busy)
+        return gyp_raise(EBUSY, "cannot close %s: another thread is inside a call on it (e.g. waiting for a drain); "
+                                "close after that call returns",
+                         self->shm.name);
+    close_segment(self);
+    Py_RETURN_NONE;
+}
+
+static PyObject *segment_enter(SegmentObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (gyp_segment_ready(self))
+        return NULL;
+    Py_INCREF(self);
+    return (PyObject *)self;
+}
+
+static PyObject *segment_exit(SegmentObject *self, PyObject *args)
+{
+    (void)args;
+    PyObject *r = segment_close(self, NULL);
+    if (!r)
+        return NULL;
+    Py_DECREF(r);
+    Py_RETURN_FALSE;
+}
+
+PyDoc_STRVAR(mark_inflight_doc,
+             "_mark_inflight()\n--\n\n"
+             "Test-only: register if needed and set this process's in-flight flag, as a kernel\n"
+             "launch through the hooks would. A process that never acknowledges a drain after\n"
+             "this makes higher-priority begins wait until their drain timeout.");
+
+static PyObject *segment_mark_inflight(SegmentObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (gyp_segment_ready(self) || gyp_segment_ensure_registered(self))
+        return NULL;
+    gy_mark_inflight(&self->shm);
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(ack_drain_doc,
+             "_ack_drain(timeout=5.0)\n--\n\n"
+             "Test-only: wait up to `timeout` seconds for a drain request addressed to this process\n"
+             "and acknowledge it as drained (as the hooks' helper thread does once its GPU work\n"
+             "finished). Returns True when one was acknowledged.");
+
+static PyObject *segment_ack_drain(SegmentObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *keywords[] = {"timeout", NULL};
+    double timeout = 5.0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|d:_ack_drain", keywords, &timeout))
+        return NULL;
+    if (!(timeout >= 0) || timeout > 3600)
+        return gyp_raise(EINVAL, "timeout=%g is out of range: give seconds in [0, 3600]", timeout);
+    if (gyp_segment_ready(self) || gyp_segment_ensure_registered(self))
+        return NULL;
+    uint64_t epoch = 0;
+    bool requested;
+    self->busy++;
+    Py_BEGIN_ALLOW_THREADS
+    requested = gy_drain_wait_request(&self->shm, (uint64_t)(timeout * 1e9), &epoch);
+    if (requested)
+        gy_drain_ack(&self->shm, epoch, false);
+    Py_END_ALLOW_THREADS
+    self->busy--;
+    return PyBool_FromLong(requested);
+}
+
+static PyMethodDef segment_methods[] = {
+    {"job", (PyCFunction)segment_job, METH_O, job_doc},
+    {"begin", (PyCFunction)(void (*)(void))segment_begin, METH_VARARGS | METH_KEYWORDS, begin_doc},
+    {"end", (PyCFunction)segment_end, METH_O, end_doc},
+    {"status", (PyCFunction)segment_status, METH_NOARGS, status_doc},
+    {"status_json", (PyCFunction)segment_status_json, METH_NOARGS, status_json_doc},
+    {"launch_allowed", (PyCFunction)segment_launch_allowed, METH_O, launch_allowed_doc},
+    {"register", (PyCFunction)(void (*)(void))segment_register, METH_VARARGS | METH_KEYWORDS, register_doc},
+    {"reap", (PyCFunction)segment_reap, METH_NOARGS, reap_doc},
+    {"close", (PyCFunction)segment_close, METH_NOARGS, close_doc},
+    {"__enter__", (PyCFunction)segment_enter, METH_NOARGS, "Returns the Segment; leaving the block closes it."},
+    {"__exit__", (PyCFunction)segment_exit, METH_VARARGS, "Closes the Segment."},
+    {"_mark_inflight", (PyCFunction)segment_mark_inflight, METH_NOARGS, mark_inflight_doc},
+    {"_ack_drain", (PyCFunction)(void (*)(void))segment_ack_drain, METH_VARARGS | METH_KEYWORDS, ack_drain_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+/* ---- attributes --------------------------------------------------------------------------------- */
+
+static PyObject *get_name(SegmentObject *self, void *closure)
+{
+    (void)closure;
+    return PyUnicode_FromString(self->shm.name);
+}
+
+static PyObject *get_closed(SegmentObject *self, void *closure)
+{
+    (void)closure;
+    return PyBool_FromLong(!self->open);
+}
+
+static bool registered_here(SegmentObject *self)
+{
+    return self->open && self->shm.slot >= 0 && self->owner_pid == getpid();
+}
+
+static PyObject *get_registered(SegmentObject *self, void *closure)
+{
+    (void)closure;
+    return PyBool_FromLong(registered_here(self));
+}
+
+static PyObject *get_priority(SegmentObject *self, void *closure)
+{
+    (void)closure;
+    if (!registered_here(self))
+        Py_RETURN_NONE;
+    return PyLong_FromLong(gy_my_slot(&self->shm)->priority);
+}
+
+static PyObject *get_removed(SegmentObject *self, void *closure)
+{
+    (void)closure;
+    dev_t dev;
+    ino_t ino;
+    int present = lookup_identity(self->shm.name, &dev, &ino);
+    return PyBool_FromLong(present == 0 || (present == 1 && (dev != self->dev || ino != self->ino)));
+}
+
+static PyObject *get_drain_timeout_ms(SegmentObject *self, void *closure)
+{
+    (void)closure;
+    if (gyp_segment_ready(self))
+        return NULL;
+    return PyFloat_FromDouble((double)self->shm.seg->drain_timeout_ns / 1e6);
+}
+
+static PyGetSetDef segment_getset[] = {
+    {"name", (getter)get_name, NULL, "The full segment name, '/gpuyield-<uid>-<tag>'.", NULL},
+    {"closed", (getter)get_closed, NULL, "True after close().", NULL},
+    {"registered", (getter)get_registered, NULL, "True once this process is registered in the segment.", NULL},
+    {"priority", (getter)get_priority, NULL, "The priority this process registered at, or None.", NULL},
+    {"removed", (getter)get_removed, NULL,
+     "True when the segment's name no longer leads to the segment this handle maps (removed, or removed\n"
+     "and created anew): begin() then raises gpuyield.Error(ENOENT).",
+     NULL},
+    {"drain_timeout_ms", (getter)get_drain_timeout_ms, NULL, "The segment's bound on a begin's drain wait.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyDoc_STRVAR(segment_doc,
+             "A process's handle on a gpuyield segment; get one from gpuyield.connect() or\n"
+             "gpuyield.create(). Usable as a context manager (closes on exit). Not for use across\n"
+             "fork(): a child gets a fresh, unregistered view of the same segment.");
+
+PyTypeObject gyp_SegmentType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "gpuyield.Segment",
+    .tp_basicsize = sizeof(SegmentObject),
+    .tp_dealloc = (destructor)segment_dealloc,
+    .tp_repr = (reprfunc)segment_repr,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = segment_doc,
+    .tp_traverse = (traverseproc)segment_traverse,
+    .tp_clear = (inquiry)segment_clear,
+    .tp_methods = segment_methods,
+    .tp_getset = segment_getset,
+};
