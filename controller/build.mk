@@ -11,3 +11,11 @@ $(O)/bin/expcontroller: $(O)/obj/controller/expcontroller.o $(CONTROLLER_LIB)
 	$(CC) $(LDFLAGS) $^ -o $@
 
 ALL += $(CONTROLLER_LIB) $(O)/bin/expcontroller
+
+# The controller's test program (also built in the asan and tsan variants).
+$(O)/tests/test_controller: $(O)/obj/tests/controller/test_controller.o $(CONTROLLER_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ -o $@
+
+
+ALL += $(O)/tests/test_controller

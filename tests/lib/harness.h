@@ -20,7 +20,7 @@ extern int gy_test_failures_in_current;
         if (!(cond)) {                                                                               \
             gy_test_failures_in_current++;                                                           \
             fprintf(stderr, "  %s:%d: CHECK(%s) failed: ", __FILE__, __LINE__, #cond);               \
-            fprintf(stderr, "" __VA_ARGS__);                                                         \
+            fprintf(stderr, " " __VA_ARGS__);                                                        \
             fputc('\n', stderr);                                                                     \
         }                                                                                            \
     } while (0)
@@ -28,9 +28,13 @@ extern int gy_test_failures_in_current;
 /* Abort the current test (not the suite) when a precondition fails. */
 #define REQUIRE(cond, ...)                                                                           \
     do {                                                                                             \
-        CHECK(cond, __VA_ARGS__);                                                                    \
-        if (!(cond))                                                                                 \
+        if (!(cond)) {                                                                               \
+            gy_test_failures_in_current++;                                                           \
+            fprintf(stderr, "  %s:%d: REQUIRE(%s) failed: ", __FILE__, __LINE__, #cond);             \
+            fprintf(stderr, " " __VA_ARGS__);                                                        \
+            fputc('\n', stderr);                                                                     \
             return;                                                                                  \
+        }                                                                                            \
     } while (0)
 
 #define TEST(name)                                                                                   \
@@ -48,7 +52,7 @@ int gy_test_main(int argc, char **argv)
 {
     int passed = 0, failed = 0;
     setvbuf(stdout, NULL, _IOLBF, 0);
-    for (const struct gy_test *t = __start_gy_tests; t < __stop_gy_tests; t++) {
+    for (const struct gy_test *t = __stop_gy_tests - 1; t >= __start_gy_tests; t--) {
         if (argc > 1 && !strstr(t->name, argv[1]))
             continue;
         gy_test_failures_in_current = 0;

@@ -1,0 +1,565 @@
+/* The controller library through its API, with real processes (fork) on real segments. */
+#define GY_TEST_MAIN
+#include "../lib/harness.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gpuyield.h"
+#include "shared_wait.h"
+
+#define MS 1000000ull
+
+static char tag[64];
+
+static void fresh_tag(const char *what)
+{
+    static int n;
+    snprintf(tag, sizeof tag, "test-ctl-%d-%d-%s", getpid(), n++, what);
+}
+
+static bool create_fresh(const char *what, uint64_t drain_timeout_ns, gy_shm *shm)
+{
+    gy_err err;
+    fresh_tag(what);
+    if (gy_create(tag, drain_timeout_ns, shm, &err)) {
+        fprintf(stderr, "  create %s: %s\n", tag, err.msg);
+        return false;
+    }
+    return true;
+}
+
+static void destroy(gy_shm *shm)
+{
+    char name[GY_NAME_MAX];
+    snprintf(name, sizeof name, "%s", shm->name);
+    gy_close(shm);
+    gy_remove(name, NULL);
+}
+
+static void sleep_ms(unsigned ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* A child process: runs fn(name, arg) and exits with its return value. */
+static pid_t spawn(int (*fn)(const char *, long), const char *name, long arg)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(fn(name, arg));
+    return pid;
+}
+
+static int wait_exit(pid_t pid)
+{
+    int status;
+    if (waitpid(pid, &status, 0) != pid)
+        return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Polls cond for up to timeout_ms; true when it held. */
+#define WAIT_FOR(cond, timeout_ms)                                                                   \
+    ({                                                                                               \
+        uint64_t until_ = gy_now_ns() + (uint64_t)(timeout_ms) * MS;                                 \
+        while (!(cond) && gy_now_ns() < until_)                                                      \
+            sleep_ms(2);                                                                             \
+        (cond);                                                                                      \
+    })
+
+static int count_state(gy_shm *shm, uint32_t state)
+{
+    int n = 0;
+    for (int i = 0; i < GY_MAX_PROCS; i++)
+        n += atomic_load(&shm->seg->procs[i].state) == state;
+    return n;
+}
+
+/* ---- naming, create, open, remove ------------------------------------------------------------ */
+
+TEST(names_derive_from_uid_and_tag)
+{
+    char name[GY_NAME_MAX], want[GY_NAME_MAX];
+    gy_err err;
+    REQUIRE(gy_segment_name("exp1", name, &err) == 0, "%s", err.msg);
+    snprintf(want, sizeof want, "/gpuyield-%u-exp1", (unsigned)getuid());
+    CHECK(strcmp(name, want) == 0, "got %s", name);
+    CHECK(gy_segment_name(want, name, &err) == 0 && strcmp(name, want) == 0);
+    CHECK(gy_segment_name("", name, &err) == -1 && err.code == EINVAL);
+    CHECK(gy_segment_name("a/b", name, &err) == -1 && strstr(err.msg, "A-Za-z0-9"));
+    CHECK(gy_segment_name("..", name, &err) == -1);
+    CHECK(gy_segment_name("x12345678901234567890123456789012345678901", name, &err) == -1);
+    CHECK(gy_segment_name("/gpuyield-abc-x", name, &err) == -1 && strstr(err.msg, "malformed"));
+    setenv("GPUYIELD_SHM", "fromenv", 1);
+    CHECK(strcmp(gy_default_tag(), "fromenv") == 0);
+    unsetenv("GPUYIELD_SHM");
+    CHECK(strcmp(gy_default_tag(), GY_DEFAULT_TAG) == 0);
+}
+
+TEST(create_is_exclusive_private_and_removable)
+{
+    gy_shm shm, again;
+    gy_err err;
+    REQUIRE(create_fresh("excl", 0, &shm));
+    char path[128];
+    snprintf(path, sizeof path, "/dev/shm%s", shm.name);
+    struct stat st;
+    REQUIRE(stat(path, &st) == 0);
+    CHECK((st.st_mode & 0777) == 0600, "mode %o", st.st_mode & 0777);
+    CHECK(st.st_size == (off_t)sizeof(struct gy_segment));
+    CHECK(sizeof(struct gy_segment) < 64 * 1024);
+    CHECK(shm.seg->drain_timeout_ns == GY_DEFAULT_DRAIN_TIMEOUT_NS);
+    CHECK(gy_create(tag, 0, &again, &err) == -1 && err.code == EEXIST && strstr(err.msg, "already exists"),
+          "%s", err.msg);
+    destroy(&shm);
+    CHECK(stat(path, &st) == -1 && errno == ENOENT, "segment left in /dev/shm");
+    CHECK(gy_remove(tag, &err) == -1 && err.code == ENOENT && strstr(err.msg, "no segment"));
+    CHECK(gy_open(tag, &again, &err) == -1 && err.code == ENOENT && strstr(err.msg, "start the experiment"));
+}
+
+/* Opens the segment's file directly to damage it the way a bad actor or a crash could. */
+static int raw_fd(const char *name)
+{
+    return shm_open(name, O_RDWR, 0);
+}
+
+TEST(open_refuses_truncated_segment)
+{
+    gy_shm shm, other;
+    gy_err err;
+    REQUIRE(create_fresh("trunc", 0, &shm));
+    int fd = raw_fd(shm.name);
+    REQUIRE(fd >= 0);
+    CHECK(ftruncate(fd, 100) == 0);
+    close(fd);
+    CHECK(gy_open(shm.name, &other, &err) == -1 && err.code == EPROTO && strstr(err.msg, "truncated"), "%s",
+          err.msg);
+    munmap(shm.seg, sizeof *shm.seg); /* the mapping is past EOF now: do not touch it */
+    shm.seg = NULL;
+    gy_remove(shm.name, NULL);
+}
+
+TEST(open_refuses_other_layout_version_and_bad_magic)
+{
+    gy_shm shm, other;
+    gy_err err;
+    REQUIRE(create_fresh("version", 0, &shm));
+    shm.seg->layout_version = GY_LAYOUT_VERSION + 1;
+    CHECK(gy_open(shm.name, &other, &err) == -1 && err.code == EPROTO && strstr(err.msg, "layout version"),
+          "%s", err.msg);
+    shm.seg->layout_version = GY_LAYOUT_VERSION;
+    shm.seg->magic = 42;
+    CHECK(gy_open(shm.name, &other, &err) == -1 && strstr(err.msg, "not a gpuyield segment"), "%s", err.msg);
+    shm.seg->magic = GY_MAGIC;
+    CHECK(gy_open(shm.name, &other, &err) == 0, "%s", err.msg);
+    gy_close(&other);
+    destroy(&shm);
+}
+
+TEST(open_refuses_another_users_segment)
+{
+    gy_shm shm, other;
+    gy_err err;
+    if (geteuid() != 0) {
+        printf("  (skipped: changing a segment's owner needs root)\n");
+        return;
+    }
+    REQUIRE(create_fresh("owner", 0, &shm));
+    int fd = raw_fd(shm.name);
+    REQUIRE(fd >= 0);
+    CHECK(fchown(fd, 4242, 4242) == 0);
+    close(fd);
+    CHECK(gy_open(shm.name, &other, &err) == -1 && err.code == EACCES && strstr(err.msg, "owned by uid 4242"),
+          "%s", err.msg);
+    destroy(&shm);
+}
+
+/* ---- registration ---------------------------------------------------------------------------- */
+
+TEST(register_checks_priority_and_fills_the_table)
+{
+    gy_shm shm;
+    gy_err err;
+    REQUIRE(create_fresh("table", 0, &shm));
+    CHECK(gy_register(&shm, 8, &err) == -1 && err.code == EINVAL && strstr(err.msg, "0..7"));
+    CHECK(gy_register(&shm, -1, &err) == -1);
+    static gy_shm handles[GY_MAX_PROCS];
+    int opened = 0;
+    for (; opened < GY_MAX_PROCS; opened++) {
+        if (gy_open(shm.name, &handles[opened], &err) || gy_register(&handles[opened], opened % GY_LEVELS, &err))
+            break;
+    }
+    CHECK(opened == GY_MAX_PROCS, "registered only %d: %s", opened, err.msg);
+    CHECK(gy_register(&shm, 0, &err) == -1 && err.code == ENOSPC && strstr(err.msg, "full"), "%s", err.msg);
+    for (int i = 0; i < opened; i++)
+        gy_close(&handles[i]);
+    CHECK(count_state(&shm, GY_PROC_FREE) == GY_MAX_PROCS);
+    CHECK(gy_register(&shm, 0, &err) == 0);
+    destroy(&shm);
+}
+
+/* ---- the gate -------------------------------------------------------------------------------- */
+
+static int lower_waits_for_gate(const char *name, long priority)
+{
+    gy_shm shm;
+    gy_err err;
+    if (gy_open(name, &shm, &err) || gy_register(&shm, (int)priority, &err))
+        return 10;
+    /* Wait until a higher job has closed the gate, then block until it reopens. */
+    uint64_t until = gy_now_ns() + 5000 * MS;
+    while (gy_launch_allowed(&shm, (int)priority) && gy_now_ns() < until)
+        sleep_ms(1);
+    if (gy_launch_allowed(&shm, (int)priority))
+        return 11;
+    gy_wait_until_allowed(&shm);
+    gy_close(&shm);
+    return 0;
+}
+
+TEST(lower_blocks_while_higher_job_runs_and_resumes_at_end)
+{
+    gy_shm shm;
+    gy_err err;
+    gy_job job;
+    REQUIRE(create_fresh("block", 0, &shm));
+    REQUIRE(gy_register(&shm, 1, &err) == 0);
+    CHECK(gy_launch_allowed(&shm, 0) && gy_launch_allowed(&shm, 1));
+    pid_t child = spawn(lower_waits_for_gate, shm.name, 0);
+    CHECK(WAIT_FOR(count_state(&shm, GY_PROC_RUNNING) == 2, 3000));
+    REQUIRE(gy_begin(&shm, 1, &job, &err) == 0, "%s", err.msg);
+    CHECK(!gy_launch_allowed(&shm, 0) && gy_launch_allowed(&shm, 1) && gy_launch_allowed(&shm, 7));
+    CHECK(WAIT_FOR(count_state(&shm, GY_PROC_BLOCKED) == 1, 3000), "the lower process never blocked");
+    sleep_ms(100);
+    CHECK(count_state(&shm, GY_PROC_BLOCKED) == 1, "the lower process resumed during the job");
+    uint64_t ended = gy_now_ns();
+    CHECK(gy_job_exit(&shm, &job, &err) == 0);
+    CHECK(wait_exit(child) == 0);
+    CHECK(gy_now_ns() - ended < 2000 * MS, "resumed %llu ms after the end", (unsigned long long)((gy_now_ns() - ended) / MS));
+    CHECK(gy_job_exit(&shm, &job, &err) == -1 && strstr(err.msg, "not in progress"));
+    destroy(&shm);
+}
+
+static int higher_job_for(const char *name, long ms)
+{
+    gy_shm shm;
+    gy_err err;
+    gy_job job;
+    if (gy_open(name, &shm, &err) || gy_register(&shm, 2, &err) || gy_begin(&shm, 2, &job, &err))
+        return 10;
+    sleep_ms((unsigned)ms);
+    gy_job_exit(&shm, &job, &err);
+    gy_close(&shm);
+    return 0;
+}
+
+TEST(overlapping_higher_jobs_keep_lower_blocked_until_the_last_ends)
+{
+    gy_shm shm;
+    gy_err err;
+    REQUIRE(create_fresh("overlap", 0, &shm));
+    REQUIRE(gy_register(&shm, 0, &err) == 0);
+    pid_t a = spawn(higher_job_for, shm.name, 200);
+    pid_t b = spawn(higher_job_for, shm.name, 900);
+    CHECK(WAIT_FOR(shm.seg->jobs[2] == 2, 3000), "both jobs never overlapped");
+    CHECK(wait_exit(a) == 0);
+    CHECK(shm.seg->jobs[2] == 1 && !gy_launch_allowed(&shm, 0), "lower allowed while a job remains");
+    uint64_t t0 = gy_now_ns();
+    gy_wait_until_allowed(&shm);
+    CHECK(gy_now_ns() - t0 > 100 * MS, "did not block behind the remaining job");
+    CHECK(wait_exit(b) == 0);
+    CHECK(gy_launch_allowed(&shm, 0) && shm.seg->jobs[2] == 0);
+    CHECK(atomic_load(&shm.seg->procs[shm.slot].counters.waits) == 1);
+    destroy(&shm);
+}
+
+TEST(begin_returns_at_once_when_nothing_lower_is_in_flight)
+{
+    gy_shm shm, lower;
+    gy_err err;
+    gy_job job;
+    REQUIRE(create_fresh("noinflight", 5000 * MS, &shm));
+    REQUIRE(gy_register(&shm, 1, &err) == 0);
+    REQUIRE(gy_open(shm.name, &lower, &err) == 0);
+    REQUIRE(gy_register(&lower, 0, &err) == 0); /* registered, nothing in flight */
+    uint64_t t0 = gy_now_ns();
+    REQUIRE(gy_begin(&shm, 1, &job, &err) == 0);
+    CHECK(job.drained && !job.timed_out);
+    CHECK(gy_now_ns() - t0 < 500 * MS, "begin took %llu ms", (unsigned long long)((gy_now_ns() - t0) / MS));
+    gy_job_exit(&shm, &job, &err);
+    gy_close(&lower);
+    destroy(&shm);
+}
+
+/* A lower process with work in flight: its helper acknowledges drains after `work_ms`. */
+static int lower_with_helper(const char *name, long work_ms)
+{
+    gy_shm shm;
+    gy_err err;
+    if (gy_open(name, &shm, &err) || gy_register(&shm, 0, &err))
+        return 10;
+    gy_mark_inflight(&shm);
+    uint64_t epoch;
+    uint64_t until = gy_now_ns() + 5000 * MS;
+    while (gy_now_ns() < until) {
+        if (gy_drain_wait_request(&shm, 100 * MS, &epoch)) {
+            sleep_ms((unsigned)work_ms); /* "the GPU finishes what was queued" */
+            gy_drain_ack(&shm, epoch, false);
+            break;
+        }
+    }
+    sleep_ms(5000); /* stay registered until killed */
+    return 0;
+}
+
+TEST(begin_waits_for_the_drain_of_lower_work_in_flight)
+{
+    gy_shm shm;
+    gy_err err;
+    gy_job job;
+    REQUIRE(create_fresh("drain", 5000 * MS, &shm));
+    REQUIRE(gy_register(&shm, 1, &err) == 0);
+    pid_t child = spawn(lower_with_helper, shm.name, 300);
+    CHECK(WAIT_FOR(shm.seg->procs[0].inflight || shm.seg->procs[1].inflight, 3000));
+    uint64_t t0 = gy_now_ns();
+    REQUIRE(gy_begin(&shm, 1, &job, &err) == 0);
+    uint64_t took = gy_now_ns() - t0;
+    CHECK(job.drained && !job.timed_out);
+    CHECK(took >= 250 * MS && took < 3000 * MS, "begin took %llu ms", (unsigned long long)(took / MS));
+    CHECK(job.wait_ns >= 250 * MS);
+    int lower_slot = shm.slot == 0 ? 1 : 0;
+    CHECK(atomic_load(&shm.seg->procs[lower_slot].counters.drains) == 1);
+    CHECK(atomic_load(&shm.seg->procs[lower_slot].inflight) == 0);
+    gy_job_exit(&shm, &job, &err);
+    /* A second job finds nothing in flight: no wait at all. */
+    t0 = gy_now_ns();
+    REQUIRE(gy_begin(&shm, 1, &job, &err) == 0);
+    CHECK(job.drained && gy_now_ns() - t0 < 500 * MS);
+    gy_job_exit(&shm, &job, &err);
+    kill(child, SIGKILL);
+    wait_exit(child);
+    destroy(&shm);
+}
+
+static int lower_never_acks(const char *name, long unused)
+{
+    (void)unused;
+    gy_shm shm;
+    gy_err err;
+    if (gy_open(name, &shm, &err) || gy_register(&shm, 0, &err))
+        return 10;
+    gy_mark_inflight(&shm);
+    sleep_ms(10000);
+    return 0;
+}
+
+TEST(drain_timeout_is_bounded_counted_and_reported)
+{
+    gy_shm shm;
+    gy_err err;
+    gy_job job;
+    REQUIRE(create_fresh("timeout", 300 * MS, &shm));
+    REQUIRE(gy_register(&shm, 1, &err) == 0);
+    pid_t child = spawn(lower_never_acks, shm.name, 0);
+    CHECK(WAIT_FOR(count_state(&shm, GY_PROC_RUNNING) == 2 &&
+                       (shm.seg->procs[0].inflight || shm.seg->procs[1].inflight),
+                   3000));
+    uint64_t t0 = gy_now_ns();
+    REQUIRE(gy_begin(&shm, 1, &job, &err) == 0);
+    uint64_t took = gy_now_ns() - t0;
+    CHECK(job.timed_out && !job.drained);
+    CHECK(took >= 290 * MS && took < 2000 * MS, "took %llu ms", (unsigned long long)(took / MS));
+    CHECK(atomic_load(&shm.seg->procs[shm.slot].counters.drain_timeouts) == 1);
+    CHECK(atomic_load(&shm.seg->total_drain_timeouts) == 1);
+    gy_job_exit(&shm, &job, &err);
+    /* The slice API returns PENDING without giving up the job. */
+    REQUIRE(gy_job_enter(&shm, 1, 2000 * MS, &job, &err) == 0);
+    CHECK(gy_job_wait_drained(&shm, &job, 20 * MS) == GY_WAIT_PENDING);
+    CHECK(job.active && shm.seg->jobs[1] == 1);
+    gy_job_exit(&shm, &job, &err);
+    kill(child, SIGKILL);
+    wait_exit(child);
+    destroy(&shm);
+}
+
+/* ---- crashes --------------------------------------------------------------------------------- */
+
+static int hold_mutex_forever(const char *name, long unused)
+{
+    (void)unused;
+    gy_shm shm;
+    gy_err err;
+    if (gy_open(name, &shm, &err))
+        return 10;
+    gy_lock(shm.seg);
+    sleep_ms(30000);
+    return 0;
+}
+
+TEST(sigkill_while_holding_the_mutex_does_not_hang_others)
+{
+    gy_shm shm;
+    gy_err err;
+    gy_job job;
+    REQUIRE(create_fresh("killmutex", 0, &shm));
+    REQUIRE(gy_register(&shm, 1, &err) == 0);
+    pid_t child = spawn(hold_mutex_forever, shm.name, 0);
+    sleep_ms(200);
+    kill(child, SIGKILL);
+    wait_exit(child);
+    uint64_t t0 = gy_now_ns();
+    CHECK(gy_begin(&shm, 1, &job, &err) == 0);
+    CHECK(gy_job_exit(&shm, &job, &err) == 0);
+    CHECK(gy_now_ns() - t0 < 1000 * MS);
+    destroy(&shm);
+}
+
+static int job_then_hang(const char *name, long priority)
+{
+    gy_shm shm;
+    gy_err err;
+    gy_job job;
+    if (gy_open(name, &shm, &err) || gy_register(&shm, (int)priority, &err) ||
+        gy_begin(&shm, (int)priority, &job, &err))
+        return 10;
+    sleep_ms(30000);
+    return 0;
+}
+
+TEST(sigkill_inside_a_job_counts_it_out_and_frees_the_lower)
+{
+    gy_shm shm;
+    gy_err err;
+    REQUIRE(create_fresh("killjob", 0, &shm));
+    REQUIRE(gy_register(&shm, 0, &err) == 0);
+    pid_t child = spawn(job_then_hang, shm.name, 3);
+    CHECK(WAIT_FOR(shm.seg->jobs[3] == 1, 3000));
+    kill(child, SIGKILL);
+    uint64_t t0 = gy_now_ns();
+    gy_wait_until_allowed(&shm); /* must not hang: the waiter reaps */
+    CHECK(gy_now_ns() - t0 < 2000 * MS, "blocked %llu ms", (unsigned long long)((gy_now_ns() - t0) / MS));
+    CHECK(shm.seg->jobs[3] == 0 && atomic_load(&shm.seg->active_levels) == 0);
+    CHECK(atomic_load(&shm.seg->reaped) == 1);
+    wait_exit(child);
+    destroy(&shm);
+}
+
+TEST(sigkill_while_blocked_leaves_the_job_owner_unharmed)
+{
+    gy_shm shm;
+    gy_err err;
+    gy_job job;
+    REQUIRE(create_fresh("killblocked", 0, &shm));
+    REQUIRE(gy_register(&shm, 1, &err) == 0);
+    pid_t child = spawn(lower_waits_for_gate, shm.name, 0);
+    CHECK(WAIT_FOR(count_state(&shm, GY_PROC_RUNNING) == 2, 3000));
+    REQUIRE(gy_begin(&shm, 1, &job, &err) == 0);
+    CHECK(WAIT_FOR(count_state(&shm, GY_PROC_BLOCKED) == 1, 3000));
+    kill(child, SIGKILL);
+    wait_exit(child);
+    uint64_t t0 = gy_now_ns();
+    CHECK(gy_job_exit(&shm, &job, &err) == 0);
+    CHECK(gy_begin(&shm, 1, &job, &err) == 0 && job.drained);
+    CHECK(gy_job_exit(&shm, &job, &err) == 0);
+    CHECK(gy_now_ns() - t0 < 1000 * MS);
+    CHECK(gy_reap(&shm) == 1 && count_state(&shm, GY_PROC_FREE) == GY_MAX_PROCS - 1);
+    destroy(&shm);
+}
+
+static int drain_then_die(const char *name, long unused)
+{
+    (void)unused;
+    gy_shm shm;
+    gy_err err;
+    uint64_t epoch;
+    if (gy_open(name, &shm, &err) || gy_register(&shm, 0, &err))
+        return 10;
+    gy_mark_inflight(&shm);
+    while (!gy_drain_wait_request(&shm, 100 * MS, &epoch))
+        ;
+    raise(SIGKILL); /* dies while draining, before acknowledging */
+    return 0;
+}
+
+TEST(sigkill_while_draining_releases_the_begin_before_its_timeout)
+{
+    gy_shm shm;
+    gy_err err;
+    gy_job job;
+    REQUIRE(create_fresh("killdrain", 10000 * MS, &shm));
+    REQUIRE(gy_register(&shm, 1, &err) == 0);
+    pid_t child = spawn(drain_then_die, shm.name, 0);
+    CHECK(WAIT_FOR(count_state(&shm, GY_PROC_RUNNING) == 2 &&
+                       (shm.seg->procs[0].inflight || shm.seg->procs[1].inflight),
+                   3000));
+    uint64_t t0 = gy_now_ns();
+    REQUIRE(gy_begin(&shm, 1, &job, &err) == 0);
+    CHECK(job.drained && !job.timed_out);
+    CHECK(gy_now_ns() - t0 < 3000 * MS, "begin took %llu ms", (unsigned long long)((gy_now_ns() - t0) / MS));
+    gy_job_exit(&shm, &job, &err);
+    wait_exit(child);
+    destroy(&shm);
+}
+
+TEST(pid_reuse_does_not_confuse_reaping)
+{
+    gy_shm shm, other;
+    gy_err err;
+    REQUIRE(create_fresh("pidreuse", 0, &shm));
+    REQUIRE(gy_register(&shm, 0, &err) == 0);
+    REQUIRE(gy_open(shm.name, &other, &err) == 0);
+    REQUIRE(gy_register(&other, 2, &err) == 0);
+    gy_job job;
+    REQUIRE(gy_begin(&other, 2, &job, &err) == 0);
+    CHECK(gy_reap(&shm) == 0, "a live process was reaped");
+    /* Same pid, another start time: the original process is gone and the pid was reused. */
+    other.seg->procs[other.slot].start_time += 1;
+    CHECK(gy_reap(&shm) == 1);
+    CHECK(shm.seg->jobs[2] == 0 && gy_launch_allowed(&shm, 0));
+    CHECK(atomic_load(&shm.seg->procs[shm.slot].state) == GY_PROC_RUNNING, "the live slot was reaped");
+    CHECK(gy_job_exit(&other, &job, &err) == -1 && err.code == ESRCH);
+    other.slot = -1;
+    gy_close(&other);
+    destroy(&shm);
+}
+
+/* ---- status ---------------------------------------------------------------------------------- */
+
+TEST(status_reports_processes_jobs_and_refuses_corruption)
+{
+    gy_shm shm;
+    gy_err err;
+    gy_job job;
+    static struct gy_status st;
+    static char json[16384];
+    REQUIRE(create_fresh("status", 0, &shm));
+    REQUIRE(gy_register(&shm, 4, &err) == 0);
+    REQUIRE(gy_begin(&shm, 4, &job, &err) == 0);
+    atomic_fetch_add(&shm.seg->procs[shm.slot].counters.launches, 7);
+    REQUIRE(gy_status_read(&shm, &st, &err) == 0, "%s", err.msg);
+    CHECK(st.nprocs == 1 && st.procs[0].pid == getpid() && st.procs[0].priority == 4);
+    CHECK(st.procs[0].launches == 7 && st.jobs[4] == 1 && strcmp(st.procs[0].state, "running") == 0);
+    int n = gy_status_json(&st, json, sizeof json);
+    CHECK(n > 0 && (size_t)n < sizeof json);
+    CHECK(strstr(json, "\"jobs\": [0, 0, 0, 0, 1, 0, 0, 0]") && strstr(json, "\"launches\": 7"), "%s", json);
+    char small[16];
+    CHECK(gy_status_json(&st, small, sizeof small) == n, "snprintf-style length");
+    gy_job_exit(&shm, &job, &err);
+    atomic_store(&shm.seg->procs[shm.slot].state, 77);
+    CHECK(gy_status_read(&shm, &st, &err) == -1 && strstr(err.msg, "corrupt") && strstr(err.msg, "state 77"),
+          "%s", err.msg);
+    CHECK(gy_reap(&shm) == 1, "a corrupt slot is freed by the reaper");
+    shm.seg->jobs[0] = 0xfffffff0u;
+    CHECK(gy_status_read(&shm, &st, &err) == -1 && strstr(err.msg, "level 0"), "%s", err.msg);
+    shm.slot = -1;
+    destroy(&shm);
+}

@@ -1,0 +1,85 @@
+/* Internals of the fake driver.
+ *
+ * A GPU simulated by time, with no threads of its own: a kernel launched at time `now` on a
+ * stream starts at max(now, the stream's tail, the device's tail) and ends start + duration;
+ * synchronizing sleeps until the relevant tail. The device tail is per process unless
+ * FAKECUDA_DEVICE_FILE names a file that several processes map (then they contend as on a real
+ * GPU). FAKECUDA_LOG appends one line per executed kernel and one per illegal call. */
+#ifndef FAKE_INTERNAL_H
+#define FAKE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "fakecuda.h"
+
+#define FK_EXPORT __attribute__((visibility("default")))
+
+struct CUctx_st {
+    int id;
+};
+
+struct CUfunc_st {
+    uint64_t duration_ns;
+    char name[64];
+};
+
+struct CUmod_st {
+    int unused;
+};
+
+/* A graph is the list of kernel durations captured into it; it runs as one unit. */
+struct CUgraph_st {
+    uint64_t total_ns;
+    unsigned kernels;
+};
+
+struct CUgraphExec_st {
+    uint64_t total_ns;
+    unsigned kernels;
+};
+
+struct CUstream_st {
+    uint64_t id;
+    CUcontext ctx;  /* NULL for the legacy and per-thread streams: part of every context */
+    uint64_t tail;  /* when its last kernel ends */
+    /* End times of kernels not yet known to have ended (increasing): a queue that drops ended ones. */
+    uint64_t *ends;
+    unsigned ends_head, ends_len, ends_cap;
+    bool capturing;
+    struct CUgraph_st *capture; /* the graph being captured into */
+    bool destroyed;
+};
+
+struct CUevent_st {
+    uint64_t time;       /* the recorded stream tail */
+    bool captured;       /* recorded into a capture: not a point in time */
+    unsigned flags;
+};
+
+enum fk_kind { FK_KERNEL, FK_EX, FK_COOP, FK_GRAPH };
+
+/* The one lock of the fake driver: guards every stream, event and context list. */
+extern pthread_mutex_t fk_lock;
+
+uint64_t fk_now_ns(void);
+void fk_sleep_until(uint64_t t_ns);
+/* Reserve [start, end) on the device after not_before; returns start. Lock-free across processes. */
+uint64_t fk_device_reserve(uint64_t not_before, uint64_t duration_ns);
+void fk_log_kernel(uint64_t stream_id, uint64_t submit, uint64_t start, uint64_t end, unsigned outstanding,
+                   enum fk_kind kind, const char *name);
+void fk_log_violation(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Map a stream handle (NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD or a created stream) to its
+ * state; per_thread_default: whether NULL means the per-thread stream (the _ptsz entry points).
+ * Call with fk_lock held. */
+struct CUstream_st *fk_stream_locked(CUstream handle, bool per_thread_default);
+/* The current context of this thread, or NULL. */
+CUcontext fk_current_ctx(void);
+/* Is any stream of this process capturing? (fk_lock held) */
+bool fk_any_capturing_locked(void);
+/* Run one unit of work on a stream now (fk_lock held): logs it, returns CUDA_SUCCESS. */
+CUresult fk_submit_locked(struct CUstream_st *s, uint64_t duration_ns, enum fk_kind kind, const char *name);
+
+#endif

@@ -1,0 +1,392 @@
+/* The fake driver's objects: devices, contexts (a per-thread stack), streams, events, modules,
+ * memory; and the synchronizing calls, which sleep until the simulated work ends. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fake_internal.h"
+
+#define MAX_CTX_STACK 16
+
+pthread_mutex_t fk_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct CUctx_st primary_ctx = {.id = 1};
+static int next_ctx_id = 2;
+static uint64_t next_stream_id = 1;
+static struct CUstream_st legacy_stream = {.id = 0};
+static struct CUstream_st **streams; /* every stream of the process, for cuCtxSynchronize */
+static size_t nstreams, streams_cap;
+static bool initialized;
+
+static __thread CUcontext ctx_stack[MAX_CTX_STACK];
+static __thread int ctx_depth;
+static __thread struct CUstream_st *per_thread_stream;
+
+/* fork: the child starts with the lock free (its other threads are gone). */
+static void before_fork(void) { pthread_mutex_lock(&fk_lock); }
+static void after_fork(void) { pthread_mutex_unlock(&fk_lock); }
+__attribute__((constructor)) static void install_fork_handlers(void)
+{
+    pthread_atfork(before_fork, after_fork, after_fork);
+}
+
+static void remember_stream_locked(struct CUstream_st *s)
+{
+    if (nstreams == streams_cap) {
+        streams_cap = streams_cap ? 2 * streams_cap : 16;
+        streams = realloc(streams, streams_cap * sizeof *streams);
+        if (!streams)
+            abort();
+    }
+    streams[nstreams++] = s;
+}
+
+static struct CUstream_st *new_stream_locked(CUcontext ctx)
+{
+    struct CUstream_st *s = calloc(1, sizeof *s);
+    if (!s)
+        abort();
+    s->id = next_stream_id++;
+    s->ctx = ctx;
+    remember_stream_locked(s);
+    return s;
+}
+
+struct CUstream_st *fk_stream_locked(CUstream handle, bool per_thread_default)
+{
+    if (handle == CU_STREAM_LEGACY || (!handle && !per_thread_default))
+        return &legacy_stream;
+    if (handle == CU_STREAM_PER_THREAD || !handle) {
+        if (!per_thread_stream)
+            per_thread_stream = new_stream_locked(NULL);
+        return per_thread_stream;
+    }
+    return handle->destroyed ? NULL : handle;
+}
+
+CUcontext fk_current_ctx(void) { return ctx_depth ? ctx_stack[ctx_depth - 1] : NULL; }
+
+bool fk_any_capturing_locked(void)
+{
+    if (legacy_stream.capturing)
+        return true;
+    for (size_t i = 0; i < nstreams; i++)
+        if (streams[i]->capturing && !streams[i]->destroyed)
+            return true;
+    return false;
+}
+
+FK_EXPORT CUresult cuInit(unsigned int flags)
+{
+    if (flags)
+        return CUDA_ERROR_INVALID_VALUE;
+    initialized = true;
+    return CUDA_SUCCESS;
+}
+
+FK_EXPORT CUresult cuDriverGetVersion(int *version)
+{
+    if (!version)
+        return CUDA_ERROR_INVALID_VALUE;
+    *version = 13000;
+    return CUDA_SUCCESS;
+}
+
+FK_EXPORT CUresult cuDeviceGetCount(int *count)
+{
+    if (!count)
+        return CUDA_ERROR_INVALID_VALUE;
+    *count = 1;
+    return initialized ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
+}
+
+FK_EXPORT CUresult cuDeviceGet(CUdevice *device, int ordinal)
+{
+    if (!initialized)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!device || ordinal != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    *device = 0;
+    return CUDA_SUCCESS;
+}
+
+FK_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev)
+{
+    if (!initialized)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!ctx || dev != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    *ctx = &primary_ctx;
+    return CUDA_SUCCESS;
+}
+
+FK_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) { return dev == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE; }
+
+FK_EXPORT CUresult cuCtxCreate_v2(CUcontext *ctx, unsigned int flags, CUdevice dev)
+{
+    (void)flags;
+    if (!initialized)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!ctx || dev != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct CUctx_st *c = calloc(1, sizeof *c);
+    if (!c)
+        abort();
+    pthread_mutex_lock(&fk_lock);
+    c->id = next_ctx_id++;
+    pthread_mutex_unlock(&fk_lock);
+    *ctx = c;
+    return cuCtxPushCurrent_v2(c);
+}
+
+FK_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
+{
+    if (!ctx || ctx == &primary_ctx)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (fk_current_ctx() == ctx)
+        ctx_depth--;
+    return CUDA_SUCCESS; /* kept allocated: streams may still point at it */
+}
+
+FK_EXPORT CUresult cuCtxGetCurrent(CUcontext *ctx)
+{
+    if (!ctx)
+        return CUDA_ERROR_INVALID_VALUE;
+    *ctx = fk_current_ctx();
+    return CUDA_SUCCESS;
+}
+
+FK_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx)
+{
+    if (!ctx) {
+        if (ctx_depth)
+            ctx_depth--;
+        return CUDA_SUCCESS;
+    }
+    if (ctx_depth == 0)
+        ctx_depth = 1;
+    ctx_stack[ctx_depth - 1] = ctx;
+    return CUDA_SUCCESS;
+}
+
+FK_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx)
+{
+    if (!ctx || ctx_depth == MAX_CTX_STACK)
+        return CUDA_ERROR_INVALID_VALUE;
+    ctx_stack[ctx_depth++] = ctx;
+    return CUDA_SUCCESS;
+}
+
+FK_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *ctx)
+{
+    if (!ctx_depth)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    CUcontext top = ctx_stack[--ctx_depth];
+    if (ctx)
+        *ctx = top;
+    return CUDA_SUCCESS;
+}
+
+/* Streams of the current context plus the legacy/per-thread ones: the latest tail. */
+FK_EXPORT CUresult cuCtxSynchronize(void)
+{
+    CUcontext ctx = fk_current_ctx();
+    if (!ctx)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    pthread_mutex_lock(&fk_lock);
+    if (fk_any_capturing_locked()) {
+        pthread_mutex_unlock(&fk_lock);
+        fk_log_violation("cuCtxSynchronize while a stream of this process is capturing");
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
+    uint64_t until = legacy_stream.tail;
+    for (size_t i = 0; i < nstreams; i++) {
+        struct CUstream_st *s = streams[i];
+        if ((s->ctx == ctx || !s->ctx) && s->tail > until)
+            until = s->tail;
+    }
+    pthread_mutex_unlock(&fk_lock);
+    fk_sleep_until(until);
+    return CUDA_SUCCESS;
+}
+
+FK_EXPORT CUresult cuStreamCreate(CUstream *stream, unsigned int flags)
+{
+    (void)flags;
+    if (!stream)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUcontext ctx = fk_current_ctx();
+    if (!ctx)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    pthread_mutex_lock(&fk_lock);
+    *stream = new_stream_locked(ctx);
+    pthread_mutex_unlock(&fk_lock);
+    return CUDA_SUCCESS;
+}
+
+FK_EXPORT CUresult cuStreamDestroy_v2(CUstream stream)
+{
+    if (!stream || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD)
+        return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&fk_lock);
+    stream->destroyed = true; /* kept: the driver keeps running its queued work */
+    pthread_mutex_unlock(&fk_lock);
+    return CUDA_SUCCESS;
+}
+
+static CUresult stream_sync(CUstream handle, bool ptsz)
+{
+    pthread_mutex_lock(&fk_lock);
+    struct CUstream_st *s = fk_stream_locked(handle, ptsz);
+    if (!s) {
+        pthread_mutex_unlock(&fk_lock);
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    bool capturing = s->capturing;
+    uint64_t id = s->id, until = s->tail;
+    pthread_mutex_unlock(&fk_lock);
+    if (capturing) {
+        fk_log_violation("cuStreamSynchronize on stream %llu while it is capturing", (unsigned long long)id);
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
+    fk_sleep_until(until);
+    return CUDA_SUCCESS;
+}
+
+FK_EXPORT CUresult cuStreamSynchronize(CUstream stream) { return stream_sync(stream, false); }
+FK_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream stream) { return stream_sync(stream, true); }
+
+static CUresult stream_query(CUstream handle, bool ptsz)
+{
+    pthread_mutex_lock(&fk_lock);
+    struct CUstream_st *s = fk_stream_locked(handle, ptsz);
+    if (!s) {
+        pthread_mutex_unlock(&fk_lock);
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    bool capturing = s->capturing;
+    uint64_t id = s->id, tail = s->tail;
+    pthread_mutex_unlock(&fk_lock);
+    if (capturing) {
+        fk_log_violation("cuStreamQuery on stream %llu while it is capturing", (unsigned long long)id);
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
+    return fk_now_ns() >= tail ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+
+FK_EXPORT CUresult cuStreamQuery(CUstream stream) { return stream_query(stream, false); }
+FK_EXPORT CUresult cuStreamQuery_ptsz(CUstream stream) { return stream_query(stream, true); }
+
+FK_EXPORT CUresult cuEventCreate(CUevent *event, unsigned int flags)
+{
+    if (!event || flags > 0xf)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!fk_current_ctx())
+        return CUDA_ERROR_INVALID_CONTEXT;
+    struct CUevent_st *e = calloc(1, sizeof *e);
+    if (!e)
+        abort();
+    e->flags = flags;
+    *event = e;
+    return CUDA_SUCCESS;
+}
+
+static CUresult event_record(CUevent event, CUstream handle, bool ptsz)
+{
+    if (!event)
+        return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&fk_lock);
+    struct CUstream_st *s = fk_stream_locked(handle, ptsz);
+    if (s) {
+        event->captured = s->capturing; /* becomes a node of the graph, not a point in time */
+        event->time = s->tail;
+    }
+    pthread_mutex_unlock(&fk_lock);
+    return s ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+FK_EXPORT CUresult cuEventRecord(CUevent event, CUstream stream) { return event_record(event, stream, false); }
+FK_EXPORT CUresult cuEventRecord_ptsz(CUevent event, CUstream stream) { return event_record(event, stream, true); }
+
+FK_EXPORT CUresult cuEventSynchronize(CUevent event)
+{
+    if (!event)
+        return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&fk_lock);
+    bool captured = event->captured;
+    uint64_t until = event->time;
+    pthread_mutex_unlock(&fk_lock);
+    if (captured) {
+        fk_log_violation("cuEventSynchronize on an event recorded during a capture");
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
+    fk_sleep_until(until);
+    return CUDA_SUCCESS;
+}
+
+FK_EXPORT CUresult cuEventQuery(CUevent event)
+{
+    if (!event)
+        return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&fk_lock);
+    bool captured = event->captured;
+    uint64_t time = event->time;
+    pthread_mutex_unlock(&fk_lock);
+    if (captured) {
+        fk_log_violation("cuEventQuery on an event recorded during a capture");
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
+    return fk_now_ns() >= time ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+
+FK_EXPORT CUresult cuEventDestroy_v2(CUevent event)
+{
+    if (!event)
+        return CUDA_ERROR_INVALID_HANDLE;
+    free(event);
+    return CUDA_SUCCESS;
+}
+
+FK_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *ptr, size_t bytes)
+{
+    static uint64_t next = 0x700000000000ull;
+    if (!ptr || !bytes)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&fk_lock);
+    *ptr = next;
+    next += (bytes + 255) & ~255ull;
+    pthread_mutex_unlock(&fk_lock);
+    return CUDA_SUCCESS;
+}
+
+FK_EXPORT CUresult cuMemFree_v2(CUdeviceptr ptr) { return ptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE; }
+
+FK_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)
+{
+    static struct CUmod_st the_module;
+    if (!module || !image)
+        return CUDA_ERROR_INVALID_VALUE;
+    *module = &the_module;
+    return CUDA_SUCCESS;
+}
+
+FK_EXPORT CUresult cuModuleGetFunction(CUfunction *f, CUmodule module, const char *name)
+{
+    if (!f || !module || !name)
+        return CUDA_ERROR_INVALID_VALUE;
+    const char *prefix = "spin_us:";
+    if (strncmp(name, prefix, strlen(prefix)) != 0)
+        return CUDA_ERROR_NOT_FOUND;
+    char *end;
+    unsigned long long us = strtoull(name + strlen(prefix), &end, 10);
+    if (*end || end == name + strlen(prefix))
+        return CUDA_ERROR_NOT_FOUND;
+    struct CUfunc_st *fn = calloc(1, sizeof *fn);
+    if (!fn)
+        abort();
+    fn->duration_ns = us * 1000ull;
+    snprintf(fn->name, sizeof fn->name, "%s", name);
+    *f = fn;
+    return CUDA_SUCCESS;
+}

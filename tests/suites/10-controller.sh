@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The controller library (plain, ASan+UBSan, TSan) and expcontroller's command line.
+set -u
+. "$ROOT/tests/lib/suite.sh"
+
+run_counted controller "$BUILD/tests/test_controller"
+run_counted controller-asan "$BUILD/asan/tests/test_controller"
+TSAN_OPTIONS="halt_on_error=1" run_counted controller-tsan "$BUILD/tsan/tests/test_controller"
+
+EXP=$BUILD/bin/expcontroller
+TAG=test-cli-$$
+NAME=/gpuyield-$(id -u)-$TAG
+expect() { # expect NAME WANT_STATUS PATTERN COMMAND...: exit status and a pattern in stdout+stderr
+    local name=$1 want=$2 pattern=$3; shift 3
+    local out rc; out=$("$@" 2>&1); rc=$?
+    if [ "$rc" -ne "$want" ]; then fail "$name" "exit $rc, wanted $want: $out"
+    elif ! grep -qE -- "$pattern" <<< "$out"; then fail "$name" "no '$pattern' in: $out"
+    else pass "$name"; fi
+}
+
+expect cli_no_command 2 'missing command' "$EXP"
+expect cli_unknown_command 2 "unknown command 'frob'" "$EXP" frob
+expect cli_unknown_option 2 "unknown or incomplete option '--bogus'" "$EXP" status --bogus
+expect cli_missing_option_value 2 "incomplete option" "$EXP" status --name
+expect cli_bad_tag 2 "tag 'a b' is invalid" "$EXP" status --name 'a b'
+expect cli_json_needs_status 2 "--json goes with 'status'" "$EXP" create --json
+expect cli_bad_watch 2 "--watch takes seconds" "$EXP" status --watch 0
+expect cli_bad_drain_timeout 2 "--drain-timeout-ms takes" "$EXP" create --drain-timeout-ms -5
+expect cli_clean_takes_no_name 2 "takes no --name" "$EXP" clean --name x
+expect cli_extra_argument 2 "unexpected argument 'extra'" "$EXP" remove extra
+expect cli_help 0 'usage: expcontroller' "$EXP" --help
+expect cli_status_missing 1 "no segment $NAME" "$EXP" status --name "$TAG"
+expect cli_remove_missing 1 "no segment $NAME to remove" "$EXP" remove --name "$TAG"
+expect cli_create_prints_name 0 "^$NAME\$" "$EXP" create --name "$TAG" --drain-timeout-ms 500
+expect cli_create_twice 1 "already exists" "$EXP" create --name "$TAG"
+expect cli_status_table 0 'no registered processes' "$EXP" status --name "$TAG"
+expect cli_status_json 0 "^\{\"segment\": \"$NAME\", \"jobs\": \[0, 0, 0, 0, 0, 0, 0, 0\].*\"processes\": \[\]\}\$" "$EXP" status --name "$TAG" --json
+expect cli_default_tag_from_env 0 "\"segment\": \"$NAME\"" env GPUYIELD_SHM="$TAG" "$EXP" status --json
+expect cli_status_json_parses 0 '^ok$' bash -c "\"$EXP\" status --name $TAG --json | \"$PYTHON\" -c 'import json,sys; d=json.load(sys.stdin); assert len(d[\"jobs\"])==8; print(\"ok\")'"
+expect cli_watch_stops_on_sigint 0 '"segment"' timeout --preserve-status -s INT 1 "$EXP" status --name "$TAG" --json --watch 0.2
+expect cli_remove 0 "removed $NAME" "$EXP" remove --name "$TAG"
+check cli_remove_left_nothing test ! -e "/dev/shm${NAME}"
+
+# serve: creates, reaps, and removes on SIGTERM
+"$EXP" serve --name "$TAG" > /tmp/serve-$$.out 2>&1 &
+SERVE=$!
+for _ in $(seq 50); do [ -e "/dev/shm$NAME" ] && break; sleep 0.1; done
+check serve_creates test -e "/dev/shm$NAME"
+kill -TERM "$SERVE"; wait "$SERVE"; rc=$?
+check serve_exits_zero_on_sigterm test "$rc" -eq 0
+check serve_removes_on_sigterm test ! -e "/dev/shm$NAME"
+check serve_says_removed grep -q "removed $NAME" /tmp/serve-$$.out
+rm -f /tmp/serve-$$.out
+
+# clean: removes this user's segments whose creator is dead, leaves live and foreign ones
+"$EXP" create --name "$TAG-stale" > /dev/null
+"$EXP" serve --name "$TAG-live" > /dev/null 2>&1 &
+LIVE=$!
+for _ in $(seq 50); do [ -e "/dev/shm/gpuyield-$(id -u)-$TAG-live" ] && break; sleep 0.1; done
+FOREIGN=/dev/shm/gpuyield-4242-$TAG-foreign
+"$EXP" create --name "/gpuyield-4242-$TAG-foreign" > /dev/null 2>&1 || true
+[ "$(id -u)" -eq 0 ] && [ -e "$FOREIGN" ] && chown 4242 "$FOREIGN"
+expect clean_reports 0 "removed /gpuyield-$(id -u)-$TAG-stale" "$EXP" clean
+check clean_removed_stale test ! -e "/dev/shm/gpuyield-$(id -u)-$TAG-stale"
+check clean_kept_live test -e "/dev/shm/gpuyield-$(id -u)-$TAG-live"
+check clean_kept_foreign test -e "$FOREIGN"
+expect open_foreign_refused 1 "not by you|another user" "$EXP" status --name "/gpuyield-4242-$TAG-foreign"
+rm -f "$FOREIGN"
+kill -INT "$LIVE"; wait "$LIVE"
+check serve_removes_on_sigint test ! -e "/dev/shm/gpuyield-$(id -u)-$TAG-live"
+
+finish
