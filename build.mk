@@ -15,6 +15,7 @@ endif
 CFLAGS := $(BASE_CFLAGS) $(SAN_FLAGS) -Icontroller
 LDFLAGS := $(SAN_FLAGS) -pthread
 ALL :=
+CONTROLLER_LIB := $(O)/lib/libgycontrol.a
 
 .PHONY: all
 all: all_targets

@@ -1,6 +1,6 @@
 # The controller library (static, linked by everything) and expcontroller.
 CONTROLLER_SRC := $(filter-out controller/expcontroller.c,$(wildcard controller/*.c))
-CONTROLLER_LIB := $(O)/lib/libgycontrol.a
+# CONTROLLER_LIB is defined in build.mk (other fragments may be read first)
 
 $(CONTROLLER_LIB): $(CONTROLLER_SRC:%.c=$(O)/obj/%.o)
 	@mkdir -p $(dir $@)

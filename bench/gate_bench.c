@@ -1,0 +1,66 @@
+/* Micro-benchmark of the controller's hot paths, on the CPU:
+ *  - the launch check with nothing in progress (what every kernel launch pays);
+ *  - a begin/end pair with no lower process in flight (what each high-priority job pays).
+ * Prints one JSON object; medians of several repetitions. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "gpuyield.h"
+
+#define REPS 9
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+int main(void)
+{
+    char tag[64];
+    snprintf(tag, sizeof tag, "bench-gate-%d", getpid());
+    gy_shm shm, lower;
+    gy_err err;
+    if (gy_create(tag, 0, &shm, &err) || gy_register(&shm, 1, &err) || gy_open(tag, &lower, &err) ||
+        gy_register(&lower, 0, &err)) {
+        fprintf(stderr, "gate-bench: %s\n", err.msg);
+        gy_remove(tag, NULL);
+        return 1;
+    }
+    const long checks = 20000000, pairs = 20000;
+    double check_ns[REPS], pair_ns[REPS];
+    volatile long sink = 0;
+    for (int r = 0; r < REPS; r++) {
+        uint64_t t0 = gy_now_ns();
+        long allowed = 0;
+        for (long i = 0; i < checks; i++)
+            allowed += gy_launch_allowed(&lower, 0);
+        sink += allowed;
+        check_ns[r] = (double)(gy_now_ns() - t0) / (double)checks;
+        t0 = gy_now_ns();
+        for (long i = 0; i < pairs; i++) {
+            gy_job job;
+            gy_begin(&shm, 1, &job, &err);
+            gy_job_exit(&shm, &job, &err);
+        }
+        pair_ns[r] = (double)(gy_now_ns() - t0) / (double)pairs;
+    }
+    if (sink != (long)REPS * checks) {
+        fprintf(stderr, "gate-bench: a check said 'blocked' with nothing in progress\n");
+        return 1;
+    }
+    printf("{\"launch_check_ns\": %.2f, \"begin_end_pair_ns\": %.0f, \"checks_per_rep\": %ld, "
+           "\"pairs_per_rep\": %ld, \"reps\": %d}\n",
+           median(check_ns, REPS), median(pair_ns, REPS), checks, pairs, REPS);
+    gy_close(&lower);
+    gy_close(&shm);
+    gy_remove(tag, NULL);
+    return 0;
+}
