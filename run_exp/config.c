@@ -1,0 +1,496 @@
+/* Loading and checking the experiment file. Every problem is reported (not only the first) in
+ * the form "run_exp: error: FILE: WHERE: what; how to fix", and nothing is started on any. */
+#include "config.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "image.h"
+#include "models.h"
+
+struct ctx {
+    const char *file;
+    int errors;
+};
+
+static void report(const char *level, struct ctx *c, const char *where, const char *fmt, va_list ap)
+{
+    fprintf(stderr, "run_exp: %s: %s: %s: ", level, c->file, where);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+}
+
+__attribute__((format(printf, 3, 4))) static void error_at(struct ctx *c, const char *where, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    report("error", c, where, fmt, ap);
+    va_end(ap);
+    c->errors++;
+}
+
+__attribute__((format(printf, 3, 4))) static void warn_at(struct ctx *c, const char *where, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    report("warning", c, where, fmt, ap);
+    va_end(ap);
+}
+
+static const char *type_name(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: return "an integer";
+    case JSON_REAL: return "a number";
+    case JSON_TRUE:
+    case JSON_FALSE: return "a boolean";
+    case JSON_NULL: return "null";
+    }
+    return "?";
+}
+
+/* "parent.key" (or "key" at the top level), cut to fit. */
+static void join_where(char *out, size_t len, const char *parent, const char *key)
+{
+    size_t k = 0;
+    for (const char *p = parent; *p && k + 1 < len; p++)
+        out[k++] = *p;
+    if (parent[0] && k + 1 < len)
+        out[k++] = '.';
+    for (const char *p = key; *p && k + 1 < len; p++)
+        out[k++] = *p;
+    out[k] = '\0';
+}
+
+/* Unknown keys are warnings: a typo must not pass unseen, but extra notes in a file are harmless. */
+static void warn_unknown_keys(struct ctx *c, json_t *obj, const char *where, const char *const *known)
+{
+    const char *key;
+    json_t *value;
+    json_object_foreach(obj, key, value) {
+        bool ok = false;
+        for (const char *const *k = known; *k; k++)
+            ok = ok || strcmp(*k, key) == 0;
+        if (!ok) {
+            char list[512] = "";
+            for (const char *const *k = known; *k; k++) {
+                strncat(list, *k, sizeof list - strlen(list) - 1);
+                if (k[1])
+                    strncat(list, ", ", sizeof list - strlen(list) - 1);
+            }
+            warn_at(c, where[0] ? where : "top level", "unknown key '%s' is ignored (known keys: %s); check its spelling",
+                    key, list);
+        }
+    }
+}
+
+/* Fetch obj[key]; reports a missing required key. NULL when missing (or JSON null for optional). */
+static json_t *member(struct ctx *c, json_t *obj, const char *parent, const char *key, bool required, const char *hint)
+{
+    json_t *v = json_object_get(obj, key);
+    if (!v && required) {
+        char where[160];
+        join_where(where, sizeof where, parent, key);
+        error_at(c, where, "required key is missing; add it (%s)", hint);
+    }
+    return v;
+}
+
+static bool get_string(struct ctx *c, json_t *obj, const char *parent, const char *key, bool required,
+                       const char *hint, const char **out)
+{
+    char where[160];
+    join_where(where, sizeof where, parent, key);
+    json_t *v = member(c, obj, parent, key, required, hint);
+    if (!v)
+        return false;
+    if (!json_is_string(v)) {
+        error_at(c, where, "must be a string, got %s; write it in double quotes (%s)", type_name(v), hint);
+        return false;
+    }
+    *out = json_string_value(v);
+    return true;
+}
+
+static bool get_bool(struct ctx *c, json_t *obj, const char *parent, const char *key, bool required, bool *out)
+{
+    char where[160];
+    join_where(where, sizeof where, parent, key);
+    json_t *v = member(c, obj, parent, key, required, "true or false");
+    if (!v)
+        return false;
+    if (!json_is_boolean(v)) {
+        error_at(c, where, "must be true or false, got %s", type_name(v));
+        return false;
+    }
+    *out = json_is_true(v);
+    return true;
+}
+
+static bool get_int(struct ctx *c, json_t *obj, const char *parent, const char *key, bool required, long min,
+                    long max, const char *hint, int *out)
+{
+    char where[160];
+    join_where(where, sizeof where, parent, key);
+    json_t *v = member(c, obj, parent, key, required, hint);
+    if (!v)
+        return false;
+    if (!json_is_integer(v)) {
+        error_at(c, where, "must be an integer %ld..%ld, got %s; %s", min, max, type_name(v), hint);
+        return false;
+    }
+    json_int_t x = json_integer_value(v);
+    if (x < min || x > max) {
+        error_at(c, where, "must be %ld..%ld, got %lld; %s", min, max, (long long)x, hint);
+        return false;
+    }
+    *out = (int)x;
+    return true;
+}
+
+static bool get_number(struct ctx *c, json_t *obj, const char *parent, const char *key, bool required, double min,
+                       double max, const char *hint, double *out)
+{
+    char where[160];
+    join_where(where, sizeof where, parent, key);
+    json_t *v = member(c, obj, parent, key, required, hint);
+    if (!v)
+        return false;
+    if (!json_is_number(v)) {
+        error_at(c, where, "must be a number (seconds) %g..%g, got %s; %s", min, max, type_name(v), hint);
+        return false;
+    }
+    double x = json_number_value(v);
+    if (!(x >= min && x <= max)) {
+        error_at(c, where, "must be %g..%g, got %g; %s", min, max, x, hint);
+        return false;
+    }
+    *out = x;
+    return true;
+}
+
+/* A file name, not a path: it becomes <name>.csv and <name>.log. */
+static bool valid_output_name(const char *s)
+{
+    if (!s[0] || strlen(s) > 100 || strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
+        return false;
+    for (const char *p = s; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_' ||
+              *p == '-' || *p == '.'))
+            return false;
+    return true;
+}
+
+static bool looks_like_file(const char *weight)
+{
+    size_t n = strlen(weight);
+    return strchr(weight, '/') || (n > 3 && strcmp(weight + n - 3, ".pt") == 0) ||
+           (n > 4 && strcmp(weight + n - 4, ".pth") == 0);
+}
+
+static void load_control(struct ctx *c, json_t *obj, const char *parent, struct exp_model *m)
+{
+    static const char *const keys[] = {"control", "controlsync", "controlEvent", "queue_limit", NULL};
+    static const char *const qkeys[] = {"sync", "event_group", NULL};
+    char where[160];
+    join_where(where, sizeof where, parent, "control");
+    json_t *ctl = member(c, obj, parent, "control", true,
+                         "an object {\"control\": false} runs the model without gpuyield");
+    if (!ctl)
+        return;
+    if (!json_is_object(ctl)) {
+        error_at(c, where, "must be an object like {\"control\": true, \"controlsync\": false, \"controlEvent\": "
+                           "false, \"queue_limit\": {\"sync\": 1, \"event_group\": 2}}, got %s",
+                 type_name(ctl));
+        return;
+    }
+    warn_unknown_keys(c, ctl, where, keys);
+    get_bool(c, ctl, where, "control", true, &m->control);
+    get_bool(c, ctl, where, "controlsync", false, &m->controlsync);
+    get_bool(c, ctl, where, "controlEvent", false, &m->controlEvent);
+    char qwhere[200];
+    join_where(qwhere, sizeof qwhere, where, "queue_limit");
+    bool need_q = m->controlsync || m->controlEvent;
+    json_t *q = member(c, ctl, where, "queue_limit", need_q && m->control,
+                       "{\"sync\": N, \"event_group\": N}: kernels per sync point / per event group");
+    if (q && !json_is_object(q)) {
+        error_at(c, qwhere, "must be an object {\"sync\": N, \"event_group\": N}, got %s", type_name(q));
+        q = NULL;
+    }
+    if (q) {
+        warn_unknown_keys(c, q, qwhere, qkeys);
+        bool sync_used = m->control && m->controlsync && !m->controlEvent;
+        bool event_used = m->control && m->controlEvent;
+        get_int(c, q, qwhere, "sync", sync_used, sync_used ? 1 : 0, 1000000,
+                "kernels between two sync points (controlsync needs at least 1)", &m->queue_sync);
+        get_int(c, q, qwhere, "event_group", event_used, event_used ? 1 : 0, 1000000,
+                "kernels per event group (controlEvent needs at least 1)", &m->queue_event_group);
+    }
+    if (!m->control)
+        snprintf(m->mode, sizeof m->mode, "none");
+    else if (m->controlEvent)
+        snprintf(m->mode, sizeof m->mode, "event:%d", m->queue_event_group);
+    else if (m->controlsync)
+        snprintf(m->mode, sizeof m->mode, "sync:%d", m->queue_sync);
+    else
+        snprintf(m->mode, sizeof m->mode, "none");
+    if (!m->control && (m->controlsync || m->controlEvent))
+        warn_at(c, where, "controlsync/controlEvent have no effect while control is false (no hooks); set "
+                          "control to true to use them");
+}
+
+static void load_model(struct ctx *c, json_t *obj, int i, struct exp_model *m, const char *out_override)
+{
+    static const char *const keys[] = {"model_name", "model_weight", "sleep_time", "input_file_path",
+                                       "output_file_path", "output_file_name", "priority", "resize",
+                                       "resize_size", "control", "batch_size", NULL};
+    char where[32];
+    snprintf(where, sizeof where, "models[%d]", i);
+    memset(m, 0, sizeof *m);
+    m->batch_size = 1;
+    if (!json_is_object(obj)) {
+        error_at(c, where, "must be an object with model_name, input_file_path, ... (see "
+                           "exp_configs/input.json), got %s", type_name(obj));
+        return;
+    }
+    warn_unknown_keys(c, obj, where, keys);
+    char sub[64];
+    if (get_string(c, obj, where, "model_name", true, "a torchvision model such as \"fasterrcnn_resnet50_fpn\"",
+                   &m->model_name) &&
+        !model_find(m->model_name)) {
+        char near[256];
+        model_suggest(m->model_name, near, sizeof near);
+        snprintf(sub, sizeof sub, "%s.model_name", where);
+        error_at(c, sub, "'%s' is not a torchvision classification, detection or segmentation model; %s%s",
+                 m->model_name, near[0] ? "did you mean: " : "see torchvision.models.list_models()", near);
+    }
+    json_t *w = json_object_get(obj, "model_weight");
+    if (w && !json_is_null(w))
+        get_string(c, obj, where, "model_weight", false, "a local .pth file, or a torchvision weights name",
+                   &m->model_weight);
+    m->weight_is_file = m->model_weight && looks_like_file(m->model_weight);
+    get_number(c, obj, where, "sleep_time", false, 0, 3600, "seconds to sleep between two jobs; 0 runs back to back",
+               &m->sleep_time);
+    get_string(c, obj, where, "input_file_path", true, "the path of a PNG or JPEG image", &m->input_file_path);
+    if (get_string(c, obj, where, "output_file_path", true, "a directory for the model's logs, e.g. \"./logs\"",
+                   &m->output_file_path) &&
+        !m->output_file_path[0]) {
+        snprintf(sub, sizeof sub, "%s.output_file_path", where);
+        error_at(c, sub, "is empty; give a directory, e.g. \"./logs\"");
+    }
+    if (get_string(c, obj, where, "output_file_name", true, "a file name without extension, e.g. \"model_A\"",
+                   &m->output_file_name) &&
+        !valid_output_name(m->output_file_name)) {
+        snprintf(sub, sizeof sub, "%s.output_file_name", where);
+        error_at(c, sub, "'%s' is not a plain file name; use 1..100 characters from [A-Za-z0-9._-] (no '/'), "
+                         "e.g. \"model_A\"",
+                 m->output_file_name);
+    }
+    get_int(c, obj, where, "priority", true, 0, 7, "0 is the lowest; higher wins", &m->priority);
+    get_bool(c, obj, where, "resize", false, &m->resize);
+    json_t *rs = json_object_get(obj, "resize_size");
+    snprintf(sub, sizeof sub, "%s.resize_size", where);
+    if (!rs && m->resize) {
+        error_at(c, sub, "required when resize is true; add it as [height, width], e.g. [720, 1280]");
+    } else if (rs) {
+        json_t *h = json_array_get(rs, 0), *wd = json_array_get(rs, 1);
+        if (!json_is_array(rs) || json_array_size(rs) != 2 || !json_is_integer(h) || !json_is_integer(wd) ||
+            json_integer_value(h) < 16 || json_integer_value(h) > 8192 || json_integer_value(wd) < 16 ||
+            json_integer_value(wd) > 8192)
+            error_at(c, sub, "must be [height, width], two integers 16..8192, e.g. [720, 1280]");
+        else
+            m->resize_h = (int)json_integer_value(h), m->resize_w = (int)json_integer_value(wd);
+    }
+    get_int(c, obj, where, "batch_size", false, 1, 1024, "images per job", &m->batch_size);
+    load_control(c, obj, where, m);
+    /* models_pid.json names, as the reference run_exp.py did: model_name, with _<height> when resized. */
+    if (m->model_name) {
+        if (m->resize && m->resize_h)
+            snprintf(m->pid_name, sizeof m->pid_name, "%s_%d", m->model_name, m->resize_h);
+        else
+            snprintf(m->pid_name, sizeof m->pid_name, "%s", m->model_name);
+    }
+    if (m->output_file_path && m->output_file_name) {
+        snprintf(m->out_dir, sizeof m->out_dir, "%s", out_override ? out_override : m->output_file_path);
+        snprintf(m->csv_path, sizeof m->csv_path, "%s/%s.csv", m->out_dir, m->output_file_name);
+        snprintf(m->log_path, sizeof m->log_path, "%s/%s.log", m->out_dir, m->output_file_name);
+    }
+}
+
+int config_load(const char *path, const char *out_dir_override, struct exp_config *cfg)
+{
+    static const char *const keys[] = {"models", "exp_dur", "device_id", NULL};
+    struct ctx c = {path, 0};
+    memset(cfg, 0, sizeof *cfg);
+    cfg->path = path;
+    json_error_t jerr;
+    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root) {
+        struct stat st;
+        if (stat(path, &st) != 0)
+            fprintf(stderr, "run_exp: error: %s: cannot read the experiment file: %s; check the path given to -f\n",
+                    path, strerror(errno));
+        else
+            fprintf(stderr, "run_exp: error: %s:%d:%d: invalid JSON: %s; fix the file there (a trailing comma or a "
+                            "missing quote is the usual cause)\n",
+                    path, jerr.line, jerr.column, jerr.text);
+        return 1;
+    }
+    cfg->json = root;
+    if (!json_is_object(root)) {
+        error_at(&c, "top level", "must be an object {\"models\": [...], \"exp_dur\": N, \"device_id\": N}, got %s",
+                 type_name(root));
+        return c.errors;
+    }
+    warn_unknown_keys(&c, root, "", keys);
+    get_number(&c, root, "", "exp_dur", true, 0.001, 86400, "seconds the experiment runs, e.g. 30", &cfg->exp_dur);
+    get_int(&c, root, "", "device_id", true, 0, 1023, "the GPU index, as nvidia-smi numbers them", &cfg->device_id);
+    json_t *models = member(&c, root, "", "models", true, "an array with one object per model");
+    if (models && (!json_is_array(models) || json_array_size(models) == 0 ||
+                   json_array_size(models) > EXP_MAX_MODELS)) {
+        error_at(&c, "models", "must be an array of 1..%d model objects, got %s%s", EXP_MAX_MODELS,
+                 type_name(models), json_is_array(models) ? (json_array_size(models) ? " too long" : " that is empty")
+                                                          : "");
+        models = NULL;
+    }
+    if (models) {
+        cfg->nmodels = (int)json_array_size(models);
+        for (int i = 0; i < cfg->nmodels; i++)
+            load_model(&c, json_array_get(models, (size_t)i), i, &cfg->models[i], out_dir_override);
+    }
+    return c.errors;
+}
+
+/* The closest existing ancestor of dir must be a writable directory (dir is created later). */
+static int check_output_dir(struct ctx *c, const char *where, const char *dir)
+{
+    char probe[PATH_MAX];
+    snprintf(probe, sizeof probe, "%s", dir);
+    struct stat st;
+    for (;;) {
+        if (stat(probe, &st) == 0)
+            break;
+        char *slash = strrchr(probe, '/');
+        if (!slash) {
+            snprintf(probe, sizeof probe, ".");
+            continue;
+        }
+        if (slash == probe) {
+            probe[1] = '\0';
+            continue;
+        }
+        *slash = '\0';
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        error_at(c, where, "'%s' cannot be an output directory: '%s' is not a directory; choose another "
+                           "output_file_path (or --out)",
+                 dir, probe);
+        return -1;
+    }
+    if (access(probe, W_OK | X_OK) != 0) {
+        error_at(c, where, "output directory '%s' cannot be written (%s is not writable by you); choose another "
+                           "output_file_path (or --out)",
+                 dir, probe);
+        return -1;
+    }
+    return 0;
+}
+
+static void canonical_dir(const char *dir, char *out, size_t len)
+{
+    char buf[PATH_MAX];
+    if (realpath(dir, buf))
+        snprintf(out, len, "%s", buf);
+    else
+        snprintf(out, len, "%s", dir);
+}
+
+int config_check_environment(const struct exp_config *cfg, int gpu_count)
+{
+    struct ctx c = {cfg->path, 0};
+    char where[64];
+    if (gpu_count >= 0 && cfg->device_id >= gpu_count)
+        error_at(&c, "device_id", "is %d but this machine has %d GPU%s (0..%d); pick one nvidia-smi lists",
+                 cfg->device_id, gpu_count, gpu_count == 1 ? "" : "s", gpu_count - 1);
+    for (int i = 0; i < cfg->nmodels; i++) {
+        const struct exp_model *m = &cfg->models[i];
+        int h, w;
+        char why[200];
+        snprintf(where, sizeof where, "models[%d].input_file_path", i);
+        if (m->input_file_path && image_probe(m->input_file_path, &h, &w, why, sizeof why) != 0)
+            error_at(&c, where, "input image '%s': %s; give the path of a PNG or JPEG file (relative paths are "
+                                "taken from the current directory)",
+                     m->input_file_path, why);
+        snprintf(where, sizeof where, "models[%d].model_weight", i);
+        if (m->weight_is_file && access(m->model_weight, R_OK) != 0)
+            error_at(&c, where, "weights file '%s' cannot be read: %s; give a local .pth file, or leave "
+                                "model_weight out for random weights",
+                     m->model_weight, strerror(errno));
+        snprintf(where, sizeof where, "models[%d].output_file_path", i);
+        if (m->out_dir[0])
+            check_output_dir(&c, where, m->out_dir);
+        if (!m->csv_path[0])
+            continue;
+        char mine[PATH_MAX];
+        canonical_dir(m->out_dir, mine, sizeof mine);
+        for (int j = 0; j < i; j++) {
+            const struct exp_model *o = &cfg->models[j];
+            char theirs[PATH_MAX];
+            if (!o->csv_path[0])
+                continue;
+            canonical_dir(o->out_dir, theirs, sizeof theirs);
+            if (strcmp(mine, theirs) == 0 && strcmp(m->output_file_name, o->output_file_name) == 0) {
+                snprintf(where, sizeof where, "models[%d].output_file_name", i);
+                error_at(&c, where, "'%s' in '%s' is already used by models[%d]: both would write %s; give each "
+                                    "model its own output_file_name",
+                         m->output_file_name, m->out_dir, j, m->csv_path);
+            }
+        }
+    }
+    return c.errors;
+}
+
+static int mkdir_p(const char *dir)
+{
+    char buf[PATH_MAX];
+    snprintf(buf, sizeof buf, "%s", dir);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+        return -1;
+    return 0;
+}
+
+int config_make_output_dirs(const struct exp_config *cfg)
+{
+    for (int i = 0; i < cfg->nmodels; i++) {
+        if (mkdir_p(cfg->models[i].out_dir) != 0) {
+            fprintf(stderr, "run_exp: error: cannot create output directory '%s': %s; choose another "
+                            "output_file_path (or --out)\n",
+                    cfg->models[i].out_dir, strerror(errno));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void config_free(struct exp_config *cfg)
+{
+    json_decref(cfg->json);
+    cfg->json = NULL;
+}

@@ -1,0 +1,59 @@
+/* The experiment file: the reference JSON format (models[], exp_dur, device_id), loaded and
+ * checked in full before anything is started. */
+#ifndef RUN_EXP_CONFIG_H
+#define RUN_EXP_CONFIG_H
+
+#include <limits.h>
+#include <stdbool.h>
+
+#define EXP_MAX_MODELS 32
+#define EXP_MODE_MAX 32
+
+struct exp_model {
+    /* As written in the file. */
+    const char *model_name;
+    const char *model_weight;      /* NULL or "" when absent: random weights */
+    const char *input_file_path;
+    const char *output_file_path;
+    const char *output_file_name;
+    double sleep_time;             /* seconds between jobs */
+    int priority;                  /* 0..7, higher wins */
+    bool resize;
+    int resize_h, resize_w;        /* 0 when not given */
+    int batch_size;                /* 1 when absent */
+    bool control, controlsync, controlEvent;
+    int queue_sync, queue_event_group;
+
+    /* Derived. */
+    char mode[EXP_MODE_MAX];       /* GPUYIELD_MODE: none | sync:N | event:N */
+    char pid_name[160];            /* the name models_pid.json gives this worker (reference rule) */
+    char out_dir[PATH_MAX];        /* output_file_path, or --out when given */
+    char csv_path[PATH_MAX];
+    char log_path[PATH_MAX];
+    bool weight_is_file;           /* model_weight names a local file to load */
+};
+
+struct exp_config {
+    const char *path;
+    double exp_dur;
+    int device_id;
+    int nmodels;
+    struct exp_model models[EXP_MAX_MODELS];
+    void *json; /* owns the strings above */
+};
+
+/* Parse and check the file's contents (types, ranges, required keys; unknown keys warn). Every
+ * problem is printed to stderr as "run_exp: FILE[:LINE:COL]: WHERE: what; how to fix". Returns
+ * the number of errors (0: cfg filled). out_dir_override: --out, or NULL. */
+int config_load(const char *path, const char *out_dir_override, struct exp_config *cfg);
+
+/* Checks against the machine: input images, output directories, duplicate outputs, local weight
+ * files, device_id against gpu_count (-1: unknown, not checked). Returns the number of errors. */
+int config_check_environment(const struct exp_config *cfg, int gpu_count);
+
+/* Create every model's output directory (after all checks passed). Returns 0 or -1 (printed). */
+int config_make_output_dirs(const struct exp_config *cfg);
+
+void config_free(struct exp_config *cfg);
+
+#endif

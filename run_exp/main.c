@@ -1,0 +1,417 @@
+/* run_exp: run one experiment file (the reference JSON format) end to end.
+ *   run_exp -f CONFIG [--out DIR] [--dry-run] [--nsys [--nsys-path P]] [--simulate] [--shm NAME]
+ * Validates everything first, creates the experiment's segment, starts one worker per model,
+ * releases them together, stops them after exp_dur, and writes per-job CSVs, logs,
+ * models_pid.json and summary.json. */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "gpu_detect.h"
+#include "gpuyield.h"
+#include "launch.h"
+#include "models.h"
+#include "results.h"
+#include "supervise.h"
+
+struct options {
+    const char *config, *out, *shm, *python, *nsys_path;
+    bool dry_run, nsys, simulate;
+    double ready_timeout, min_jobs_timeout, stop_timeout;
+    int min_jobs;
+};
+
+static void usage(FILE *to)
+{
+    fprintf(to,
+            "usage: run_exp -f CONFIG [options]\n"
+            "  -f, --file CONFIG        the experiment file (models[], exp_dur, device_id)\n"
+            "  --out DIR                write every model's outputs to DIR instead of its output_file_path\n"
+            "  --dry-run                validate, then print each worker's command, environment and mode\n"
+            "  --nsys                   run under Nsight Systems (cuda,nvtx); report + sqlite next to the logs\n"
+            "  --nsys-path PATH         the nsys program (default: nsys on PATH)\n"
+            "  --simulate               no GPU needed: a stand-in worker on a simulated GPU (fake driver)\n"
+            "  --shm NAME               join an existing segment instead of creating one\n"
+            "  --python PATH            the worker's interpreter (default: $GPUYIELD_PYTHON or python3)\n"
+            "  --min-jobs N             jobs each worker runs at least (default 10)\n"
+            "  --min-jobs-timeout S     how long past exp_dur to wait for them (default 120)\n"
+            "  --ready-timeout S        bound on loading and warm-up (default 600)\n"
+            "  --stop-timeout S         bound from the stop request to the worker's exit (default 30)\n");
+}
+
+static int parse_seconds(const char *opt, const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || *end || end == s || !(v > 0 && v <= 86400)) {
+        fprintf(stderr, "run_exp: error: %s '%s' is not a number of seconds in (0, 86400]\n", opt, s);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int parse_options(int argc, char **argv, struct options *o)
+{
+    enum { O_OUT = 256, O_DRY, O_NSYS, O_NSYS_PATH, O_SIM, O_SHM, O_PY, O_MIN, O_MINT, O_READY, O_STOP };
+    static const struct option longopts[] = {
+        {"file", required_argument, 0, 'f'},       {"out", required_argument, 0, O_OUT},
+        {"dry-run", no_argument, 0, O_DRY},         {"nsys", no_argument, 0, O_NSYS},
+        {"nsys-path", required_argument, 0, O_NSYS_PATH}, {"simulate", no_argument, 0, O_SIM},
+        {"shm", required_argument, 0, O_SHM},       {"python", required_argument, 0, O_PY},
+        {"min-jobs", required_argument, 0, O_MIN},  {"min-jobs-timeout", required_argument, 0, O_MINT},
+        {"ready-timeout", required_argument, 0, O_READY}, {"stop-timeout", required_argument, 0, O_STOP},
+        {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
+    memset(o, 0, sizeof *o);
+    o->ready_timeout = 600;
+    o->min_jobs_timeout = 120;
+    o->stop_timeout = 30;
+    o->min_jobs = 10;
+    o->python = getenv("GPUYIELD_PYTHON") && *getenv("GPUYIELD_PYTHON") ? getenv("GPUYIELD_PYTHON") : "python3";
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "f:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'f': o->config = optarg; break;
+        case O_OUT: o->out = optarg; break;
+        case O_DRY: o->dry_run = true; break;
+        case O_NSYS: o->nsys = true; break;
+        case O_NSYS_PATH: o->nsys_path = optarg, o->nsys = true; break;
+        case O_SIM: o->simulate = true; break;
+        case O_SHM: o->shm = optarg; break;
+        case O_PY: o->python = optarg; break;
+        case O_MIN: {
+            char *end;
+            long v = strtol(optarg, &end, 10);
+            if (*end || end == optarg || v < 1 || v > 1000000) {
+                fprintf(stderr, "run_exp: error: --min-jobs '%s' must be an integer 1..1000000\n", optarg);
+                return -1;
+            }
+            o->min_jobs = (int)v;
+            break;
+        }
+        case O_MINT: if (parse_seconds("--min-jobs-timeout", optarg, &o->min_jobs_timeout)) return -1; break;
+        case O_READY: if (parse_seconds("--ready-timeout", optarg, &o->ready_timeout)) return -1; break;
+        case O_STOP: if (parse_seconds("--stop-timeout", optarg, &o->stop_timeout)) return -1; break;
+        case 'h': usage(stdout); exit(0);
+        default:
+            fprintf(stderr, "run_exp: error: unknown or incomplete option '%s'\n", argv[optind - 1]);
+            usage(stderr);
+            return -1;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "run_exp: error: unexpected argument '%s'; the experiment file goes after -f\n", argv[optind]);
+        return -1;
+    }
+    if (!o->config) {
+        fprintf(stderr, "run_exp: error: no experiment file: give one with -f CONFIG (e.g. -f exp_configs/input.json)\n");
+        usage(stderr);
+        return -1;
+    }
+    if (o->nsys && o->simulate) {
+        fprintf(stderr, "run_exp: error: --nsys and --simulate do not go together: Nsight Systems needs a real GPU\n");
+        return -1;
+    }
+    return 0;
+}
+
+static bool file_exists(const char *path) { return access(path, F_OK) == 0; }
+
+/* The build outputs the workers need. Errors for a real run; warnings for --dry-run. */
+static int check_install(const struct exp_config *cfg, const struct install *in, const struct options *o)
+{
+    int problems = 0;
+    const char *level = o->dry_run ? "warning" : "error";
+    bool any_control = false;
+    for (int i = 0; i < cfg->nmodels; i++)
+        any_control = any_control || cfg->models[i].control;
+    if (any_control && !file_exists(in->hooks_lib)) {
+        fprintf(stderr, "run_exp: %s: the hooks library %s is missing (models with control: true need it); build "
+                        "it with ./make.sh\n", level, in->hooks_lib);
+        problems++;
+    }
+    if (o->simulate) {
+        char lib[PATH_MAX + 16];
+        snprintf(lib, sizeof lib, "%s/libcuda.so.1", in->fakecuda_dir);
+        if (!file_exists(in->standin) || !file_exists(lib)) {
+            fprintf(stderr, "run_exp: %s: --simulate needs %s and %s; build them with ./make.sh\n", level, in->standin,
+                    lib);
+            problems++;
+        }
+    } else if (!file_exists(in->python_dir)) {
+        fprintf(stderr, "run_exp: %s: the gpuyield Python package is not built (%s is missing); build it with "
+                        "./make.sh\n", level, in->python_dir);
+        problems++;
+    }
+    return o->dry_run ? 0 : problems;
+}
+
+static int find_nsys(const struct options *o, char *out, size_t len)
+{
+    if (o->nsys_path) {
+        if (access(o->nsys_path, X_OK) != 0) {
+            fprintf(stderr, "run_exp: error: --nsys-path %s is not an executable program: %s\n", o->nsys_path,
+                    strerror(errno));
+            return -1;
+        }
+        snprintf(out, len, "%s", o->nsys_path);
+        return 0;
+    }
+    const char *path = getenv("PATH");
+    char dirs[8192];
+    snprintf(dirs, sizeof dirs, "%s", path ? path : "");
+    for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+        snprintf(out, len, "%s/nsys", d);
+        if (access(out, X_OK) == 0)
+            return 0;
+    }
+    fprintf(stderr, "run_exp: error: --nsys: Nsight Systems (nsys) is not on PATH; install it, or point to it with "
+                    "--nsys-path (it often lies under /opt/nvidia/nsight-systems/*/bin or "
+                    "/opt/nvidia/nsight-compute/*/host/target-linux-x64)\n");
+    return -1;
+}
+
+static int wait_child(pid_t pid)
+{
+    int status;
+    pid_t r;
+    bool forwarded = false;
+    for (;;) {
+        r = waitpid(pid, &status, 0);
+        if (r == pid)
+            break;
+        if (r < 0 && errno != EINTR)
+            return -1;
+        if (supervise_interrupted() && !forwarded) {
+            kill(pid, SIGINT); /* nsys stops its application and still writes the report */
+            forwarded = true;
+        }
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static int run_program(char *const argv[])
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        execvp(argv[0], argv);
+        fprintf(stderr, "run_exp: error: cannot run %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    return wait_child(pid);
+}
+
+/* --nsys: run this same command (without --nsys) under nsys profile, then export sqlite. */
+static int run_under_nsys(int argc, char **argv, const struct exp_config *cfg, const char *nsys)
+{
+    char self[PATH_MAX], report[PATH_MAX + 32], rep_file[PATH_MAX + 48], sqlite[PATH_MAX + 48];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0)
+        return 1;
+    self[n] = '\0';
+    if (config_make_output_dirs(cfg) != 0)
+        return 1;
+    snprintf(report, sizeof report, "%s/nsight_report", cfg->models[0].out_dir);
+    snprintf(rep_file, sizeof rep_file, "%s.nsys-rep", report);
+    snprintf(sqlite, sizeof sqlite, "%s.sqlite", report);
+    char *cmd[64 + 16];
+    int k = 0;
+    cmd[k++] = (char *)nsys;
+    cmd[k++] = "profile";
+    cmd[k++] = "-t";
+    cmd[k++] = "cuda,nvtx";
+    cmd[k++] = "-s";
+    cmd[k++] = "none";
+    cmd[k++] = "--cpuctxsw=none";
+    cmd[k++] = "-o";
+    cmd[k++] = report;
+    cmd[k++] = "-f";
+    cmd[k++] = "true";
+    cmd[k++] = self;
+    for (int i = 1; i < argc && k < 64 + 14; i++) {
+        if (strcmp(argv[i], "--nsys") == 0)
+            continue;
+        if (strcmp(argv[i], "--nsys-path") == 0) {
+            i++;
+            continue;
+        }
+        if (strncmp(argv[i], "--nsys-path=", 12) == 0)
+            continue;
+        cmd[k++] = argv[i];
+    }
+    cmd[k] = NULL;
+    printf("run_exp: profiling with Nsight Systems: report %s\n", rep_file);
+    supervise_install_signals();
+    int rc = run_program(cmd);
+    if (!file_exists(rep_file)) {
+        fprintf(stderr, "run_exp: error: nsys left no report %s (if only a .qdstrm file is there, its importer "
+                        "lacks libraries such as libdw.so.1/libelf.so.1: add them to LD_LIBRARY_PATH)\n", rep_file);
+        return rc ? rc : 1;
+    }
+    char *export_cmd[] = {(char *)nsys, "export", "--type", "sqlite", "-f", "true", "-o", sqlite, rep_file, NULL};
+    if (run_program(export_cmd) != 0) {
+        fprintf(stderr, "run_exp: error: `nsys export` failed; the report %s is still there\n", rep_file);
+        return rc ? rc : 1;
+    }
+    printf("run_exp: Nsight Systems report %s, sqlite %s\n", rep_file, sqlite);
+    return rc;
+}
+
+static void print_dry_run(const struct exp_config *cfg, struct launch *launches, const char *segment, bool created,
+                          const struct options *o, int gpu_count)
+{
+    printf("run_exp: dry run of %s: nothing is started\n", cfg->path);
+    if (o->simulate)
+        printf("SIMULATED: stand-in workers on the fake GPU driver (figures would not be a real GPU's)\n");
+    printf("segment: %s (%s)\n", segment, created ? "created at start, removed at the end" : "joined, left in place");
+    printf("experiment: exp_dur %g s, device_id %d%s, %d worker%s, each at least %d jobs\n", cfg->exp_dur,
+           cfg->device_id, gpu_count < 0 ? " (not checked: no GPU found here)" : "", cfg->nmodels,
+           cfg->nmodels == 1 ? "" : "s", o->min_jobs);
+    if (o->nsys)
+        printf("nsys: the experiment runs under `nsys profile -t cuda,nvtx -s none --cpuctxsw=none`, report in %s\n",
+               cfg->models[0].out_dir);
+    for (int i = 0; i < cfg->nmodels; i++) {
+        const struct exp_model *m = &cfg->models[i];
+        const struct known_model *km = model_find(m->model_name);
+        char cmd[8192];
+        launch_format_command(&launches[i], cmd, sizeof cmd);
+        printf("worker %d '%s': %s (%s), priority %d, mode %s (%s)\n", i, m->output_file_name, m->model_name,
+               km ? model_task_name(km->task) : "?", m->priority, m->mode, launches[i].mode_desc);
+        printf("  command: %s\n", cmd);
+        for (int k = 0; k < launches[i].nenv; k++)
+            printf("  %s %s\n", k == 0 ? "env:" : "    ", launches[i].env[k]);
+        printf("  writes: %s, %s\n", m->csv_path, m->log_path);
+        if (!m->model_weight || !m->model_weight[0] || !m->weight_is_file)
+            printf("  weights: random initialisation%s%s%s\n", m->model_weight && m->model_weight[0] ? " (" : "",
+                   m->model_weight && m->model_weight[0] ? m->model_weight : "",
+                   m->model_weight && m->model_weight[0] ? " needs a download; give a local .pth file to load it)" : "");
+        else
+            printf("  weights: %s\n", m->model_weight);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    struct options o;
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (parse_options(argc, argv, &o) != 0)
+        return 2;
+    static struct exp_config cfg;
+    int errors = config_load(o.config, o.out, &cfg);
+    if (errors) {
+        fprintf(stderr, "run_exp: %d problem%s in %s: nothing was started\n", errors, errors == 1 ? "" : "s", o.config);
+        config_free(&cfg);
+        return 2;
+    }
+    int gpus = o.simulate ? 1 : gpu_count_detect();
+    struct install in;
+    errors = config_check_environment(&cfg, gpus);
+    if (install_locate(&in) != 0)
+        errors++;
+    else
+        errors += check_install(&cfg, &in, &o);
+    if (errors) {
+        fprintf(stderr, "run_exp: %d problem%s: nothing was started\n", errors, errors == 1 ? "" : "s");
+        config_free(&cfg);
+        return 2;
+    }
+    if (!o.dry_run && !o.simulate && gpus < 0) {
+        fprintf(stderr, "run_exp: no GPU found here (nvidia-smi is missing or lists none): add --simulate to run the "
+                        "same experiment on a simulated GPU (stand-in workers, simulated figures)\n");
+        config_free(&cfg);
+        return 1;
+    }
+    char nsys[PATH_MAX];
+    if (o.nsys && find_nsys(&o, nsys, sizeof nsys) != 0) {
+        config_free(&cfg);
+        return 2;
+    }
+    if (o.nsys && !o.dry_run) {
+        int rc = run_under_nsys(argc, argv, &cfg, nsys);
+        config_free(&cfg);
+        return rc;
+    }
+
+    /* The segment: created under a tag unique to this run, or joined. */
+    char segment[GY_NAME_MAX], tag[48];
+    gy_err err;
+    snprintf(tag, sizeof tag, "exp%d", (int)getpid());
+    if (gy_segment_name(o.shm ? o.shm : tag, segment, &err) != 0) {
+        fprintf(stderr, "run_exp: error: --shm: %s\n", err.msg);
+        config_free(&cfg);
+        return 2;
+    }
+    char fake_device[PATH_MAX], fake_log[PATH_MAX + 32];
+    const char *tmpdir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    snprintf(fake_device, sizeof fake_device, "%s/gpuyield-sim-%u-%d.dev", tmpdir, (unsigned)getuid(), (int)getpid());
+    snprintf(fake_log, sizeof fake_log, "%s/simulated_kernels.log", cfg.models[0].out_dir);
+    struct launch_settings ls = {.python = o.python, .segment = segment, .simulate = o.simulate,
+                                 .fake_device_file = fake_device, .fake_log = fake_log};
+    static struct launch launches[EXP_MAX_MODELS];
+    for (int i = 0; i < cfg.nmodels; i++) {
+        if (launch_build(&cfg, &cfg.models[i], &in, &ls, &launches[i]) != 0) {
+            fprintf(stderr, "run_exp: error: the command of models[%d] is too long\n", i);
+            return 2;
+        }
+    }
+    int rc = 0;
+    if (o.dry_run) {
+        print_dry_run(&cfg, launches, segment, !o.shm, &o, gpus);
+        goto out;
+    }
+    if (config_make_output_dirs(&cfg) != 0) {
+        rc = 1;
+        goto out;
+    }
+    supervise_install_signals();
+    gy_shm shm;
+    if (o.shm ? gy_open(segment, &shm, &err) : gy_create(segment, 0, &shm, &err)) {
+        fprintf(stderr, "run_exp: error: %s\n", err.msg);
+        rc = 1;
+        goto out;
+    }
+    if (o.simulate) {
+        unlink(fake_log);
+        printf("run_exp: SIMULATED run: stand-in workers on the fake GPU driver; the figures are not a real GPU's\n");
+    }
+    struct supervise_options so = {.ready_timeout_s = o.ready_timeout, .min_jobs_timeout_s = o.min_jobs_timeout,
+                                   .stop_timeout_s = o.stop_timeout, .min_jobs = o.min_jobs, .shm = &shm};
+    static struct worker_result results[EXP_MAX_MODELS];
+    enum run_outcome outcome = RUN_START_FAILED;
+    if (!supervise_interrupted())
+        outcome = supervise_run(&cfg, launches, &so, results);
+    else
+        outcome = RUN_INTERRUPTED;
+    struct run_info info = {.segment = segment, .simulated = o.simulate, .outcome = outcome,
+                            .fake_log = o.simulate ? fake_log : NULL};
+    if (results_write(&cfg, results, &info) != 0)
+        rc = 1;
+    gy_close(&shm);
+    if (!o.shm && gy_remove(segment, &err) != 0)
+        fprintf(stderr, "run_exp: warning: %s\n", err.msg);
+    if (o.simulate)
+        unlink(fake_device);
+    switch (outcome) {
+    case RUN_OK: break;
+    case RUN_INTERRUPTED: rc = 130; break;
+    default: rc = 1; break;
+    }
+out:
+    for (int i = 0; i < cfg.nmodels; i++)
+        launch_free(&launches[i]);
+    config_free(&cfg);
+    return rc;
+}
