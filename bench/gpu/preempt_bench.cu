@@ -1,0 +1,92 @@
+// Preemption latency with synthetic kernels of a fixed duration.
+//   preempt-bench lp DUR_US SECONDS         low priority: spin kernels of DUR_US back to back
+//   preempt-bench hp JOBS INTERVAL_MS       high priority: JOBS jobs; each begins (waits for the
+//                                           drain), runs one 20 us kernel, ends
+// The hp role prints one JSON line: per job the begin->drained wait and the begin->own kernel
+// done latency (what a high-priority job really sees), in ns.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "job_shim.h"
+#include "spin_kernels.cuh"
+
+#define CHECK_CUDA(call)                                                                             \
+    do {                                                                                             \
+        cudaError_t e_ = (call);                                                                     \
+        if (e_ != cudaSuccess) {                                                                     \
+            std::fprintf(stderr, "preempt-bench: %s failed: %s\n", #call, cudaGetErrorString(e_));   \
+            std::exit(1);                                                                            \
+        }                                                                                            \
+    } while (0)
+
+static int sm_count()
+{
+    int n = 0;
+    CHECK_CUDA(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, 0));
+    return n;
+}
+
+static int run_lp(long dur_us, double seconds)
+{
+    cudaStream_t stream;
+    CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    int blocks = sm_count() * 2;
+    uint64_t end = bench_now_ns() + (uint64_t)(seconds * 1e9);
+    long launched = 0;
+    while (bench_now_ns() < end) {
+        gy_spin_kernel<<<blocks, 128, 0, stream>>>((unsigned long long)dur_us * 1000ull);
+        launched++;
+    }
+    CHECK_CUDA(cudaGetLastError());
+    CHECK_CUDA(cudaStreamSynchronize(stream));
+    std::printf("{\"role\": \"lp\", \"launched\": %ld}\n", launched);
+    return 0;
+}
+
+static int run_hp(int jobs, int interval_ms)
+{
+    if (bench_connect(1))
+        return 1;
+    cudaStream_t stream;
+    CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    int blocks = sm_count();
+    gy_spin_kernel<<<blocks, 128, 0, stream>>>(20000ull); // warm-up, outside any job
+    CHECK_CUDA(cudaStreamSynchronize(stream));
+    std::vector<unsigned long long> drain, done;
+    int timeouts = 0;
+    for (int j = 0; j < jobs; j++) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(interval_ms));
+        int timed_out = 0;
+        uint64_t t0 = bench_now_ns();
+        uint64_t waited = bench_job_begin(1, &timed_out);
+        gy_spin_kernel<<<blocks, 128, 0, stream>>>(20000ull);
+        CHECK_CUDA(cudaStreamSynchronize(stream));
+        uint64_t t2 = bench_now_ns();
+        bench_job_end();
+        drain.push_back(waited);
+        done.push_back(t2 - t0);
+        timeouts += timed_out;
+    }
+    std::printf("{\"role\": \"hp\", \"jobs\": %d, \"timeouts\": %d, \"drain_ns\": [", jobs, timeouts);
+    for (size_t i = 0; i < drain.size(); i++)
+        std::printf("%s%llu", i ? ", " : "", drain[i]);
+    std::printf("], \"done_ns\": [");
+    for (size_t i = 0; i < done.size(); i++)
+        std::printf("%s%llu", i ? ", " : "", done[i]);
+    std::printf("]}\n");
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 4 && !std::strcmp(argv[1], "lp"))
+        return run_lp(std::atol(argv[2]), std::atof(argv[3]));
+    if (argc == 4 && !std::strcmp(argv[1], "hp"))
+        return run_hp(std::atoi(argv[2]), std::atoi(argv[3]));
+    std::fprintf(stderr, "usage: preempt-bench lp DUR_US SECONDS | hp JOBS INTERVAL_MS\n");
+    return 2;
+}
