@@ -46,6 +46,17 @@ build_python_ext() {
     PYTHON_BIN="$py" bash pyext/build_ext.sh "$ROOT/build"
 }
 
+# So that `import gpuyield` works for that interpreter without PYTHONPATH.
+install_pth() {
+    local py=$1 dir
+    dir=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+    if mkdir -p "$dir" 2>/dev/null && echo "$ROOT/build/python" > "$dir/gpuyield.pth" 2>/dev/null; then
+        echo "make.sh: built; 'import gpuyield' works for $py ($dir/gpuyield.pth)"
+    else
+        echo "make.sh: built; to import gpuyield: export PYTHONPATH=$ROOT/build/python"
+    fi
+}
+
 run_suites() {
     local py; py=$(pick_python pytest)
     if [ -z "$py" ]; then
@@ -78,7 +89,7 @@ case "${1:-build}" in
     build|"")
         build
         py=$(pick_python)
-        if [ -n "$py" ]; then build_python_ext "$py"; fi
+        if [ -n "$py" ]; then build_python_ext "$py" && install_pth "$py"; fi
         ;;
     test)
         build; build asan; build tsan
