@@ -140,7 +140,7 @@ static PyObject *job_exit(JobObject *self, PyObject *args)
 }
 
 PyDoc_STRVAR(wait_doc,
-             "wait()\n--\n\n"
+             "wait($self, /)\n--\n\n"
              "Wait for the drain of a job begun with begin(priority, wait=False): until every\n"
              "lower-priority process drained or had nothing in flight, or the drain timeout passed.\n"
              "Returns at once when the wait already happened. The GIL is released; Ctrl-C raises\n"

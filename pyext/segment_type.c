@@ -193,7 +193,7 @@ static PyObject *segment_repr(SegmentObject *self)
 /* ---- methods ------------------------------------------------------------------------------------ */
 
 PyDoc_STRVAR(job_doc,
-             "job(priority)\n--\n\n"
+             "job($self, priority, /)\n--\n\n"
              "A context manager for one job at `priority` (0..7, higher wins):\n\n"
              "    with seg.job(1) as job:\n"
              "        run_inference()\n\n"
@@ -212,7 +212,7 @@ static PyObject *segment_job(SegmentObject *self, PyObject *arg)
 }
 
 PyDoc_STRVAR(begin_doc,
-             "begin(priority, wait=True)\n--\n\n"
+             "begin($self, /, priority, wait=True)\n--\n\n"
              "Begin a job at `priority` (0..7) without a `with` block; returns its Job.\n\n"
              "Same as entering seg.job(priority). Jobs nest: begin(1) twice needs end(1) twice.\n"
              "With wait=False the job is only counted in (lower launches stop at once); call\n"
@@ -250,7 +250,7 @@ static PyObject *segment_begin(SegmentObject *self, PyObject *args, PyObject *kw
 }
 
 PyDoc_STRVAR(end_doc,
-             "end(priority)\n--\n\n"
+             "end($self, priority, /)\n--\n\n"
              "End the most recent job that begin(priority) began on this Segment (lower-priority\n"
              "launches resume once no job above them remains). Raises gpuyield.ArgumentError when\n"
              "no begun job at that priority is in progress (an end() without its begin()).");
@@ -278,7 +278,7 @@ static PyObject *segment_end(SegmentObject *self, PyObject *arg)
 }
 
 PyDoc_STRVAR(launch_allowed_doc,
-             "launch_allowed(priority)\n--\n\n"
+             "launch_allowed($self, priority, /)\n--\n\n"
              "True when a process of `priority` may launch kernels now: no job above it is in\n"
              "progress. The hooks' fast path (one atomic load); for tests and tools.");
 
@@ -291,7 +291,7 @@ static PyObject *segment_launch_allowed(SegmentObject *self, PyObject *arg)
 }
 
 PyDoc_STRVAR(register_doc,
-             "register(priority=None)\n--\n\n"
+             "register($self, /, priority=None)\n--\n\n"
              "Register this process now (normally the first begin does it) at `priority`, or at\n"
              "$GPUYIELD_PRIORITY (default 0) when None. Raises gpuyield.Error(EBUSY) when already\n"
              "registered, gpuyield.Error(ENOSPC) when the process table is full.");
@@ -380,7 +380,7 @@ static struct gy_status *read_status(SegmentObject *self)
 }
 
 PyDoc_STRVAR(status_doc,
-             "status()\n--\n\n"
+             "status($self, /)\n--\n\n"
              "A snapshot of the segment as a dict with exactly the fields of\n"
              "`expcontroller status --json`: segment (name), jobs (8 counts, one per priority),\n"
              "job_epoch, drain_timeouts, reaped, and processes: a list of dicts with pid, priority,\n"
@@ -401,7 +401,7 @@ static PyObject *segment_status(SegmentObject *self, PyObject *unused)
 }
 
 PyDoc_STRVAR(status_json_doc,
-             "status_json()\n--\n\n"
+             "status_json($self, /)\n--\n\n"
              "The same snapshot as status(), as the JSON text `expcontroller status --json` prints.");
 
 static PyObject *segment_status_json(SegmentObject *self, PyObject *unused)
@@ -425,7 +425,7 @@ static PyObject *segment_status_json(SegmentObject *self, PyObject *unused)
 }
 
 PyDoc_STRVAR(reap_doc,
-             "reap()\n--\n\n"
+             "reap($self, /)\n--\n\n"
              "Count out dead processes now (their jobs and slots); returns how many. Waits and the\n"
              "controller reap on their own; this is for tools and tests.");
 
@@ -444,7 +444,7 @@ static PyObject *segment_reap(SegmentObject *self, PyObject *unused)
 }
 
 PyDoc_STRVAR(close_doc,
-             "close()\n--\n\n"
+             "close($self, /)\n--\n\n"
              "Unregister this process (counting out every job it still holds) and unmap the\n"
              "segment; the segment itself stays. Idempotent. Raises gpuyield.Error(EBUSY) while\n"
              "another thread is waiting on this Segment.");
@@ -480,7 +480,7 @@ static PyObject *segment_exit(SegmentObject *self, PyObject *args)
 }
 
 PyDoc_STRVAR(mark_inflight_doc,
-             "_mark_inflight()\n--\n\n"
+             "_mark_inflight($self, /)\n--\n\n"
              "Test-only: register if needed and set this process's in-flight flag, as a kernel\n"
              "launch through the hooks would. A process that never acknowledges a drain after\n"
              "this makes higher-priority begins wait until their drain timeout.");
@@ -495,7 +495,7 @@ static PyObject *segment_mark_inflight(SegmentObject *self, PyObject *unused)
 }
 
 PyDoc_STRVAR(ack_drain_doc,
-             "_ack_drain(timeout=5.0)\n--\n\n"
+             "_ack_drain($self, /, timeout=5.0)\n--\n\n"
              "Test-only: wait up to `timeout` seconds for a drain request addressed to this process\n"
              "and acknowledge it as drained (as the hooks' helper thread does once its GPU work\n"
              "finished). Returns True when one was acknowledged.");
@@ -522,6 +522,26 @@ static PyObject *segment_ack_drain(SegmentObject *self, PyObject *args, PyObject
     return PyBool_FromLong(requested);
 }
 
+PyDoc_STRVAR(wait_launch_allowed_doc,
+             "_wait_launch_allowed($self, /)\n--\n\n"
+             "Test-only: block as a gated kernel launch of this process does (registering first if\n"
+             "needed) until no job above its priority is in progress; returns the ns blocked. Not\n"
+             "interruptible: it wakes every 100 ms only to reap dead processes.");
+
+static PyObject *segment_wait_launch_allowed(SegmentObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (gyp_segment_ready(self) || gyp_segment_ensure_registered(self))
+        return NULL;
+    uint64_t blocked;
+    self->busy++;
+    Py_BEGIN_ALLOW_THREADS
+    blocked = gy_wait_until_allowed(&self->shm);
+    Py_END_ALLOW_THREADS
+    self->busy--;
+    return PyLong_FromUnsignedLongLong(blocked);
+}
+
 static PyMethodDef segment_methods[] = {
     {"job", (PyCFunction)segment_job, METH_O, job_doc},
     {"begin", (PyCFunction)(void (*)(void))segment_begin, METH_VARARGS | METH_KEYWORDS, begin_doc},
@@ -536,6 +556,7 @@ static PyMethodDef segment_methods[] = {
     {"__exit__", (PyCFunction)segment_exit, METH_VARARGS, "Closes the Segment."},
     {"_mark_inflight", (PyCFunction)segment_mark_inflight, METH_NOARGS, mark_inflight_doc},
     {"_ack_drain", (PyCFunction)(void (*)(void))segment_ack_drain, METH_VARARGS | METH_KEYWORDS, ack_drain_doc},
+    {"_wait_launch_allowed", (PyCFunction)segment_wait_launch_allowed, METH_NOARGS, wait_launch_allowed_doc},
     {NULL, NULL, 0, NULL},
 };
 

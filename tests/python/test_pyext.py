@@ -1,0 +1,704 @@
+"""Tests of the gpuyield Python extension on real segments with real processes.
+
+Every segment tag starts with "test" (or "compattest" for the libgeek layer, whose tags are
+"compat" + suffix) and carries this process's pid; fixtures remove every segment and kill every
+helper process, also when a test fails. Time bounds are seconds-scale on purpose: this runs
+beside parallel builds on 2 cores.
+"""
+
+import errno
+import itertools
+import json
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+import gpuyield
+
+UID = os.getuid()
+_counter = itertools.count()
+
+# A helper process driven line by line over stdin: each command answers one line, "ok ..." or
+# "err <ExceptionType> <errno> <message>". It stands in for a worker (begin/end) or for a hooked
+# lower-priority process (inflight: a kernel is "queued"; ack: its helper thread reports drained;
+# waitlaunch: a launch blocked behind a higher job).
+AGENT = r"""
+import json, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)
+import gpuyield
+seg = gpuyield.connect(sys.argv[1])
+print("ready", flush=True)
+for line in sys.stdin:
+    cmd, *args = line.split()
+    try:
+        if cmd == "begin":
+            job = seg.begin(int(args[0]))
+            out = "%s %s %d" % (job.drained, job.timed_out, job.wait_ns)
+        elif cmd == "end":
+            seg.end(int(args[0])); out = ""
+        elif cmd == "register":
+            seg.register(); out = str(seg.priority)
+        elif cmd == "inflight":
+            seg._mark_inflight(); out = ""
+        elif cmd == "ack":
+            out = str(seg._ack_drain(float(args[0])))
+        elif cmd == "allowed":
+            out = str(seg.launch_allowed(int(args[0])))
+        elif cmd == "waitlaunch":
+            out = str(seg._wait_launch_allowed())
+        elif cmd == "setmem":
+            gpuyield.setMem(int(args[0]), args[1].encode()); out = ""
+        elif cmd == "waitempty":
+            gpuyield.waitForEmptyGPU(); out = ""
+        elif cmd == "exit":
+            print("ok", flush=True); break
+        else:
+            out = "unknown command " + cmd
+        print("ok " + out, flush=True)
+    except Exception as e:
+        print("err %s %s %s" % (type(e).__name__, getattr(e, "errno", None), e), flush=True)
+"""
+
+
+def child_env(**extra):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    env.pop("GPUYIELD_PRIORITY", None)
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+class Agent:
+    def __init__(self, tag, **env):
+        self.proc = subprocess.Popen([sys.executable, "-c", AGENT, tag], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     env=child_env(**env))
+        self.pid = self.proc.pid
+        first = self.proc.stdout.readline()
+        assert first.strip() == "ready", "agent did not start: %r %s" % (first, self.proc.stderr.read())
+
+    def send(self, command):
+        self.proc.stdin.write(command + "\n")
+        self.proc.stdin.flush()
+
+    def reply(self, timeout=15.0):
+        """The next answer line; fails the test after `timeout` seconds."""
+        box = []
+        reader = threading.Thread(target=lambda: box.append(self.proc.stdout.readline()), daemon=True)
+        reader.start()
+        reader.join(timeout)
+        assert box, "agent %d gave no answer within %.0f s" % (self.pid, timeout)
+        line = box[0].strip()
+        assert line, "agent %d died: %s" % (self.pid, self.proc.stderr.read())
+        return line
+
+    def __call__(self, command, timeout=15.0):
+        self.send(command)
+        line = self.reply(timeout)
+        assert line.startswith("ok"), "agent %r -> %s" % (command, line)
+        return line[3:]
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            stream.close()
+
+
+@pytest.fixture
+def tags():
+    """Unique tags; every segment they name is removed afterwards."""
+    made = []
+
+    def new(prefix="test"):
+        tag = "%s-pyext-%d-%d" % (prefix, os.getpid(), next(_counter))
+        made.append(tag)
+        return tag
+
+    yield new
+    for tag in made:
+        try:
+            gpuyield.remove(tag)
+        except gpuyield.Error as e:
+            assert e.errno == errno.ENOENT
+
+
+@pytest.fixture
+def agents():
+    """Starts helper processes; kills every one of them afterwards."""
+    started = []
+
+    def start(tag, **env):
+        agent = Agent(tag, **env)
+        started.append(agent)
+        return agent
+
+    yield start
+    for agent in started:
+        agent.kill()
+
+
+@pytest.fixture
+def segment(tags):
+    """A fresh segment with a long drain timeout (waits end by drain, not by timeout)."""
+    seg = gpuyield.create(tags(), drain_timeout_ms=60000)
+    yield seg
+    seg.close()
+
+
+def shm_path(seg_or_name):
+    name = seg_or_name if isinstance(seg_or_name, str) else seg_or_name.name
+    return "/dev/shm" + name
+
+
+def wait_until(predicate, timeout=15.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out after %.0f s waiting for %s" % (timeout, what)
+        time.sleep(0.02)
+
+
+def jobs(seg):
+    return seg.status()["jobs"]
+
+
+# ---- help and documentation ----------------------------------------------------------------------
+
+
+def test_help_explains_each_call():
+    out = subprocess.run([sys.executable, "-c", "import gpuyield; help(gpuyield)"], env=child_env(PAGER="cat"),
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    for name in ["connect(name=None)", "create(name=None, drain_timeout_ms=None)", "remove(name)",
+                 "class Segment", "job(self, priority, /)", "begin(self, /, priority, wait=True)",
+                 "end(self, priority, /)", "status(self, /)", "launch_allowed(self, priority, /)", "close(self, /)",
+                 "class Job", "wait_ns", "drained", "timed_out", "class Error", "class ArgumentError",
+                 "create_shared_mem_and_locks(suffix)", "setMem(value, suffix)", "waitForEmptyGPU()",
+                 "remove_shared_mem_and_locks(suffix)", "GPUYIELD_PRIORITY", "GPUYIELD_SHM"]:
+        assert name in text, "help(gpuyield) does not mention %r" % name
+    for name in gpuyield.__all__:
+        obj = getattr(gpuyield, name)
+        if callable(obj):
+            assert obj.__doc__ and len(obj.__doc__) > 40, "%s has no real docstring" % name
+    for cls in (gpuyield.Segment, gpuyield.Job):
+        for attr, value in vars(cls).items():
+            if not attr.startswith("__"):
+                assert getattr(value, "__doc__", None), "%s.%s has no docstring" % (cls.__name__, attr)
+
+
+# ---- connect / create / remove -------------------------------------------------------------------
+
+
+def test_create_connect_remove_lifecycle(tags):
+    tag = tags()
+    seg = gpuyield.create(tag, drain_timeout_ms=1500)
+    assert seg.name == "/gpuyield-%d-%s" % (UID, tag) == gpuyield.segment_name(tag)
+    assert os.path.exists(shm_path(seg))
+    assert oct(os.stat(shm_path(seg)).st_mode & 0o777) == oct(0o600)
+    assert seg.drain_timeout_ms == 1500.0
+    other = gpuyield.connect(seg.name)  # a full name works as well as a tag
+    assert other.name == seg.name and not other.registered and other.priority is None
+    other.close()
+    assert other.closed and not seg.closed
+    seg.close()
+    seg.close()  # idempotent
+    assert os.path.exists(shm_path(seg)), "close() must not remove the segment"
+    gpuyield.remove(tag)
+    assert not os.path.exists(shm_path(gpuyield.segment_name(tag)))
+
+
+def test_connect_defaults_to_gpuyield_shm(tags):
+    tag = tags()
+    with gpuyield.create(tag):
+        code = "import gpuyield; s = gpuyield.connect(); print(s.name)"
+        out = subprocess.run([sys.executable, "-c", code], env=child_env(GPUYIELD_SHM=tag), capture_output=True,
+                             text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip() == gpuyield.segment_name(tag)
+
+
+def test_registration_priority_from_environment(tags, agents):
+    tag = tags()
+    with gpuyield.create(tag) as seg:
+        assert agents(tag, GPUYIELD_PRIORITY=3)("register") == "3"
+        assert agents(tag)("register") == "0"
+        bad = agents(tag, GPUYIELD_PRIORITY="9")
+        bad.send("begin 1")
+        answer = bad.reply()
+        assert answer.startswith("err ArgumentError 22") and "GPUYIELD_PRIORITY='9'" in answer
+        assert sorted(p["priority"] for p in seg.status()["processes"]) == [0, 3]
+
+
+def test_lazy_registration_on_first_begin(segment):
+    assert not segment.registered
+    assert segment.status()["processes"] == []
+    with segment.job(2):
+        assert segment.registered and segment.priority == 0
+        (proc,) = segment.status()["processes"]
+        assert proc["pid"] == os.getpid() and proc["priority"] == 0 and proc["state"] == "running"
+    segment.close()
+    assert not segment.registered
+
+
+# ---- begin / end semantics -----------------------------------------------------------------------
+
+
+def test_higher_jobs_block_lower_launches_across_processes(segment, agents):
+    a, b, observer = agents(segment.name), agents(segment.name), agents(segment.name)
+
+    def allowed():
+        return [observer("allowed %d" % p) == "True" for p in range(gpuyield.LEVELS)]
+
+    assert allowed() == [True] * 8
+    a("begin 2")
+    assert allowed() == [False, False] + [True] * 6
+    assert [segment.launch_allowed(p) for p in range(8)] == [False, False] + [True] * 6
+    b("begin 4")
+    assert allowed() == [False] * 4 + [True] * 4
+    assert jobs(segment) == [0, 0, 1, 0, 1, 0, 0, 0]
+    a("end 2")
+    assert allowed() == [False] * 4 + [True] * 4, "lower levels resume only when no higher job remains"
+    b("end 4")
+    assert allowed() == [True] * 8
+    assert jobs(segment) == [0] * 8
+
+
+def test_several_jobs_at_one_level_overlap(segment, agents):
+    a, b = agents(segment.name), agents(segment.name)
+    a("begin 1")
+    b("begin 1")
+    assert jobs(segment)[1] == 2
+    a("end 1")
+    assert not segment.launch_allowed(0), "one job of level 1 is still in progress"
+    b("end 1")
+    assert segment.launch_allowed(0)
+
+
+def test_nested_begins_are_counted(segment):
+    first = segment.begin(1)
+    second = segment.begin(1)
+    assert first.active and second.active and first.drained and not first.timed_out
+    assert jobs(segment)[1] == 2
+    segment.end(1)
+    assert jobs(segment)[1] == 1 and not segment.launch_allowed(0)
+    assert first.active and not second.active, "end() ends the most recent begin() first"
+    segment.end(1)
+    assert jobs(segment)[1] == 0 and segment.launch_allowed(0)
+    with pytest.raises(gpuyield.ArgumentError, match=r"end\(1\) without a matching begin\(1\)") as info:
+        segment.end(1)
+    assert info.value.errno == errno.EINVAL and isinstance(info.value, ValueError)
+
+
+def test_end_only_ends_jobs_of_its_level(segment):
+    segment.begin(3)
+    with pytest.raises(gpuyield.ArgumentError):
+        segment.end(2)
+    assert jobs(segment)[3] == 1
+    segment.end(3)
+
+
+def test_with_counts_out_on_exception(segment):
+    with pytest.raises(RuntimeError, match="boom"):
+        with segment.job(3) as job:
+            assert job.active and jobs(segment)[3] == 1 and not segment.launch_allowed(2)
+            raise RuntimeError("boom")
+    assert not job.active
+    assert jobs(segment) == [0] * 8 and segment.launch_allowed(2)
+    # nested blocks, the inner one failing: the outer job stays in until its own block ends
+    with segment.job(2) as outer:
+        with pytest.raises(KeyError):
+            with segment.job(5):
+                raise KeyError("x")
+        assert outer.active and jobs(segment) == [0, 0, 1, 0, 0, 0, 0, 0]
+    assert jobs(segment) == [0] * 8
+
+
+def test_job_object_reuse_rules(segment):
+    job = segment.job(1)
+    assert not job.active and job.wait_ns == 0
+    with pytest.raises(gpuyield.ArgumentError, match="not in progress"):
+        job.__exit__(None, None, None)
+    with job:
+        with pytest.raises(gpuyield.Error, match="already in progress") as info:
+            job.__enter__()
+        assert info.value.errno == errno.EBUSY
+    with job:  # a finished job may be entered again
+        assert jobs(segment)[1] == 1
+    assert jobs(segment)[1] == 0
+
+
+def test_wait_reports_drained_when_nothing_in_flight(segment, agents):
+    low = agents(segment.name)
+    low("register")  # registered but nothing in flight: must not delay the begin
+    with segment.job(1) as job:
+        assert job.drained and not job.timed_out
+        assert 0 < job.wait_ns < 5e9
+    assert segment.status()["drain_timeouts"] == 0
+
+
+def test_wait_ends_when_lower_process_acknowledges_drain(segment, agents):
+    low = agents(segment.name)
+    low("inflight")
+    low.send("ack 30")  # its helper now waits for a drain request
+    with segment.job(1) as job:
+        assert job.drained and not job.timed_out
+        assert job.wait_ns < 30e9
+    assert low.reply() == "ok True"
+    (proc,) = [p for p in segment.status()["processes"] if p["pid"] == low.pid]
+    assert proc["drains"] == 1 and proc["inflight"] is False
+
+
+def test_wait_times_out_when_lower_process_never_drains(tags, agents):
+    with gpuyield.create(tags(), drain_timeout_ms=300) as seg:
+        agents(seg.name)("inflight")
+        started = time.monotonic()
+        with seg.job(1) as job:
+            assert job.timed_out and not job.drained
+            assert job.wait_ns >= 300e6
+        assert time.monotonic() - started < 10
+        status = seg.status()
+        assert status["drain_timeouts"] == 1
+        (me,) = [p for p in status["processes"] if p["pid"] == os.getpid()]
+        assert me["drain_timeouts"] == 1
+
+
+def test_begin_without_wait_then_wait(tags, agents):
+    with gpuyield.create(tags(), drain_timeout_ms=300) as seg:
+        agents(seg.name)("inflight")
+        job = seg.begin(1, wait=False)
+        assert job.active and not job.drained and not job.timed_out and job.wait_ns == 0
+        assert not seg.launch_allowed(0), "counted in at once, before any wait"
+        job.wait()
+        assert job.timed_out and job.wait_ns >= 300e6
+        job.wait()  # already waited: returns at once
+        seg.end(1)
+        with pytest.raises(gpuyield.ArgumentError, match="not in progress"):
+            job.wait()
+
+
+# ---- Ctrl-C, threads, crashes --------------------------------------------------------------------
+
+WAITER = r"""
+import signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)
+import gpuyield
+seg = gpuyield.connect(sys.argv[1])
+print("waiting", flush=True)
+try:
+%s
+except KeyboardInterrupt:
+    print("interrupted", seg.status()["jobs"][1], flush=True)
+    sys.exit(42)
+"""
+
+
+@pytest.mark.parametrize("begin", [
+    "    with seg.job(1):\n        print('entered', flush=True)",
+    "    seg.begin(1)\n    print('entered', flush=True)",
+], ids=["with", "begin"])
+def test_ctrl_c_while_waiting_counts_the_job_out(segment, agents, begin):
+    agents(segment.name)("inflight")  # a lower process that never acknowledges: the begin waits
+    code = WAITER % begin
+    waiter = subprocess.Popen([sys.executable, "-c", code, segment.name], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=child_env())
+    try:
+        assert waiter.stdout.readline().strip() == "waiting"
+        wait_until(lambda: jobs(segment)[1] == 1, what="the waiter to count its job in")
+        time.sleep(0.5)
+        assert waiter.poll() is None, "the begin should still be waiting for the drain"
+        sent = time.monotonic()
+        waiter.send_signal(signal.SIGINT)
+        rc = waiter.wait(timeout=20)
+        elapsed = time.monotonic() - sent
+        out, err = waiter.communicate()
+        assert rc == 42, "rc %d, stdout %r, stderr %r" % (rc, out, err)
+        assert out.strip() == "interrupted 0", "the interrupted job must be counted out: %r" % out
+        assert elapsed < 5, "KeyboardInterrupt took %.1f s" % elapsed
+        assert jobs(segment) == [0] * 8 and segment.launch_allowed(0)
+    finally:
+        if waiter.poll() is None:
+            waiter.kill()
+            waiter.communicate()
+
+
+def test_other_threads_run_while_waiting_and_close_refuses(tags, agents):
+    with gpuyield.create(tags(), drain_timeout_ms=3000) as seg:
+        agents(seg.name)("inflight")
+        result = {}
+
+        def run():
+            with seg.job(1) as job:
+                result["timed_out"] = job.timed_out
+
+        worker = threading.Thread(target=run)
+        worker.start()
+        # this thread keeps running Python while the other waits: the GIL is released
+        wait_until(lambda: jobs(seg)[1] == 1, what="the job to be counted in")
+        with pytest.raises(gpuyield.Error, match="another thread") as info:
+            seg.close()
+        assert info.value.errno == errno.EBUSY
+        worker.join(30)
+        assert not worker.is_alive() and result == {"timed_out": True}
+
+
+def test_process_killed_inside_a_job_is_reaped(segment, agents):
+    doomed, low = agents(segment.name), agents(segment.name)
+    doomed("begin 3")
+    low("register")
+    low.send("waitlaunch")  # a priority-0 launch: blocks behind the job of level 3
+    time.sleep(0.5)
+    assert low.proc.poll() is None and jobs(segment)[3] == 1
+    os.kill(doomed.pid, signal.SIGKILL)
+    doomed.proc.wait()
+    answer = low.reply(timeout=15)  # the blocked waiter reaps the dead process and goes on
+    assert answer.startswith("ok ") and int(answer[3:]) > 0
+    status = segment.status()
+    assert status["jobs"] == [0] * 8 and status["reaped"] == 1
+    assert doomed.pid not in [p["pid"] for p in status["processes"]]
+
+
+def test_reap_counts_out_a_dead_job_holder(segment, agents):
+    doomed = agents(segment.name)
+    doomed("begin 2")
+    os.kill(doomed.pid, signal.SIGKILL)
+    doomed.proc.wait()
+    assert jobs(segment)[2] == 1, "nobody has reaped yet"
+    assert segment.reap() == 1
+    assert jobs(segment)[2] == 0 and segment.launch_allowed(1)
+    assert segment.reap() == 0
+
+
+def _fork_child(seg, queue):
+    job = seg.begin(2)
+    queue.put((seg.registered, job.active, seg.status()["jobs"]))
+    seg.end(2)
+    seg.close()
+
+
+def test_forked_child_registers_on_its_own(segment):
+    with segment.job(1):
+        ctx = multiprocessing.get_context("fork")
+        queue = ctx.Queue()
+        child = ctx.Process(target=_fork_child, args=(segment, queue))
+        child.start()
+        registered, active, child_jobs = queue.get(timeout=30)
+        child.join(30)
+        assert child.exitcode == 0
+        assert registered and active and child_jobs == [0, 1, 1, 0, 0, 0, 0, 0]
+        pids = [p["pid"] for p in segment.status()["processes"]]
+        assert pids == [os.getpid()], "the child unregistered itself only, on close"
+        assert jobs(segment) == [0, 1, 0, 0, 0, 0, 0, 0], "the parent's job is still in"
+    assert jobs(segment) == [0] * 8
+
+
+# ---- status --------------------------------------------------------------------------------------
+
+PROC_KEYS = ["pid", "priority", "state", "inflight", "launches", "graph_launches", "sync_points", "waits",
+             "blocked_ns", "drains", "drain_timeouts"]
+
+
+def test_status_has_the_fields_of_the_json_status(segment, agents):
+    agents(segment.name, GPUYIELD_PRIORITY=1)("inflight")
+    segment.begin(4, wait=False)  # the agent never drains: do not wait for it
+    status = segment.status()
+    assert list(status) == ["segment", "jobs", "job_epoch", "drain_timeouts", "reaped", "processes"]
+    assert status["segment"] == segment.name and status["job_epoch"] == 1
+    assert [list(p) for p in status["processes"]] == [PROC_KEYS, PROC_KEYS]
+    assert json.loads(segment.status_json()) == status
+    segment.end(4)
+
+
+def test_status_equals_expcontroller_status_json(segment, agents):
+    build = os.environ.get("BUILD")
+    tool = os.path.join(build, "bin", "expcontroller") if build else None
+    if not tool or not os.access(tool, os.X_OK):
+        pytest.skip("no expcontroller in $BUILD/bin (set BUILD to a build directory to compare)")
+    agents(segment.name, GPUYIELD_PRIORITY=2)("begin 5")
+    out = subprocess.run([tool, "status", "--json", "--name", segment.name], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == segment.status()
+
+
+# ---- the libgeek compatibility layer -------------------------------------------------------------
+
+
+@pytest.fixture
+def compat_suffix():
+    suffix = "test-pyext-%d-%d" % (os.getpid(), next(_counter))
+    yield suffix
+    try:
+        gpuyield.remove_shared_mem_and_locks(suffix)
+    except gpuyield.Error as e:
+        assert e.errno == errno.ENOENT
+
+
+def test_compat_suffix_maps_to_tag():
+    assert gpuyield.compat_tag("3") == gpuyield.compat_tag(b"3") == gpuyield.compat_tag(3) == "compat3"
+    with pytest.raises(gpuyield.ArgumentError):
+        gpuyield.compat_tag("a/b")
+    with pytest.raises(gpuyield.ArgumentError):
+        gpuyield.compat_tag(b"\xff")
+    with pytest.raises(TypeError):
+        gpuyield.compat_tag(3.5)
+
+
+def test_compat_create_setmem_wait_remove(compat_suffix, agents):
+    gpuyield.create_shared_mem_and_locks(compat_suffix)
+    name = gpuyield.segment_name("compat" + compat_suffix)
+    assert os.path.exists(shm_path(name))
+    with pytest.raises(gpuyield.Error) as info:
+        gpuyield.create_shared_mem_and_locks(compat_suffix)
+    assert info.value.errno == errno.EEXIST
+    observer = agents(name)
+    gpuyield.setMem(1, compat_suffix.encode())  # the original passed bytes
+    assert observer("allowed 0") == "False", "setMem(1) counts the job in at once"
+    gpuyield.waitForEmptyGPU()  # nothing in flight: returns at once
+    gpuyield.setMem(0, compat_suffix)
+    assert observer("allowed 0") == "True"
+    with pytest.raises(gpuyield.ArgumentError, match="without a matching begin"):
+        gpuyield.setMem(0, compat_suffix)
+    with pytest.raises(gpuyield.ArgumentError, match="use 1"):
+        gpuyield.setMem(2, compat_suffix)
+    with pytest.raises(TypeError):
+        gpuyield.setMem("1", compat_suffix)
+    gpuyield.waitForEmptyGPU()  # no job pending: returns at once
+    gpuyield.remove_shared_mem_and_locks(compat_suffix)
+    assert not os.path.exists(shm_path(name))
+    with pytest.raises(gpuyield.Error) as info:
+        gpuyield.remove_shared_mem_and_locks(compat_suffix)
+    assert info.value.errno == errno.ENOENT
+    with pytest.raises(gpuyield.Error) as info:
+        gpuyield.setMem(1, compat_suffix)
+    assert info.value.errno == errno.ENOENT
+
+
+def test_compat_wait_for_empty_gpu_waits_for_the_drain(compat_suffix, agents):
+    gpuyield.create_shared_mem_and_locks(compat_suffix)
+    name = gpuyield.segment_name("compat" + compat_suffix)
+    worker, low = agents(name), agents(name)  # worker: a script written for libgeek.so
+    low("inflight")
+    worker("setmem 1 " + compat_suffix)
+    assert low("allowed 0") == "False"
+    low.send("ack 30")
+    worker("waitempty", timeout=30)  # returns once the low process acknowledged its drain
+    assert low.reply() == "ok True"
+    worker("setmem 0 " + compat_suffix)
+    assert low("allowed 0") == "True"
+    status = gpuyield.connect(name).status()
+    assert status["drain_timeouts"] == 0 and status["jobs"] == [0] * 8
+
+
+# ---- errors --------------------------------------------------------------------------------------
+
+
+def test_connect_errors(tags):
+    missing = tags()
+    with pytest.raises(gpuyield.Error, match="no segment .*start the experiment") as info:
+        gpuyield.connect(missing)
+    assert info.value.errno == errno.ENOENT and isinstance(info.value, OSError)
+    for bad in ["bad/name", "", "x" * 41, "a\0b", "..", "/gpuyield-x-tag"]:
+        with pytest.raises(gpuyield.ArgumentError) as info:
+            gpuyield.connect(bad)
+        assert info.value.errno == errno.EINVAL and isinstance(info.value, ValueError)
+    for wrong in [123, b"bytes", ["x"]]:
+        with pytest.raises(TypeError, match="segment name must be a str"):
+            gpuyield.connect(wrong)
+
+
+def test_connect_refuses_a_corrupt_segment(tags):
+    tag = tags()
+    path = shm_path(gpuyield.segment_name(tag))
+    with open(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600), "wb") as f:
+        f.write(b"\x00" * 100)
+    with pytest.raises(gpuyield.Error, match="100 bytes, expected") as info:
+        gpuyield.connect(tag)
+    assert info.value.errno == errno.EPROTO
+
+
+def test_create_errors_leave_nothing_behind(tags):
+    tag = tags()
+    for bad in [0, -5, float("nan"), 1e12]:
+        with pytest.raises(gpuyield.ArgumentError, match="drain_timeout_ms"):
+            gpuyield.create(tag, drain_timeout_ms=bad)
+    for wrong in ["100", True]:
+        with pytest.raises(TypeError, match="drain_timeout_ms"):
+            gpuyield.create(tag, drain_timeout_ms=wrong)
+    assert not os.path.exists(shm_path(gpuyield.segment_name(tag)))
+    with gpuyield.create(tag):
+        with pytest.raises(gpuyield.Error, match="already exists") as info:
+            gpuyield.create(tag)
+        assert info.value.errno == errno.EEXIST
+
+
+def test_remove_errors(tags):
+    with pytest.raises(gpuyield.Error) as info:
+        gpuyield.remove(tags())
+    assert info.value.errno == errno.ENOENT
+    with pytest.raises(TypeError):
+        gpuyield.remove(None)
+    with pytest.raises(gpuyield.ArgumentError):
+        gpuyield.remove("no/slash")
+
+
+def test_priority_errors(segment):
+    calls = [segment.job, segment.begin, segment.end, segment.launch_allowed, segment.register]
+    for call in calls:
+        for bad in [-1, 8, 99, 2 ** 100]:
+            with pytest.raises(gpuyield.ArgumentError, match="out of range: use 0..7|huge int") as info:
+                call(bad)
+            assert info.value.errno == errno.EINVAL
+        for wrong in ["1", 1.0, True, None if call.__name__ != "register" else "x"]:
+            with pytest.raises(TypeError, match="must be an int in 0..7"):
+                call(wrong)
+    assert jobs(segment) == [0] * 8 and not segment.registered
+
+
+def test_closed_segment_errors(segment):
+    job = segment.begin(2)
+    segment.close()
+    assert not job.active, "close() counted the job out"
+    for call in [lambda: segment.begin(1), lambda: segment.end(2), segment.status, lambda: segment.job(1)]:
+        with pytest.raises(gpuyield.Error, match="is closed") as info:
+            call()
+        assert info.value.errno == errno.EBADF
+    other = gpuyield.connect(segment.name)
+    assert other.status()["jobs"] == [0] * 8 and other.status()["processes"] == []
+    other.close()
+
+
+def test_segment_removed_underneath(tags, agents):
+    tag = tags()
+    seg = gpuyield.create(tag)
+    job = seg.begin(2)
+    other = agents(seg.name)
+    gpuyield.remove(tag)
+    assert seg.removed
+    # what was begun can still end, and status still reads the memory we map
+    assert seg.status()["jobs"][2] == 1
+    seg.end(2)
+    assert not job.active and seg.status()["jobs"] == [0] * 8
+    # but no new job begins on a segment nobody can join any more
+    with pytest.raises(gpuyield.Error, match="was removed while") as info:
+        seg.begin(1)
+    assert info.value.errno == errno.ENOENT
+    other.send("begin 1")
+    assert other.reply().startswith("err Error 2 [Errno 2] segment")
+    with pytest.raises(gpuyield.Error) as info:
+        gpuyield.connect(tag)
+    assert info.value.errno == errno.ENOENT
+    # created anew under the same tag: the old handle tells it apart
+    fresh = gpuyield.create(tag)
+    assert seg.removed and not fresh.removed
+    with pytest.raises(gpuyield.Error, match="removed and created anew"):
+        seg.begin(1)
+    seg.close()
+    fresh.close()
