@@ -1,0 +1,41 @@
+# hooks/: the preloadable library libgpuyield.so; tests/fakecuda/: the fake libcuda.so.1 that
+# the CPU tests run it against; tests/hooks/: the test programs of tests/suites/30-hooks.sh.
+HOOKS_SRC := $(filter-out hooks/cuda_abi_check.c,$(wildcard hooks/*.c))
+HOOKS_LIB := $(O)/lib/libgpuyield.so
+
+# Only the hooks are exported (exports.map); our own calls bind inside the library.
+$(O)/obj/hooks/%.o: CFLAGS += -fvisibility=hidden -fno-semantic-interposition
+ifneq ($(CUDA_HOME),)
+ifneq ($(wildcard $(CUDA_HOME)/include/nvtx3/nvToolsExt.h),)
+$(O)/obj/hooks/trace_ranges.o: CFLAGS += -DGY_NVTX -isystem $(CUDA_HOME)/include
+endif
+# Compiling this object is the check that cuda_abi.h agrees with the real cuda.h.
+$(O)/obj/hooks/cuda_abi_check.o: CFLAGS += -isystem $(CUDA_HOME)/include
+ALL += $(O)/obj/hooks/cuda_abi_check.o
+endif
+
+$(HOOKS_LIB): $(HOOKS_SRC:%.c=$(O)/obj/%.o) $(CONTROLLER_LIB) hooks/exports.map
+	@mkdir -p $(dir $@)
+	$(CC) -shared $(LDFLAGS) -Wl,--version-script=hooks/exports.map -Wl,-Bsymbolic -Wl,-z,defs \
+		$(filter %.o %.a,$^) -ldl -o $@
+
+# The fake driver: exports only the CUDA names (FK_EXPORT); -Bsymbolic so that, like the real
+# driver, the pointers its resolver hands out are its own functions, never an interposer's.
+FAKECUDA_SRC := $(wildcard tests/fakecuda/*.c)
+FAKECUDA_LIB := $(O)/fakecuda/libcuda.so.1
+$(O)/obj/tests/fakecuda/%.o: CFLAGS += -fvisibility=hidden -Itests/fakecuda
+$(FAKECUDA_LIB): $(FAKECUDA_SRC:%.c=$(O)/obj/%.o)
+	@mkdir -p $(dir $@)
+	$(CC) -shared $(LDFLAGS) -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic -Wl,-z,defs $^ -o $@
+
+# Test programs: a worker that runs under the hook against the fake driver, and the test driver
+# that starts workers in fresh processes and checks the fake driver's log and the counters.
+$(O)/obj/tests/hooks/%.o: CFLAGS += -Itests/fakecuda -Itests/lib
+$(O)/tests/hooks/cuda_worker: $(O)/obj/tests/hooks/cuda_worker.o $(FAKECUDA_LIB) $(CONTROLLER_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $(filter %.o %.a,$^) $(FAKECUDA_LIB) -ldl -o $@
+$(O)/tests/hooks/test_hooks: $(O)/obj/tests/hooks/test_hooks.o $(O)/obj/tests/hooks/fake_log.o $(CONTROLLER_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ -o $@
+
+ALL += $(HOOKS_LIB) $(FAKECUDA_LIB) $(O)/tests/hooks/cuda_worker $(O)/tests/hooks/test_hooks

@@ -1,0 +1,89 @@
+/* Stream capture hooks: only counted, so that the drain helper never calls cuCtxSynchronize
+ * while a capture is in progress (illegal in global mode) and the queue bound re-checks
+ * cuStreamIsCapturing after a capture began. */
+#include "client.h"
+#include "hook_functions.h"
+
+#define NOT_BOUND 3 /* CUDA_ERROR_NOT_INITIALIZED */
+
+static gy_cu_result began(gy_cu_result rc)
+{
+    if (rc == GY_CUDA_SUCCESS) {
+        atomic_fetch_add_explicit(&gy_client.captures_in_progress, 1, memory_order_acq_rel);
+        atomic_fetch_add_explicit(&gy_client.captures_begun, 1, memory_order_acq_rel);
+    }
+    return rc;
+}
+
+GY_EXPORT gy_cu_result cuStreamBeginCapture(gy_cu_stream stream)
+{
+    gy_pfn_begin_capture real = (gy_pfn_begin_capture)gy_real(GY_FN_BEGIN_CAPTURE);
+    return real ? began(real(stream)) : NOT_BOUND;
+}
+
+GY_EXPORT gy_cu_result cuStreamBeginCapture_ptsz(gy_cu_stream stream)
+{
+    gy_pfn_begin_capture real = (gy_pfn_begin_capture)gy_real(GY_FN_BEGIN_CAPTURE_PTSZ);
+    return real ? began(real(stream)) : NOT_BOUND;
+}
+
+GY_EXPORT gy_cu_result cuStreamBeginCapture_v2(gy_cu_stream stream, int mode)
+{
+    gy_pfn_begin_capture_v2 real = (gy_pfn_begin_capture_v2)gy_real(GY_FN_BEGIN_CAPTURE_V2);
+    return real ? began(real(stream, mode)) : NOT_BOUND;
+}
+
+GY_EXPORT gy_cu_result cuStreamBeginCapture_v2_ptsz(gy_cu_stream stream, int mode)
+{
+    gy_pfn_begin_capture_v2 real = (gy_pfn_begin_capture_v2)gy_real(GY_FN_BEGIN_CAPTURE_V2_PTSZ);
+    return real ? began(real(stream, mode)) : NOT_BOUND;
+}
+
+GY_EXPORT gy_cu_result cuStreamBeginCaptureToGraph(gy_cu_stream stream, gy_cu_graph graph,
+                                                   const gy_cu_graph_node *deps,
+                                                   const gy_cu_graph_edge_data *edge_data, size_t ndeps, int mode)
+{
+    gy_pfn_begin_capture_to_graph real = (gy_pfn_begin_capture_to_graph)gy_real(GY_FN_BEGIN_CAPTURE_TO_GRAPH);
+    return real ? began(real(stream, graph, deps, edge_data, ndeps, mode)) : NOT_BOUND;
+}
+
+GY_EXPORT gy_cu_result cuStreamBeginCaptureToGraph_ptsz(gy_cu_stream stream, gy_cu_graph graph,
+                                                        const gy_cu_graph_node *deps,
+                                                        const gy_cu_graph_edge_data *edge_data, size_t ndeps,
+                                                        int mode)
+{
+    gy_pfn_begin_capture_to_graph real =
+        (gy_pfn_begin_capture_to_graph)gy_real(GY_FN_BEGIN_CAPTURE_TO_GRAPH_PTSZ);
+    return real ? began(real(stream, graph, deps, edge_data, ndeps, mode)) : NOT_BOUND;
+}
+
+/* A capture ends with this call whatever it returns, if the stream was capturing before. */
+static gy_cu_result end_capture(gy_pfn_end_capture real, gy_cu_stream stream, gy_cu_stream normalized,
+                                gy_cu_graph *graph)
+{
+    if (!real)
+        return NOT_BOUND;
+    gy_pfn_is_capturing is_capturing = (gy_pfn_is_capturing)gy_real(GY_FN_IS_CAPTURING);
+    int status = GY_CU_STREAM_CAPTURE_STATUS_NONE;
+    bool was_capturing = is_capturing && is_capturing(normalized, &status) == GY_CUDA_SUCCESS &&
+                         status != GY_CU_STREAM_CAPTURE_STATUS_NONE;
+    gy_cu_result rc = real(stream, graph);
+    if (was_capturing) {
+        int n = atomic_load(&gy_client.captures_in_progress);
+        while (n > 0 && !atomic_compare_exchange_weak(&gy_client.captures_in_progress, &n, n - 1)) {
+        }
+    }
+    return rc;
+}
+
+GY_EXPORT gy_cu_result cuStreamEndCapture(gy_cu_stream stream, gy_cu_graph *graph)
+{
+    return end_capture((gy_pfn_end_capture)gy_real(GY_FN_END_CAPTURE), stream, stream ? stream : GY_CU_STREAM_LEGACY,
+                       graph);
+}
+
+GY_EXPORT gy_cu_result cuStreamEndCapture_ptsz(gy_cu_stream stream, gy_cu_graph *graph)
+{
+    return end_capture((gy_pfn_end_capture)gy_real(GY_FN_END_CAPTURE_PTSZ), stream,
+                       stream ? stream : GY_CU_STREAM_PER_THREAD, graph);
+}

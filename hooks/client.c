@@ -1,0 +1,148 @@
+/* Joining the segment lazily (at the first launch, never in a constructor), blocking, the
+ * context list, and fork: a child starts unregistered, with no helper and no thread state, and
+ * registers itself again at its first launch. */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "client.h"
+#include "driver.h"
+#include "drain_helper.h"
+#include "trace_ranges.h"
+
+#define MAX_CONTEXTS 32
+
+struct gy_client gy_client = {.shm = {.slot = -1}, .generation = 1};
+__thread uint64_t gy_thread_generation __attribute__((tls_model("initial-exec")));
+
+static pthread_mutex_t join_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t contexts_lock = PTHREAD_MUTEX_INITIALIZER;
+static gy_cu_context contexts[MAX_CONTEXTS];
+static int ncontexts;
+static pthread_once_t fork_handlers_once = PTHREAD_ONCE_INIT;
+
+static void __attribute__((noreturn)) die(const char *what, const char *detail)
+{
+    char line[600];
+    int len = snprintf(line, sizeof line, "gpuyield: pid %d %s: %s\n", (int)getpid(), what, detail);
+    if (len > (int)sizeof line - 1)
+        len = (int)sizeof line - 1;
+    if (write(2, line, (size_t)len) < 0) {
+    }
+    _exit(2);
+}
+
+static void before_fork(void)
+{
+    pthread_mutex_lock(&join_lock);
+    pthread_mutex_lock(&contexts_lock);
+}
+
+static void after_fork_parent(void)
+{
+    pthread_mutex_unlock(&contexts_lock);
+    pthread_mutex_unlock(&join_lock);
+}
+
+/* The child has the parent's mapping but not its slot, helper or contexts (CUDA contexts do not
+ * survive fork): forget them without touching the parent's slot. */
+static void after_fork_child(void)
+{
+    pthread_mutex_unlock(&contexts_lock);
+    pthread_mutex_unlock(&join_lock);
+    if (atomic_load(&gy_client.phase) == GY_PHASE_READY)
+        atomic_store(&gy_client.phase, GY_PHASE_JOIN);
+    gy_client.shm.slot = -1;
+    atomic_store(&gy_client.entered, 0);
+    atomic_store(&gy_client.left, 0);
+    atomic_store(&gy_client.captures_in_progress, 0);
+    ncontexts = 0;
+    atomic_fetch_add(&gy_client.generation, 1);
+}
+
+static void install_fork_handlers(void) { pthread_atfork(before_fork, after_fork_parent, after_fork_child); }
+
+static const char *mode_text(char *buf, size_t len)
+{
+    if (gy_client.mode == GY_MODE_NONE)
+        return "none";
+    snprintf(buf, len, "%s:%lu", gy_client.mode == GY_MODE_SYNC ? "sync" : "event", gy_client.group);
+    return buf;
+}
+
+bool gy_client_join_slow(void)
+{
+    pthread_mutex_lock(&join_lock);
+    int phase = atomic_load_explicit(&gy_client.phase, memory_order_acquire);
+    const struct gy_hooks_config *config = gy_config();
+    gy_err err;
+    if (phase == GY_PHASE_UNCONFIGURED && !config->shm) {
+        phase = GY_PHASE_PASS_THROUGH;
+        if (config->verbose)
+            fprintf(stderr, "gpuyield: pid %d passes kernel launches straight to the driver (GPUYIELD_SHM unset)\n",
+                    (int)getpid());
+    } else if (phase == GY_PHASE_UNCONFIGURED) {
+        if (gy_open(config->shm, &gy_client.shm, &err))
+            die("cannot join the segment named by GPUYIELD_SHM", err.msg);
+        gy_client.priority = config->priority;
+        gy_client.mode = config->mode;
+        gy_client.group = config->group;
+        pthread_once(&fork_handlers_once, install_fork_handlers);
+        phase = GY_PHASE_JOIN;
+    }
+    if (phase == GY_PHASE_JOIN) {
+        if (gy_register(&gy_client.shm, gy_client.priority, &err))
+            die("cannot register in the segment named by GPUYIELD_SHM", err.msg);
+        gy_drain_helper_start();
+        phase = GY_PHASE_READY;
+        if (config->verbose) {
+            char mode[32];
+            fprintf(stderr,
+                    "gpuyield: pid %d gates its kernel launches through %s (slot %d) at priority %d, queue mode "
+                    "%s\n",
+                    (int)getpid(), gy_client.shm.name, gy_client.shm.slot, gy_client.priority,
+                    mode_text(mode, sizeof mode));
+        }
+    }
+    atomic_store_explicit(&gy_client.phase, phase, memory_order_release);
+    pthread_mutex_unlock(&join_lock);
+    return phase == GY_PHASE_READY;
+}
+
+void gy_client_note_context_slow(void)
+{
+    gy_thread_generation = atomic_load_explicit(&gy_client.generation, memory_order_relaxed);
+    gy_pfn_ctx_get_current get_current = (gy_pfn_ctx_get_current)gy_real(GY_FN_CTX_GET_CURRENT);
+    gy_cu_context ctx = NULL;
+    if (!get_current || get_current(&ctx) != GY_CUDA_SUCCESS || !ctx)
+        return;
+    pthread_mutex_lock(&contexts_lock);
+    bool known = false;
+    for (int i = 0; i < ncontexts && !known; i++)
+        known = contexts[i] == ctx;
+    if (!known && ncontexts < MAX_CONTEXTS)
+        contexts[ncontexts++] = ctx;
+    pthread_mutex_unlock(&contexts_lock);
+}
+
+int gy_client_contexts(gy_cu_context *out, int max)
+{
+    pthread_mutex_lock(&contexts_lock);
+    int n = ncontexts < max ? ncontexts : max;
+    memcpy(out, contexts, (size_t)n * sizeof *out);
+    pthread_mutex_unlock(&contexts_lock);
+    return n;
+}
+
+void gy_client_block(void)
+{
+    do {
+        atomic_fetch_sub_explicit(&gy_client.entered, 1, memory_order_seq_cst);
+        gy_range_push("preemption");
+        gy_wait_until_allowed(&gy_client.shm);
+        gy_range_pop();
+        atomic_fetch_add_explicit(&gy_client.entered, 1, memory_order_seq_cst);
+        gy_mark_inflight(&gy_client.shm);
+    } while (!gy_launch_allowed(&gy_client.shm, gy_client.priority));
+}

@@ -1,0 +1,79 @@
+/* This process as a client of the controller: joining the segment, the launch gate with its
+ * entered/left pair, the contexts it launched in, the captures it has in progress, fork. */
+#ifndef GY_CLIENT_H
+#define GY_CLIENT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "cuda_abi.h"
+#include "gpuyield.h"
+
+enum gy_phase {
+    GY_PHASE_UNCONFIGURED = 0,
+    GY_PHASE_PASS_THROUGH, /* GPUYIELD_SHM unset: call the driver, nothing else */
+    GY_PHASE_JOIN,         /* segment mapped, not registered (a fresh child after fork) */
+    GY_PHASE_READY,        /* registered, helper running: every launch is gated */
+};
+
+struct gy_client {
+    _Atomic int phase;
+    gy_shm shm;
+    int priority;
+    enum gy_queue_mode mode;
+    unsigned long group;
+    /* Launches that passed the gate (entered) and returned from the driver (left): equal when
+     * no launch is half-way through, which the drain helper waits for. */
+    _Atomic uint64_t entered, left;
+    _Atomic int captures_in_progress; /* cuCtxSynchronize is illegal while one is */
+    _Atomic uint64_t captures_begun;  /* tells the queue bound that a capture may have started */
+    _Atomic uint64_t generation;      /* bumped in a child after fork: thread-local state is stale */
+};
+
+extern struct gy_client gy_client;
+extern __thread uint64_t gy_thread_generation __attribute__((tls_model("initial-exec")));
+
+/* First use, or first use after fork: read the configuration, join and register, start the
+ * drain helper. Exits the process (status 2, one line) if that fails. True when gated. */
+bool gy_client_join_slow(void);
+/* Record the current context of this thread (its first launch). */
+void gy_client_note_context_slow(void);
+/* A launch found the gate closed: step out, block (NVTX "preemption"), step back in. */
+void gy_client_block(void);
+/* The contexts this process launched in, for the drain helper. Returns how many (<= max). */
+int gy_client_contexts(gy_cu_context *out, int max);
+
+static inline bool gy_client_gated(void)
+{
+    if (atomic_load_explicit(&gy_client.phase, memory_order_acquire) == GY_PHASE_READY)
+        return true;
+    return gy_client_join_slow();
+}
+
+static inline void gy_client_note_context(void)
+{
+    if (gy_thread_generation != atomic_load_explicit(&gy_client.generation, memory_order_relaxed))
+        gy_client_note_context_slow();
+}
+
+/* The gate. seq_cst on `entered` pairs with the job's seq_cst store of active_levels: either
+ * the helper sees this launch in `entered`, or this launch sees the gate closed. */
+static inline void gy_gate_enter(void)
+{
+    atomic_fetch_add_explicit(&gy_client.entered, 1, memory_order_seq_cst);
+    gy_mark_inflight(&gy_client.shm);
+    if (!gy_launch_allowed(&gy_client.shm, gy_client.priority))
+        gy_client_block();
+}
+
+static inline void gy_gate_leave(bool counted, bool graph)
+{
+    atomic_fetch_add_explicit(&gy_client.left, 1, memory_order_release);
+    struct gy_proc_slot *slot = gy_my_slot(&gy_client.shm);
+    if (counted && slot)
+        atomic_fetch_add_explicit(graph ? &slot->counters.graph_launches : &slot->counters.launches, 1,
+                                  memory_order_relaxed);
+}
+
+#endif

@@ -1,0 +1,92 @@
+/* Environment parsing. Strict: a value that is not exactly one of the documented forms stops
+ * the process before its first kernel launch, so a typo never silently disables gating. */
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+
+static struct gy_hooks_config config;
+static pthread_once_t config_once = PTHREAD_ONCE_INIT;
+
+static void __attribute__((noreturn, format(printf, 1, 2))) die(const char *fmt, ...)
+{
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int len = vsnprintf(line, sizeof line - 1, fmt, ap);
+    va_end(ap);
+    if (len < 0)
+        len = 0;
+    if (len > (int)sizeof line - 2)
+        len = (int)sizeof line - 2;
+    line[len++] = '\n';
+    if (write(2, line, (size_t)len) < 0) {
+    }
+    _exit(2);
+}
+
+/* A decimal in [lo, hi] and nothing else. */
+static bool parse_ulong(const char *s, unsigned long lo, unsigned long hi, unsigned long *out)
+{
+    if (!s || *s < '0' || *s > '9')
+        return false;
+    errno = 0;
+    char *end;
+    unsigned long v = strtoul(s, &end, 10);
+    if (errno || *end || v < lo || v > hi)
+        return false;
+    *out = v;
+    return true;
+}
+
+static void parse_mode(const char *value)
+{
+    config.mode = GY_MODE_NONE;
+    config.group = 0;
+    if (!value || strcmp(value, "none") == 0)
+        return;
+    const char *colon = strchr(value, ':');
+    size_t head = colon ? (size_t)(colon - value) : strlen(value);
+    if (colon && head == 4 && strncmp(value, "sync", 4) == 0)
+        config.mode = GY_MODE_SYNC;
+    else if (colon && head == 5 && strncmp(value, "event", 5) == 0)
+        config.mode = GY_MODE_EVENT;
+    if (config.mode == GY_MODE_NONE || !parse_ulong(colon + 1, 1, 1000000, &config.group))
+        die("gpuyield: GPUYIELD_MODE=\"%s\" is invalid (pid %d): use none, sync:N or event:N with N in "
+            "1..1000000",
+            value, (int)getpid());
+}
+
+static void load(void)
+{
+    const char *shm = getenv("GPUYIELD_SHM");
+    if (shm && !*shm)
+        die("gpuyield: GPUYIELD_SHM is set but empty (pid %d): set it to the experiment's tag or segment "
+            "name, or unset it to run without gating",
+            (int)getpid());
+    config.shm = shm;
+    const char *priority = getenv("GPUYIELD_PRIORITY");
+    unsigned long p = 0;
+    if (priority && !parse_ulong(priority, 0, 7, &p))
+        die("gpuyield: GPUYIELD_PRIORITY=\"%s\" is invalid (pid %d): use an integer 0..7 (higher wins)",
+            priority, (int)getpid());
+    config.priority = (int)p;
+    parse_mode(getenv("GPUYIELD_MODE"));
+    const char *verbose = getenv("GPUYIELD_VERBOSE");
+    if (verbose && strcmp(verbose, "0") != 0 && strcmp(verbose, "1") != 0)
+        die("gpuyield: GPUYIELD_VERBOSE=\"%s\" is invalid (pid %d): use 1 (one line at start) or 0", verbose,
+            (int)getpid());
+    config.verbose = verbose && strcmp(verbose, "1") == 0;
+}
+
+const struct gy_hooks_config *gy_config(void)
+{
+    pthread_once(&config_once, load);
+    return &config;
+}

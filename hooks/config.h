@@ -1,0 +1,22 @@
+/* The library's configuration, read from the environment once, at the first lookup or call of
+ * a hooked function (never in a constructor). */
+#ifndef GY_HOOKS_CONFIG_H
+#define GY_HOOKS_CONFIG_H
+
+#include <stdbool.h>
+
+enum gy_queue_mode { GY_MODE_NONE, GY_MODE_SYNC, GY_MODE_EVENT };
+
+struct gy_hooks_config {
+    const char *shm;      /* GPUYIELD_SHM; NULL: pass-through */
+    int priority;         /* GPUYIELD_PRIORITY, 0..7 */
+    enum gy_queue_mode mode;
+    unsigned long group;  /* N of sync:N / event:N */
+    bool verbose;         /* GPUYIELD_VERBOSE=1 */
+};
+
+/* Parse (once) and return the configuration. An invalid value: one line on stderr naming the
+ * variable, the value and what is allowed, then _exit(2). */
+const struct gy_hooks_config *gy_config(void);
+
+#endif

@@ -1,0 +1,72 @@
+/* The slice of the CUDA driver ABI the hooks need, declared here so that the library builds
+ * without cuda.h. Names carry a gy_ prefix so that cuda_abi_check.c can include both this and
+ * cuda.h and assert that they agree (sizes, offsets, enum values). */
+#ifndef GY_CUDA_ABI_H
+#define GY_CUDA_ABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef int gy_cu_result; /* CUresult */
+typedef struct gy_cu_ctx *gy_cu_context;
+typedef struct gy_cu_func *gy_cu_function;
+typedef struct gy_cu_stream *gy_cu_stream;
+typedef struct gy_cu_event *gy_cu_event;
+typedef struct gy_cu_graph *gy_cu_graph;
+typedef struct gy_cu_graph_exec *gy_cu_graph_exec;
+typedef struct gy_cu_graph_node *gy_cu_graph_node;
+typedef struct gy_cu_graph_edge_data gy_cu_graph_edge_data; /* only passed through by pointer */
+
+#define GY_CUDA_SUCCESS 0
+#define GY_CUDA_ERROR_NOT_FOUND 500
+#define GY_CU_STREAM_LEGACY ((gy_cu_stream)0x1)
+#define GY_CU_STREAM_PER_THREAD ((gy_cu_stream)0x2)
+#define GY_CU_EVENT_BLOCKING_SYNC 0x1
+#define GY_CU_EVENT_DISABLE_TIMING 0x2
+#define GY_CU_STREAM_CAPTURE_STATUS_NONE 0
+#define GY_CU_GET_PROC_ADDRESS_SUCCESS 0
+
+/* cuLaunchKernelEx's configuration: we only read hStream, but the layout must match. */
+typedef struct {
+    int id;
+    char pad[8 - sizeof(int)];
+    union {
+        char raw[64];
+    } value;
+} gy_cu_launch_attribute;
+
+typedef struct {
+    unsigned int gridDimX, gridDimY, gridDimZ;
+    unsigned int blockDimX, blockDimY, blockDimZ;
+    unsigned int sharedMemBytes;
+    gy_cu_stream hStream;
+    gy_cu_launch_attribute *attrs;
+    unsigned int numAttrs;
+} gy_cu_launch_config;
+
+/* Entry points, as function pointer types. */
+typedef gy_cu_result (*gy_pfn_launch_kernel)(gy_cu_function, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                             unsigned, unsigned, gy_cu_stream, void **, void **);
+typedef gy_cu_result (*gy_pfn_launch_kernel_ex)(const gy_cu_launch_config *, gy_cu_function, void **, void **);
+typedef gy_cu_result (*gy_pfn_launch_cooperative)(gy_cu_function, unsigned, unsigned, unsigned, unsigned,
+                                                  unsigned, unsigned, unsigned, gy_cu_stream, void **);
+typedef gy_cu_result (*gy_pfn_graph_launch)(gy_cu_graph_exec, gy_cu_stream);
+typedef gy_cu_result (*gy_pfn_get_proc_address)(const char *, void **, int, uint64_t);
+typedef gy_cu_result (*gy_pfn_get_proc_address_v2)(const char *, void **, int, uint64_t, int *);
+typedef gy_cu_result (*gy_pfn_begin_capture)(gy_cu_stream);
+typedef gy_cu_result (*gy_pfn_begin_capture_v2)(gy_cu_stream, int);
+typedef gy_cu_result (*gy_pfn_begin_capture_to_graph)(gy_cu_stream, gy_cu_graph, const gy_cu_graph_node *,
+                                                      const gy_cu_graph_edge_data *, size_t, int);
+typedef gy_cu_result (*gy_pfn_end_capture)(gy_cu_stream, gy_cu_graph *);
+typedef gy_cu_result (*gy_pfn_is_capturing)(gy_cu_stream, int *);
+typedef gy_cu_result (*gy_pfn_stream_synchronize)(gy_cu_stream);
+typedef gy_cu_result (*gy_pfn_ctx_get_current)(gy_cu_context *);
+typedef gy_cu_result (*gy_pfn_ctx_push_current)(gy_cu_context);
+typedef gy_cu_result (*gy_pfn_ctx_pop_current)(gy_cu_context *);
+typedef gy_cu_result (*gy_pfn_ctx_synchronize)(void);
+typedef gy_cu_result (*gy_pfn_event_create)(gy_cu_event *, unsigned);
+typedef gy_cu_result (*gy_pfn_event_record)(gy_cu_event, gy_cu_stream);
+typedef gy_cu_result (*gy_pfn_event_synchronize)(gy_cu_event);
+typedef gy_cu_result (*gy_pfn_event_destroy)(gy_cu_event);
+
+#endif

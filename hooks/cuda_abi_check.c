@@ -1,0 +1,38 @@
+/* Built only when CUDA_HOME is set: proves that cuda_abi.h matches the real cuda.h. Compiling
+ * this file is the test; it has no code. */
+#include <cuda.h>
+
+#include "cuda_abi.h"
+
+#define SAME_OFFSET(ours, theirs, field) \
+    _Static_assert(offsetof(ours, field) == offsetof(theirs, field), #field " moved in " #theirs)
+
+_Static_assert(sizeof(gy_cu_result) == sizeof(CUresult), "CUresult size");
+_Static_assert(sizeof(gy_cu_stream) == sizeof(CUstream), "CUstream size");
+_Static_assert(GY_CUDA_SUCCESS == CUDA_SUCCESS, "CUDA_SUCCESS");
+_Static_assert(GY_CUDA_ERROR_NOT_FOUND == CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND");
+_Static_assert(GY_CU_EVENT_BLOCKING_SYNC == CU_EVENT_BLOCKING_SYNC, "CU_EVENT_BLOCKING_SYNC");
+_Static_assert(GY_CU_EVENT_DISABLE_TIMING == CU_EVENT_DISABLE_TIMING, "CU_EVENT_DISABLE_TIMING");
+_Static_assert(GY_CU_STREAM_CAPTURE_STATUS_NONE == CU_STREAM_CAPTURE_STATUS_NONE, "capture status");
+_Static_assert(GY_CU_GET_PROC_ADDRESS_SUCCESS == CU_GET_PROC_ADDRESS_SUCCESS, "proc address status");
+_Static_assert(sizeof(CUstreamCaptureStatus) == sizeof(int), "capture status is an int-sized enum");
+_Static_assert(sizeof(CUdriverProcAddressQueryResult) == sizeof(int), "query result is an int-sized enum");
+_Static_assert(sizeof(CUstreamCaptureMode) == sizeof(int), "capture mode is an int-sized enum");
+
+_Static_assert(sizeof(gy_cu_launch_attribute) == sizeof(CUlaunchAttribute), "CUlaunchAttribute size");
+_Static_assert(sizeof(gy_cu_launch_config) == sizeof(CUlaunchConfig), "CUlaunchConfig size");
+SAME_OFFSET(gy_cu_launch_config, CUlaunchConfig, gridDimX);
+SAME_OFFSET(gy_cu_launch_config, CUlaunchConfig, sharedMemBytes);
+SAME_OFFSET(gy_cu_launch_config, CUlaunchConfig, hStream);
+SAME_OFFSET(gy_cu_launch_config, CUlaunchConfig, attrs);
+SAME_OFFSET(gy_cu_launch_config, CUlaunchConfig, numAttrs);
+SAME_OFFSET(gy_cu_launch_attribute, CUlaunchAttribute, value);
+
+/* The pointer types name the same signatures as the driver's own declarations. */
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cuLaunchKernel),
+                                            CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned,
+                                                         unsigned, unsigned, unsigned, CUstream, void **,
+                                                         void **)),
+               "cuLaunchKernel signature");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cuGraphLaunch), CUresult (*)(CUgraphExec, CUstream)),
+               "cuGraphLaunch signature");

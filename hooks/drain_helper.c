@@ -1,0 +1,104 @@
+/* One drain, when a job above our priority begins:
+ *   1. wait until no launch is half-way through (entered == left): from then on every launch
+ *      of ours sees the gate closed, so nothing new reaches the driver;
+ *   2. if a stream capture is in progress, poll (1 ms) until it ends: cuCtxSynchronize is
+ *      illegal during a global-mode capture, and captured launches run nothing anyway; the
+ *      job's drain timeout bounds how long its begin waits for us meanwhile;
+ *   3. synchronize every context this process launched in;
+ *   4. acknowledge, saying whether launches slipped in meanwhile (the job ended during the
+ *      drain): then our inflight flag stays set. */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client.h"
+#include "drain_helper.h"
+#include "driver.h"
+
+#define REQUEST_POLL_NS 200000000ull /* also bounds how long a stale helper lingers */
+#define MAX_CONTEXTS 32
+
+static void sleep_ns(long ns)
+{
+    struct timespec ts = {.tv_sec = 0, .tv_nsec = ns};
+    nanosleep(&ts, NULL);
+}
+
+static uint64_t wait_no_launch_halfway(void)
+{
+    for (;;) {
+        uint64_t entered = atomic_load_explicit(&gy_client.entered, memory_order_seq_cst);
+        if (atomic_load_explicit(&gy_client.left, memory_order_acquire) == entered)
+            return entered;
+        sleep_ns(20000);
+    }
+}
+
+static void synchronize_contexts(void)
+{
+    gy_pfn_ctx_push_current push = (gy_pfn_ctx_push_current)gy_real(GY_FN_CTX_PUSH_CURRENT);
+    gy_pfn_ctx_pop_current pop = (gy_pfn_ctx_pop_current)gy_real(GY_FN_CTX_POP_CURRENT);
+    gy_pfn_ctx_synchronize sync = (gy_pfn_ctx_synchronize)gy_real(GY_FN_CTX_SYNCHRONIZE);
+    if (!push || !pop || !sync)
+        return;
+    gy_cu_context contexts[MAX_CONTEXTS];
+    int n = gy_client_contexts(contexts, MAX_CONTEXTS);
+    for (int i = 0; i < n; i++) {
+        if (push(contexts[i]) != GY_CUDA_SUCCESS)
+            continue; /* destroyed meanwhile: nothing of it can still run */
+        sync();
+        gy_cu_context popped;
+        pop(&popped);
+    }
+}
+
+static void drain(uint64_t epoch)
+{
+    uint64_t launches = wait_no_launch_halfway();
+    while (atomic_load_explicit(&gy_client.captures_in_progress, memory_order_acquire) > 0)
+        sleep_ns(1000000);
+    synchronize_contexts();
+    bool slipped = gy_launch_allowed(&gy_client.shm, gy_client.priority) ||
+                   atomic_load_explicit(&gy_client.entered, memory_order_seq_cst) != launches ||
+                   atomic_load_explicit(&gy_client.left, memory_order_acquire) != launches;
+    gy_drain_ack(&gy_client.shm, epoch, slipped);
+    /* A launch that entered between our check and the ack may have seen the flag still set and
+     * skipped setting it: set it again for it. */
+    struct gy_proc_slot *slot = gy_my_slot(&gy_client.shm);
+    if (!slipped && slot && atomic_load_explicit(&gy_client.entered, memory_order_seq_cst) != launches)
+        atomic_store_explicit(&slot->inflight, 1, memory_order_seq_cst);
+}
+
+static void *helper_main(void *arg)
+{
+    uint64_t generation = (uint64_t)(uintptr_t)arg;
+    while (atomic_load(&gy_client.generation) == generation) {
+        uint64_t epoch;
+        if (gy_drain_wait_request(&gy_client.shm, REQUEST_POLL_NS, &epoch))
+            drain(epoch);
+    }
+    return NULL;
+}
+
+void gy_drain_helper_start(void)
+{
+    /* The helper takes no signals: they stay with the application's threads. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_t thread;
+    uintptr_t generation = (uintptr_t)atomic_load(&gy_client.generation);
+    int rc = pthread_create(&thread, &attr, helper_main, (void *)generation);
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc) {
+        fprintf(stderr, "gpuyield: pid %d cannot start its drain helper thread: %s\n", (int)getpid(), strerror(rc));
+        _exit(2);
+    }
+}

@@ -1,0 +1,138 @@
+/* Binding to the real driver. Real entry points are looked up by exact name on libcuda's own
+ * handle, so a _ptsz hook always calls the real _ptsz function and a lookup never finds our
+ * preloaded exports. Binding happens once, the first time a lookup hands out a libcuda pointer
+ * (or a hook runs in a process linked to libcuda): a dladdr, a no-load dlopen, a few dlsyms. */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "driver.h"
+#include "hook_functions.h"
+#include "real_dlsym.h"
+
+struct fn_name {
+    const char *name;
+    void *hook; /* NULL for functions we only call */
+};
+
+#define HOOKED(fn) {#fn, (void *)(fn)}
+static const struct fn_name fn_names[GY_FN_COUNT] = {
+    [GY_FN_LAUNCH_KERNEL] = HOOKED(cuLaunchKernel),
+    [GY_FN_LAUNCH_KERNEL_PTSZ] = HOOKED(cuLaunchKernel_ptsz),
+    [GY_FN_LAUNCH_KERNEL_EX] = HOOKED(cuLaunchKernelEx),
+    [GY_FN_LAUNCH_KERNEL_EX_PTSZ] = HOOKED(cuLaunchKernelEx_ptsz),
+    [GY_FN_LAUNCH_COOPERATIVE] = HOOKED(cuLaunchCooperativeKernel),
+    [GY_FN_LAUNCH_COOPERATIVE_PTSZ] = HOOKED(cuLaunchCooperativeKernel_ptsz),
+    [GY_FN_GRAPH_LAUNCH] = HOOKED(cuGraphLaunch),
+    [GY_FN_GRAPH_LAUNCH_PTSZ] = HOOKED(cuGraphLaunch_ptsz),
+    [GY_FN_GET_PROC_ADDRESS] = HOOKED(cuGetProcAddress),
+    [GY_FN_GET_PROC_ADDRESS_V2] = HOOKED(cuGetProcAddress_v2),
+    [GY_FN_BEGIN_CAPTURE] = HOOKED(cuStreamBeginCapture),
+    [GY_FN_BEGIN_CAPTURE_PTSZ] = HOOKED(cuStreamBeginCapture_ptsz),
+    [GY_FN_BEGIN_CAPTURE_V2] = HOOKED(cuStreamBeginCapture_v2),
+    [GY_FN_BEGIN_CAPTURE_V2_PTSZ] = HOOKED(cuStreamBeginCapture_v2_ptsz),
+    [GY_FN_BEGIN_CAPTURE_TO_GRAPH] = HOOKED(cuStreamBeginCaptureToGraph),
+    [GY_FN_BEGIN_CAPTURE_TO_GRAPH_PTSZ] = HOOKED(cuStreamBeginCaptureToGraph_ptsz),
+    [GY_FN_END_CAPTURE] = HOOKED(cuStreamEndCapture),
+    [GY_FN_END_CAPTURE_PTSZ] = HOOKED(cuStreamEndCapture_ptsz),
+    [GY_FN_IS_CAPTURING] = {"cuStreamIsCapturing", NULL},
+    [GY_FN_STREAM_SYNCHRONIZE] = {"cuStreamSynchronize", NULL},
+    [GY_FN_CTX_GET_CURRENT] = {"cuCtxGetCurrent", NULL},
+    [GY_FN_CTX_PUSH_CURRENT] = {"cuCtxPushCurrent_v2", NULL},
+    [GY_FN_CTX_POP_CURRENT] = {"cuCtxPopCurrent_v2", NULL},
+    [GY_FN_CTX_SYNCHRONIZE] = {"cuCtxSynchronize", NULL},
+    [GY_FN_EVENT_CREATE] = {"cuEventCreate", NULL},
+    [GY_FN_EVENT_RECORD] = {"cuEventRecord", NULL},
+    [GY_FN_EVENT_SYNCHRONIZE] = {"cuEventSynchronize", NULL},
+    [GY_FN_EVENT_DESTROY] = {"cuEventDestroy_v2", NULL},
+};
+
+void *gy_real_fns[GY_FN_COUNT];
+_Atomic int gy_driver_bound;
+static pthread_mutex_t bind_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static bool is_libcuda_path(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    return strncmp(base, "libcuda.so", strlen("libcuda.so")) == 0;
+}
+
+static bool bind_handle_locked(void *handle)
+{
+    gy_dlsym_fn real_dlsym = gy_real_dlsym();
+    for (int i = 0; i < GY_FN_COUNT; i++)
+        gy_real_fns[i] = real_dlsym(handle, fn_names[i].name);
+    atomic_store_explicit(&gy_driver_bound, 1, memory_order_release);
+    return true;
+}
+
+bool gy_driver_bind_from(void *known)
+{
+    if (atomic_load_explicit(&gy_driver_bound, memory_order_acquire))
+        return true;
+    Dl_info info;
+    if (!known || !dladdr(known, &info) || !info.dli_fname || !is_libcuda_path(info.dli_fname))
+        return false;
+    pthread_mutex_lock(&bind_lock);
+    bool bound = atomic_load_explicit(&gy_driver_bound, memory_order_acquire);
+    if (!bound) {
+        void *handle = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+        bound = handle && bind_handle_locked(handle);
+    }
+    pthread_mutex_unlock(&bind_lock);
+    return bound;
+}
+
+bool gy_driver_bind_loaded(void)
+{
+    pthread_mutex_lock(&bind_lock);
+    bool bound = atomic_load_explicit(&gy_driver_bound, memory_order_acquire);
+    if (!bound) {
+        void *handle = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+        bound = handle && bind_handle_locked(handle);
+    }
+    pthread_mutex_unlock(&bind_lock);
+    return bound;
+}
+
+void *gy_hook_by_name(const char *name)
+{
+    if (name[0] != 'c' || name[1] != 'u')
+        return NULL;
+    for (int i = 0; i < GY_FN_HOOKED_COUNT; i++)
+        if (strcmp(fn_names[i].name, name) == 0)
+            return fn_names[i].hook;
+    return NULL;
+}
+
+void *gy_hook_if_real(const char *name, void *fn)
+{
+    if (!fn || name[0] != 'c' || name[1] != 'u')
+        return NULL;
+    for (int i = 0; i < GY_FN_HOOKED_COUNT; i++)
+        if (strcmp(fn_names[i].name, name) == 0)
+            return gy_real_fns[i] == fn ? fn_names[i].hook : NULL;
+    return NULL;
+}
+
+void *gy_hook_for_real(void *fn)
+{
+    if (!fn)
+        return NULL;
+    for (int i = 0; i < GY_FN_HOOKED_COUNT; i++)
+        if (gy_real_fns[i] == fn)
+            return fn_names[i].hook;
+    return NULL;
+}
+
+bool gy_hooked_base_name(const char *name)
+{
+    for (int i = 0; i < GY_FN_HOOKED_COUNT; i++) {
+        size_t len = strlen(name);
+        if (strncmp(fn_names[i].name, name, len) == 0 &&
+            (fn_names[i].name[len] == '\0' || fn_names[i].name[len] == '_'))
+            return true;
+    }
+    return false;
+}

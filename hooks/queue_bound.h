@@ -1,0 +1,29 @@
+/* The queue-bounding modes, per (thread, stream), kept in a thread-local table (no lock on the
+ * launch path):
+ *   sync:N   after every N-th unit, wait for the stream (at most N queued);
+ *   event:N  after every N-th unit record an event; before the first unit of group g wait for
+ *            the event of group g-2 (at most 2N queued, no bubble when N is large enough).
+ * A unit is a kernel or a whole graph launch. Nothing is inserted on a stream being captured
+ * (checked at group boundaries only). `stream` is the launch's stream with NULL already mapped
+ * to CU_STREAM_LEGACY (plain entry points) or CU_STREAM_PER_THREAD (_ptsz ones). */
+#ifndef GY_QUEUE_BOUND_H
+#define GY_QUEUE_BOUND_H
+
+#include "client.h"
+
+void gy_bound_before_slow(gy_cu_stream stream);
+void gy_bound_after_slow(gy_cu_stream stream);
+
+static inline void gy_bound_before(gy_cu_stream stream)
+{
+    if (gy_client.mode == GY_MODE_EVENT)
+        gy_bound_before_slow(stream);
+}
+
+static inline void gy_bound_after(gy_cu_stream stream)
+{
+    if (gy_client.mode != GY_MODE_NONE)
+        gy_bound_after_slow(stream);
+}
+
+#endif

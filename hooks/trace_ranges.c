@@ -1,0 +1,13 @@
+/* NVTX v3 is header-only (it finds the tool, e.g. nsys, through NVTX_INJECTION64_PATH at the
+ * first call); GY_NVTX is defined by hooks/build.mk when CUDA_HOME has the headers. */
+#include "trace_ranges.h"
+
+#ifdef GY_NVTX
+#include <nvtx3/nvToolsExt.h>
+
+void gy_range_push(const char *name) { nvtxRangePushA(name); }
+void gy_range_pop(void) { nvtxRangePop(); }
+#else
+void gy_range_push(const char *name) { (void)name; }
+void gy_range_pop(void) {}
+#endif
