@@ -1,31 +1,31 @@
 #!/usr/bin/env bash
-# nsight-parser: tests/python/test_nsight_parser.py against the plain build and the ASan+UBSan
-# build (leaks and undefined behaviour fail a run). Last line: "N passed, N failed".
+# Suite 60: nsight-parser. tests/python/test_nsight_parser.py against the plain build and the
+# ASan+UBSan build (a leak or undefined behaviour fails a run). Ends with "N passed, N failed"
+# converted from pytest's summaries (errors count as failures; a pytest that died counts as one).
 set -uo pipefail
 ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 BUILD=${BUILD:-$ROOT/build}
 PYTHON=${PYTHON:-/usr/bin/python3}
-passed=0 failed=0
+. "$ROOT/tests/lib/suite.sh"
+cd "$ROOT"
+
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
 for variant in plain asan; do
     if [ "$variant" = plain ]; then bin=$BUILD/bin/nsight-parser; else bin=$BUILD/$variant/bin/nsight-parser; fi
     if [ ! -x "$bin" ]; then
-        if [ "$variant" = plain ]; then
-            echo "60-nsight: $bin is missing: build first (./make.sh)"; failed=$((failed + 1))
-        else
-            echo "60-nsight: $bin is missing: the $variant run is skipped (./make.sh test builds it)"
-        fi
+        if [ "$variant" = plain ]; then fail "nsight-parser-built" "$bin is missing: build first (./make.sh)"
+        else echo "60-nsight: $bin is missing: the $variant run is skipped (./make.sh test builds it)"; fi
         continue
     fi
     echo "-- nsight-parser ($variant): $bin"
-    out=$(NSIGHT_PARSER=$bin "$PYTHON" -m pytest -q -p no:cacheprovider "$ROOT/tests/python/test_nsight_parser.py" 2>&1)
-    echo "$out"
-    last=$(printf '%s\n' "$out" | tail -n 1)
-    p=$(printf '%s' "$last" | grep -o '[0-9]* passed' | grep -o '[0-9]*' || true)
-    f=$(printf '%s' "$last" | grep -o '[0-9]* failed' | grep -o '[0-9]*' || true)
-    e=$(printf '%s' "$last" | grep -o '[0-9]* error' | grep -o '[0-9]*' || true)
-    if [ -z "$p$f$e" ]; then
-        echo "60-nsight: pytest gave no result line for the $variant run: counted as 1 failure"; f=1
-    fi
-    passed=$((passed + ${p:-0})); failed=$((failed + ${f:-0} + ${e:-0}))
+    NSIGHT_PARSER=$bin PYTHONDONTWRITEBYTECODE=1 "$PYTHON" -m pytest -q -p no:cacheprovider \
+        tests/python/test_nsight_parser.py 2>&1 | tee "$log"
+    rc=${PIPESTATUS[0]}
+    summary=$(grep -E '^=*[ ]*[0-9]+ (passed|failed|error|errors|skipped)|no tests ran' "$log" | tail -n 1)
+    count() { echo "$summary" | grep -Eo "[0-9]+ $1" | head -n 1 | grep -Eo '[0-9]+' || echo 0; }
+    p=$(count passed); f=$(( $(count failed) + $(count 'errors?') ))
+    SUITE_PASSED=$((SUITE_PASSED + p)); SUITE_FAILED=$((SUITE_FAILED + f))
+    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then fail "pytest-$variant" "exit status $rc without a failure count"; fi
 done
-echo "$passed passed, $failed failed"
+finish

@@ -1,23 +1,27 @@
 #!/usr/bin/env bash
-# gpuyield.plot: tests/python/test_plot.py with the built package (BUILD/python). Also runs the
-# kernels plot end to end through BUILD/bin/nsight-parser. Last line: "N passed, N failed".
+# Suite 70: gpuyield.plot. tests/python/test_plot.py with the package built into $BUILD/python
+# (and the kernels plot end to end through $BUILD/bin/nsight-parser when it is built). Ends with
+# "N passed, N failed" converted from pytest's summary (errors count as failures).
 set -uo pipefail
 ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 BUILD=${BUILD:-$ROOT/build}
 PYTHON=${PYTHON:-/usr/bin/python3}
-if [ ! -f "$BUILD/python/gpuyield/plot.py" ]; then
-    echo "70-plot: $BUILD/python/gpuyield/plot.py is missing: build the package first (./make.sh)"
-    echo "0 passed, 1 failed"
+. "$ROOT/tests/lib/suite.sh"
+cd "$ROOT"
+
+if [ ! -f "$BUILD/lib/libgycontrol.a" ] || ! PYTHON_BIN=$PYTHON bash pyext/build_ext.sh "$BUILD"; then
+    fail "gpuyield-package" "cannot build the gpuyield package into $BUILD/python: build first (./make.sh)"
+    finish
     exit 1
 fi
-out=$(PYTHONPATH=$BUILD/python${PYTHONPATH:+:$PYTHONPATH} NSIGHT_PARSER=$BUILD/bin/nsight-parser MPLBACKEND=Agg \
-      "$PYTHON" -m pytest -q -p no:cacheprovider "$ROOT/tests/python/test_plot.py" 2>&1)
-echo "$out"
-last=$(printf '%s\n' "$out" | tail -n 1)
-p=$(printf '%s' "$last" | grep -o '[0-9]* passed' | grep -o '[0-9]*' || true)
-f=$(printf '%s' "$last" | grep -o '[0-9]* failed' | grep -o '[0-9]*' || true)
-e=$(printf '%s' "$last" | grep -o '[0-9]* error' | grep -o '[0-9]*' || true)
-if [ -z "$p$f$e" ]; then
-    echo "70-plot: pytest gave no result line: counted as 1 failure"; f=1
-fi
-echo "${p:-0} passed, $(( ${f:-0} + ${e:-0} )) failed"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+PYTHONPATH="$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" PYTHONDONTWRITEBYTECODE=1 MPLBACKEND=Agg \
+    NSIGHT_PARSER=$BUILD/bin/nsight-parser "$PYTHON" -m pytest -q -p no:cacheprovider tests/python/test_plot.py \
+    2>&1 | tee "$log"
+rc=${PIPESTATUS[0]}
+summary=$(grep -E '^=*[ ]*[0-9]+ (passed|failed|error|errors|skipped)|no tests ran' "$log" | tail -n 1)
+count() { echo "$summary" | grep -Eo "[0-9]+ $1" | head -n 1 | grep -Eo '[0-9]+' || echo 0; }
+SUITE_PASSED=$(count passed); SUITE_FAILED=$(( $(count failed) + $(count 'errors?') ))
+if [ "$rc" -ne 0 ] && [ "$SUITE_FAILED" -eq 0 ]; then fail "pytest" "exit status $rc without a failure count"; fi
+finish
