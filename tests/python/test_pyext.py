@@ -7,6 +7,7 @@ beside parallel builds on 2 cores.
 """
 
 import errno
+import gc
 import itertools
 import json
 import multiprocessing
@@ -702,3 +703,15 @@ def test_segment_removed_underneath(tags, agents):
         seg.begin(1)
     seg.close()
     fresh.close()
+
+
+def test_dropped_segment_counts_its_jobs_out(tags):
+    tag = tags()
+    with gpuyield.create(tag) as watcher:
+        seg = gpuyield.connect(tag)
+        seg.begin(3)  # the Segment and its begun Job refer to each other: a cycle for the GC
+        assert watcher.status()["jobs"][3] == 1
+        del seg
+        gc.collect()
+        status = watcher.status()
+        assert status["jobs"] == [0] * 8 and status["processes"] == []
