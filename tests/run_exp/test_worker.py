@@ -1,0 +1,198 @@
+"""The worker's logic without torch: the handshake with run_exp, the CSV, stopping, and job
+marking through the real gpuyield extension. run_job is a stand-in that sleeps."""
+import os
+import threading
+import time
+import types
+
+import pytest
+
+from gpuyield import worker
+
+HEADER = worker.CSV_HEADER.strip()
+
+
+class FakeRunExp:
+    """The run_exp side of the two pipes."""
+
+    def __init__(self):
+        self.status_r, status_w = os.pipe()
+        control_r, self.control_w = os.pipe()
+        self.link = worker.Link(status_w, control_r)
+        self.buffer = b""
+
+    def read_line(self, timeout=10):
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.buffer:
+            assert time.monotonic() < deadline, "no status line from the worker"
+            self.buffer += os.read(self.status_r, 256)
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return line.decode()
+
+    def send(self, cmd):
+        os.write(self.control_w, (cmd + "\n").encode())
+
+
+def start_loop(tmp_path, run_job, **kw):
+    rx = FakeRunExp()
+    csv = worker.JobCsv(str(tmp_path / "jobs.csv"))
+    result = {}
+    t = threading.Thread(target=lambda: result.update(jobs=worker.run_jobs(rx.link, csv, run_job, **kw)))
+    t.start()
+    return rx, csv, t, result
+
+
+def rows(tmp_path):
+    lines = (tmp_path / "jobs.csv").read_text().splitlines()
+    assert lines[0] == HEADER
+    return [line.split(",") for line in lines[1:]]
+
+
+def sleeper(seconds=0.002):
+    def run_job():
+        time.sleep(seconds)
+        return 123, 456
+    return run_job
+
+
+def test_ready_then_go_then_jobs_until_stop(tmp_path):
+    rx, csv, t, result = start_loop(tmp_path, sleeper())
+    assert rx.read_line() == "ready"
+    assert not (tmp_path / "jobs.csv").read_text().count("\n") > 1, "no job may run before go"
+    rx.send("go")
+    for n in range(1, 6):
+        assert rx.read_line().startswith(f"job {n} ")
+    rx.send("stop")
+    t.join(10)
+    assert not t.is_alive()
+    csv.close()
+    got = rows(tmp_path)
+    assert result["jobs"] == len(got) >= 5
+    for i, r in enumerate(got, 1):
+        assert len(r) == 8 and int(r[0]) == i
+        start, end = int(r[1]), int(r[2])
+        assert end >= start + 1_000_000  # each stand-in job sleeps 2 ms
+        assert abs(float(r[3]) - (end - start) / 1e6) < 0.01
+        assert r[4:] == ["0", "-1", "123", "456"]  # not marked: no drain wait, drained -1
+
+
+def test_start_times_are_monotonic_ns(tmp_path):
+    before = time.monotonic_ns()
+    rx, csv, t, _ = start_loop(tmp_path, sleeper())
+    rx.read_line()
+    rx.send("go")
+    rx.read_line()
+    rx.send("stop")
+    t.join(10)
+    csv.close()
+    assert before <= int(rows(tmp_path)[0][1]) <= time.monotonic_ns()
+
+
+def test_stop_cuts_the_sleep_between_jobs(tmp_path):
+    rx, csv, t, result = start_loop(tmp_path, sleeper(), sleep_time=60)
+    rx.read_line()
+    rx.send("go")
+    rx.read_line()
+    t0 = time.monotonic()
+    rx.send("stop")
+    t.join(10)
+    csv.close()
+    assert not t.is_alive() and time.monotonic() - t0 < 5
+    assert result["jobs"] == 1
+
+
+def test_sleep_time_spaces_jobs(tmp_path):
+    rx, csv, t, _ = start_loop(tmp_path, sleeper(), sleep_time=0.2)
+    rx.read_line()
+    rx.send("go")
+    rx.read_line()
+    rx.read_line()
+    rx.send("stop")
+    t.join(10)
+    csv.close()
+    r = rows(tmp_path)
+    assert int(r[1][1]) - int(r[0][2]) >= 150_000_000
+
+
+def test_eof_before_go_runs_nothing(tmp_path):
+    calls = []
+    rx, csv, t, result = start_loop(tmp_path, lambda: calls.append(1) or (0, 0))
+    rx.read_line()
+    os.close(rx.control_w)  # run_exp gone
+    t.join(10)
+    csv.close()
+    assert result["jobs"] == 0 and not calls and rows(tmp_path) == []
+
+
+def test_stop_before_go_runs_nothing(tmp_path):
+    rx, csv, t, result = start_loop(tmp_path, sleeper())
+    rx.read_line()
+    rx.send("stop")
+    t.join(10)
+    csv.close()
+    assert result["jobs"] == 0
+
+
+def test_link_from_env_outside_run_exp():
+    with pytest.raises(worker.WorkerError, match="started by run_exp"):
+        worker.Link.from_env({})
+
+
+def test_main_outside_run_exp_fails_clearly(monkeypatch, capsys, tmp_path):
+    monkeypatch.delenv(worker.STATUS_FD_ENV, raising=False)
+    monkeypatch.delenv(worker.CONTROL_FD_ENV, raising=False)
+    rc = worker.main(["--model", "resnet50", "--input", "x.png", "--csv", str(tmp_path / "c.csv")])
+    assert rc == 1
+    assert "started by run_exp" in capsys.readouterr().err
+
+
+def test_resize_argument():
+    args = worker.parse_args(["--model", "m", "--input", "i", "--csv", "c", "--resize", "1440x2560"])
+    assert args.resize == (1440, 2560) and args.batch_size == 1 and args.priority == 0
+    with pytest.raises(SystemExit):
+        worker.parse_args(["--model", "m", "--input", "i", "--csv", "c", "--resize", "big"])
+
+
+def test_detection_size_is_pinned_without_patching():
+    model = types.SimpleNamespace(transform=types.SimpleNamespace(min_size=(800,), max_size=1333))
+    worker.fix_detection_size(model, 1440, 2560)
+    assert model.transform.min_size == (1440,) and model.transform.max_size == 2560
+    worker.fix_detection_size(model, 2560, 1440)  # portrait: the same pair, min and max
+    assert model.transform.min_size == (1440,) and model.transform.max_size == 2560
+
+
+def test_jobs_not_marked_without_control_or_priority():
+    assert worker.job_marker(0, {"GPUYIELD_SHM": "anything"}) is None
+    assert worker.job_marker(1, {}) is None
+
+
+def test_high_priority_jobs_are_marked(tmp_path):
+    import gpuyield
+    tag = f"test-worker-{os.getpid()}"
+    owner = gpuyield.create(tag)
+    try:
+        seg = worker.job_marker(1, {"GPUYIELD_SHM": tag})
+        assert seg is not None
+        seen = []
+
+        def run_job():
+            seen.append(owner.status()["jobs"][1])  # the job is counted in while it runs
+            return 0, 0
+
+        rx, csv, t, _ = start_loop(tmp_path, run_job, priority=1, segment=seg)
+        rx.read_line()
+        rx.send("go")
+        rx.read_line()
+        rx.read_line()
+        rx.send("stop")
+        t.join(10)
+        csv.close()
+        assert seen and all(n == 1 for n in seen)
+        assert owner.status()["jobs"][1] == 0  # and counted out after
+        for r in rows(tmp_path):
+            assert r[5] == "1"  # drained: nothing lower had work in flight
+            assert int(r[4]) < 1_000_000_000
+        seg.close()
+    finally:
+        owner.close()
+        gpuyield.remove(tag)
