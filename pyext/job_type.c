@@ -63,13 +63,15 @@ static int wait_drained(JobObject *self, bool count_out)
 int gyp_job_begin(JobObject *self, bool wait)
 {
     SegmentObject *seg = self->segment;
-    if (!seg)
-        return gyp_raise(EBADF, "this job's Segment is gone"), -1;
-    if (self->job.active && self->owner_pid == getpid())
-        return gyp_raise(EBUSY,
-                         "this job (priority %d) is already in progress: make a new seg.job(%d) for a nested job",
-                         self->priority, self->priority),
-               -1;
+    if (!seg) {
+        gyp_raise(EBADF, "this job's Segment is gone");
+        return -1;
+    }
+    if (self->job.active && self->owner_pid == getpid()) {
+        gyp_raise(EBUSY, "this job (priority %d) is already in progress: make a new seg.job(%d) for a nested job",
+                  self->priority, self->priority);
+        return -1;
+    }
     if (gyp_segment_ready(seg) || gyp_segment_check_present(seg) || gyp_segment_ensure_registered(seg))
         return -1;
     gy_err err;

@@ -430,24 +430,27 @@ def test_ctrl_c_while_waiting_counts_the_job_out(segment, agents, begin):
             waiter.communicate()
 
 
-def test_other_threads_run_while_waiting_and_close_refuses(tags, agents):
-    with gpuyield.create(tags(), drain_timeout_ms=3000) as seg:
-        agents(seg.name)("inflight")
-        result = {}
+def test_other_threads_run_while_waiting_and_close_refuses(segment, agents):
+    low = agents(segment.name)
+    low("inflight")
+    result = {}
 
-        def run():
-            with seg.job(1) as job:
-                result["timed_out"] = job.timed_out
+    def run():
+        with segment.job(1) as job:
+            result["drained"] = job.drained
 
-        worker = threading.Thread(target=run)
-        worker.start()
+    worker = threading.Thread(target=run)
+    worker.start()
+    try:
         # this thread keeps running Python while the other waits: the GIL is released
-        wait_until(lambda: jobs(seg)[1] == 1, what="the job to be counted in")
+        wait_until(lambda: jobs(segment)[1] == 1, what="the job to be counted in")
         with pytest.raises(gpuyield.Error, match="another thread") as info:
-            seg.close()
-        assert info.value.errno == errno.EBUSY
+            segment.close()
+        assert info.value.errno == errno.EBUSY and worker.is_alive()
+    finally:
+        assert low("ack 30") == "True"  # the drain ends the other thread's wait
         worker.join(30)
-        assert not worker.is_alive() and result == {"timed_out": True}
+    assert not worker.is_alive() and result == {"drained": True}
 
 
 def test_process_killed_inside_a_job_is_reaped(segment, agents):
