@@ -1,5 +1,6 @@
 #include "stats.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 
 static int ascending(const void *a, const void *b)
@@ -14,9 +15,16 @@ struct np_stats np_stats_of(int64_t *values, size_t count)
     if (count == 0)
         return s;
     qsort(values, count, sizeof *values, ascending);
-    for (size_t i = 0; i < count; i++)
-        s.total += values[i];
-    s.mean = (double)s.total / (double)count;
+    long double sum = 0; /* the mean stays right even where the total saturates */
+    bool saturated = false;
+    for (size_t i = 0; i < count; i++) {
+        sum += values[i];
+        if (!saturated && __builtin_add_overflow(s.total, values[i], &s.total))
+            saturated = true;
+    }
+    if (saturated)
+        s.total = sum > 0 ? INT64_MAX : INT64_MIN;
+    s.mean = (double)(sum / (long double)count);
     if (count % 2)
         s.median = (double)values[count / 2];
     else /* halve each before adding: no overflow near INT64_MAX */

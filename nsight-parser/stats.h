@@ -12,7 +12,7 @@ struct np_stats {
     double median;
     int64_t p99;
     double mean;
-    int64_t total;
+    int64_t total; /* saturates at INT64_MAX/MIN instead of overflowing */
 };
 
 /* Sorts values in place. count 0 gives all zeros. */

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Suite 60: nsight-parser. tests/python/test_nsight_parser.py against the plain build and the
+# Suite 60: nsight-parser. Its unit tests, then tests/python/test_nsight_parser.py against the plain build and the
 # ASan+UBSan build (a leak or undefined behaviour fails a run). Ends with "N passed, N failed"
 # converted from pytest's summaries (errors count as failures; a pytest that died counts as one).
 set -uo pipefail
@@ -8,6 +8,9 @@ BUILD=${BUILD:-$ROOT/build}
 PYTHON=${PYTHON:-/usr/bin/python3}
 . "$ROOT/tests/lib/suite.sh"
 cd "$ROOT"
+
+run_counted units "$BUILD/tests/test_nsight_units"
+if [ -x "$BUILD/asan/tests/test_nsight_units" ]; then run_counted units-asan "$BUILD/asan/tests/test_nsight_units"; fi
 
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
