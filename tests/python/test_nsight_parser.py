@@ -413,3 +413,51 @@ def test_real_export(work, path):
     db.close()
     want = {pid: (names or {}).get(pid) or process_names.get(pid) or "process" for pid in kernels}
     check_outputs(work / "out", path, want)
+
+
+def write_kern_exec_csv_from_export(path, out):
+    """What `nsys stats --report cuda_kern_exec_trace --format csv` prints for an export: one row per
+    kernel joined to its launch call in the same process, times in ns."""
+    db = sqlite3.connect(path)
+    rows = db.execute("""
+        SELECT r.start, r.end - r.start, k.start, k.end - k.start, (r.globalTid >> 24) & 16777215,
+               r.globalTid & 16777215, k.deviceId, rn.value, coalesce(dn.value, sn.value)
+        FROM CUPTI_ACTIVITY_KIND_KERNEL AS k
+        JOIN CUPTI_ACTIVITY_KIND_RUNTIME AS r
+          ON k.correlationId = r.correlationId AND k.globalPid = (r.globalTid & -16777216)
+        LEFT JOIN StringIds AS rn ON rn.id = r.nameId
+        LEFT JOIN StringIds AS dn ON dn.id = k.demangledName
+        LEFT JOIN StringIds AS sn ON sn.id = k.shortName
+        ORDER BY r.start""").fetchall()
+    db.close()
+    with open(out, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["API Start (ns)", "API Dur (ns)", "Queue Start (ns)", "Queue Dur (ns)", "Kernel Start (ns)",
+                    "Kernel Dur (ns)", "Total Dur (ns)", "PID", "TID", "DevId", "API Function", "GridXYZ",
+                    "BlockXYZ", "Kernel Name"])
+        for a0, ad, k0, kd, pid, tid, dev, api, name in rows:
+            queued = k0 - (a0 + ad) >= 0
+            w.writerow([a0, ad, a0 + ad if queued else "", k0 - (a0 + ad) if queued else "", k0, kd,
+                        max(a0 + ad, k0 + kd) - a0, pid, tid, dev, api, "   1    1    1", "   1    1    1", name])
+    return len(rows)
+
+
+@pytest.mark.skipif(not FIXTURES, reason="no real fixtures in tests/fixtures/nsys yet")
+@pytest.mark.parametrize("path", FIXTURES, ids=[Path(p).name for p in FIXTURES])
+def test_real_export_as_nsys_stats_csv(work, path):
+    """The same real report through the CSV input gives the same tables, less the streams."""
+    n = write_kern_exec_csv_from_export(path, work / "kern.csv")
+    assert n > 0
+    r = run(work / "kern.csv", "-o", work / "from_csv")
+    assert r.returncode == 0, r.stderr
+    r = run(path, "-o", work / "from_sqlite")
+    assert r.returncode == 0, r.stderr
+    from_sqlite = {p.name.rsplit("_", 1)[1]: p for p in (work / "from_sqlite").glob("*.csv")}
+    total = 0
+    for table in (work / "from_csv").glob("*.csv"):
+        pid_part = table.name.rsplit("_", 1)[1]
+        want = [dict(row, Stream=None) for row in read_table(from_sqlite[pid_part]) if row["IssueStart"] is not None]
+        got = read_table(table)
+        assert got == want
+        total += len(got)
+    assert total == n
