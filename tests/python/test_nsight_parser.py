@@ -461,3 +461,26 @@ def test_real_export_as_nsys_stats_csv(work, path):
         assert got == want
         total += len(got)
     assert total == n
+
+
+def test_interrupted_export_leaves_nothing(work):
+    """Ctrl-C while nsys exports: the export is stopped, the temporary directory removed."""
+    import signal
+    import time
+    fake = work / "nsys"
+    started = work / "started"
+    fake.write_text(f"#!/bin/sh\n: > \"$5\"\ntouch {started}\nexec sleep 60\n")
+    fake.chmod(0o755)
+    (work / "run.nsys-rep").write_bytes(b"x")
+    tmp = work / "tmp"
+    tmp.mkdir()
+    p = subprocess.Popen([PARSER, str(work / "run.nsys-rep"), "--nsys", str(fake), "-o", str(work / "out")],
+                         env=dict(os.environ, TMPDIR=str(tmp)), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 30
+    while not started.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert started.exists(), "the fake nsys never ran"
+    p.send_signal(signal.SIGINT)
+    p.communicate(timeout=30)
+    assert p.returncode == -signal.SIGINT
+    assert list(tmp.iterdir()) == [] and not (work / "out").exists()
