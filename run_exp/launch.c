@@ -29,6 +29,16 @@ int install_locate(struct install *in)
         }
         *slash = '\0';
     }
+    /* GPUYIELD_BUILD points the workers at another build's files (e.g. a sanitizer build of
+     * run_exp driving the plain hooks and Python package). */
+    const char *override = getenv("GPUYIELD_BUILD");
+    if (override && *override) {
+        if (strlen(override) >= sizeof exe) {
+            fprintf(stderr, "run_exp: error: GPUYIELD_BUILD is too long\n");
+            return -1;
+        }
+        snprintf(exe, sizeof exe, "%s", override);
+    }
     snprintf(in->build, sizeof in->build, "%s", exe);
     snprintf(in->hooks_lib, sizeof in->hooks_lib, "%s/lib/libgpuyield.so", exe);
     snprintf(in->python_dir, sizeof in->python_dir, "%s/python", exe);

@@ -10,7 +10,8 @@
 
 #include "config.h"
 
-/* Where run_exp's build output lies: derived from run_exp's own path ($(O)/bin/run_exp). */
+/* Where run_exp's build output lies: $GPUYIELD_BUILD, else derived from run_exp's own path
+ * ($(O)/bin/run_exp). */
 struct install {
     char build[PATH_MAX];
     char hooks_lib[PATH_MAX];  /* $(O)/lib/libgpuyield.so */

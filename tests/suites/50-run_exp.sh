@@ -183,6 +183,14 @@ check run_env_mode grep -qx "GPUYIELD_MODE=none" "$T/out/model_B.csv.env"
 check run_env_pythonpath grep -q "^PYTHONPATH=$BUILD/python" "$T/out/model_B.csv.env"
 check run_env_uncontrolled_no_hooks bash -c "! grep -q '^LD_PRELOAD=.*libgpuyield\|^GPUYIELD_SHM=' '$T/out/model_A.csv.env'"
 
+# The same run under ASan+UBSan (leaks included): supervision, results and summary are clean.
+if [ -x "$RUN_EXP_ASAN" ]; then
+    rm -rf "$T/out"
+    out=$(GPUYIELD_BUILD=$BUILD "$RUN_EXP_ASAN" -f "$T/run.json" 2>&1); rc=$?
+    check run_asan_clean test "$rc" -eq 0 || echo "$out" | tail -n 30
+    check run_asan_csv csv_whole "$T/out/model_A.csv" 10
+fi
+
 # At least --min-jobs jobs, even when exp_dur is over before.
 rm -rf "$T/out"
 cfg "$T/min.json" --set exp_dur=0.2 --set models.0.sleep_time=0.1 --set models.1.sleep_time=0.1
