@@ -408,8 +408,10 @@ def test_real_export(work, path):
     assert r.returncode == 0, r.stderr
     kernels = expected_kernels(path)
     db = sqlite3.connect(path)
-    process_names = dict(db.execute("SELECT pid, name FROM PROCESSES").fetchall()) \
-        if table_exists(db, "PROCESSES") else {}
+    process_names = {}
+    if table_exists(db, "PROCESSES"):
+        for pid, pname in db.execute("SELECT pid, name FROM PROCESSES WHERE name IS NOT NULL ORDER BY rowid"):
+            process_names.setdefault(pid, pname)      # the first name a pid had (it may exec later)
     db.close()
     want = {pid: (names or {}).get(pid) or process_names.get(pid) or "process" for pid in kernels}
     check_outputs(work / "out", path, want)
