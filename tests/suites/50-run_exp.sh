@@ -293,6 +293,16 @@ check shm_join_left_in_place test -e "/dev/shm/gpuyield-$UIDN-$TAG"
 "$BUILD/bin/expcontroller" remove --name "$TAG" > /dev/null
 expect shm_join_missing 1 "no segment /gpuyield-$UIDN-$TAG-none" "$RUN_EXP" -f "$T/min.json" --shm "$TAG-none"
 
+# --nsys: the experiment runs under `nsys profile` (a stand-in here), the report is exported to sqlite.
+rm -rf "$T/out"
+out=$("$RUN_EXP" -f "$T/min.json" --min-jobs 1 --nsys-path "$HERE/nsys/nsys" 2>&1); rc=$?
+check nsys_run_exit_zero test "$rc" -eq 0 || echo "$out" | tail -n 20
+check nsys_tracing_options grep -qx " -t cuda,nvtx -s none --cpuctxsw=none -f true" "$T/out/nsight_report.args"
+check nsys_runs_run_exp_without_nsys bash -c "grep -q 'bin/run_exp -f $T/min.json --min-jobs 1\$' '$T/out/nsight_report.command' && ! grep -q -- --nsys '$T/out/nsight_report.command'"
+check nsys_sqlite_exported grep -q "fake sqlite of $T/out/nsight_report.nsys-rep" "$T/out/nsight_report.sqlite"
+check nsys_experiment_ran csv_whole "$T/out/model_A.csv" 1
+check nsys_says_where grep -q "Nsight Systems report $T/out/nsight_report.nsys-rep, sqlite $T/out/nsight_report.sqlite" <<< "$out"
+
 # ---- --simulate: the stand-in worker on the fake driver, with the hooks --------------------
 if [ ! -e "$BUILD/fakecuda/libcuda.so.1" ] || [ ! -e "$BUILD/lib/libgpuyield.so" ] || [ ! -x "$BUILD/bin/gpuyield-standin" ]; then
     fail simulate_pipeline "needs $BUILD/fakecuda/libcuda.so.1, $BUILD/lib/libgpuyield.so and $BUILD/bin/gpuyield-standin: build them"
