@@ -31,7 +31,7 @@ $(FAKECUDA_LIB): $(FAKECUDA_SRC:%.c=$(O)/obj/%.o)
 # Test programs: a worker that runs under the hook against the fake driver, and the test driver
 # that starts workers in fresh processes and checks the fake driver's log and the counters.
 $(O)/obj/tests/hooks/%.o: CFLAGS += -Itests/fakecuda -Itests/lib
-$(O)/tests/hooks/cuda_worker: $(O)/obj/tests/hooks/cuda_worker.o $(FAKECUDA_LIB) $(CONTROLLER_LIB)
+$(O)/tests/hooks/cuda_worker: $(O)/obj/tests/hooks/cuda_worker.o $(O)/obj/tests/hooks/fake_log.o $(FAKECUDA_LIB) $(CONTROLLER_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $(filter %.o %.a,$^) $(FAKECUDA_LIB) -ldl -o $@
 $(O)/tests/hooks/test_hooks: $(O)/obj/tests/hooks/test_hooks.o $(O)/obj/tests/hooks/fake_log.o $(CONTROLLER_LIB)

@@ -13,7 +13,8 @@
 
 static __thread int in_hook __attribute__((tls_model("initial-exec")));
 
-static __attribute__((noinline)) void *lookup(void *handle, const char *name)
+static __attribute__((noinline, no_sanitize_address, no_sanitize_undefined)) void *lookup(void *handle,
+                                                                                     const char *name)
 {
     void *result = gy_real_dlsym()(handle, name);
     if (!result || !name || in_hook || name[0] != 'c' || name[1] != 'u' || !gy_hook_by_name(name))

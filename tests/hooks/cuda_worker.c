@@ -1,0 +1,442 @@
+/* A CUDA "application" for the hook tests: runs under LD_PRELOAD=libgpuyield.so against the fake
+ * libcuda.so.1 and does one scenario (argv[1]). It prints what the test driver checks:
+ *   counters pid=P slot=0|1 launches=N graph_launches=N sync_points=N waits=N drains=N
+ *   JOB <entered_ns> <drained_ns> <exit_ns> <timed_out>      (jobs)
+ *   QUEUED / CAPTURING / ENDED <ns>                          (coordination marks)
+ * and exits 0, or 1 with a line "FAIL ..." when a check of its own fails. */
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fake_log.h"
+#include "fakecuda.h"
+#include "gpuyield.h"
+
+static int failures;
+
+static void fail(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    printf("FAIL ");
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+    failures++;
+}
+
+#define CU(call)                                                                                     \
+    do {                                                                                             \
+        CUresult rc_ = (call);                                                                       \
+        if (rc_ != CUDA_SUCCESS) {                                                                   \
+            fail("%s returned %d (line %d)", #call, rc_, __LINE__);                                   \
+            exit(1);                                                                                 \
+        }                                                                                            \
+    } while (0)
+
+static uint64_t now_ns(void) { return gy_now_ns(); }
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static CUfunction kernel_of(long us)
+{
+    static CUmodule module;
+    if (!module) {
+        CUdevice dev;
+        CUcontext ctx;
+        CU(cuInit(0));
+        CU(cuDeviceGet(&dev, 0));
+        CU(cuDevicePrimaryCtxRetain(&ctx, dev));
+        CU(cuCtxSetCurrent(ctx));
+        CU(cuModuleLoadData(&module, "fake image"));
+    }
+    char name[32];
+    snprintf(name, sizeof name, "spin_us:%ld", us);
+    CUfunction f;
+    CU(cuModuleGetFunction(&f, module, name));
+    return f;
+}
+
+static CUresult launch(CUfunction f, CUstream s) { return cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL); }
+
+/* Our own counters, read through the controller API from the segment the hook joined. */
+static void print_counters(void)
+{
+    const char *tag = getenv("GPUYIELD_SHM");
+    int pid = getpid();
+    if (!tag) {
+        printf("counters pid=%d slot=0\n", pid);
+        return;
+    }
+    gy_shm shm;
+    gy_err err;
+    static struct gy_status st;
+    if (gy_open(tag, &shm, &err) || gy_status_read(&shm, &st, &err)) {
+        fail("cannot read counters: %s", err.msg);
+        return;
+    }
+    gy_close(&shm);
+    /* A process that also registered itself (the jobs scenario) has two slots: sum them. */
+    struct gy_status_proc sum = {0};
+    int found = 0;
+    for (int i = 0; i < st.nprocs; i++) {
+        const struct gy_status_proc *p = &st.procs[i];
+        if (p->pid != pid)
+            continue;
+        found++;
+        sum.launches += p->launches, sum.graph_launches += p->graph_launches, sum.sync_points += p->sync_points;
+        sum.waits += p->waits, sum.drains += p->drains;
+    }
+    printf("counters pid=%d slot=%d launches=%llu graph_launches=%llu sync_points=%llu waits=%llu drains=%llu\n", pid,
+           found, (unsigned long long)sum.launches, (unsigned long long)sum.graph_launches,
+           (unsigned long long)sum.sync_points, (unsigned long long)sum.waits, (unsigned long long)sum.drains);
+}
+
+/* ---- paths: every way an application reaches a launch function ------------------------------ */
+
+static char expected[64]; /* stream of each launch, in order: L legacy, P per-thread, S created */
+static int nexpected, graphs;
+
+static void *must_be_hook(void *fn, const char *how)
+{
+    Dl_info info;
+    if (!fn)
+        fail("%s: got NULL", how);
+    else if (!dladdr(fn, &info) || !info.dli_fname || !strstr(info.dli_fname, "libgpuyield"))
+        fail("%s: got a function of %s, not the hook", how, fn && info.dli_fname ? info.dli_fname : "?");
+    return fn;
+}
+
+static void expect(char stream) { expected[nexpected++] = stream; }
+
+static void check_log_streams(void)
+{
+    struct fake_log log;
+    const char *path = getenv("FAKECUDA_LOG");
+    if (!path || fake_log_read(path, &log)) {
+        fail("no readable FAKECUDA_LOG");
+        return;
+    }
+    uint64_t per_thread = 0, created = 0;
+    int seen = 0;
+    for (int i = 0; i < log.n; i++) {
+        const struct fake_kernel *k = &log.kernels[i];
+        if (k->pid != getpid())
+            continue;
+        if (seen >= nexpected) {
+            fail("more kernels in the log than launched");
+            break;
+        }
+        char want = expected[seen++];
+        uint64_t *id = want == 'P' ? &per_thread : want == 'S' ? &created : NULL;
+        if (id && !*id)
+            *id = k->stream;
+        bool ok = want == 'L' ? k->stream == 0 : (k->stream != 0 && k->stream == *id);
+        if (!ok || (per_thread && per_thread == created))
+            fail("launch %d ran on stream %llu, expected the %s stream", seen, (unsigned long long)k->stream,
+                 want == 'L' ? "legacy" : want == 'P' ? "per-thread" : "created");
+    }
+    if (seen != nexpected)
+        fail("the log has %d kernels of ours, %d were launched", seen, nexpected);
+    fake_log_free(&log);
+}
+
+static void scenario_paths(void)
+{
+    CUfunction f = kernel_of(10);
+    CUstream s;
+    CU(cuStreamCreate(&s, 0));
+    void *h = dlopen("libcuda.so.1", RTLD_NOW);
+    if (!h) {
+        fail("dlopen libcuda.so.1: %s", dlerror());
+        return;
+    }
+    /* dlsym on the driver's handle, as PyTorch does. */
+    PFN_cuLaunchKernel lk = (PFN_cuLaunchKernel)must_be_hook(dlsym(h, "cuLaunchKernel"), "dlsym cuLaunchKernel");
+    PFN_cuLaunchKernel lk_ptsz =
+        (PFN_cuLaunchKernel)must_be_hook(dlsym(h, "cuLaunchKernel_ptsz"), "dlsym cuLaunchKernel_ptsz");
+    CU(lk(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL)); expect('L');
+    CU(lk_ptsz(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL)); expect('P');
+    CU(lk_ptsz(f, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL)); expect('S');
+
+    /* The resolver, found with dlsym as the CUDA runtime does. */
+    PFN_cuGetProcAddress_v2 gpa2 =
+        (PFN_cuGetProcAddress_v2)must_be_hook(dlsym(h, "cuGetProcAddress_v2"), "dlsym cuGetProcAddress_v2");
+    PFN_cuGetProcAddress gpa =
+        (PFN_cuGetProcAddress)must_be_hook(dlsym(h, "cuGetProcAddress"), "dlsym cuGetProcAddress");
+    /* Resolver of resolver, both arities: cudaVersion >= 12000 gives the 5-argument one. */
+    void *p = NULL;
+    CUdriverProcAddressQueryResult status;
+    CU(gpa2("cuGetProcAddress", &p, 12000, 0, &status));
+    PFN_cuGetProcAddress_v2 gpa2_again = (PFN_cuGetProcAddress_v2)must_be_hook(p, "resolver(cuGetProcAddress, 12000)");
+    CU(gpa2("cuGetProcAddress", &p, 11030, 0, &status));
+    PFN_cuGetProcAddress gpa_legacy = (PFN_cuGetProcAddress)must_be_hook(p, "resolver(cuGetProcAddress, 11030)");
+    if ((void *)gpa2_again != (void *)gpa2 || (void *)gpa_legacy != (void *)gpa)
+        fail("the resolver asked for itself did not return our resolver of the matching arity");
+
+    const int versions[] = {4000, 7000, 12000, 13000};
+    for (int v = 0; v < 4; v++) {
+        for (int flags = 0; flags <= 2; flags++) {
+            char how[96];
+            snprintf(how, sizeof how, "resolver(cuLaunchKernel, %d, flags %d)", versions[v], flags);
+            CU(gpa2_again("cuLaunchKernel", &p, versions[v], (cuuint64_t)flags, &status));
+            PFN_cuLaunchKernel fn = (PFN_cuLaunchKernel)must_be_hook(p, how);
+            CU(fn(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL)); expect(flags == 2 ? 'P' : 'L');
+            CU(gpa_legacy("cuLaunchKernel", &p, versions[v], (cuuint64_t)flags));
+            fn = (PFN_cuLaunchKernel)must_be_hook(p, how);
+            CU(fn(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL)); expect(flags == 2 ? 'P' : 'L');
+        }
+    }
+    /* cuLaunchKernelEx, a cooperative launch as its attribute, on NULL and a created stream. */
+    CUlaunchAttribute coop = {.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE, .value.cooperative = 1};
+    CUlaunchConfig config = {1, 1, 1, 32, 1, 1, 0, NULL, &coop, 1};
+    for (int flags = 0; flags <= 2; flags += 2) {
+        CU(gpa2("cuLaunchKernelEx", &p, 12000, (cuuint64_t)flags, &status));
+        PFN_cuLaunchKernelEx ex = (PFN_cuLaunchKernelEx)must_be_hook(p, "resolver(cuLaunchKernelEx)");
+        config.hStream = NULL;
+        CU(ex(&config, f, NULL, NULL)); expect(flags == 2 ? 'P' : 'L');
+        config.hStream = s;
+        CU(ex(&config, f, NULL, NULL)); expect('S');
+    }
+    PFN_cuLaunchKernelEx ex_dl = (PFN_cuLaunchKernelEx)must_be_hook(dlsym(h, "cuLaunchKernelEx_ptsz"), "dlsym Ex_ptsz");
+    config.hStream = NULL;
+    CU(ex_dl(&config, f, NULL, NULL)); expect('P');
+    /* Cooperative launches. */
+    for (int flags = 0; flags <= 2; flags += 2) {
+        CU(gpa2("cuLaunchCooperativeKernel", &p, 12000, (cuuint64_t)flags, &status));
+        PFN_cuLaunchCooperativeKernel ck = (PFN_cuLaunchCooperativeKernel)must_be_hook(p, "resolver(coop)");
+        CU(ck(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL)); expect(flags == 2 ? 'P' : 'L');
+    }
+    /* A graph launch is one unit. */
+    CU(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    for (int i = 0; i < 3; i++)
+        CU(launch(f, s)); /* captured: counted as a launch, runs only inside the graph */
+    CUgraph graph;
+    CUgraphExec exec;
+    CU(cuStreamEndCapture(s, &graph));
+    CU(cuGraphInstantiateWithFlags(&exec, graph, 0));
+    for (int flags = 0; flags <= 2; flags += 2) {
+        CU(gpa2("cuGraphLaunch", &p, 12000, (cuuint64_t)flags, &status));
+        PFN_cuGraphLaunch gl = (PFN_cuGraphLaunch)must_be_hook(p, "resolver(cuGraphLaunch)");
+        CU(gl(exec, NULL)); expect(flags == 2 ? 'P' : 'L'); graphs++;
+    }
+    /* Calls linked directly to libcuda reach the exported hooks too. */
+    CU(launch(f, NULL)); expect('L');
+    CU(cuLaunchKernel_ptsz(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL)); expect('P');
+
+    /* Failed lookups come back unchanged. */
+    p = (void *)&status;
+    if (gpa2("cuLaunchKernelEx", &p, 11000, 0, &status) != CUDA_ERROR_NOT_FOUND ||
+        status != CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT || p)
+        fail("a too-old cudaVersion did not come back as the driver says");
+    if (gpa2("cuNoSuchFunction", &p, 12000, 0, &status) != CUDA_SUCCESS || p ||
+        status != CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND)
+        fail("an unknown symbol did not come back as the driver says");
+    if (gpa("cuNoSuchFunction", &p, 12000, 0) != CUDA_ERROR_NOT_FOUND)
+        fail("an unknown symbol (legacy resolver) did not come back as the driver says");
+    /* Functions we do not hook are the driver's own. */
+    CU(gpa2("cuStreamSynchronize", &p, 12000, 0, &status));
+    if (p != dlsym(h, "cuStreamSynchronize"))
+        fail("an unhooked function did not come back as the driver's own");
+    CU(cuCtxSynchronize());
+    int kernels = nexpected - graphs;
+    check_log_streams();
+    printf("launched kernels=%d captured=3 graphs=%d\n", kernels, graphs);
+}
+
+/* ---- the other scenarios --------------------------------------------------------------------- */
+
+static void scenario_plain(int count)
+{
+    CUfunction f = kernel_of(10);
+    for (int i = 0; i < count; i++)
+        CU(launch(f, NULL));
+    CU(cuCtxSynchronize());
+}
+
+/* A low-priority inference loop: `batch` kernels, then wait for the results; for `seconds`. */
+static void scenario_spin(long us, int batch, double seconds)
+{
+    CUfunction f = kernel_of(us);
+    CUstream s;
+    CU(cuStreamCreate(&s, 0));
+    uint64_t end = now_ns() + (uint64_t)(seconds * 1e9);
+    while (now_ns() < end) {
+        for (int i = 0; i < batch; i++)
+            CU(launch(f, s));
+        CU(cuStreamSynchronize(s));
+    }
+}
+
+/* A high-priority worker: jobs of `k` kernels, each between begin and end. */
+static void scenario_jobs(int priority, int njobs, long us, int k, long gap_ms)
+{
+    CUfunction f = kernel_of(us);
+    CUstream s;
+    CU(cuStreamCreate(&s, 0));
+    gy_shm shm;
+    gy_err err;
+    if (gy_open(getenv("GPUYIELD_SHM"), &shm, &err) || gy_register(&shm, priority, &err)) {
+        fail("cannot join as a job runner: %s", err.msg);
+        return;
+    }
+    for (int j = 0; j < njobs; j++) {
+        sleep_ms(gap_ms);
+        gy_job job;
+        if (gy_begin(&shm, priority, &job, &err)) {
+            fail("begin: %s", err.msg);
+            break;
+        }
+        uint64_t drained = now_ns();
+        for (int i = 0; i < k; i++)
+            CU(launch(f, s));
+        CU(cuStreamSynchronize(s));
+        uint64_t exit_ns = now_ns();
+        printf("JOB %llu %llu %llu %d\n", (unsigned long long)job.entered_ns, (unsigned long long)drained,
+               (unsigned long long)exit_ns, job.timed_out);
+        fflush(stdout);
+        if (gy_job_exit(&shm, &job, &err))
+            fail("end: %s", err.msg);
+    }
+    print_counters();
+    gy_close(&shm);
+}
+
+/* Queue work, then stay busy on the CPU without launching. */
+static void scenario_busy(long us, int count, double seconds)
+{
+    CUfunction f = kernel_of(us);
+    CUstream s;
+    CU(cuStreamCreate(&s, 0));
+    for (int i = 0; i < count; i++)
+        CU(launch(f, s));
+    printf("QUEUED %llu\n", (unsigned long long)now_ns());
+    fflush(stdout);
+    uint64_t end = now_ns() + (uint64_t)(seconds * 1e9);
+    volatile uint64_t spin = 0;
+    while (now_ns() < end)
+        spin++;
+}
+
+static void scenario_bound(long us, int count)
+{
+    CUfunction f = kernel_of(us);
+    CUstream s;
+    CU(cuStreamCreate(&s, 0));
+    for (int i = 0; i < count; i++)
+        CU(launch(f, s));
+    for (int i = 0; i < count; i++)
+        CU(cuLaunchKernel_ptsz(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL));
+    CU(cuCtxSynchronize());
+}
+
+/* Kernels, a capture (launches inside it), the graph, kernels again: with sync:N / event:N the
+ * hook must not insert a sync point into the capture. */
+static void scenario_capture(long us)
+{
+    CUfunction f = kernel_of(us);
+    CUstream s;
+    CU(cuStreamCreate(&s, 0));
+    for (int i = 0; i < 5; i++)
+        CU(launch(f, s));
+    CU(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    for (int i = 0; i < 10; i++)
+        CU(launch(f, s));
+    CUgraph graph;
+    CUgraphExec exec;
+    CU(cuStreamEndCapture(s, &graph));
+    CU(cuGraphInstantiateWithFlags(&exec, graph, 0));
+    CU(cuGraphLaunch(exec, s));
+    for (int i = 0; i < 5; i++)
+        CU(launch(f, s));
+    CU(cuStreamSynchronize(s));
+}
+
+/* Work queued, then a capture held open for hold_ms: a drain requested meanwhile must wait. */
+static void scenario_capture_hold(long hold_ms)
+{
+    CUfunction f = kernel_of(20000);
+    CUstream s, busy;
+    CU(cuStreamCreate(&s, 0));
+    CU(cuStreamCreate(&busy, 0));
+    for (int i = 0; i < 5; i++)
+        CU(launch(f, busy));
+    CU(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CU(launch(f, s));
+    printf("CAPTURING %llu\n", (unsigned long long)now_ns());
+    fflush(stdout);
+    sleep_ms(hold_ms);
+    CUgraph graph;
+    uint64_t ending = now_ns();
+    CU(cuStreamEndCapture(s, &graph));
+    printf("ENDED %llu\n", (unsigned long long)ending);
+    fflush(stdout);
+    sleep_ms(300);
+}
+
+static void scenario_fork(int count)
+{
+    CUfunction f = kernel_of(10);
+    CU(launch(f, NULL));
+    fflush(stdout);
+    pid_t child = fork();
+    if (child == 0) {
+        /* As after a real fork, the child sets up its own context before launching. */
+        CUcontext ctx;
+        CU(cuDevicePrimaryCtxRetain(&ctx, 0));
+        CU(cuCtxSetCurrent(ctx));
+        for (int i = 0; i < count; i++)
+            CU(launch(f, NULL));
+        CU(cuCtxSynchronize());
+        print_counters();
+        fflush(stdout);
+        _exit(failures ? 1 : 0);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status))
+        fail("the forked child failed (status %#x)", status);
+    CU(launch(f, NULL));
+    CU(cuCtxSynchronize());
+}
+
+int main(int argc, char **argv)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    const char *what = argc > 1 ? argv[1] : "";
+#define ARG(i, dflt) (argc > (i) ? atof(argv[i]) : (dflt))
+    if (strcmp(what, "paths") == 0)
+        scenario_paths();
+    else if (strcmp(what, "plain") == 0)
+        scenario_plain((int)ARG(2, 3));
+    else if (strcmp(what, "spin") == 0)
+        scenario_spin((long)ARG(2, 1000), (int)ARG(3, 5), ARG(4, 2));
+    else if (strcmp(what, "jobs") == 0)
+        scenario_jobs((int)ARG(2, 1), (int)ARG(3, 5), (long)ARG(4, 1000), (int)ARG(5, 5), (long)ARG(6, 100));
+    else if (strcmp(what, "busy") == 0)
+        scenario_busy((long)ARG(2, 10000), (int)ARG(3, 20), ARG(4, 3));
+    else if (strcmp(what, "bound") == 0)
+        scenario_bound((long)ARG(2, 200), (int)ARG(3, 200));
+    else if (strcmp(what, "capture") == 0)
+        scenario_capture((long)ARG(2, 100));
+    else if (strcmp(what, "capture_hold") == 0)
+        scenario_capture_hold((long)ARG(2, 500));
+    else if (strcmp(what, "fork") == 0)
+        scenario_fork((int)ARG(2, 7));
+    else {
+        fprintf(stderr, "usage: cuda_worker paths|plain|spin|jobs|busy|bound|capture|capture_hold|fork [args]\n");
+        return 2;
+    }
+    if (strcmp(what, "jobs") != 0)
+        print_counters();
+    return failures ? 1 : 0;
+}

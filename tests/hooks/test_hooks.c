@@ -1,0 +1,640 @@
+/* End-to-end tests of libgpuyield.so on the CPU: each case starts cuda_worker processes in fresh
+ * processes under LD_PRELOAD with the fake libcuda.so.1 first on LD_LIBRARY_PATH, then checks
+ * the fake driver's own log and the counters in the segment.
+ * Environment (set by tests/suites/30-hooks.sh): GY_HOOKS_LIB, GY_FAKECUDA_DIR, GY_WORKER, and
+ * GY_PRELOAD_FIRST (the sanitizer runtime to preload first, or empty). */
+#define GY_TEST_MAIN
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fake_log.h"
+#include "gpuyield.h"
+#include "harness.h"
+
+extern char **environ;
+
+#define MAX_WORKERS 4
+#define EXIT_TIMEOUT_S 60
+
+struct setup {
+    char dir[96];
+    char tag[64];
+    char log[160];
+    char device[160];
+    bool have_segment;
+    int nworkers;
+};
+
+struct worker {
+    pid_t pid;
+    char out[192], err[192];
+};
+
+struct counters {
+    int pid, slots;
+    unsigned long long launches, graph_launches, sync_points, waits, drains;
+};
+
+static const char *env_or_die(const char *name)
+{
+    const char *v = getenv(name);
+    if (!v || !*v) {
+        fprintf(stderr, "test_hooks: %s is not set: run me through tests/suites/30-hooks.sh\n", name);
+        exit(2);
+    }
+    return v;
+}
+
+/* A fresh directory (log, device file, outputs) and, unless timeout is 0, a segment. */
+static bool setup_begin(struct setup *s, const char *name, uint64_t drain_timeout_ns)
+{
+    static int serial;
+    memset(s, 0, sizeof *s);
+    snprintf(s->dir, sizeof s->dir, "/tmp/gy-hooks-%d-%s-XXXXXX", (int)getpid(), name);
+    if (!mkdtemp(s->dir)) {
+        CHECK(false, "mkdtemp: %s", strerror(errno));
+        return false;
+    }
+    snprintf(s->log, sizeof s->log, "%s/fake.log", s->dir);
+    snprintf(s->device, sizeof s->device, "%s/device", s->dir);
+    snprintf(s->tag, sizeof s->tag, "test-hooks-%d-%d", (int)getpid(), ++serial);
+    if (drain_timeout_ns) {
+        gy_shm shm;
+        gy_err err;
+        if (gy_create(s->tag, drain_timeout_ns, &shm, &err)) {
+            CHECK(false, "gy_create %s: %s", s->tag, err.msg);
+            return false;
+        }
+        gy_close(&shm);
+        s->have_segment = true;
+    }
+    return true;
+}
+
+static void setup_end(struct setup *s)
+{
+    if (s->have_segment) {
+        gy_err err;
+        gy_remove(s->tag, &err);
+    }
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", s->dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "  could not remove %s\n", s->dir);
+}
+
+/* Start the worker with args under the hook; extra: "NAME=value" entries, NULL-terminated. */
+static bool spawn(struct setup *s, struct worker *w, const char *const *extra, const char *const *args)
+{
+    int idx = s->nworkers++;
+    snprintf(w->out, sizeof w->out, "%s/out%d", s->dir, idx);
+    snprintf(w->err, sizeof w->err, "%s/err%d", s->dir, idx);
+    static char preload[512], libpath[512], logv[200], devv[200];
+    const char *first = getenv("GY_PRELOAD_FIRST");
+    snprintf(preload, sizeof preload, "LD_PRELOAD=%s%s%s", first && *first ? first : "", first && *first ? ":" : "",
+             env_or_die("GY_HOOKS_LIB"));
+    snprintf(libpath, sizeof libpath, "LD_LIBRARY_PATH=%s", env_or_die("GY_FAKECUDA_DIR"));
+    snprintf(logv, sizeof logv, "FAKECUDA_LOG=%s", s->log);
+    snprintf(devv, sizeof devv, "FAKECUDA_DEVICE_FILE=%s", s->device);
+    const char *env[256];
+    int n = 0;
+    for (char **e = environ; *e && n < 200; e++)
+        if (strncmp(*e, "GPUYIELD_", 9) && strncmp(*e, "LD_PRELOAD=", 11) && strncmp(*e, "LD_LIBRARY_PATH=", 16) &&
+            strncmp(*e, "FAKECUDA_", 9) && strncmp(*e, "ASAN_OPTIONS=", 13))
+            env[n++] = *e;
+    env[n++] = preload;
+    env[n++] = libpath;
+    env[n++] = logv;
+    env[n++] = devv;
+    /* The fake driver, like a real one, never frees its objects: no leak report at exit. */
+    env[n++] = "ASAN_OPTIONS=detect_leaks=0";
+    for (; extra && *extra; extra++)
+        env[n++] = *extra;
+    env[n] = NULL;
+    const char *argv[16] = {env_or_die("GY_WORKER")};
+    int a = 1;
+    for (; args && *args && a < 15; args++)
+        argv[a++] = *args;
+    argv[a] = NULL;
+    fflush(NULL);
+    w->pid = fork();
+    if (w->pid < 0) {
+        CHECK(false, "fork: %s", strerror(errno));
+        return false;
+    }
+    if (w->pid == 0) {
+        int out = open(w->out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int err = open(w->err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (out < 0 || err < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
+            _exit(127);
+        execve(argv[0], (char *const *)argv, (char *const *)env);
+        _exit(127);
+    }
+    return true;
+}
+
+/* Exit status (or -1 if it had to be killed after EXIT_TIMEOUT_S). */
+static int wait_exit(struct worker *w)
+{
+    for (int i = 0; i < EXIT_TIMEOUT_S * 100; i++) {
+        int status;
+        pid_t r = waitpid(w->pid, &status, WNOHANG);
+        if (r == w->pid)
+            return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        struct timespec ts = {0, 10000000};
+        nanosleep(&ts, NULL);
+    }
+    kill(w->pid, SIGKILL);
+    waitpid(w->pid, NULL, 0);
+    CHECK(false, "worker %d did not exit within %d s: killed", (int)w->pid, EXIT_TIMEOUT_S);
+    return -1;
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return strdup("");
+    static char buf[65536];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = 0;
+    fclose(f);
+    return strdup(buf);
+}
+
+static int count_lines(const char *text)
+{
+    int n = 0;
+    for (; *text; text++)
+        n += *text == '\n';
+    return n;
+}
+
+/* Show a failed worker's output, to make the failure readable. */
+static void dump(const struct worker *w)
+{
+    char *out = slurp(w->out), *err = slurp(w->err);
+    fprintf(stderr, "  --- worker %d stdout:\n%s  --- stderr:\n%s", (int)w->pid, out, err);
+    free(out);
+    free(err);
+}
+
+/* Wait (at most 30 s) for a line "MARK <number>" in the worker's stdout. */
+static bool wait_mark(const struct worker *w, const char *mark, unsigned long long *value)
+{
+    for (int i = 0; i < 3000; i++) {
+        char *out = slurp(w->out);
+        char *at = strstr(out, mark);
+        bool found = at && sscanf(at + strlen(mark), " %llu", value) == 1;
+        free(out);
+        if (found)
+            return true;
+        struct timespec ts = {0, 10000000};
+        nanosleep(&ts, NULL);
+    }
+    CHECK(false, "worker %d never printed %s", (int)w->pid, mark);
+    return false;
+}
+
+/* Parse the n-th "counters" line of the output (0 = first). */
+static bool read_counters(const struct worker *w, int nth, struct counters *c)
+{
+    char *out = slurp(w->out), *at = out;
+    bool ok = false;
+    memset(c, 0, sizeof *c);
+    for (int i = 0; (at = strstr(at, "counters pid=")); i++, at++) {
+        if (i < nth)
+            continue;
+        ok = sscanf(at, "counters pid=%d slot=%d launches=%llu graph_launches=%llu sync_points=%llu waits=%llu drains=%llu",
+                    &c->pid, &c->slots, &c->launches, &c->graph_launches, &c->sync_points, &c->waits,
+                    &c->drains) == 7;
+        break;
+    }
+    free(out);
+    CHECK(ok, "worker %d printed no counters line #%d", (int)w->pid, nth);
+    return ok;
+}
+
+static bool read_log(const struct setup *s, struct fake_log *log)
+{
+    bool ok = fake_log_read(s->log, log) == 0;
+    CHECK(ok, "cannot read the fake driver's log %s", s->log);
+    return ok;
+}
+
+static int max_outstanding(const struct fake_log *log, int pid)
+{
+    int m = -1;
+    for (int i = 0; i < log->n; i++)
+        if (log->kernels[i].pid == pid && (int)log->kernels[i].outstanding > m)
+            m = (int)log->kernels[i].outstanding;
+    return m;
+}
+
+/* ---- resolution paths --------------------------------------------------------------------- */
+
+TEST(every_resolution_path_yields_a_counted_launch)
+{
+    struct setup s;
+    REQUIRE(setup_begin(&s, "paths", 2000000000ull));
+    char shm[96];
+    snprintf(shm, sizeof shm, "GPUYIELD_SHM=%s", s.tag);
+    const char *env[] = {shm, NULL}, *args[] = {"paths", NULL};
+    struct worker w;
+    if (spawn(&s, &w, env, args)) {
+        int rc = wait_exit(&w);
+        CHECK(rc == 0, "paths worker exited %d", rc);
+        char *out = slurp(w.out);
+        int kernels = -1, captured = -1, graphs = -1;
+        char *at = strstr(out, "launched kernels=");
+        CHECK(at && sscanf(at, "launched kernels=%d captured=%d graphs=%d", &kernels, &captured, &graphs) == 3,
+              "no summary line");
+        free(out);
+        struct counters c;
+        if (read_counters(&w, 0, &c)) {
+            CHECK(c.slots == 1, "the worker has %d slots", c.slots);
+            CHECK(c.launches == (unsigned long long)(kernels + captured), "launches %llu, expected %d", c.launches,
+                  kernels + captured);
+            CHECK(c.graph_launches == (unsigned long long)graphs, "graph launches %llu, expected %d",
+                  c.graph_launches, graphs);
+            CHECK(kernels >= 36, "only %d kernels launched: the paths scenario shrank", kernels);
+        }
+        struct fake_log log;
+        if (read_log(&s, &log)) {
+            CHECK(fake_log_count_pid(&log, w.pid) == kernels + graphs, "log has %d, expected %d",
+                  fake_log_count_pid(&log, w.pid), kernels + graphs);
+            CHECK(log.violations == 0, "%s", log.first_violation);
+            fake_log_free(&log);
+        }
+        if (gy_test_failures_in_current)
+            dump(&w);
+    }
+    setup_end(&s);
+}
+
+TEST(unset_shm_passes_launches_straight_through)
+{
+    struct setup s;
+    REQUIRE(setup_begin(&s, "passthrough", 0));
+    const char *env[] = {"GPUYIELD_VERBOSE=1", NULL}, *args[] = {"plain", "5", NULL};
+    struct worker w;
+    if (spawn(&s, &w, env, args)) {
+        CHECK(wait_exit(&w) == 0);
+        char *err = slurp(w.err);
+        CHECK(count_lines(err) == 1 && strstr(err, "straight to the driver"), "stderr: %s", err);
+        free(err);
+        struct fake_log log;
+        if (read_log(&s, &log)) {
+            CHECK(fake_log_count_pid(&log, w.pid) == 5, "log has %d kernels", fake_log_count_pid(&log, w.pid));
+            fake_log_free(&log);
+        }
+    }
+    setup_end(&s);
+}
+
+TEST(verbose_says_what_the_library_does)
+{
+    struct setup s;
+    REQUIRE(setup_begin(&s, "verbose", 2000000000ull));
+    char shm[96];
+    snprintf(shm, sizeof shm, "GPUYIELD_SHM=%s", s.tag);
+    const char *env[] = {shm, "GPUYIELD_VERBOSE=1", "GPUYIELD_PRIORITY=2", "GPUYIELD_MODE=event:3", NULL};
+    const char *args[] = {"plain", "3", NULL};
+    struct worker w;
+    if (spawn(&s, &w, env, args)) {
+        CHECK(wait_exit(&w) == 0);
+        char *err = slurp(w.err);
+        CHECK(count_lines(err) == 1 && strstr(err, "gates") && strstr(err, "priority 2") && strstr(err, "event:3"),
+              "stderr: %s", err);
+        free(err);
+        struct counters c;
+        if (read_counters(&w, 0, &c))
+            CHECK(c.launches == 3, "launches %llu", c.launches);
+    }
+    setup_end(&s);
+}
+
+TEST(bad_environment_exits_2_with_one_line_before_any_launch)
+{
+    struct setup s;
+    REQUIRE(setup_begin(&s, "badenv", 2000000000ull));
+    char shm[96], missing[96];
+    snprintf(shm, sizeof shm, "GPUYIELD_SHM=%s", s.tag);
+    snprintf(missing, sizeof missing, "GPUYIELD_SHM=test-hooks-missing-%d", (int)getpid());
+    const struct {
+        const char *var, *setting;
+    } cases[] = {
+        {"GPUYIELD_PRIORITY", "GPUYIELD_PRIORITY=8"},  {"GPUYIELD_PRIORITY", "GPUYIELD_PRIORITY=-1"},
+        {"GPUYIELD_PRIORITY", "GPUYIELD_PRIORITY=1x"}, {"GPUYIELD_PRIORITY", "GPUYIELD_PRIORITY="},
+        {"GPUYIELD_MODE", "GPUYIELD_MODE=sync:0"},     {"GPUYIELD_MODE", "GPUYIELD_MODE=event:"},
+        {"GPUYIELD_MODE", "GPUYIELD_MODE=event:2x"},   {"GPUYIELD_MODE", "GPUYIELD_MODE=fast"},
+        {"GPUYIELD_MODE", "GPUYIELD_MODE=sync"},       {"GPUYIELD_VERBOSE", "GPUYIELD_VERBOSE=yes"},
+        {"GPUYIELD_SHM", "GPUYIELD_SHM="},             {"GPUYIELD_SHM", missing},
+        {"GPUYIELD_SHM", "GPUYIELD_SHM=bad/tag"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        /* The bad setting comes last so that it overrides the good GPUYIELD_SHM where both are given. */
+        const char *env[] = {strncmp(cases[i].setting, "GPUYIELD_SHM", 12) ? shm : cases[i].setting,
+                             cases[i].setting, NULL};
+        const char *args[] = {"plain", "2", NULL};
+        struct worker w;
+        if (!spawn(&s, &w, env, args))
+            continue;
+        int rc = wait_exit(&w);
+        char *err = slurp(w.err);
+        CHECK(rc == 2, "%s: exit %d, expected 2", cases[i].setting, rc);
+        CHECK(count_lines(err) == 1 && strstr(err, cases[i].var), "%s: stderr: %s", cases[i].setting, err);
+        free(err);
+        struct fake_log log;
+        if (access(s.log, F_OK) == 0 && fake_log_read(s.log, &log) == 0) { /* no log: nothing ran */
+            CHECK(fake_log_count_pid(&log, w.pid) == 0, "%s: a kernel ran", cases[i].setting);
+            fake_log_free(&log);
+        }
+    }
+    setup_end(&s);
+}
+
+/* ---- queue bounds ---------------------------------------------------------------------------- */
+
+static void check_bound(const char *mode, int limit, int min_sync_points)
+{
+    struct setup s;
+    REQUIRE(setup_begin(&s, "bound", 2000000000ull));
+    char shm[96], mode_env[64];
+    snprintf(shm, sizeof shm, "GPUYIELD_SHM=%s", s.tag);
+    snprintf(mode_env, sizeof mode_env, "GPUYIELD_MODE=%s", mode);
+    const char *env[] = {shm, mode_env, NULL}, *args[] = {"bound", "200", "100", NULL};
+    struct worker w;
+    if (spawn(&s, &w, env, args)) {
+        CHECK(wait_exit(&w) == 0, "%s", mode);
+        struct fake_log log;
+        if (read_log(&s, &log)) {
+            int m = max_outstanding(&log, w.pid);
+            CHECK(fake_log_count_pid(&log, w.pid) == 200, "%s: %d kernels", mode, fake_log_count_pid(&log, w.pid));
+            if (limit > 0)
+                CHECK(m >= 0 && m <= limit, "%s: %d kernels outstanding at a submit, limit %d", mode, m, limit);
+            else
+                CHECK(m > 8, "%s: only %d outstanding without a bound: the test cannot see a bound", mode, m);
+            fake_log_free(&log);
+        }
+        struct counters c;
+        if (read_counters(&w, 0, &c))
+            CHECK((int)c.sync_points >= min_sync_points, "%s: %llu sync points, expected >= %d", mode, c.sync_points,
+                  min_sync_points);
+    }
+    setup_end(&s);
+}
+
+TEST(sync_mode_bounds_each_stream_to_n)
+{
+    check_bound("sync:1", 1, 200);
+    check_bound("sync:4", 4, 50);
+}
+
+TEST(event_mode_bounds_each_stream_to_2n)
+{
+    check_bound("event:1", 2, 196);
+    check_bound("event:4", 8, 46);
+}
+
+TEST(mode_none_leaves_the_queue_unbounded)
+{
+    check_bound("none", 0, 0);
+}
+
+TEST(no_sync_point_inside_a_capture)
+{
+    const char *modes[] = {"GPUYIELD_MODE=sync:1", "GPUYIELD_MODE=sync:3", "GPUYIELD_MODE=event:1",
+                           "GPUYIELD_MODE=event:2"};
+    for (int i = 0; i < 4; i++) {
+        struct setup s;
+        REQUIRE(setup_begin(&s, "capture", 2000000000ull));
+        char shm[96];
+        snprintf(shm, sizeof shm, "GPUYIELD_SHM=%s", s.tag);
+        const char *env[] = {shm, modes[i], NULL}, *args[] = {"capture", "100", NULL};
+        struct worker w;
+        if (spawn(&s, &w, env, args)) {
+            CHECK(wait_exit(&w) == 0, "%s", modes[i]);
+            struct fake_log log;
+            if (read_log(&s, &log)) {
+                CHECK(log.violations == 0, "%s: %s", modes[i], log.first_violation);
+                CHECK(fake_log_count_pid(&log, w.pid) == 11, "%s: %d units ran", modes[i],
+                      fake_log_count_pid(&log, w.pid));
+                fake_log_free(&log);
+            }
+            struct counters c;
+            if (read_counters(&w, 0, &c)) {
+                CHECK(c.launches == 20 && c.graph_launches == 1, "%s: launches %llu graphs %llu", modes[i],
+                      c.launches, c.graph_launches);
+                CHECK(c.sync_points > 0, "%s: no sync point at all", modes[i]);
+            }
+            if (gy_test_failures_in_current)
+                dump(&w);
+        }
+        setup_end(&s);
+    }
+}
+
+/* ---- gating and draining across processes ------------------------------------------------------ */
+
+struct job_times {
+    unsigned long long entered, drained, exited;
+    int timed_out;
+};
+
+static int read_jobs(const struct worker *w, struct job_times *jobs, int max)
+{
+    char *out = slurp(w->out), *at = out;
+    int n = 0;
+    while (n < max && (at = strstr(at, "JOB "))) {
+        if (sscanf(at, "JOB %llu %llu %llu %d", &jobs[n].entered, &jobs[n].drained, &jobs[n].exited,
+                   &jobs[n].timed_out) == 4)
+            n++;
+        at++;
+    }
+    free(out);
+    return n;
+}
+
+TEST(no_low_priority_kernel_runs_inside_a_high_priority_job)
+{
+    struct setup s;
+    REQUIRE(setup_begin(&s, "gating", 10000000000ull));
+    char shm[96];
+    snprintf(shm, sizeof shm, "GPUYIELD_SHM=%s", s.tag);
+    const char *low_env[] = {shm, "GPUYIELD_PRIORITY=0", NULL}, *high_env[] = {shm, "GPUYIELD_PRIORITY=1", NULL};
+    const char *low_args[] = {"spin", "2000", "5", "4", NULL};
+    const char *high_args[] = {"jobs", "1", "8", "1000", "5", "150", NULL};
+    struct worker low, high;
+    REQUIRE(spawn(&s, &low, low_env, low_args));
+    struct timespec ts = {0, 300000000};
+    nanosleep(&ts, NULL);
+    if (spawn(&s, &high, high_env, high_args)) {
+        CHECK(wait_exit(&high) == 0, "high-priority worker failed");
+        CHECK(wait_exit(&low) == 0, "low-priority worker failed");
+        struct job_times jobs[16];
+        int njobs = read_jobs(&high, jobs, 16);
+        CHECK(njobs == 8, "%d jobs reported", njobs);
+        struct fake_log log;
+        if (read_log(&s, &log)) {
+            int low_kernels = 0, between_jobs = 0;
+            for (int i = 0; i < log.n; i++) {
+                const struct fake_kernel *k = &log.kernels[i];
+                if (k->pid != low.pid)
+                    continue;
+                low_kernels++;
+                for (int j = 0; j < njobs; j++) {
+                    CHECK(!(k->submit >= jobs[j].drained && k->submit <= jobs[j].exited),
+                          "low kernel submitted at %llu inside job %d [%llu, %llu]", (unsigned long long)k->submit,
+                          j, jobs[j].drained, jobs[j].exited);
+                    CHECK(!(k->start < jobs[j].exited && k->end > jobs[j].drained),
+                          "low kernel ran [%llu, %llu) inside job %d [%llu, %llu]", (unsigned long long)k->start,
+                          (unsigned long long)k->end, j, jobs[j].drained, jobs[j].exited);
+                }
+                if (njobs >= 2 && k->submit > jobs[0].exited && k->submit < jobs[njobs - 1].entered)
+                    between_jobs++;
+            }
+            CHECK(low_kernels > 50, "the low-priority worker ran only %d kernels", low_kernels);
+            CHECK(between_jobs > 0, "the low-priority worker never resumed between jobs");
+            CHECK(log.violations == 0, "%s", log.first_violation);
+            fake_log_free(&log);
+        }
+        for (int j = 0; j < njobs; j++)
+            CHECK(!jobs[j].timed_out, "job %d hit the drain timeout", j);
+        struct counters c;
+        if (read_counters(&low, 0, &c)) {
+            CHECK(c.waits > 0, "the low-priority worker never blocked");
+            CHECK(c.drains > 0, "the low-priority worker never drained");
+        }
+        if (gy_test_failures_in_current) {
+            dump(&low);
+            dump(&high);
+        }
+    } else {
+        kill(low.pid, SIGKILL);
+        wait_exit(&low);
+    }
+    setup_end(&s);
+}
+
+TEST(a_process_busy_on_the_cpu_is_drained_by_its_helper)
+{
+    struct setup s;
+    REQUIRE(setup_begin(&s, "busy", 20000000000ull));
+    char shm[96];
+    snprintf(shm, sizeof shm, "GPUYIELD_SHM=%s", s.tag);
+    const char *low_env[] = {shm, "GPUYIELD_PRIORITY=0", NULL}, *high_env[] = {shm, "GPUYIELD_PRIORITY=3", NULL};
+    const char *low_args[] = {"busy", "20000", "40", "5", NULL};   /* 0.8 s queued, then 5 s on the CPU */
+    const char *high_args[] = {"jobs", "3", "1", "1000", "2", "0", NULL};
+    struct worker low, high;
+    REQUIRE(spawn(&s, &low, low_env, low_args));
+    unsigned long long queued;
+    if (wait_mark(&low, "QUEUED", &queued) && spawn(&s, &high, high_env, high_args)) {
+        CHECK(wait_exit(&high) == 0, "high-priority worker failed");
+        struct job_times job;
+        CHECK(read_jobs(&high, &job, 1) == 1, "no job reported");
+        CHECK(wait_exit(&low) == 0, "low-priority worker failed");
+        struct fake_log log;
+        if (read_log(&s, &log)) {
+            unsigned long long last_end = 0;
+            for (int i = 0; i < log.n; i++)
+                if (log.kernels[i].pid == low.pid && log.kernels[i].end > last_end)
+                    last_end = log.kernels[i].end;
+            CHECK(last_end > job.entered, "the low-priority work had ended before the job began: nothing to drain");
+            CHECK(job.drained >= last_end, "begin returned at %llu, before the queued work ended at %llu", job.drained,
+                  last_end);
+            CHECK(!job.timed_out && job.drained - job.entered < 5000000000ull,
+                  "begin took %.3f s (timed out: %d): the helper did not drain", (job.drained - job.entered) / 1e9,
+                  job.timed_out);
+            fake_log_free(&log);
+        }
+        struct counters c;
+        if (read_counters(&low, 0, &c))
+            CHECK(c.drains >= 1, "the busy process acknowledged no drain");
+        if (gy_test_failures_in_current) {
+            dump(&low);
+            dump(&high);
+        }
+    }
+    kill(low.pid, SIGKILL);
+    waitpid(low.pid, NULL, 0);
+    setup_end(&s);
+}
+
+TEST(the_helper_never_synchronizes_during_a_capture)
+{
+    struct setup s;
+    REQUIRE(setup_begin(&s, "capdrain", 20000000000ull));
+    char shm[96];
+    snprintf(shm, sizeof shm, "GPUYIELD_SHM=%s", s.tag);
+    const char *low_env[] = {shm, "GPUYIELD_PRIORITY=0", NULL}, *high_env[] = {shm, "GPUYIELD_PRIORITY=1", NULL};
+    const char *low_args[] = {"capture_hold", "800", NULL};
+    const char *high_args[] = {"jobs", "1", "1", "1000", "1", "0", NULL};
+    struct worker low, high;
+    REQUIRE(spawn(&s, &low, low_env, low_args));
+    unsigned long long capturing, ended;
+    if (wait_mark(&low, "CAPTURING", &capturing) && spawn(&s, &high, high_env, high_args)) {
+        CHECK(wait_exit(&high) == 0, "high-priority worker failed");
+        CHECK(wait_exit(&low) == 0, "low-priority worker failed");
+        struct job_times job;
+        CHECK(read_jobs(&high, &job, 1) == 1, "no job reported");
+        if (wait_mark(&low, "ENDED", &ended)) {
+            CHECK(job.entered < ended, "the job began after the capture ended: the test proves nothing");
+            CHECK(job.drained >= ended, "begin returned at %llu, while the capture (ended %llu) was in progress",
+                  job.drained, ended);
+        }
+        CHECK(!job.timed_out, "the drain timed out");
+        struct fake_log log;
+        if (read_log(&s, &log)) {
+            CHECK(log.violations == 0, "%s", log.first_violation);
+            fake_log_free(&log);
+        }
+        if (gy_test_failures_in_current) {
+            dump(&low);
+            dump(&high);
+        }
+    }
+    kill(low.pid, SIGKILL);
+    waitpid(low.pid, NULL, 0);
+    setup_end(&s);
+}
+
+TEST(a_forked_child_registers_and_counts_for_itself)
+{
+    struct setup s;
+    REQUIRE(setup_begin(&s, "fork", 2000000000ull));
+    char shm[96];
+    snprintf(shm, sizeof shm, "GPUYIELD_SHM=%s", s.tag);
+    const char *env[] = {shm, "GPUYIELD_MODE=event:2", NULL}, *args[] = {"fork", "7", NULL};
+    struct worker w;
+    if (spawn(&s, &w, env, args)) {
+        CHECK(wait_exit(&w) == 0, "fork worker failed");
+        struct counters child, parent;
+        if (read_counters(&w, 0, &child) && read_counters(&w, 1, &parent)) {
+            CHECK(child.pid != parent.pid && parent.pid == w.pid, "pids %d %d", child.pid, parent.pid);
+            CHECK(child.slots == 1 && child.launches == 7, "child: %d slots, %llu launches", child.slots,
+                  child.launches);
+            CHECK(parent.slots == 1 && parent.launches == 2, "parent: %d slots, %llu launches", parent.slots,
+                  parent.launches);
+            struct fake_log log;
+            if (read_log(&s, &log)) {
+                CHECK(fake_log_count_pid(&log, child.pid) == 7, "child kernels in the log: %d",
+                      fake_log_count_pid(&log, child.pid));
+                fake_log_free(&log);
+            }
+        }
+        if (gy_test_failures_in_current)
+            dump(&w);
+    }
+    setup_end(&s);
+}

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The hooks library (libgpuyield.so) against the fake driver, in the plain build and in the
+# ASan+UBSan build (the sanitizer runtime preloaded first). Ends with "N passed, N failed".
+set -u
+ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+BUILD=${BUILD:-$ROOT/build}
+passed=0 failed=0
+
+ok() { echo "ok   $1"; passed=$((passed + 1)); }
+bad() { echo "FAIL $1"; failed=$((failed + 1)); }
+
+# The intended dynamic symbols, exactly: the hooks, nothing else (hooks/exports.map).
+INTENDED="cuGetProcAddress cuGetProcAddress_v2 cuGraphLaunch cuGraphLaunch_ptsz cuLaunchCooperativeKernel
+cuLaunchCooperativeKernel_ptsz cuLaunchKernel cuLaunchKernelEx cuLaunchKernelEx_ptsz cuLaunchKernel_ptsz
+cuStreamBeginCapture cuStreamBeginCaptureToGraph cuStreamBeginCaptureToGraph_ptsz cuStreamBeginCapture_ptsz
+cuStreamBeginCapture_v2 cuStreamBeginCapture_v2_ptsz cuStreamEndCapture cuStreamEndCapture_ptsz dlsym"
+
+check_exports() {
+    local lib=$1 name=$2 want got
+    want=$(echo $INTENDED | tr ' ' '\n' | sort)
+    got=$(nm -D --defined-only "$lib" | awk '{print $3}' | sort)
+    if [ "$want" = "$got" ]; then ok "$name: nm -D lists exactly the hooks"; else
+        bad "$name: nm -D differs from the intended list:"; diff <(echo "$want") <(echo "$got") | sed 's/^/     /'; fi
+    # Never glibc-private entry points (they are gone or hidden since glibc 2.34).
+    if nm -D --undefined-only "$lib" | grep -Eq ' (__libc_dlsym|__libc_dlopen_mode|_dl_sym)$'; then
+        bad "$name: uses glibc-private symbols"; else ok "$name: no glibc-private symbols"; fi
+}
+
+run_variant() {
+    local name=$1 out=$2 first=${3:-}
+    local lib=$out/lib/libgpuyield.so driver=$out/tests/hooks/test_hooks
+    if [ ! -f "$lib" ] || [ ! -x "$driver" ] || [ ! -f "$out/fakecuda/libcuda.so.1" ]; then
+        bad "$name: not built ($lib, $driver, $out/fakecuda/libcuda.so.1): run ./make.sh test"
+        return
+    fi
+    check_exports "$lib" "$name"
+    local log; log=$(mktemp)
+    GY_HOOKS_LIB=$lib GY_FAKECUDA_DIR=$out/fakecuda GY_WORKER=$out/tests/hooks/cuda_worker GY_PRELOAD_FIRST=$first \
+        timeout 600 "$driver" 2>&1 | sed "s/^/[$name] /" | tee "$log"
+    local p f
+    read -r p f < <(sed -n 's/^\[[a-z+]*\] \([0-9][0-9]*\) passed, \([0-9][0-9]*\) failed$/\1 \2/p' "$log" | tail -n 1)
+    rm -f "$log"
+    if [ -z "${p:-}" ]; then bad "$name: test_hooks ended without its summary line"; return; fi
+    passed=$((passed + p)); failed=$((failed + f))
+}
+
+if [ -f "$BUILD/obj/hooks/cuda_abi_check.o" ]; then
+    ok "cuda_abi.h agrees with cuda.h (hooks/cuda_abi_check.c compiled)"
+else
+    echo "skip cuda_abi.h check: CUDA_HOME was empty at build time (no cuda.h)"
+fi
+run_variant plain "$BUILD"
+ASAN_RUNTIME=$(gcc -print-file-name=libasan.so)
+run_variant asan+ubsan "$BUILD/asan" "$ASAN_RUNTIME"
+echo "$passed passed, $failed failed"
