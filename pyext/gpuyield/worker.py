@@ -178,7 +178,8 @@ def build_model(args, torch, torchvision):
 
 def load_input(args, torch, torchvision):
     """The image as float [3, H, W] in 0..1 on the CPU, at --resize when given."""
-    img = torchvision.io.decode_image(args.input, mode=torchvision.io.ImageReadMode.RGB)
+    io = torchvision.io
+    img = io.decode_image(io.read_file(args.input), mode=io.ImageReadMode.RGB)
     img = img.float().div_(255.0)
     if args.resize:
         h, w = args.resize
