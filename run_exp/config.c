@@ -326,6 +326,25 @@ static void load_model(struct ctx *c, json_t *obj, int i, struct exp_model *m, c
     }
 }
 
+/* The reference's names collide when two workers run the same model at the same size; a reader
+ * of models_pid.json (nsight-parser) could not tell them apart, so those get _<output_file_name>. */
+static void disambiguate_pid_names(struct exp_config *cfg)
+{
+    bool clash[EXP_MAX_MODELS] = {false};
+    for (int i = 0; i < cfg->nmodels; i++)
+        for (int j = 0; j < cfg->nmodels; j++)
+            if (i != j && cfg->models[i].pid_name[0] && strcmp(cfg->models[i].pid_name, cfg->models[j].pid_name) == 0)
+                clash[i] = true;
+    for (int i = 0; i < cfg->nmodels; i++) {
+        struct exp_model *m = &cfg->models[i];
+        size_t n = strlen(m->pid_name);
+        if (clash[i] && m->output_file_name && n + 1 + strlen(m->output_file_name) < sizeof m->pid_name) {
+            m->pid_name[n] = '_';
+            memcpy(m->pid_name + n + 1, m->output_file_name, strlen(m->output_file_name) + 1);
+        }
+    }
+}
+
 int config_load(const char *path, const char *out_dir_override, struct exp_config *cfg)
 {
     static const char *const keys[] = {"models", "exp_dur", "device_id", NULL};
@@ -366,6 +385,7 @@ int config_load(const char *path, const char *out_dir_override, struct exp_confi
         cfg->nmodels = (int)json_array_size(models);
         for (int i = 0; i < cfg->nmodels; i++)
             load_model(&c, json_array_get(models, (size_t)i), i, &cfg->models[i], out_dir_override);
+        disambiguate_pid_names(cfg);
     }
     return c.errors;
 }

@@ -229,6 +229,11 @@ rm -rf "$T/out"
 expect ready_timeout 1 "worker 'model_A' \(pid [0-9]+\) was not ready after 1 s.*raise --ready-timeout" \
     env FAKE_WORKER_MODE=never_ready "$RUN_EXP" -f "$T/ok.json" --ready-timeout 1
 check ready_timeout_no_process_left none_alive $(pids_of "$T/out/models_pid.json")
+# Two workers of the same model at the same size: the reference's names would collide.
+check models_pid_names_disambiguated "$PYTHON" -c '
+import json, sys
+names = [n for n, _ in json.load(open(sys.argv[1]))]
+assert names == ["fasterrcnn_resnet50_fpn_model_A", "fasterrcnn_resnet50_fpn_model_B"], names' "$T/out/models_pid.json"
 
 # A worker that ignores "stop" is terminated after --stop-timeout.
 rm -rf "$T/out"
