@@ -31,9 +31,16 @@ $(FAKECUDA_LIB): $(FAKECUDA_SRC:%.c=$(O)/obj/%.o)
 # Test programs: a worker that runs under the hook against the fake driver, and the test driver
 # that starts workers in fresh processes and checks the fake driver's log and the counters.
 $(O)/obj/tests/hooks/%.o: CFLAGS += -Itests/fakecuda -Itests/lib
-$(O)/tests/hooks/cuda_worker: $(O)/obj/tests/hooks/cuda_worker.o $(O)/obj/tests/hooks/fake_log.o $(FAKECUDA_LIB) $(CONTROLLER_LIB)
+# Two libraries loaded after the hook, in this order, for the RTLD_NEXT case.
+$(O)/tests/hooks/libgy_next_%.so: $(O)/obj/tests/hooks/next_%.o
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) $(filter %.o %.a,$^) $(FAKECUDA_LIB) -ldl -o $@
+	$(CC) -shared $(LDFLAGS) -Wl,-soname,libgy_next_$*.so $^ -ldl -o $@
+HOOKS_NEXT_LIBS := $(O)/tests/hooks/libgy_next_first.so $(O)/tests/hooks/libgy_next_second.so
+$(O)/tests/hooks/cuda_worker: $(O)/obj/tests/hooks/cuda_worker.o $(O)/obj/tests/hooks/fake_log.o $(FAKECUDA_LIB) \
+		$(HOOKS_NEXT_LIBS) $(CONTROLLER_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $(filter %.o %.a,$^) -Wl,--no-as-needed $(FAKECUDA_LIB) $(HOOKS_NEXT_LIBS) \
+		-Wl,--as-needed -Wl,-rpath,'$$ORIGIN' -ldl -o $@
 $(O)/tests/hooks/test_hooks: $(O)/obj/tests/hooks/test_hooks.o $(O)/obj/tests/hooks/fake_log.o $(CONTROLLER_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -o $@

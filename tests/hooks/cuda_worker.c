@@ -383,6 +383,16 @@ static void scenario_capture_hold(long hold_ms)
     sleep_ms(300);
 }
 
+int gy_next_call(void); /* tests/hooks/next_first.c */
+
+/* dlsym(RTLD_NEXT) from a library after the hook must find the definition after that library. */
+static void scenario_rtld_next(void)
+{
+    int got = gy_next_call();
+    if (got != 2)
+        fail("dlsym(RTLD_NEXT) from libgy_next_first found definition %d, expected 2 (the next library's)", got);
+}
+
 static void scenario_fork(int count)
 {
     CUfunction f = kernel_of(10);
@@ -430,10 +440,12 @@ int main(int argc, char **argv)
         scenario_capture((long)ARG(2, 100));
     else if (strcmp(what, "capture_hold") == 0)
         scenario_capture_hold((long)ARG(2, 500));
+    else if (strcmp(what, "rtld_next") == 0)
+        scenario_rtld_next();
     else if (strcmp(what, "fork") == 0)
         scenario_fork((int)ARG(2, 7));
     else {
-        fprintf(stderr, "usage: cuda_worker paths|plain|spin|jobs|busy|bound|capture|capture_hold|fork [args]\n");
+        fprintf(stderr, "usage: cuda_worker paths|plain|spin|jobs|busy|bound|capture|capture_hold|rtld_next|fork [args]\n");
         return 2;
     }
     if (strcmp(what, "jobs") != 0)

@@ -282,6 +282,20 @@ TEST(every_resolution_path_yields_a_counted_launch)
     setup_end(&s);
 }
 
+TEST(rtld_next_still_searches_after_the_caller)
+{
+    struct setup s;
+    REQUIRE(setup_begin(&s, "next", 0));
+    const char *args[] = {"rtld_next", NULL};
+    struct worker w;
+    if (spawn(&s, &w, NULL, args)) {
+        CHECK(wait_exit(&w) == 0, "rtld_next worker failed");
+        if (gy_test_failures_in_current)
+            dump(&w);
+    }
+    setup_end(&s);
+}
+
 TEST(unset_shm_passes_launches_straight_through)
 {
     struct setup s;
