@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The one entry point on the GPU machine. Carry the build made on the build machine
+# (`make -f build.mk O=.gpu-build CUDA_HOME=/usr/local/cuda all`, C programs run there as they
+# are) and .nsys-libs; this builds the Python extension there, runs the named stages, and packs
+# every raw result into $OUT/results.tgz (the device returns at most 8 files).
+#   bash bench/gpu/run_all.sh STAGE...
+# stages: pyext hookcount launch preempt preempt-quick smoke proof contention-ref contention-resnet
+#         modes-cost
+set -u
+export GPU_BUILD=${GPU_BUILD:-$PWD/.gpu-build}
+B=$GPU_BUILD
+. bench/gpu/env.sh
+OUT=${OUT:-/tmp/out}
+R=/tmp/gy-results
+mkdir -p "$OUT" "$R"
+export GPUYIELD_BUILD=$B GPUYIELD_PYTHON=$(command -v "$PY")
+PYTHON_BIN=$PY bash pyext/build_ext.sh "$B" || { echo "run_all: the extension did not build"; exit 1; }
+export PYTHONPATH=$B/python
+stage_log() { echo "=== $1 $(date -u +%H:%M:%S)"; }
+for stage in "$@"; do
+    stage_log "$stage"
+    case $stage in
+    pyext) bash pyext/check_on_gpu_machine.sh "$(command -v "$PY")" > "$R/pyext_check.txt" 2>&1; echo "pyext check exit $?"; tail -5 "$R/pyext_check.txt" ;;
+    hookcount) bash bench/gpu/hook_count.sh "$B" "$R/hookcount" 5 2>&1 | grep -v '^\[\|Processing\|^$' | tail -15 ;;
+    launch) bash bench/gpu/launch_overhead.sh "$B" "$R/launch_overhead.jsonl" 3 > /dev/null; "$PY" bench/gpu/summarize.py launch "$R/launch_overhead.jsonl" ;;
+    preempt) bash bench/gpu/preempt_latency.sh "$B" "$R/preempt.jsonl" ;;
+    preempt-quick) bash bench/gpu/preempt_latency.sh "$B" "$R/preempt.jsonl" "500" "none sync:1 event:1 event:4" 20 ;;
+    smoke)
+        "$PY" - <<'PY'
+import json
+cfg = json.load(open("exp_configs/input_control.json")); cfg["exp_dur"] = 8
+json.dump(cfg, open("/tmp/smoke.json", "w"))
+PY
+        "$B/bin/run_exp" -f /tmp/smoke.json --out "$R/smoke" 2>&1 | tail -25 ;;
+    proof) BUILD=$B OUT=$R/proof DUR=${DUR:-30} bash bench/gpu/run_exp_proof.sh 2>&1 | tail -40 ;;
+    contention-ref) "$PY" bench/gpu/contention.py --pair reference --build "$B" --dur "${DUR:-20}" --logs "$R/contention-ref" \
+                      --setups "${SETUPS:-alone,nocontrol,mps,sync:1,event:1,event:2,event:8}" --out "$R/contention_ref.json" ;;
+    contention-resnet) "$PY" bench/gpu/contention.py --pair resnet --build "$B" --dur "${DUR:-20}" --logs "$R/contention-resnet" \
+                      --setups "${SETUPS:-alone,nocontrol,mps,sync:1,event:1,event:2,event:8}" --out "$R/contention_resnet.json" ;;
+    modes-cost) "$PY" bench/gpu/contention.py --pair "${PAIR:-reference}" --build "$B" --dur "${DUR:-10}" --logs "$R/modes-cost" \
+                      --setups alone,alone_hooked --out "$R/modes_cost.json" ;;
+    *) echo "run_all: unknown stage '$stage'" ;;
+    esac
+done
+find "$R" -name '*.nsys-rep' -size +8M -delete
+tar czf "$OUT/results.tgz" -C /tmp gy-results
+ls -la "$OUT"
