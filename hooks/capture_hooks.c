@@ -1,42 +1,63 @@
 /* Stream capture hooks: only counted, so that the drain helper never calls cuCtxSynchronize
  * while a capture is in progress (illegal in global mode) and the queue bound re-checks
- * cuStreamIsCapturing after a capture began. */
+ * cuStreamIsCapturing after a capture began.
+ *
+ * A capture is counted in before it begins, and backs off while the helper is synchronizing;
+ * the helper raises its flag and backs off while a capture is counted (drain_helper.c). Both
+ * sides store then load (seq_cst), so at least one of them sees the other: a capture never
+ * begins during the helper's cuCtxSynchronize. */
+#include <time.h>
+
 #include "client.h"
 #include "hook_functions.h"
 
 #define NOT_BOUND 3 /* CUDA_ERROR_NOT_INITIALIZED */
 
+static void count_capture_in(void)
+{
+    for (;;) {
+        atomic_fetch_add_explicit(&gy_client.captures_in_progress, 1, memory_order_seq_cst);
+        if (!atomic_load_explicit(&gy_client.helper_synchronizing, memory_order_seq_cst))
+            return;
+        atomic_fetch_sub_explicit(&gy_client.captures_in_progress, 1, memory_order_seq_cst);
+        while (atomic_load_explicit(&gy_client.helper_synchronizing, memory_order_seq_cst)) {
+            struct timespec ts = {0, 100000};
+            nanosleep(&ts, NULL);
+        }
+    }
+}
+
 static gy_cu_result began(gy_cu_result rc)
 {
-    if (rc == GY_CUDA_SUCCESS) {
-        atomic_fetch_add_explicit(&gy_client.captures_in_progress, 1, memory_order_acq_rel);
+    if (rc == GY_CUDA_SUCCESS)
         atomic_fetch_add_explicit(&gy_client.captures_begun, 1, memory_order_acq_rel);
-    }
+    else
+        atomic_fetch_sub_explicit(&gy_client.captures_in_progress, 1, memory_order_seq_cst);
     return rc;
 }
 
 GY_EXPORT gy_cu_result cuStreamBeginCapture(gy_cu_stream stream)
 {
     gy_pfn_begin_capture real = (gy_pfn_begin_capture)gy_real(GY_FN_BEGIN_CAPTURE);
-    return real ? began(real(stream)) : NOT_BOUND;
+    return real ? (count_capture_in(), began(real(stream))) : NOT_BOUND;
 }
 
 GY_EXPORT gy_cu_result cuStreamBeginCapture_ptsz(gy_cu_stream stream)
 {
     gy_pfn_begin_capture real = (gy_pfn_begin_capture)gy_real(GY_FN_BEGIN_CAPTURE_PTSZ);
-    return real ? began(real(stream)) : NOT_BOUND;
+    return real ? (count_capture_in(), began(real(stream))) : NOT_BOUND;
 }
 
 GY_EXPORT gy_cu_result cuStreamBeginCapture_v2(gy_cu_stream stream, int mode)
 {
     gy_pfn_begin_capture_v2 real = (gy_pfn_begin_capture_v2)gy_real(GY_FN_BEGIN_CAPTURE_V2);
-    return real ? began(real(stream, mode)) : NOT_BOUND;
+    return real ? (count_capture_in(), began(real(stream, mode))) : NOT_BOUND;
 }
 
 GY_EXPORT gy_cu_result cuStreamBeginCapture_v2_ptsz(gy_cu_stream stream, int mode)
 {
     gy_pfn_begin_capture_v2 real = (gy_pfn_begin_capture_v2)gy_real(GY_FN_BEGIN_CAPTURE_V2_PTSZ);
-    return real ? began(real(stream, mode)) : NOT_BOUND;
+    return real ? (count_capture_in(), began(real(stream, mode))) : NOT_BOUND;
 }
 
 GY_EXPORT gy_cu_result cuStreamBeginCaptureToGraph(gy_cu_stream stream, gy_cu_graph graph,
@@ -44,7 +65,7 @@ GY_EXPORT gy_cu_result cuStreamBeginCaptureToGraph(gy_cu_stream stream, gy_cu_gr
                                                    const gy_cu_graph_edge_data *edge_data, size_t ndeps, int mode)
 {
     gy_pfn_begin_capture_to_graph real = (gy_pfn_begin_capture_to_graph)gy_real(GY_FN_BEGIN_CAPTURE_TO_GRAPH);
-    return real ? began(real(stream, graph, deps, edge_data, ndeps, mode)) : NOT_BOUND;
+    return real ? (count_capture_in(), began(real(stream, graph, deps, edge_data, ndeps, mode))) : NOT_BOUND;
 }
 
 GY_EXPORT gy_cu_result cuStreamBeginCaptureToGraph_ptsz(gy_cu_stream stream, gy_cu_graph graph,
@@ -54,7 +75,7 @@ GY_EXPORT gy_cu_result cuStreamBeginCaptureToGraph_ptsz(gy_cu_stream stream, gy_
 {
     gy_pfn_begin_capture_to_graph real =
         (gy_pfn_begin_capture_to_graph)gy_real(GY_FN_BEGIN_CAPTURE_TO_GRAPH_PTSZ);
-    return real ? began(real(stream, graph, deps, edge_data, ndeps, mode)) : NOT_BOUND;
+    return real ? (count_capture_in(), began(real(stream, graph, deps, edge_data, ndeps, mode))) : NOT_BOUND;
 }
 
 /* A capture ends with this call whatever it returns, if the stream was capturing before. */

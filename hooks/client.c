@@ -57,6 +57,7 @@ static void after_fork_child(void)
     atomic_store(&gy_client.entered, 0);
     atomic_store(&gy_client.left, 0);
     atomic_store(&gy_client.captures_in_progress, 0);
+    atomic_store(&gy_client.helper_synchronizing, 0);
     ncontexts = 0;
     atomic_fetch_add(&gy_client.generation, 1);
 }

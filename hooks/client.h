@@ -27,6 +27,7 @@ struct gy_client {
      * no launch is half-way through, which the drain helper waits for. */
     _Atomic uint64_t entered, left;
     _Atomic int captures_in_progress; /* cuCtxSynchronize is illegal while one is */
+    _Atomic int helper_synchronizing; /* the drain helper is in cuCtxSynchronize: no capture may begin */
     _Atomic uint64_t captures_begun;  /* tells the queue bound that a capture may have started */
     _Atomic uint64_t generation;      /* bumped in a child after fork: thread-local state is stale */
 };
@@ -46,8 +47,11 @@ int gy_client_contexts(gy_cu_context *out, int max);
 
 static inline bool gy_client_gated(void)
 {
-    if (atomic_load_explicit(&gy_client.phase, memory_order_acquire) == GY_PHASE_READY)
+    int phase = atomic_load_explicit(&gy_client.phase, memory_order_acquire);
+    if (phase == GY_PHASE_READY)
         return true;
+    if (phase == GY_PHASE_PASS_THROUGH)
+        return false;
     return gy_client_join_slow();
 }
 

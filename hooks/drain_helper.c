@@ -3,7 +3,8 @@
  *      of ours sees the gate closed, so nothing new reaches the driver;
  *   2. if a stream capture is in progress, poll (1 ms) until it ends: cuCtxSynchronize is
  *      illegal during a global-mode capture, and captured launches run nothing anyway; the
- *      job's drain timeout bounds how long its begin waits for us meanwhile;
+ *      job's drain timeout bounds how long its begin waits for us meanwhile. New captures
+ *      wait for the end of the synchronize (capture_hooks.c);
  *   3. synchronize every context this process launched in;
  *   4. acknowledge, saying whether launches slipped in meanwhile (the job ended during the
  *      drain): then our inflight flag stays set. */
@@ -58,9 +59,15 @@ static void synchronize_contexts(void)
 static void drain(uint64_t epoch)
 {
     uint64_t launches = wait_no_launch_halfway();
-    while (atomic_load_explicit(&gy_client.captures_in_progress, memory_order_acquire) > 0)
+    for (;;) { /* see capture_hooks.c: no capture begins while we synchronize */
+        atomic_store_explicit(&gy_client.helper_synchronizing, 1, memory_order_seq_cst);
+        if (atomic_load_explicit(&gy_client.captures_in_progress, memory_order_seq_cst) == 0)
+            break;
+        atomic_store_explicit(&gy_client.helper_synchronizing, 0, memory_order_seq_cst);
         sleep_ns(1000000);
+    }
     synchronize_contexts();
+    atomic_store_explicit(&gy_client.helper_synchronizing, 0, memory_order_seq_cst);
     bool slipped = gy_launch_allowed(&gy_client.shm, gy_client.priority) ||
                    atomic_load_explicit(&gy_client.entered, memory_order_seq_cst) != launches ||
                    atomic_load_explicit(&gy_client.left, memory_order_acquire) != launches;
@@ -96,6 +103,8 @@ void gy_drain_helper_start(void)
     uintptr_t generation = (uintptr_t)atomic_load(&gy_client.generation);
     int rc = pthread_create(&thread, &attr, helper_main, (void *)generation);
     pthread_attr_destroy(&attr);
+    if (!rc)
+        pthread_setname_np(thread, "gpuyield-drain");
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc) {
         fprintf(stderr, "gpuyield: pid %d cannot start its drain helper thread: %s\n", (int)getpid(), strerror(rc));
