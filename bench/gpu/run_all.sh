@@ -39,6 +39,7 @@ PY
                       --setups "${SETUPS:-alone,nocontrol,mps,sync:1,event:1,event:2,event:8}" --out "$R/contention_resnet.json" ;;
     modes-cost) "$PY" bench/gpu/contention.py --pair "${PAIR:-reference}" --build "$B" --dur "${DUR:-10}" --logs "$R/modes-cost" \
                       --setups alone,alone_hooked --out "$R/modes_cost.json" ;;
+    nsight) OUT=$R/nsight BUILD=$B bash bench/gpu/nsight_input_control.sh 2>&1 | tail -30 ;;
     *) echo "run_all: unknown stage '$stage'" ;;
     esac
 done
