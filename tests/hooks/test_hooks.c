@@ -548,7 +548,7 @@ TEST(a_process_busy_on_the_cpu_is_drained_by_its_helper)
     char shm[96];
     snprintf(shm, sizeof shm, "GPUYIELD_SHM=%s", s.tag);
     const char *low_env[] = {shm, "GPUYIELD_PRIORITY=0", NULL}, *high_env[] = {shm, "GPUYIELD_PRIORITY=3", NULL};
-    const char *low_args[] = {"busy", "20000", "40", "5", NULL};   /* 0.8 s queued, then 5 s on the CPU */
+    const char *low_args[] = {"busy", "20000", "100", "6", NULL}; /* 2 s queued, then 6 s on the CPU */
     const char *high_args[] = {"jobs", "3", "1", "1000", "2", "0", NULL};
     struct worker low, high;
     REQUIRE(spawn(&s, &low, low_env, low_args));
@@ -592,7 +592,7 @@ TEST(the_helper_never_synchronizes_during_a_capture)
     char shm[96];
     snprintf(shm, sizeof shm, "GPUYIELD_SHM=%s", s.tag);
     const char *low_env[] = {shm, "GPUYIELD_PRIORITY=0", NULL}, *high_env[] = {shm, "GPUYIELD_PRIORITY=1", NULL};
-    const char *low_args[] = {"capture_hold", "800", NULL};
+    const char *low_args[] = {"capture_hold", "1500", NULL};
     const char *high_args[] = {"jobs", "1", "1", "1000", "1", "0", NULL};
     struct worker low, high;
     REQUIRE(spawn(&s, &low, low_env, low_args));
