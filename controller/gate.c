@@ -22,11 +22,19 @@ static void reap_if_due(struct gy_segment *seg, uint64_t *next_reap)
         gy_wake_all(seg);
 }
 
+/* Our registered priority as the segment holds it; a corrupted one counts as the lowest (gated by
+ * every job) rather than feed a shift out of range. */
+static int slot_priority(const struct gy_proc_slot *slot)
+{
+    int priority = slot ? slot->priority : 0;
+    return priority >= 0 && priority < GY_LEVELS ? priority : 0;
+}
+
 uint64_t gy_wait_until_allowed(gy_shm *shm)
 {
     struct gy_segment *seg = shm->seg;
     struct gy_proc_slot *slot = gy_my_slot(shm);
-    int priority = slot ? slot->priority : 0;
+    int priority = slot_priority(slot);
     uint64_t start = gy_now_ns(), next_reap = start + REAP_INTERVAL_NS;
     gy_lock_and_recover(seg);
     if (slot)
@@ -64,6 +72,13 @@ int gy_job_enter(gy_shm *shm, int priority, uint64_t timeout_ns, gy_job *job, gy
     if (slot->pid != getpid() || atomic_load_explicit(&slot->state, memory_order_acquire) == GY_PROC_FREE) {
         gy_unlock(seg);
         return gy_fail(err, ESRCH, "our slot in %s was reaped (wrong pid or corrupted): reconnect", shm->name);
+    }
+    if (slot->held_jobs[priority] >= GY_MAX_HELD_JOBS) {
+        gy_unlock(seg);
+        return gy_fail(err, EBUSY,
+                       "this process already holds %d jobs of priority %d in %s: end() is missing for earlier "
+                       "begin()s",
+                       GY_MAX_HELD_JOBS, priority, shm->name);
     }
     seg->jobs[priority]++;
     slot->held_jobs[priority]++;
@@ -184,7 +199,7 @@ bool gy_drain_wait_request(gy_shm *shm, uint64_t timeout_ns, uint64_t *epoch)
     for (;;) {
         uint32_t seq = gy_wake_seq(seg);
         uint64_t current = atomic_load_explicit(&seg->job_epoch, memory_order_seq_cst);
-        if (!gy_launch_allowed(shm, slot->priority) && atomic_load_explicit(&slot->inflight, memory_order_seq_cst) &&
+        if (!gy_launch_allowed(shm, slot_priority(slot)) && atomic_load_explicit(&slot->inflight, memory_order_seq_cst) &&
             atomic_load_explicit(&slot->drained_epoch, memory_order_acquire) < current) {
             *epoch = current;
             atomic_store_explicit(&slot->state, GY_PROC_DRAINING, memory_order_relaxed);

@@ -10,8 +10,14 @@
 bool gy_slot_sane(const struct gy_proc_slot *slot)
 {
     uint32_t state = atomic_load_explicit(&slot->state, memory_order_acquire);
-    return state <= GY_PROC_DRAINING && (state == GY_PROC_FREE || (slot->pid > 0 && slot->priority >= 0 &&
-                                                                   slot->priority < GY_LEVELS));
+    if (state == GY_PROC_FREE)
+        return true;
+    if (state > GY_PROC_DRAINING || slot->pid <= 0 || slot->priority < 0 || slot->priority >= GY_LEVELS)
+        return false;
+    for (int level = 0; level < GY_LEVELS; level++)
+        if (slot->held_jobs[level] > GY_MAX_HELD_JOBS)
+            return false;
+    return true;
 }
 
 void gy_publish_levels_locked(struct gy_segment *seg)
@@ -51,6 +57,23 @@ int gy_reap_locked(struct gy_segment *seg)
     }
     if (reaped)
         atomic_fetch_add_explicit(&seg->reaped, (uint64_t)reaped, memory_order_relaxed);
+    /* Under the mutex a level counts exactly the jobs its live slots hold. A count no live slot
+     * holds (a corrupted segment) would keep lower launches blocked forever: correct it. */
+    int corrected = 0;
+    for (int level = 0; level < GY_LEVELS; level++) {
+        uint32_t held = 0;
+        for (int i = 0; i < GY_MAX_PROCS; i++)
+            if (atomic_load_explicit(&seg->procs[i].state, memory_order_relaxed) != GY_PROC_FREE)
+                held += seg->procs[i].held_jobs[level];
+        if (seg->jobs[level] != held) {
+            seg->jobs[level] = held;
+            corrected++;
+        }
+    }
+    uint32_t published = atomic_load_explicit(&seg->active_levels, memory_order_relaxed);
+    gy_publish_levels_locked(seg);
+    if (corrected || published != atomic_load_explicit(&seg->active_levels, memory_order_relaxed))
+        gy_wake_all(seg); /* rare: the gate opened for someone */
     return reaped;
 }
 

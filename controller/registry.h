@@ -6,8 +6,12 @@
 
 /* Under the mutex: recompute the active-levels word from the per-level job counts. */
 void gy_publish_levels_locked(struct gy_segment *seg);
-/* Under the mutex: count out dead processes. Returns how many were reaped (caller wakes). */
+/* Under the mutex: count out dead processes (returns how many; the caller wakes), and correct job
+ * counts that no live process holds (waking by itself). */
 int gy_reap_locked(struct gy_segment *seg);
+/* Jobs one process may hold at one level (nested); more is refused, and a slot that claims more
+ * is corrupt. */
+#define GY_MAX_HELD_JOBS 1024
 /* A slot whose fields are in range; anything else is treated as corrupt and skipped. */
 bool gy_slot_sane(const struct gy_proc_slot *slot);
 /* Lock, and if the last owner died inside, reap before going on. */

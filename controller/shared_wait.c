@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <signal.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,9 +22,30 @@ int gy_mutex_init(struct gy_segment *seg)
     return rc;
 }
 
+/* The kernel marks a robust mutex whose owner died (FUTEX_OWNER_DIED) from the owner's robust
+ * list. A futex word naming a thread that does not exist (a corrupted segment) gets no such
+ * mark and would block every locker forever: mark it the same way ourselves. */
+static void recover_if_owner_missing(struct gy_segment *seg)
+{
+    _Atomic uint32_t *word = (_Atomic uint32_t *)(void *)&seg->mutex; /* glibc: the futex word comes first */
+    uint32_t seen = atomic_load(word);
+    pid_t owner = (pid_t)(seen & FUTEX_TID_MASK);
+    if (owner == 0 || (seen & FUTEX_OWNER_DIED) || kill(owner, 0) == 0 || errno != ESRCH)
+        return;
+    uint32_t dead = (seen & FUTEX_WAITERS) | FUTEX_OWNER_DIED;
+    if (atomic_compare_exchange_strong(word, &seen, dead))
+        syscall(SYS_futex, word, FUTEX_WAKE, 1, NULL, NULL, 0);
+}
+
 int gy_lock(struct gy_segment *seg)
 {
-    int rc = pthread_mutex_lock(&seg->mutex);
+    /* trylock first so that a word naming a missing owner is noticed before blocking on it; both
+     * calls report a dead owner (EOWNERDEAD) the same way, and sanitizers know both. */
+    int rc = pthread_mutex_trylock(&seg->mutex);
+    if (rc == EBUSY) {
+        recover_if_owner_missing(seg);
+        rc = pthread_mutex_lock(&seg->mutex);
+    }
     if (rc == EOWNERDEAD) {
         pthread_mutex_consistent(&seg->mutex);
         return 1;

@@ -7,3 +7,9 @@ $(O)/tests/reliability/load_test: $(O)/obj/tests/reliability/load_test.o $(CONTR
 	$(CC) $(LDFLAGS) $^ -o $@
 
 ALL += $(O)/tests/reliability/load_test
+
+$(O)/tests/reliability/corrupt_test: $(O)/obj/tests/reliability/corrupt_test.o $(CONTROLLER_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ -o $@
+
+ALL += $(O)/tests/reliability/corrupt_test

@@ -9,4 +9,8 @@ run_counted load "$BUILD/tests/reliability/load_test" 64 8
 run_counted load-asan "$BUILD/asan/tests/reliability/load_test" 32 3
 TSAN_OPTIONS="halt_on_error=1" run_counted load-tsan "$BUILD/tsan/tests/reliability/load_test" 16 3
 
+# Untrusted contents: every reader on corrupted segments (plain and ASan+UBSan; the CLI too).
+EXPCONTROLLER=$BUILD/bin/expcontroller run_counted corrupt "$BUILD/tests/reliability/corrupt_test"
+EXPCONTROLLER=$BUILD/asan/bin/expcontroller run_counted corrupt-asan "$BUILD/asan/tests/reliability/corrupt_test"
+
 finish
