@@ -33,6 +33,8 @@ uint64_t fk_now_ns(void)
 
 void fk_sleep_until(uint64_t t_ns)
 {
+    if (t_ns <= fk_now_ns())
+        return; /* finished work: return at once, as a driver would (no timer-slack sleep) */
     struct timespec ts = {.tv_sec = (time_t)(t_ns / 1000000000ull), .tv_nsec = (long)(t_ns % 1000000000ull)};
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
     }
@@ -96,6 +98,9 @@ static void write_line(const char *buf, int len)
 void fk_log_kernel(uint64_t stream_id, uint64_t submit, uint64_t start, uint64_t end, unsigned outstanding,
                    enum fk_kind kind, const char *name)
 {
+    pthread_once(&log_once, open_log);
+    if (log_fd < 0)
+        return; /* no log: not even a getpid, so that benchmarks measure the hook, not us */
     char buf[256];
     int len = snprintf(buf, sizeof buf, "%d %llu %llu %llu %llu %u %s %s\n", (int)getpid(),
                        (unsigned long long)stream_id, (unsigned long long)submit, (unsigned long long)start,

@@ -383,6 +383,24 @@ static void scenario_capture_hold(long hold_ms)
     sleep_ms(300);
 }
 
+/* For bench/hook_overhead.sh: the CPU cost of a launch of a zero-length kernel, best of 5. */
+static void scenario_rate(int count)
+{
+    CUfunction f = kernel_of(0);
+    CUstream s;
+    CU(cuStreamCreate(&s, 0));
+    double best = 1e30;
+    for (int round = 0; round < 5; round++) {
+        uint64_t t0 = now_ns();
+        for (int i = 0; i < count; i++)
+            CU(launch(f, s));
+        double per = (double)(now_ns() - t0) / count;
+        best = per < best ? per : best;
+        CU(cuStreamSynchronize(s));
+    }
+    printf("RATE %.1f ns/launch\n", best);
+}
+
 int gy_next_call(void); /* tests/hooks/next_first.c */
 
 /* dlsym(RTLD_NEXT) from a library after the hook must find the definition after that library. */
@@ -440,12 +458,14 @@ int main(int argc, char **argv)
         scenario_capture((long)ARG(2, 100));
     else if (strcmp(what, "capture_hold") == 0)
         scenario_capture_hold((long)ARG(2, 500));
+    else if (strcmp(what, "rate") == 0)
+        scenario_rate((int)ARG(2, 200000));
     else if (strcmp(what, "rtld_next") == 0)
         scenario_rtld_next();
     else if (strcmp(what, "fork") == 0)
         scenario_fork((int)ARG(2, 7));
     else {
-        fprintf(stderr, "usage: cuda_worker paths|plain|spin|jobs|busy|bound|capture|capture_hold|rtld_next|fork [args]\n");
+        fprintf(stderr, "usage: cuda_worker paths|plain|spin|jobs|busy|bound|capture|capture_hold|rate|rtld_next|fork [args]\n");
         return 2;
     }
     if (strcmp(what, "jobs") != 0)
