@@ -13,4 +13,17 @@ TSAN_OPTIONS="halt_on_error=1" run_counted load-tsan "$BUILD/tsan/tests/reliabil
 EXPCONTROLLER=$BUILD/bin/expcontroller run_counted corrupt "$BUILD/tests/reliability/corrupt_test"
 EXPCONTROLLER=$BUILD/asan/bin/expcontroller run_counted corrupt-asan "$BUILD/asan/tests/reliability/corrupt_test"
 
+# Fuzz corpora (fuzz/corpus/<target>) replayed through each target built as a plain program,
+# plain and ASan+UBSan. Fuzzing itself is fuzz/run.sh's, not CI's.
+replay() { # replay LABEL PROGRAM CORPUS
+    local log; log=$(mktemp)
+    if "$2" "$3" > "$log" 2>&1; then pass "$1 ($(tail -n 1 "$log"))"
+    else fail "$1" "$(tail -n 15 "$log")"; fi
+    rm -f "$log"
+}
+for target in segment_open run_exp_config nsight_csv; do
+    replay "fuzz_replay_$target" "$BUILD/fuzz/replay_$target" "$ROOT/fuzz/corpus/$target"
+    replay "fuzz_replay_${target}_asan" "$BUILD/asan/fuzz/replay_$target" "$ROOT/fuzz/corpus/$target"
+done
+
 finish
