@@ -10,8 +10,11 @@ PASSES=${3:-5}
 source bench/gpu/env.sh
 mkdir -p "$OUT"
 TAG=hookcount-$$
-"$B/bin/expcontroller" create --name "$TAG" > /dev/null
-trap '"$B/bin/expcontroller" remove --name "$TAG" > /dev/null 2>&1 || true' EXIT
+# serve, not create: a segment whose creator has exited may be removed by `expcontroller clean`.
+"$B/bin/expcontroller" serve --name "$TAG" > /dev/null 2>&1 &
+SERVER=$!
+trap 'kill -TERM $SERVER 2> /dev/null; wait $SERVER 2> /dev/null || true' EXIT
+for _ in $(seq 100); do [ -e "/dev/shm/gpuyield-$(id -u)-$TAG" ] && break; sleep 0.05; done
 LD_PRELOAD="$B/lib/libgpuyield.so" GPUYIELD_SHM="$TAG" GPUYIELD_VERBOSE=1 EXPCONTROLLER="$B/bin/expcontroller" \
     "$NSYS" profile -t cuda,nvtx -s none --cpuctxsw=none -o "$OUT/hook_count" -f true \
     "$PY" bench/gpu/hook_count.py --passes "$PASSES" | tee "$OUT/workload.json"
