@@ -15,8 +15,9 @@ TAG=hookcount-$$
 SERVER=$!
 trap 'kill -TERM $SERVER 2> /dev/null; wait $SERVER 2> /dev/null || true' EXIT
 for _ in $(seq 100); do [ -e "/dev/shm/gpuyield-$(id -u)-$TAG" ] && break; sleep 0.05; done
-LD_PRELOAD="$B/lib/libgpuyield.so" GPUYIELD_SHM="$TAG" GPUYIELD_VERBOSE=1 EXPCONTROLLER="$B/bin/expcontroller" \
-    "$NSYS" profile -t cuda,nvtx -s none --cpuctxsw=none -o "$OUT/hook_count" -f true \
+# The hook goes to the workload only (through env), not to nsys's own processes.
+"$NSYS" profile -t cuda,nvtx -s none --cpuctxsw=none -o "$OUT/hook_count" -f true \
+    env LD_PRELOAD="$B/lib/libgpuyield.so" GPUYIELD_SHM="$TAG" GPUYIELD_VERBOSE=1 EXPCONTROLLER="$B/bin/expcontroller" \
     "$PY" bench/gpu/hook_count.py --passes "$PASSES" | tee "$OUT/workload.json"
 "$NSYS" export --type sqlite -o "$OUT/hook_count.sqlite" -f true "$OUT/hook_count.nsys-rep" > /dev/null
 "$PY" - "$OUT" <<'PYEOF'
