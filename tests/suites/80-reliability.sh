@@ -26,4 +26,15 @@ for target in segment_open run_exp_config nsight_csv; do
     replay "fuzz_replay_${target}_asan" "$BUILD/asan/fuzz/replay_$target" "$ROOT/fuzz/corpus/$target"
 done
 
+# Fault injection: SIGKILL of each role (high worker in a job, low worker blocked / draining,
+# run_exp, expcontroller serve), 3 rounds on the fake driver with the real hook. More rounds for
+# the record: tests/reliability/fault_injection.py --build build --root . --rounds 40
+out=$(mktemp)
+"$PYTHON" "$ROOT/tests/reliability/fault_injection.py" --build "$BUILD" --root "$ROOT" --rounds 3 > "$out" 2>&1
+grep -v '^ok ' "$out" | sed 's/^/  [fault] /'
+line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$out" | tail -n 1)
+if [ -z "$line" ]; then fail fault_injection "ended without a result line: $(tail -n 5 "$out")"
+else read -r p _ f _ <<< "${line//,/}"; SUITE_PASSED=$((SUITE_PASSED + p)); SUITE_FAILED=$((SUITE_FAILED + f)); fi
+rm -f "$out"
+
 finish
