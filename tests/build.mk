@@ -13,3 +13,9 @@ $(O)/tests/reliability/corrupt_test: $(O)/obj/tests/reliability/corrupt_test.o $
 	$(CC) $(LDFLAGS) $^ -o $@
 
 ALL += $(O)/tests/reliability/corrupt_test
+
+$(O)/tests/reliability/isolation_test: $(O)/obj/tests/reliability/isolation_test.o $(CONTROLLER_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ -o $@
+
+ALL += $(O)/tests/reliability/isolation_test

@@ -9,9 +9,17 @@ run_counted load "$BUILD/tests/reliability/load_test" 64 8
 run_counted load-asan "$BUILD/asan/tests/reliability/load_test" 32 3
 TSAN_OPTIONS="halt_on_error=1" run_counted load-tsan "$BUILD/tsan/tests/reliability/load_test" 16 3
 
-# Untrusted contents: every reader on corrupted segments (plain and ASan+UBSan; the CLI too).
+# The hook (and the fake driver) and the Python extension, for the parts that go through them.
+export GY_CUDA_WORKER=$BUILD/tests/hooks/cuda_worker GY_HOOK_LIB=$BUILD/lib/libgpuyield.so \
+    GY_FAKECUDA_DIR=$BUILD/fakecuda GY_PYTHON=$PYTHON GY_PYTHONPATH=$BUILD/python
+
+# Untrusted contents: every reader on corrupted segments (plain and ASan+UBSan; the CLI and a
+# hooked CUDA program too).
 EXPCONTROLLER=$BUILD/bin/expcontroller run_counted corrupt "$BUILD/tests/reliability/corrupt_test"
 EXPCONTROLLER=$BUILD/asan/bin/expcontroller run_counted corrupt-asan "$BUILD/asan/tests/reliability/corrupt_test"
+
+# Isolation: side by side, a full table (controller, hook, Python), another user.
+run_counted isolation "$BUILD/tests/reliability/isolation_test"
 
 # Fuzz corpora (fuzz/corpus/<target>) replayed through each target built as a plain program,
 # plain and ASan+UBSan. Fuzzing itself is fuzz/run.sh's, not CI's.
