@@ -1,7 +1,10 @@
 """Fault injection: SIGKILL at chosen or random moments of each role of a simulated experiment
 (run_exp --simulate: stand-in workers on the fake driver, gated by the real hook), many rounds.
 
-    fault_injection.py --build BUILD --root ROOT [--rounds N] [--seed S]
+    fault_injection.py --build BUILD --root ROOT [--rounds N] [--seed S] [--real]
+
+--real: on a GPU machine, real Python workers (torch, random weights) instead of --simulate;
+rounds then take ~20 s each (model loading). bench/gpu/fault_injection.sh runs it there.
 
 Roles, each killed in every round:
   hp_in_job     the high-priority worker while one of its jobs is in progress
@@ -70,8 +73,8 @@ def children_by_model(parent):
 
 
 class Env:
-    def __init__(self, build, root, tmp):
-        self.build, self.root, self.tmp = build, root, tmp
+    def __init__(self, build, root, tmp, real):
+        self.build, self.root, self.tmp, self.real = build, root, tmp, real
         self.exp = os.path.join(build, "bin", "expcontroller")
         self.uid = os.getuid()
 
@@ -87,26 +90,33 @@ class Env:
     def config(self, out_dir, path):
         subprocess.run([sys.executable, os.path.join(self.root, "tests/run_exp/make_config.py"), path, "--image",
                         os.path.join(self.root, "exp_configs/images/street.png"), "--out-dir", out_dir,
-                        "--set", "exp_dur=2.5", "--set", "models.0.control.control=true",
+                        "--set", f"exp_dur={8 if self.real else 2.5}", "--set", "models.0.control.control=true",
                         "--set", "models.1.control.control=true", "--set", "models.0.resize=true",
-                        "--set", "models.0.resize_size=[1440, 2560]", "--set", "models.1.sleep_time=0.1"],
+                        "--set", "models.0.resize_size=[1440, 2560]", "--set", "models.1.sleep_time=0.1"]
+                       + (["--del", "models.0.model_weight", "--del", "models.1.model_weight"] if self.real else []),
                        check=True)
 
     def start_run(self, cfg, log, shm=None):
-        env = dict(os.environ, FAKE_GPUS="0", PATH=os.path.join(self.root, "tests/run_exp/bin") + ":" +
-                   os.environ["PATH"])
-        cmd = [os.path.join(self.build, "bin", "run_exp"), "-f", cfg, "--simulate"]
+        if self.real:
+            env = dict(os.environ)
+            cmd = [os.path.join(self.build, "bin", "run_exp"), "-f", cfg]
+        else:
+            env = dict(os.environ, FAKE_GPUS="0", PATH=os.path.join(self.root, "tests/run_exp/bin") + ":" +
+                       os.environ["PATH"])
+            cmd = [os.path.join(self.build, "bin", "run_exp"), "-f", cfg, "--simulate"]
         if shm:
             cmd += ["--shm", shm]
         return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
 
 
-def wait_ready(env, run, timeout=15.0):
-    """Both workers started and the segment up: (segment tag, {model: pid}) or None."""
+def wait_ready(env, run, log_path, timeout):
+    """Both workers loaded and released ("all models ready"): {model: pid}, or None."""
     until = time.monotonic() + timeout
     while time.monotonic() < until and run.poll() is None:
+        with open(log_path) as f:
+            ready = "all models ready" in f.read()
         workers = children_by_model(run.pid)
-        if len(workers) == 2:
+        if ready and len(workers) == 2:
             return workers
         time.sleep(0.02)
     return None
@@ -188,7 +198,8 @@ def one_round(env, role, rnd, rng, stats):
     out = os.path.join(env.tmp, name)
     cfg = os.path.join(env.tmp, f"{name}.json")
     env.config(out, cfg)
-    log = open(os.path.join(env.tmp, f"{name}.log"), "w")
+    log_path = os.path.join(env.tmp, f"{name}.log")
+    log = open(log_path, "w")
     serve = None
     shm = None
     if role == "serve":
@@ -200,7 +211,7 @@ def one_round(env, role, rnd, rng, stats):
             time.sleep(0.02)
     run = env.start_run(cfg, log, shm)
     segment = shm or f"exp{run.pid}"
-    workers = wait_ready(env, run)
+    workers = wait_ready(env, run, log_path, 240.0 if env.real else 15.0)
     if not workers or set(workers) != {"model_A", "model_B"}:
         check(False, f"{name}_started", f"workers not found: {workers}")
         run.kill(), run.wait()
@@ -209,7 +220,7 @@ def one_round(env, role, rnd, rng, stats):
             cleanup_segment(env, shm)
         return
     lp, hp = workers["model_A"], workers["model_B"]
-    time.sleep(rng.uniform(0.1, 1.2))  # a random moment of the run
+    time.sleep(rng.uniform(0.1, 4.0 if env.real else 1.2))  # a random moment of the run
     how = "random"
     if role == "hp_in_job":
         how = "in a job" if wait_for_state(env, segment, hp, "job", 2.0) else "random"
@@ -285,9 +296,10 @@ def main():
     ap.add_argument("--root", required=True)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--real", action="store_true", help="real workers on a GPU instead of --simulate")
     a = ap.parse_args()
-    needs = [os.path.join(a.build, p) for p in ("bin/run_exp", "bin/expcontroller", "bin/gpuyield-standin",
-                                                 "lib/libgpuyield.so", "fakecuda/libcuda.so.1")]
+    needs = [os.path.join(a.build, p) for p in ("bin/run_exp", "bin/expcontroller", "lib/libgpuyield.so") +
+             (() if a.real else ("bin/gpuyield-standin", "fakecuda/libcuda.so.1"))]
     missing = [p for p in needs if not os.path.exists(p)]
     if missing:
         check(False, "fault_injection_prerequisites", "missing " + " ".join(missing) + ": build them")
@@ -298,13 +310,14 @@ def main():
     stats = {}
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="gpuyield-fi-") as tmp:
-        env = Env(a.build, a.root, tmp)
+        env = Env(a.build, a.root, tmp, a.real)
         for rnd in range(a.rounds):
             for role in ("hp_in_job", "lp_blocked", "lp_draining", "run_exp", "serve"):
                 one_round(env, role, rnd, rng, stats)
     rows = stats.pop("rows", 0)
     kills = sum(sum(v.values()) for v in stats.values())
-    print(f"fault injection: seed {seed}, {a.rounds} rounds x 5 roles = {kills} SIGKILLs in "
+    print(f"fault injection ({'real workers on the GPU' if a.real else 'simulated: fake driver'}): "
+          f"seed {seed}, {a.rounds} rounds x 5 roles = {kills} SIGKILLs in "
           f"{time.monotonic() - t0:.0f} s; {rows} CSV rows checked; moments: " +
           "; ".join(f"{r}: " + ", ".join(f"{n} {h}" for h, n in v.items()) for r, v in stats.items()))
     print(f"{passed} passed, {failed} failed")
