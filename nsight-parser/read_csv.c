@@ -82,18 +82,25 @@ static int column_of_header(const char *field)
     return -1;
 }
 
-/* Parses an integer number of ns (a decimal point is rounded); false if the field is no number. */
+/* Times beyond +-2^62 ns (146 years) are no trace's: refusing them keeps start + duration from
+ * overflowing (found by fuzz/nsight_csv_fuzz.c). */
+#define NS_LIMIT (INT64_C(1) << 62)
+
+/* Parses an integer number of ns (a decimal point is rounded); false if the field is no number
+ * or lies beyond NS_LIMIT. */
 static bool parse_ns(const char *field, int64_t *out)
 {
     char *end;
     errno = 0;
     long long v = strtoll(field, &end, 10);
     if (end != field && *end == '\0' && !errno) {
+        if (v > NS_LIMIT || v < -NS_LIMIT)
+            return false;
         *out = v;
         return true;
     }
     double d = strtod(field, &end);
-    if (end == field || *end != '\0' || !isfinite(d))
+    if (end == field || *end != '\0' || !(d >= -(double)NS_LIMIT && d <= (double)NS_LIMIT))
         return false;
     *out = (int64_t)llround(d);
     return true;
@@ -162,7 +169,7 @@ bool np_read_kern_exec_csv(const char *path, struct np_report *report)
             } else if (c == PID && fields[index_of[c]][0] == '\0') {
                 v[c] = 0;
             } else if (!parse_ns(fields[index_of[c]], &v[c])) {
-                fprintf(stderr, "nsight-parser: %s:%zu: column \"%s\" holds \"%s\", not a number\n", path, line_no,
+                fprintf(stderr, "nsight-parser: %s:%zu: column \"%s\" holds \"%s\", not a number of ns within +-2^62\n", path, line_no,
                         column_names[c], fields[index_of[c]]);
                 ok = false;
             }
