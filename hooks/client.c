@@ -68,7 +68,8 @@ static const char *mode_text(char *buf, size_t len)
 {
     if (gy_client.mode == GY_MODE_NONE)
         return "none";
-    snprintf(buf, len, "%s:%lu", gy_client.mode == GY_MODE_SYNC ? "sync" : "event", gy_client.group);
+    static const char *const names[] = {[GY_MODE_SYNC] = "sync", [GY_MODE_EVENT] = "event", [GY_MODE_TIME] = "time"};
+    snprintf(buf, len, "%s:%lu", names[gy_client.mode], gy_client.group);
     return buf;
 }
 

@@ -57,9 +57,11 @@ static void parse_mode(const char *value)
         config.mode = GY_MODE_SYNC;
     else if (colon && head == 5 && strncmp(value, "event", 5) == 0)
         config.mode = GY_MODE_EVENT;
+    else if (colon && head == 4 && strncmp(value, "time", 4) == 0)
+        config.mode = GY_MODE_TIME;
     if (config.mode == GY_MODE_NONE || !parse_ulong(colon + 1, 1, 1000000, &config.group))
         die("gpuyield: GPUYIELD_MODE=\"%s\" is invalid (pid %d): use none, sync:N or event:N with N in "
-            "1..1000000",
+            "1..1000000, or time:US (microseconds of GPU work in flight, 1..1000000)",
             value, (int)getpid());
 }
 

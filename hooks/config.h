@@ -5,13 +5,13 @@
 
 #include <stdbool.h>
 
-enum gy_queue_mode { GY_MODE_NONE, GY_MODE_SYNC, GY_MODE_EVENT };
+enum gy_queue_mode { GY_MODE_NONE, GY_MODE_SYNC, GY_MODE_EVENT, GY_MODE_TIME };
 
 struct gy_hooks_config {
     const char *shm;      /* GPUYIELD_SHM; NULL: pass-through */
     int priority;         /* GPUYIELD_PRIORITY, 0..7 */
     enum gy_queue_mode mode;
-    unsigned long group;  /* N of sync:N / event:N */
+    unsigned long group;  /* N of sync:N / event:N; microseconds of time:US */
     bool verbose;         /* GPUYIELD_VERBOSE=1 */
 };
 

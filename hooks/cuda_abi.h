@@ -19,6 +19,7 @@ typedef struct gy_cu_graph_edge_data gy_cu_graph_edge_data; /* only passed throu
 
 #define GY_CUDA_SUCCESS 0
 #define GY_CUDA_ERROR_NOT_FOUND 500
+#define GY_CUDA_ERROR_NOT_READY 600
 #define GY_CU_STREAM_LEGACY ((gy_cu_stream)0x1)
 #define GY_CU_STREAM_PER_THREAD ((gy_cu_stream)0x2)
 #define GY_CU_EVENT_BLOCKING_SYNC 0x1
@@ -68,5 +69,7 @@ typedef gy_cu_result (*gy_pfn_event_create)(gy_cu_event *, unsigned);
 typedef gy_cu_result (*gy_pfn_event_record)(gy_cu_event, gy_cu_stream);
 typedef gy_cu_result (*gy_pfn_event_synchronize)(gy_cu_event);
 typedef gy_cu_result (*gy_pfn_event_destroy)(gy_cu_event);
+typedef gy_cu_result (*gy_pfn_event_query)(gy_cu_event);
+typedef gy_cu_result (*gy_pfn_event_elapsed)(float *, gy_cu_event, gy_cu_event);
 
 #endif

@@ -1,21 +1,36 @@
-/* Per-thread stream states for the sync:N and event:N modes. Each state keeps two pooled events
- * (group g reuses the event of group g-2, already waited for), created once with
- * CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC. */
+/* Per-thread stream states for the sync:N, event:N and time:US modes.
+ *
+ * event and time work in groups: the end of group g is marked by an event in a ring of four;
+ * before the first unit of group g the thread waits for the event of group g-2. In time mode the
+ * GPU time of a finished group (elapsed time between the events ending groups g-3 and g-2) over
+ * its units gives the GPU time per unit, and the next group gets as many units as fit in half the
+ * budget. Waits spin on cuEventQuery for a short while before blocking: a blocking wait costs a
+ * wake-up (tens of microseconds) that would leave the GPU idle between small groups. */
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 
 #include "driver.h"
 #include "queue_bound.h"
 #include "trace_ranges.h"
 
-#define TABLE_SIZE 16 /* streams per thread; more evict (their bound restarts) */
+#define TABLE_SIZE 16      /* streams per thread; more evict (their bound restarts) */
+#define RING 4             /* events g-3 .. g: two finished groups to time, one in flight, one filling */
+#define FIRST_TIMED_GROUP 8 /* time mode: units of a group before anything is learned */
+#define MAX_GROUP 1024     /* about the depth of a stream's launch queue */
+#define SPIN_NS 1000000ull /* spin up to 1 ms before a blocking wait */
 
 struct stream_state {
     gy_cu_stream stream; /* NULL: free entry */
     uint64_t units;      /* launched on this stream by this thread */
-    gy_cu_event events[2];
-    bool recorded[2];           /* events[g % 2] holds group g's end, not yet waited for */
-    uint64_t checked_captures;  /* captures_begun when `capturing` was last checked */
+    uint64_t group;      /* the group being filled (event/time) */
+    uint64_t group_left; /* units still to launch in it; 0: the next launch starts a new group */
+    gy_cu_event events[RING];
+    bool recorded[RING]; /* events[g % RING] marks the end of group g */
+    bool complete[RING]; /* ... and was seen complete */
+    uint32_t sizes[RING];
+    double ns_per_unit;  /* time mode: learned GPU time per unit, 0 until known */
+    uint64_t checked_captures; /* captures_begun when `capturing` was last checked */
     bool capturing;
 };
 
@@ -31,7 +46,7 @@ static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static void destroy_events(struct stream_state *st)
 {
     gy_pfn_event_destroy destroy = (gy_pfn_event_destroy)gy_real(GY_FN_EVENT_DESTROY);
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < RING; i++)
         if (st->events[i] && destroy)
             destroy(st->events[i]);
 }
@@ -99,32 +114,81 @@ static void count_sync_point(void)
         atomic_fetch_add_explicit(&slot->counters.sync_points, 1, memory_order_relaxed);
 }
 
-void gy_bound_before_slow(gy_cu_stream stream)
+static void wait_event(gy_cu_event event)
 {
-    struct stream_state *st = state_for(stream);
-    uint64_t n = gy_client.group;
-    if (!st || st->units % n != 0)
-        return;
-    uint64_t group = st->units / n; /* the group this launch starts */
-    int slot = (int)(group % 2);    /* group - 2's event */
-    if (group < 2 || !st->recorded[slot] || capturing(st))
-        return;
+    gy_pfn_event_query query = (gy_pfn_event_query)gy_real(GY_FN_EVENT_QUERY);
     gy_pfn_event_synchronize sync = (gy_pfn_event_synchronize)gy_real(GY_FN_EVENT_SYNCHRONIZE);
+    if (query && query(event) == GY_CUDA_SUCCESS)
+        return; /* the usual case when the GPU keeps up: no sync point at all */
     gy_range_push("sync");
-    sync(st->events[slot]);
+    uint64_t start = gy_now_ns();
+    while (query && query(event) == GY_CUDA_ERROR_NOT_READY) {
+        if (gy_now_ns() - start > SPIN_NS) {
+            sync(event);
+            break;
+        }
+        sched_yield();
+    }
+    if (!query)
+        sync(event);
     gy_range_pop();
-    st->recorded[slot] = false;
     count_sync_point();
 }
 
-static void record_group_end(struct stream_state *st, uint64_t group)
+/* time mode: learn the GPU time per unit from group g-2 (its start is group g-3's end). */
+static void learn(struct stream_state *st, uint64_t g)
 {
-    int slot = (int)(group % 2);
-    st->recorded[slot] = false;
+    int end = (int)((g - 2) % RING), start = (int)((g - 3) % RING);
+    if (g < 3 || !st->complete[end] || !st->complete[start] || !st->sizes[end])
+        return;
+    gy_pfn_event_elapsed elapsed = (gy_pfn_event_elapsed)gy_real(GY_FN_EVENT_ELAPSED);
+    float ms = 0;
+    if (!elapsed || elapsed(&ms, st->events[start], st->events[end]) != GY_CUDA_SUCCESS || ms < 0)
+        return;
+    double sample = (double)ms * 1e6 / st->sizes[end];
+    st->ns_per_unit = st->ns_per_unit > 0 ? 0.75 * st->ns_per_unit + 0.25 * sample : sample;
+}
+
+static uint32_t next_group_size(const struct stream_state *st)
+{
+    if (gy_client.mode == GY_MODE_EVENT)
+        return (uint32_t)gy_client.group;
+    if (st->ns_per_unit <= 0)
+        return FIRST_TIMED_GROUP;
+    double units = (double)gy_client.group * 1000.0 / 2 / st->ns_per_unit;
+    return units < 1 ? 1 : units > MAX_GROUP ? MAX_GROUP : (uint32_t)units;
+}
+
+void gy_bound_before_slow(gy_cu_stream stream)
+{
+    struct stream_state *st = state_for(stream);
+    if (!st || st->group_left)
+        return;
+    /* This launch starts group g: wait for the end of group g-2. */
+    uint64_t g = st->group;
+    int slot = (int)((g + RING - 2) % RING);
+    if (g >= 2 && st->recorded[slot] && !st->complete[slot] && !capturing(st)) {
+        wait_event(st->events[slot]);
+        st->complete[slot] = true;
+    }
+    if (gy_client.mode == GY_MODE_TIME)
+        learn(st, g);
+    st->group_left = next_group_size(st);
+    st->sizes[g % RING] = (uint32_t)st->group_left;
+}
+
+static void record_group_end(struct stream_state *st, uint64_t g)
+{
+    int slot = (int)(g % RING);
+    st->recorded[slot] = st->complete[slot] = false;
+    if (capturing(st))
+        return;
     if (!st->events[slot]) {
+        unsigned flags = GY_CU_EVENT_BLOCKING_SYNC;
+        if (gy_client.mode != GY_MODE_TIME)
+            flags |= GY_CU_EVENT_DISABLE_TIMING;
         gy_pfn_event_create create = (gy_pfn_event_create)gy_real(GY_FN_EVENT_CREATE);
-        if (!create || create(&st->events[slot], GY_CU_EVENT_DISABLE_TIMING | GY_CU_EVENT_BLOCKING_SYNC) !=
-                           GY_CUDA_SUCCESS) {
+        if (!create || create(&st->events[slot], flags) != GY_CUDA_SUCCESS) {
             st->events[slot] = NULL;
             return;
         }
@@ -138,18 +202,17 @@ void gy_bound_after_slow(gy_cu_stream stream)
     struct stream_state *st = state_for(stream);
     if (!st)
         return;
-    uint64_t n = gy_client.group;
     st->units++;
-    if (st->units % n != 0)
-        return;
-    if (capturing(st)) {
-        st->recorded[(st->units / n - 1) % 2] = false;
-        return;
-    }
-    if (gy_client.mode == GY_MODE_EVENT) {
-        record_group_end(st, st->units / n - 1);
+    if (gy_client.mode >= GY_MODE_EVENT) {
+        if (st->group_left && --st->group_left == 0) {
+            record_group_end(st, st->group);
+            st->group++;
+        }
         return;
     }
+    uint64_t n = gy_client.group;
+    if (st->units % n != 0 || capturing(st))
+        return;
     gy_pfn_stream_synchronize sync = (gy_pfn_stream_synchronize)gy_real(GY_FN_STREAM_SYNCHRONIZE);
     gy_range_push("sync");
     sync(stream);

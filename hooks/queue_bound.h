@@ -2,7 +2,10 @@
  * launch path):
  *   sync:N   after every N-th unit, wait for the stream (at most N queued);
  *   event:N  after every N-th unit record an event; before the first unit of group g wait for
- *            the event of group g-2 (at most 2N queued, no bubble when N is large enough).
+ *            the event of group g-2 (at most 2N queued, no bubble when N is large enough);
+ *   time:US  like event:N, but each group's size is chosen so that it holds about US/2 of GPU
+ *            time, from the GPU time per unit learned on this stream with timing events: the
+ *            work in flight is bounded in time (about US) instead of in kernels.
  * A unit is a kernel or a whole graph launch. Nothing is inserted on a stream being captured
  * (checked at group boundaries only). `stream` is the launch's stream with NULL already mapped
  * to CU_STREAM_LEGACY (plain entry points) or CU_STREAM_PER_THREAD (_ptsz ones). */
@@ -16,7 +19,7 @@ void gy_bound_after_slow(gy_cu_stream stream);
 
 static inline void gy_bound_before(gy_cu_stream stream)
 {
-    if (gy_client.mode == GY_MODE_EVENT)
+    if (gy_client.mode >= GY_MODE_EVENT)
         gy_bound_before_slow(stream);
 }
 

@@ -340,6 +340,23 @@ FK_EXPORT CUresult cuEventQuery(CUevent event)
     return fk_now_ns() >= time ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
+/* Like the driver: both events recorded and complete, the first one with timing. */
+FK_EXPORT CUresult cuEventElapsedTime_v2(float *ms, CUevent start, CUevent end)
+{
+    if (!ms || !start || !end)
+        return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&fk_lock);
+    bool timed = !(start->flags & CU_EVENT_DISABLE_TIMING) && !(end->flags & CU_EVENT_DISABLE_TIMING);
+    uint64_t t0 = start->time, t1 = end->time;
+    pthread_mutex_unlock(&fk_lock);
+    if (!timed)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (fk_now_ns() < t0 || fk_now_ns() < t1)
+        return CUDA_ERROR_NOT_READY;
+    *ms = (float)((double)((int64_t)t1 - (int64_t)t0) / 1e6);
+    return CUDA_SUCCESS;
+}
+
 FK_EXPORT CUresult cuEventDestroy_v2(CUevent event)
 {
     if (!event)

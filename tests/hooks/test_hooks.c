@@ -5,6 +5,7 @@
  * GY_PRELOAD_FIRST (the sanitizer runtime to preload first, or empty). */
 #define GY_TEST_MAIN
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -232,13 +233,23 @@ static bool read_log(const struct setup *s, struct fake_log *log)
     return ok;
 }
 
+/* The most kernels of `pid` still queued at one of its submits number from..to-1 (in log order). */
+static int max_outstanding_between(const struct fake_log *log, int pid, int from, int to)
+{
+    int m = -1, seen = 0;
+    for (int i = 0; i < log->n; i++) {
+        if (log->kernels[i].pid != pid)
+            continue;
+        if (seen >= from && seen < to && (int)log->kernels[i].outstanding > m)
+            m = (int)log->kernels[i].outstanding;
+        seen++;
+    }
+    return m;
+}
+
 static int max_outstanding(const struct fake_log *log, int pid)
 {
-    int m = -1;
-    for (int i = 0; i < log->n; i++)
-        if (log->kernels[i].pid == pid && (int)log->kernels[i].outstanding > m)
-            m = (int)log->kernels[i].outstanding;
-    return m;
+    return max_outstanding_between(log, pid, 0, INT_MAX);
 }
 
 /* ---- resolution paths --------------------------------------------------------------------- */
@@ -353,6 +364,7 @@ TEST(bad_environment_exits_2_with_one_line_before_any_launch)
         {"GPUYIELD_MODE", "GPUYIELD_MODE=sync:0"},     {"GPUYIELD_MODE", "GPUYIELD_MODE=event:"},
         {"GPUYIELD_MODE", "GPUYIELD_MODE=event:2x"},   {"GPUYIELD_MODE", "GPUYIELD_MODE=fast"},
         {"GPUYIELD_MODE", "GPUYIELD_MODE=sync"},       {"GPUYIELD_VERBOSE", "GPUYIELD_VERBOSE=yes"},
+        {"GPUYIELD_MODE", "GPUYIELD_MODE=time:0"},     {"GPUYIELD_MODE", "GPUYIELD_MODE=time:1ms"},
         {"GPUYIELD_SHM", "GPUYIELD_SHM="},             {"GPUYIELD_SHM", missing},
         {"GPUYIELD_SHM", "GPUYIELD_SHM=bad/tag"},
     };
@@ -419,6 +431,39 @@ TEST(event_mode_bounds_each_stream_to_2n)
 {
     check_bound("event:1", 2, 196);
     check_bound("event:4", 8, 46);
+}
+
+/* time:US learns the GPU time per kernel (100 us here) and sizes groups to US/2 of it: once
+ * learned, at most about US of work is queued, whatever the kernel count that makes. */
+static void check_time_bound(const char *mode, int steady_limit)
+{
+    struct setup s;
+    REQUIRE(setup_begin(&s, "timebound", 2000000000ull));
+    char shm[96], mode_env[64];
+    snprintf(shm, sizeof shm, "GPUYIELD_SHM=%s", s.tag);
+    snprintf(mode_env, sizeof mode_env, "GPUYIELD_MODE=%s", mode);
+    /* 150 kernels of 100 us on one stream, then 150 on the per-thread stream (learned anew). */
+    const char *env[] = {shm, mode_env, NULL}, *args[] = {"bound", "100", "150", NULL};
+    struct worker w;
+    if (spawn(&s, &w, env, args)) {
+        CHECK(wait_exit(&w) == 0, "%s", mode);
+        struct fake_log log;
+        if (read_log(&s, &log)) {
+            CHECK(fake_log_count_pid(&log, w.pid) == 300, "%s: %d kernels", mode, fake_log_count_pid(&log, w.pid));
+            int early = max_outstanding(&log, w.pid), steady = max_outstanding_between(&log, w.pid, 60, 150);
+            CHECK(steady >= 1 && steady <= steady_limit, "%s: %d kernels of 100 us queued once learned, limit %d",
+                  mode, steady, steady_limit);
+            CHECK(early <= 2 * 8 + 1, "%s: %d queued before anything was learned (two groups of 8)", mode, early);
+            fake_log_free(&log);
+        }
+    }
+    setup_end(&s);
+}
+
+TEST(time_mode_bounds_queued_gpu_time)
+{
+    check_time_bound("time:1000", 11);  /* groups of 5 x 100 us: 2 groups + 1 */
+    check_time_bound("time:200", 3);    /* one kernel per group */
 }
 
 TEST(mode_none_leaves_the_queue_unbounded)
