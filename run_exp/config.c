@@ -199,8 +199,9 @@ static bool looks_like_file(const char *weight)
 
 static void load_control(struct ctx *c, json_t *obj, const char *parent, struct exp_model *m)
 {
-    static const char *const keys[] = {"control", "controlsync", "controlEvent", "queue_limit", NULL};
-    static const char *const qkeys[] = {"sync", "event_group", NULL};
+    /* controlTime / queue_limit.time_us are gpuyield's extension of the reference format. */
+    static const char *const keys[] = {"control", "controlsync", "controlEvent", "controlTime", "queue_limit", NULL};
+    static const char *const qkeys[] = {"sync", "event_group", "time_us", NULL};
     char where[160];
     join_where(where, sizeof where, parent, "control");
     json_t *ctl = member(c, obj, parent, "control", true,
@@ -217,9 +218,10 @@ static void load_control(struct ctx *c, json_t *obj, const char *parent, struct 
     get_bool(c, ctl, where, "control", true, &m->control);
     get_bool(c, ctl, where, "controlsync", false, &m->controlsync);
     get_bool(c, ctl, where, "controlEvent", false, &m->controlEvent);
+    get_bool(c, ctl, where, "controlTime", false, &m->controlTime);
     char qwhere[200];
     join_where(qwhere, sizeof qwhere, where, "queue_limit");
-    bool need_q = m->controlsync || m->controlEvent;
+    bool need_q = m->controlsync || m->controlEvent || m->controlTime;
     json_t *q = member(c, ctl, where, "queue_limit", need_q && m->control,
                        "{\"sync\": N, \"event_group\": N}: kernels per sync point / per event group");
     if (q && !json_is_object(q)) {
@@ -228,22 +230,27 @@ static void load_control(struct ctx *c, json_t *obj, const char *parent, struct 
     }
     if (q) {
         warn_unknown_keys(c, q, qwhere, qkeys);
-        bool sync_used = m->control && m->controlsync && !m->controlEvent;
-        bool event_used = m->control && m->controlEvent;
+        bool time_used = m->control && m->controlTime;
+        bool sync_used = m->control && m->controlsync && !m->controlEvent && !time_used;
+        bool event_used = m->control && m->controlEvent && !time_used;
         get_int(c, q, qwhere, "sync", sync_used, sync_used ? 1 : 0, 1000000,
                 "kernels between two sync points (controlsync needs at least 1)", &m->queue_sync);
         get_int(c, q, qwhere, "event_group", event_used, event_used ? 1 : 0, 1000000,
                 "kernels per event group (controlEvent needs at least 1)", &m->queue_event_group);
+        get_int(c, q, qwhere, "time_us", time_used, time_used ? 1 : 0, 1000000,
+                "microseconds of GPU work allowed in flight (controlTime needs at least 1)", &m->queue_time_us);
     }
     if (!m->control)
         snprintf(m->mode, sizeof m->mode, "none");
+    else if (m->controlTime)
+        snprintf(m->mode, sizeof m->mode, "time:%d", m->queue_time_us);
     else if (m->controlEvent)
         snprintf(m->mode, sizeof m->mode, "event:%d", m->queue_event_group);
     else if (m->controlsync)
         snprintf(m->mode, sizeof m->mode, "sync:%d", m->queue_sync);
     else
         snprintf(m->mode, sizeof m->mode, "none");
-    if (!m->control && (m->controlsync || m->controlEvent))
+    if (!m->control && (m->controlsync || m->controlEvent || m->controlTime))
         warn_at(c, where, "controlsync/controlEvent have no effect while control is false (no hooks); set "
                           "control to true to use them");
 }

@@ -21,11 +21,11 @@ struct exp_model {
     bool resize;
     int resize_h, resize_w;        /* 0 when not given */
     int batch_size;                /* 1 when absent */
-    bool control, controlsync, controlEvent;
-    int queue_sync, queue_event_group;
+    bool control, controlsync, controlEvent, controlTime;
+    int queue_sync, queue_event_group, queue_time_us;
 
     /* Derived. */
-    char mode[EXP_MODE_MAX];       /* GPUYIELD_MODE: none | sync:N | event:N */
+    char mode[EXP_MODE_MAX];       /* GPUYIELD_MODE: none | sync:N | event:N | time:US */
     char pid_name[160];            /* the name models_pid.json gives this worker (reference rule) */
     char out_dir[PATH_MAX];        /* output_file_path, or --out when given */
     char csv_path[PATH_MAX];

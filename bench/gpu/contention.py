@@ -73,7 +73,9 @@ def control_block(enabled, mode="none"):
     kind, _, n = mode.partition(":")
     n = int(n) if n else 1
     return {"control": enabled, "controlsync": kind == "sync", "controlEvent": kind == "event",
-            "queue_limit": {"sync": n if kind == "sync" else 1, "event_group": n if kind == "event" else 2}}
+            "controlTime": kind == "time",
+            "queue_limit": {"sync": n if kind == "sync" else 1, "event_group": n if kind == "event" else 2,
+                            "time_us": n if kind == "time" else 1000}}
 
 
 def configs_for(setup, pair):
@@ -87,7 +89,7 @@ def configs_for(setup, pair):
         yield "alone_hp_hooked", [model_entry(hp, "hp", 1, control_block(True))]
     elif setup in ("nocontrol", "mps"):
         yield setup, [model_entry(lp, "lp", 0, off), model_entry(hp, "hp", 1, off)]
-    elif setup.startswith(("sync:", "event:", "none")):
+    elif setup.startswith(("sync:", "event:", "time:", "none")):
         label = "gy_" + setup.replace(":", "")
         yield label, [model_entry(lp, "lp", 0, control_block(True, setup)),
                       model_entry(hp, "hp", 1, control_block(True))]
