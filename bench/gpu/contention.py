@@ -206,6 +206,9 @@ def main():
         for label, models in configs_for(setup, pair):
             r = run_one(label, models, args)
             results[label] = r
+            with open(args.out, "w") as f:  # after each run: a cut-off invocation keeps what it measured
+                json.dump({"pair": args.pair, "spec": pair, "dur_s": args.dur, "runs": results,
+                           "derived": derive(results)}, f, indent=1)
             brief = {k: (v["jct_ms"]["p50"], v["jct_ms"]["p99"], v["throughput"]) for k, v in r.items()
                      if isinstance(v, dict) and "jct_ms" in v}
             print(f"[{args.pair}] {label}: (p50 ms, p99 ms, jobs/s) {brief}", flush=True)
