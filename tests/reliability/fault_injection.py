@@ -290,6 +290,34 @@ def one_round(env, role, rnd, rng, stats):
     log.close()
 
 
+def side_by_side(env):
+    """Isolation end to end: two experiments of this user at once; each segment lists only its own
+    workers, both complete."""
+    runs = []
+    for which in ("left", "right"):
+        out, cfg = os.path.join(env.tmp, f"side_{which}"), os.path.join(env.tmp, f"side_{which}.json")
+        env.config(out, cfg)
+        log_path = os.path.join(env.tmp, f"side_{which}.log")
+        log = open(log_path, "w")
+        runs.append((env.start_run(cfg, log), log, log_path))
+    workers = [wait_ready(env, run, log_path, 240.0 if env.real else 15.0) for run, _, log_path in runs]
+    seen = [set(), set()]
+    until = time.monotonic() + 1.5
+    while time.monotonic() < until and all(w for w in workers):
+        for i, (run, _, _) in enumerate(runs):
+            st = env.status(f"exp{run.pid}")
+            if st:
+                seen[i] |= {p["pid"] for p in st["processes"]}
+        time.sleep(0.05)
+    codes = [finish_run(run, RUN_BOUND_S) for run, _, _ in runs]
+    for _, log, _ in runs:
+        log.close()
+    mine = [set(w.values()) if w else set() for w in workers]
+    check(all(workers) and seen[0] == mine[0] and seen[1] == mine[1], "side_by_side_segments_list_only_their_own",
+          f"workers {mine}, segments listed {seen}")
+    check(codes == [0, 0], "side_by_side_both_complete", f"exit statuses {codes}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
@@ -311,6 +339,7 @@ def main():
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="gpuyield-fi-") as tmp:
         env = Env(a.build, a.root, tmp, a.real)
+        side_by_side(env)
         for rnd in range(a.rounds):
             for role in ("hp_in_job", "lp_blocked", "lp_draining", "run_exp", "serve"):
                 one_round(env, role, rnd, rng, stats)

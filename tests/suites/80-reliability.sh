@@ -18,7 +18,8 @@ export GY_CUDA_WORKER=$BUILD/tests/hooks/cuda_worker GY_HOOK_LIB=$BUILD/lib/libg
 EXPCONTROLLER=$BUILD/bin/expcontroller run_counted corrupt "$BUILD/tests/reliability/corrupt_test"
 EXPCONTROLLER=$BUILD/asan/bin/expcontroller run_counted corrupt-asan "$BUILD/asan/tests/reliability/corrupt_test"
 
-# Isolation: side by side, a full table (controller, hook, Python), another user.
+# Isolation: side by side, a full table (controller, hook, Python), another user (two run_exp
+# side by side are in the fault injection script).
 run_counted isolation "$BUILD/tests/reliability/isolation_test"
 
 # Fuzz corpora (fuzz/corpus/<target>) replayed through each target built as a plain program,
