@@ -160,6 +160,10 @@ def build_model(args, torch, torchvision):
     kwargs = {"weights": None}
     if task != "classification":
         kwargs["weights_backbone"] = None  # the default would download ImageNet backbone weights
+    # Random weights decide how many boxes a detection model proposes, hence how long its
+    # post-processing runs: seed them so that every run of a model (alone, under contention, in
+    # another experiment) computes exactly the same thing and JCTs compare.
+    torch.manual_seed(args.seed)
     model = torchvision.models.get_model(args.model, **kwargs)
     if args.weights and _looks_like_file(args.weights):
         state = torch.load(args.weights, map_location="cpu", weights_only=True)
@@ -255,6 +259,7 @@ def parse_args(argv):
     p.add_argument("--device-id", type=int, default=0)
     p.add_argument("--csv", required=True, help="per-job CSV to write")
     p.add_argument("--warmup", type=int, default=3, help="jobs run before 'ready', not recorded")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random weights (the same in every run)")
     return p.parse_args(argv)
 
 
