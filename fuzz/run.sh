@@ -23,9 +23,14 @@ LOG=$OUT/$TARGET.log
 "$FUZZER" "$WORK" "$ROOT/fuzz/corpus/$TARGET" -max_total_time="$SECONDS_BUDGET" -timeout=10 -rss_limit_mb=2048 \
     -max_len=32768 -close_fd_mask=2 -print_final_stats=1 -artifact_prefix="$OUT/artifacts/$TARGET-" > "$LOG" 2>&1
 rc=$?
-# An input cut short (timeout, crash) leaves its segment: remove those of dead fuzzer processes.
+# An input cut short (timeout, crash) leaves its segment or input file: remove those of dead
+# fuzzer processes.
 for seg in /dev/shm/gpuyield-$(id -u)-test-fuzz-*; do
     [ -e "$seg" ] && ! kill -0 "${seg##*-}" 2>/dev/null && rm -f "$seg"
+done
+for file in /tmp/gpuyield-fuzz-*.*; do
+    pid=${file#/tmp/gpuyield-fuzz-}; pid=${pid%%.*}
+    [ -e "$file" ] && ! kill -0 "$pid" 2>/dev/null && rm -f "$file"
 done
 execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$LOG" | tail -n 1)
 corpus=$(ls "$WORK" | wc -l)
