@@ -3,7 +3,7 @@
 # each mode, a high-priority process beginning jobs; begin->drained and begin->own-kernel-done.
 # usage: bench/gpu/preempt_latency.sh BUILD_DIR OUT_JSONL "DURS_US" "MODES" [JOBS]
 set -uo pipefail
-B=$1; OUT=$2; DURS=${3:-"100 500 2000"}; MODES=${4:-"sync:1 sync:2 sync:4 sync:8 sync:16 event:1 event:2 event:4 event:8 event:16"}
+B=$1; OUT=$2; DURS=${3:-"100 500 2000"}; MODES=${4:-"sync:1 sync:2 sync:4 sync:8 sync:16 event:1 event:2 event:4 event:8 event:16 time:500 time:1000 time:2000"}
 JOBS=${5:-40}
 : > "$OUT"
 for dur in $DURS; do

@@ -40,6 +40,33 @@ PY
     modes-cost) "$PY" bench/gpu/contention.py --pair "${PAIR:-reference}" --build "$B" --dur "${DUR:-10}" --logs "$R/modes-cost" \
                       --setups alone,alone_hooked --out "$R/modes_cost.json" ;;
     nsight) OUT=$R/nsight BUILD=$B bash bench/gpu/nsight_input_control.sh 2>&1 | tail -30 ;;
+    clocks)
+        for setup in alone event:8; do
+            bash bench/gpu/clocks.sh "$R/clocks_${setup/:/}.csv" "$PY" bench/gpu/contention.py --pair reference --build "$B" \
+                --dur 10 --logs "$R/clocks-runs" --setups "$setup" --out "$R/clocks_${setup/:/}.json" | grep -v '^\[' | tail -2
+        done ;;
+    lpcost) "$PY" bench/gpu/contention.py --pair reference --build "$B" --dur "${DUR:-10}" --logs "$R/lpcost" \
+              --setups lp_alone_off,lp_alone_none,lp_alone_sync:1,lp_alone_event:2,lp_alone_event:8,lp_alone_time:1000,lp_alone_time:2000 \
+              --out "$R/lpcost.json" | tail -12 ;;
+    gating)
+        "$PY" -c "import json; c=json.load(open('exp_configs/input_control.json')); c['exp_dur']=8; c['models'][1]['sleep_time']=0.2; json.dump(c, open('/tmp/ic8.json','w'))"
+        CONFIG=/tmp/ic8.json RUN=/tmp/gating OUT=$R/nsight BUILD=$B bash bench/gpu/nsight_input_control.sh 2>&1 | grep -v '^\[\|Processing' | tail -25
+        "$PY" bench/gpu/gating_proof.py /tmp/gating/nsight_report.sqlite /tmp/gating/models_pid.json /tmp/ic8.json "$R/gating_proof.json" ;;
+    fixture)
+        "$PY" - <<'PY'
+import json
+base = json.load(open("exp_configs/input_controlevent.json"))
+lp, hp = base["models"]
+lp.update(model_name="resnet50", resize_size=[224, 224], sleep_time=0.05, output_file_name="lp_resnet50")
+hp.update(model_name="resnet18", resize=True, resize_size=[224, 224], sleep_time=0.1, output_file_name="hp_resnet18")
+base["exp_dur"] = 1
+json.dump(base, open("/tmp/fixture.json", "w"), indent=1)
+PY
+        "$B/bin/run_exp" -f /tmp/fixture.json --out /tmp/fixture --nsys --min-jobs 10 2>&1 | grep -v '^\[\|Processing' | tail -8
+        mkdir -p "$R/fixture"; cp /tmp/fixture/nsight_report.sqlite "$R/fixture/two_models_control.sqlite"
+        cp /tmp/fixture/models_pid.json "$R/fixture/two_models_control.models_pid.json"; cp /tmp/fixture.json "$R/fixture/two_models_control.config.json"
+        ls -la "$R/fixture" ;;
+    faults) ROUNDS=${ROUNDS:-2} OUT=$R/faults BUILD=$B bash bench/gpu/fault_injection.sh 2>&1 | tail -15 ;;
     *) echo "run_all: unknown stage '$stage'" ;;
     esac
 done

@@ -1,0 +1,64 @@
+"""Issue 3's gating proof from an Nsight Systems export of a run_exp experiment with control: no
+low-priority kernel runs while a high-priority job runs. A high-priority job's NVTX range
+("<name> job N", pushed by the worker inside `with seg.job(p)`, i.e. after the drained begin)
+must contain no kernel of a lower-priority process: none starting inside it, none still running
+when it starts.
+  python3 bench/gpu/gating_proof.py REPORT.sqlite models_pid.json CONFIG.json OUT.json
+"""
+import bisect
+import json
+import sqlite3
+import sys
+
+
+def main(db_path, pids_path, config_path, out_path):
+    db = sqlite3.connect(db_path)
+    config = json.load(open(config_path))
+    pids = {name: pid for name, pid in json.load(open(pids_path))}
+    prio_by_output = {m["output_file_name"]: m["priority"] for m in config["models"]}
+    # models_pid names processes after their model; map each to its output name through the
+    # NVTX range text "<output_file_name> job N" its worker emits.
+    ranges = {}
+    for pid_, start, end, text in db.execute(
+            "SELECT (globalTid >> 24) & 0xFFFFFF, start, end, text FROM NVTX_EVENTS "
+            "WHERE text LIKE '% job %' AND end IS NOT NULL"):
+        name = text.rsplit(" job ", 1)[0]
+        ranges.setdefault((pid_, name), []).append((start, end))
+    procs = {pid_: name for (pid_, name) in ranges}
+    result = {"report": db_path, "processes": {}, "violations": 0, "checked_jobs": 0}
+    kernels = {}
+    for pid_ in procs:
+        kernels[pid_] = sorted(db.execute(
+            "SELECT start, end FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE (globalPid >> 24) & 0xFFFFFF = ?", (pid_,)))
+    for hp_pid, hp_name in procs.items():
+        hp_prio = prio_by_output.get(hp_name, 0)
+        if hp_prio == 0:
+            continue
+        lower = [p for p, n in procs.items() if prio_by_output.get(n, 0) < hp_prio]
+        jobs = ranges[(hp_pid, hp_name)]
+        bad = []
+        starts = {lp: [k[0] for k in kernels[lp]] for lp in lower}
+        for (js, je) in jobs:
+            for lp in lower:
+                # kernels starting before the job's end; of those starting before its start, only
+                # the last few can still be running
+                lo = max(0, bisect.bisect_left(starts[lp], js) - 64)
+                hi = bisect.bisect_left(starts[lp], je)
+                for (ks, ke) in kernels[lp][lo:hi]:
+                    if ks < je and ke > js:  # overlaps the job
+                        bad.append({"lp_pid": lp, "kernel_start": ks, "kernel_end": ke, "job": [js, je]})
+        result["processes"][hp_name] = {"pid": hp_pid, "priority": hp_prio, "jobs": len(jobs),
+                                        "lower_pids": lower,
+                                        "lower_kernels": sum(len(kernels[l]) for l in lower),
+                                        "overlapping_lower_kernels": len(bad), "examples": bad[:5]}
+        result["violations"] += len(bad)
+        result["checked_jobs"] += len(jobs)
+    json.dump(result, open(out_path, "w"), indent=1)
+    for name, r in result["processes"].items():
+        print(f"gating proof: {name} (pid {r['pid']}, priority {r['priority']}): {r['jobs']} jobs, "
+              f"{r['lower_kernels']} lower-priority kernels, {r['overlapping_lower_kernels']} overlap a job")
+    return 0 if result["violations"] == 0 and result["checked_jobs"] > 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:5]))
