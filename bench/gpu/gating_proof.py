@@ -53,6 +53,22 @@ def main(db_path, pids_path, config_path, out_path):
                                         "overlapping_lower_kernels": len(bad), "examples": bad[:5]}
         result["violations"] += len(bad)
         result["checked_jobs"] += len(jobs)
+    # Copies and memsets are not kernel launches: count the lower ones that overlap a job too.
+    for table in ("CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"):
+        try:
+            rows = db.execute(f"SELECT (globalPid >> 24) & 0xFFFFFF, start, end, bytes FROM {table}").fetchall()
+        except sqlite3.Error:
+            continue
+        for hp_name, r in result["processes"].items():
+            jobs = ranges[(r["pid"], hp_name)]
+            overlapping = [(s, e, b) for (p, s, e, b) in rows if p in r["lower_pids"]
+                           and any(s < je and e > js for (js, je) in jobs)]
+            r[table.lower() + "_overlapping"] = {"count": len(overlapping),
+                                                 "bytes": sum(b or 0 for (_, _, b) in overlapping),
+                                                 "ns": sum(e - s for (s, e, _) in overlapping)}
+            print(f"gating proof: {hp_name}: {len(overlapping)} lower-priority {table[21:].lower()} operations "
+                  f"overlap its jobs ({sum(b or 0 for (_, _, b) in overlapping) / 1e6:.1f} MB, "
+                  f"{sum(e - s for (s, e, _) in overlapping) / 1e6:.2f} ms)")
     json.dump(result, open(out_path, "w"), indent=1)
     for name, r in result["processes"].items():
         print(f"gating proof: {name} (pid {r['pid']}, priority {r['priority']}): {r['jobs']} jobs, "

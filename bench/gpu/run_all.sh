@@ -52,6 +52,9 @@ PY
         "$PY" -c "import json; c=json.load(open('exp_configs/input_control.json')); c['exp_dur']=8; c['models'][1]['sleep_time']=0.2; json.dump(c, open('/tmp/ic8.json','w'))"
         CONFIG=/tmp/ic8.json RUN=/tmp/gating OUT=$R/nsight BUILD=$B bash bench/gpu/nsight_input_control.sh 2>&1 | grep -v '^\[\|Processing' | tail -25
         "$PY" bench/gpu/gating_proof.py /tmp/gating/nsight_report.sqlite /tmp/gating/models_pid.json /tmp/ic8.json "$R/gating_proof.json" ;;
+    nsight-alone)
+        "$PY" -c "import json; c=json.load(open('exp_configs/input_control.json')); c['exp_dur']=8; c['models']=[c['models'][1]]; c['models'][0]['sleep_time']=0.2; json.dump(c, open('/tmp/hp8.json','w'))"
+        CONFIG=/tmp/hp8.json RUN=/tmp/nsight-alone OUT=$R/nsight-alone BUILD=$B bash bench/gpu/nsight_input_control.sh 2>&1 | grep -v '^\[\|Processing' | tail -8 ;;
     fixture)
         "$PY" - <<'PY'
 import json
