@@ -11,6 +11,7 @@ typedef int gy_cu_result; /* CUresult */
 typedef struct gy_cu_ctx *gy_cu_context;
 typedef struct gy_cu_func *gy_cu_function;
 typedef struct gy_cu_stream *gy_cu_stream;
+typedef unsigned long long gy_cu_deviceptr; /* CUdeviceptr on 64-bit hosts */
 typedef struct gy_cu_event *gy_cu_event;
 typedef struct gy_cu_graph *gy_cu_graph;
 typedef struct gy_cu_graph_exec *gy_cu_graph_exec;

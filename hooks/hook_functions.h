@@ -38,4 +38,20 @@ GY_EXPORT gy_cu_result cuStreamBeginCaptureToGraph_ptsz(gy_cu_stream stream, gy_
 GY_EXPORT gy_cu_result cuStreamEndCapture(gy_cu_stream stream, gy_cu_graph *graph);
 GY_EXPORT gy_cu_result cuStreamEndCapture_ptsz(gy_cu_stream stream, gy_cu_graph *graph);
 
+/* Copies and memsets (copy_hooks.c): gated like launches. */
+GY_EXPORT gy_cu_result cuMemcpyAsync(gy_cu_deviceptr dst, gy_cu_deviceptr src, size_t bytes, gy_cu_stream stream);
+GY_EXPORT gy_cu_result cuMemcpyAsync_ptsz(gy_cu_deviceptr dst, gy_cu_deviceptr src, size_t bytes, gy_cu_stream stream);
+GY_EXPORT gy_cu_result cuMemcpyHtoDAsync_v2(gy_cu_deviceptr dst, const void *src, size_t bytes, gy_cu_stream stream);
+GY_EXPORT gy_cu_result cuMemcpyHtoDAsync_v2_ptsz(gy_cu_deviceptr dst, const void *src, size_t bytes, gy_cu_stream stream);
+GY_EXPORT gy_cu_result cuMemcpyDtoHAsync_v2(void *dst, gy_cu_deviceptr src, size_t bytes, gy_cu_stream stream);
+GY_EXPORT gy_cu_result cuMemcpyDtoHAsync_v2_ptsz(void *dst, gy_cu_deviceptr src, size_t bytes, gy_cu_stream stream);
+GY_EXPORT gy_cu_result cuMemcpyDtoDAsync_v2(gy_cu_deviceptr dst, gy_cu_deviceptr src, size_t bytes, gy_cu_stream stream);
+GY_EXPORT gy_cu_result cuMemcpyDtoDAsync_v2_ptsz(gy_cu_deviceptr dst, gy_cu_deviceptr src, size_t bytes, gy_cu_stream stream);
+GY_EXPORT gy_cu_result cuMemsetD8Async(gy_cu_deviceptr dst, unsigned char value, size_t n, gy_cu_stream stream);
+GY_EXPORT gy_cu_result cuMemsetD8Async_ptsz(gy_cu_deviceptr dst, unsigned char value, size_t n, gy_cu_stream stream);
+GY_EXPORT gy_cu_result cuMemsetD16Async(gy_cu_deviceptr dst, unsigned short value, size_t n, gy_cu_stream stream);
+GY_EXPORT gy_cu_result cuMemsetD16Async_ptsz(gy_cu_deviceptr dst, unsigned short value, size_t n, gy_cu_stream stream);
+GY_EXPORT gy_cu_result cuMemsetD32Async(gy_cu_deviceptr dst, unsigned int value, size_t n, gy_cu_stream stream);
+GY_EXPORT gy_cu_result cuMemsetD32Async_ptsz(gy_cu_deviceptr dst, unsigned int value, size_t n, gy_cu_stream stream);
+
 #endif

@@ -216,10 +216,11 @@ def make_job(args, torch, torchvision):
     nvtx = torch.cuda.nvtx
     counter = [0]
 
-    def run_job():
-        counter[0] += 1
+    def run_job(kind="job"):
+        """One job; kind "warmup" for the unrecorded ones (named apart in the Nsight timeline)."""
+        counter[0] += kind == "job"
         torch.cuda.reset_peak_memory_stats(device)
-        nvtx.range_push(f"{args.name} job {counter[0]}")
+        nvtx.range_push(f"{args.name} {kind}" if kind != "job" else f"{args.name} job {counter[0]}")
         with torch.inference_mode():
             x = host.to(device, non_blocking=True)
             if task == "detection":
@@ -277,7 +278,7 @@ def main(argv=None):
             raise WorkerError(f"device {args.device_id} does not exist: torch sees {torch.cuda.device_count()}")
         run_job = make_job(args, torch, torchvision)
         for _ in range(args.warmup):
-            run_job()
+            run_job("warmup")
         csv = JobCsv(args.csv)
         try:
             jobs = run_jobs(link, csv, run_job, args.priority, segment, args.sleep_time)

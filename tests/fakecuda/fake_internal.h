@@ -58,7 +58,7 @@ struct CUevent_st {
     unsigned flags;
 };
 
-enum fk_kind { FK_KERNEL, FK_EX, FK_COOP, FK_GRAPH };
+enum fk_kind { FK_KERNEL, FK_EX, FK_COOP, FK_GRAPH, FK_COPY };
 
 /* The one lock of the fake driver: guards every stream, event and context list. */
 extern pthread_mutex_t fk_lock;

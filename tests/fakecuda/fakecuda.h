@@ -102,6 +102,7 @@ CUresult cuEventQuery(CUevent event);
 CUresult cuEventDestroy_v2(CUevent event);
 CUresult cuMemAlloc_v2(CUdeviceptr *ptr, size_t bytes);
 CUresult cuMemFree_v2(CUdeviceptr ptr);
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t bytes, CUstream stream);
 CUresult cuModuleLoadData(CUmodule *module, const void *image);
 /* name "spin_us:<N>": a kernel that runs N microseconds. */
 CUresult cuModuleGetFunction(CUfunction *f, CUmodule module, const char *name);

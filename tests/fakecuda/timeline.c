@@ -12,7 +12,7 @@
 
 #include "fake_internal.h"
 
-static const char *kind_names[] = {"kernel", "ex", "coop", "graph"};
+static const char *kind_names[] = {"kernel", "ex", "coop", "graph", "copy"};
 
 struct device_file {
     _Atomic uint64_t tail;

@@ -277,6 +277,25 @@ static void scenario_spin(long us, int batch, double seconds)
     }
 }
 
+/* Like an inference loop: each round copies its input to the device (1 MB), then runs `batch`
+ * kernels and waits. The copies must be gated like the kernels. */
+static void scenario_copyspin(long us, int batch, double seconds)
+{
+    CUfunction f = kernel_of(us);
+    CUstream s;
+    CU(cuStreamCreate(&s, 0));
+    CUdeviceptr dst;
+    CU(cuMemAlloc_v2(&dst, 1 << 20));
+    static char input[1 << 20];
+    uint64_t end = now_ns() + (uint64_t)(seconds * 1e9);
+    while (now_ns() < end) {
+        CU(cuMemcpyHtoDAsync_v2(dst, input, sizeof input, s));
+        for (int i = 0; i < batch; i++)
+            CU(launch(f, s));
+        CU(cuStreamSynchronize(s));
+    }
+}
+
 /* A high-priority worker: jobs of `k` kernels, each between begin and end. */
 static void scenario_jobs(int priority, int njobs, long us, int k, long gap_ms)
 {
@@ -448,6 +467,8 @@ int main(int argc, char **argv)
         scenario_plain((int)ARG(2, 3));
     else if (strcmp(what, "spin") == 0)
         scenario_spin((long)ARG(2, 1000), (int)ARG(3, 5), ARG(4, 2));
+    else if (strcmp(what, "copyspin") == 0)
+        scenario_copyspin((long)ARG(2, 1000), (int)ARG(3, 5), ARG(4, 2));
     else if (strcmp(what, "jobs") == 0)
         scenario_jobs((int)ARG(2, 1), (int)ARG(3, 5), (long)ARG(4, 1000), (int)ARG(5, 5), (long)ARG(6, 100));
     else if (strcmp(what, "busy") == 0)
@@ -465,7 +486,7 @@ int main(int argc, char **argv)
     else if (strcmp(what, "fork") == 0)
         scenario_fork((int)ARG(2, 7));
     else {
-        fprintf(stderr, "usage: cuda_worker paths|plain|spin|jobs|busy|bound|capture|capture_hold|rate|rtld_next|fork [args]\n");
+        fprintf(stderr, "usage: cuda_worker paths|plain|spin|copyspin|jobs|busy|bound|capture|capture_hold|rate|rtld_next|fork [args]\n");
         return 2;
     }
     if (strcmp(what, "jobs") != 0)

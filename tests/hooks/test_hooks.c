@@ -525,14 +525,17 @@ static int read_jobs(const struct worker *w, struct job_times *jobs, int max)
     return n;
 }
 
-TEST(no_low_priority_kernel_runs_inside_a_high_priority_job)
+/* A low-priority worker (`low_scenario`: kernels only, or a copy before each batch) beside a
+ * high-priority one running jobs: from the fake driver's log, none of the low one's work (kernels,
+ * copies) is submitted or runs between a job's drained begin and its end. */
+static void check_gating(const char *low_scenario, bool with_copies)
 {
     struct setup s;
     REQUIRE(setup_begin(&s, "gating", 10000000000ull));
     char shm[96];
     snprintf(shm, sizeof shm, "GPUYIELD_SHM=%s", s.tag);
     const char *low_env[] = {shm, "GPUYIELD_PRIORITY=0", NULL}, *high_env[] = {shm, "GPUYIELD_PRIORITY=1", NULL};
-    const char *low_args[] = {"spin", "2000", "5", "4", NULL};
+    const char *low_args[] = {low_scenario, "2000", "5", "4", NULL};
     const char *high_args[] = {"jobs", "1", "8", "1000", "5", "150", NULL};
     struct worker low, high;
     REQUIRE(spawn(&s, &low, low_env, low_args));
@@ -546,12 +549,13 @@ TEST(no_low_priority_kernel_runs_inside_a_high_priority_job)
         CHECK(njobs == 8, "%d jobs reported", njobs);
         struct fake_log log;
         if (read_log(&s, &log)) {
-            int low_kernels = 0, between_jobs = 0;
+            int low_kernels = 0, low_copies = 0, between_jobs = 0;
             for (int i = 0; i < log.n; i++) {
                 const struct fake_kernel *k = &log.kernels[i];
                 if (k->pid != low.pid)
                     continue;
                 low_kernels++;
+                low_copies += strcmp(k->kind, "copy") == 0;
                 for (int j = 0; j < njobs; j++) {
                     CHECK(!(k->submit >= jobs[j].drained && k->submit <= jobs[j].exited),
                           "low kernel submitted at %llu inside job %d [%llu, %llu]", (unsigned long long)k->submit,
@@ -564,6 +568,8 @@ TEST(no_low_priority_kernel_runs_inside_a_high_priority_job)
                     between_jobs++;
             }
             CHECK(low_kernels > 50, "the low-priority worker ran only %d kernels", low_kernels);
+            if (with_copies)
+                CHECK(low_copies > 10, "the low-priority worker ran only %d copies", low_copies);
             CHECK(between_jobs > 0, "the low-priority worker never resumed between jobs");
             CHECK(log.violations == 0, "%s", log.first_violation);
             fake_log_free(&log);
@@ -584,6 +590,16 @@ TEST(no_low_priority_kernel_runs_inside_a_high_priority_job)
         wait_exit(&low);
     }
     setup_end(&s);
+}
+
+TEST(no_low_priority_kernel_runs_inside_a_high_priority_job)
+{
+    check_gating("spin", false);
+}
+
+TEST(no_low_priority_copy_runs_inside_a_high_priority_job)
+{
+    check_gating("copyspin", true);
 }
 
 TEST(a_process_busy_on_the_cpu_is_drained_by_its_helper)

@@ -13,7 +13,8 @@ bad() { echo "FAIL $1"; failed=$((failed + 1)); }
 INTENDED="cuGetProcAddress cuGetProcAddress_v2 cuGraphLaunch cuGraphLaunch_ptsz cuLaunchCooperativeKernel
 cuLaunchCooperativeKernel_ptsz cuLaunchKernel cuLaunchKernelEx cuLaunchKernelEx_ptsz cuLaunchKernel_ptsz
 cuStreamBeginCapture cuStreamBeginCaptureToGraph cuStreamBeginCaptureToGraph_ptsz cuStreamBeginCapture_ptsz
-cuStreamBeginCapture_v2 cuStreamBeginCapture_v2_ptsz cuStreamEndCapture cuStreamEndCapture_ptsz dlsym"
+cuStreamBeginCapture_v2 cuStreamBeginCapture_v2_ptsz cuStreamEndCapture cuStreamEndCapture_ptsz dlsym
+cuMemcpyAsync cuMemcpyAsync_ptsz cuMemcpyHtoDAsync_v2 cuMemcpyHtoDAsync_v2_ptsz cuMemcpyDtoHAsync_v2 cuMemcpyDtoHAsync_v2_ptsz cuMemcpyDtoDAsync_v2 cuMemcpyDtoDAsync_v2_ptsz cuMemsetD8Async cuMemsetD8Async_ptsz cuMemsetD16Async cuMemsetD16Async_ptsz cuMemsetD32Async cuMemsetD32Async_ptsz"
 
 check_exports() {
     local lib=$1 name=$2 want got

@@ -1,0 +1,49 @@
+/* The copy and memset hooks. They are not kernels, but they are GPU work: a low-priority
+ * process that starts a job with a large host-to-device copy while a high-priority job runs
+ * takes copy-engine and memory bandwidth from it (measured on the H100: bench/results). So they
+ * pass the same gate as launches (and count as in flight for the drain), without the launch
+ * counters or the queue bound. Each calls the real function of its own exact name. */
+#include "client.h"
+#include "hook_functions.h"
+
+#define NOT_BOUND 3 /* CUDA_ERROR_NOT_INITIALIZED: no libcuda is loaded to call */
+
+#define GATED_COPY(id, pfn_type, call)                                                               \
+    do {                                                                                             \
+        pfn_type real = (pfn_type)gy_real(id);                                                       \
+        if (!real)                                                                                   \
+            return NOT_BOUND;                                                                        \
+        if (!gy_client_gated())                                                                      \
+            return call;                                                                             \
+        gy_client_note_context();                                                                    \
+        gy_gate_enter();                                                                             \
+        gy_cu_result rc = call;                                                                      \
+        gy_gate_leave(false, false);                                                                 \
+        return rc;                                                                                   \
+    } while (0)
+
+typedef gy_cu_result (*pfn_copy)(gy_cu_deviceptr, gy_cu_deviceptr, size_t, gy_cu_stream);
+typedef gy_cu_result (*pfn_htod)(gy_cu_deviceptr, const void *, size_t, gy_cu_stream);
+typedef gy_cu_result (*pfn_dtoh)(void *, gy_cu_deviceptr, size_t, gy_cu_stream);
+typedef gy_cu_result (*pfn_set8)(gy_cu_deviceptr, unsigned char, size_t, gy_cu_stream);
+typedef gy_cu_result (*pfn_set16)(gy_cu_deviceptr, unsigned short, size_t, gy_cu_stream);
+typedef gy_cu_result (*pfn_set32)(gy_cu_deviceptr, unsigned int, size_t, gy_cu_stream);
+
+#define COPY_PAIR(name, id, id_ptsz, type, params, args)                                             \
+    GY_EXPORT gy_cu_result name params { GATED_COPY(id, type, real args); }                           \
+    GY_EXPORT gy_cu_result name##_ptsz params { GATED_COPY(id_ptsz, type, real args); }
+
+COPY_PAIR(cuMemcpyAsync, GY_FN_MEMCPY_ASYNC, GY_FN_MEMCPY_ASYNC_PTSZ, pfn_copy,
+          (gy_cu_deviceptr dst, gy_cu_deviceptr src, size_t bytes, gy_cu_stream stream), (dst, src, bytes, stream))
+COPY_PAIR(cuMemcpyHtoDAsync_v2, GY_FN_MEMCPY_HTOD_ASYNC, GY_FN_MEMCPY_HTOD_ASYNC_PTSZ, pfn_htod,
+          (gy_cu_deviceptr dst, const void *src, size_t bytes, gy_cu_stream stream), (dst, src, bytes, stream))
+COPY_PAIR(cuMemcpyDtoHAsync_v2, GY_FN_MEMCPY_DTOH_ASYNC, GY_FN_MEMCPY_DTOH_ASYNC_PTSZ, pfn_dtoh,
+          (void *dst, gy_cu_deviceptr src, size_t bytes, gy_cu_stream stream), (dst, src, bytes, stream))
+COPY_PAIR(cuMemcpyDtoDAsync_v2, GY_FN_MEMCPY_DTOD_ASYNC, GY_FN_MEMCPY_DTOD_ASYNC_PTSZ, pfn_copy,
+          (gy_cu_deviceptr dst, gy_cu_deviceptr src, size_t bytes, gy_cu_stream stream), (dst, src, bytes, stream))
+COPY_PAIR(cuMemsetD8Async, GY_FN_MEMSET_D8_ASYNC, GY_FN_MEMSET_D8_ASYNC_PTSZ, pfn_set8,
+          (gy_cu_deviceptr dst, unsigned char value, size_t n, gy_cu_stream stream), (dst, value, n, stream))
+COPY_PAIR(cuMemsetD16Async, GY_FN_MEMSET_D16_ASYNC, GY_FN_MEMSET_D16_ASYNC_PTSZ, pfn_set16,
+          (gy_cu_deviceptr dst, unsigned short value, size_t n, gy_cu_stream stream), (dst, value, n, stream))
+COPY_PAIR(cuMemsetD32Async, GY_FN_MEMSET_D32_ASYNC, GY_FN_MEMSET_D32_ASYNC_PTSZ, pfn_set32,
+          (gy_cu_deviceptr dst, unsigned int value, size_t n, gy_cu_stream stream), (dst, value, n, stream))
