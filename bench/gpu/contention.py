@@ -87,10 +87,14 @@ def configs_for(setup, pair):
         yield "alone_hp", [model_entry(hp, "hp", 1, off)]
     elif setup == "alone_hooked":  # hook cost, standalone, mode none
         yield "alone_hp_hooked", [model_entry(hp, "hp", 1, control_block(True))]
-    elif setup.startswith("lp_alone_"):  # the queue bound's cost to the low-priority job, alone
-        mode = setup[len("lp_alone_"):]
-        label = "lp_alone_" + mode.replace(":", "")
-        yield label, [model_entry(lp, "lp", 0, control_block(mode != "off", "none" if mode == "off" else mode))]
+    elif setup.startswith(("lp_alone_", "hp_alone_")):
+        # The hook's and the queue bound's cost to one model alone, back to back (the GPU never
+        # idles, so its clocks stay up and runs compare). "@2" repeats a setup (a second round).
+        role, mode = setup[:2], setup[len("lp_alone_"):]
+        mode, _, rnd = mode.partition("@")
+        label = f"{role}_alone_" + mode.replace(":", "") + (f"_r{rnd}" if rnd else "")
+        spec = dict(pair[role], sleep_time=0)
+        yield label, [model_entry(spec, role, 0, control_block(mode != "off", "none" if mode == "off" else mode))]
     elif setup in ("nocontrol", "mps"):
         yield setup, [model_entry(lp, "lp", 0, off), model_entry(hp, "hp", 1, off)]
     elif setup.startswith(("sync:", "event:", "time:", "none")):
@@ -192,11 +196,12 @@ def derive(results):
     if "alone_hp_hooked" in results and alone_hp:
         hooked = results["alone_hp_hooked"]["hp"]["jct_ms"]
         table["hook_cost_standalone_hp"] = {"p50_ratio": hooked["p50"] / alone_hp["jct_ms"]["p50"]}
-    base = results.get("lp_alone_off", {}).get("lp")
-    for label, r in results.items():
-        if label.startswith("lp_alone_") and base and "lp" in r:
-            table["cost_" + label] = {"jct_p50_ratio": r["lp"]["jct_ms"]["p50"] / base["jct_ms"]["p50"],
-                                      "throughput_ratio": r["lp"]["throughput"] / base["throughput"]}
+    for role in ("lp", "hp"):
+        base = results.get(f"{role}_alone_off", {}).get(role)
+        for label, r in results.items():
+            if label.startswith(f"{role}_alone_") and base and role in r:
+                table["cost_" + label] = {"jct_p50_ratio": r[role]["jct_ms"]["p50"] / base["jct_ms"]["p50"],
+                                          "throughput_ratio": r[role]["throughput"] / base["throughput"]}
     return table
 
 

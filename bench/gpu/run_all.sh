@@ -60,7 +60,7 @@ PY
 import json
 base = json.load(open("exp_configs/input_controlevent.json"))
 lp, hp = base["models"]
-lp.update(model_name="resnet50", resize_size=[224, 224], sleep_time=0.05, output_file_name="lp_resnet50")
+lp.update(model_name="resnet50", resize_size=[224, 224], sleep_time=0, batch_size=16, output_file_name="lp_resnet50")
 hp.update(model_name="resnet18", resize=True, resize_size=[224, 224], sleep_time=0.1, output_file_name="hp_resnet18")
 base["exp_dur"] = 1
 json.dump(base, open("/tmp/fixture.json", "w"), indent=1)
@@ -69,6 +69,9 @@ PY
         mkdir -p "$R/fixture"; cp /tmp/fixture/nsight_report.sqlite "$R/fixture/two_models_control.sqlite"
         cp /tmp/fixture/models_pid.json "$R/fixture/two_models_control.models_pid.json"; cp /tmp/fixture.json "$R/fixture/two_models_control.config.json"
         ls -la "$R/fixture" ;;
+    hpcost) "$PY" bench/gpu/contention.py --pair "${PAIR:-reference}" --build "$B" --dur "${DUR:-8}" --logs "$R/hpcost" \
+              --setups hp_alone_off,hp_alone_none,hp_alone_event:8,hp_alone_time:2000,hp_alone_off@2,hp_alone_none@2,hp_alone_event:8@2,hp_alone_time:2000@2 \
+              --out "$R/hpcost.json" | tail -12 ;;
     faults) ROUNDS=${ROUNDS:-2} OUT=$R/faults BUILD=$B bash bench/gpu/fault_injection.sh 2>&1 | tail -15 ;;
     *) echo "run_all: unknown stage '$stage'" ;;
     esac
