@@ -31,7 +31,7 @@ import numpy as np  # noqa: E402
 JCT_COLUMNS = ("job", "start_ns", "jct_ms")
 KERNEL_COLUMNS = ("IssueStart", "IssueEnd", "ExecutionStart", "ExecutionEnd", "KernelDur", "QueueDelay")
 SWEEP_KEYS = ("mode", "n", "hp_p50_ratio", "hp_p99_ratio", "lp_throughput", "lp_harvest")
-SWEEP_MODES = ("sync", "event")
+SWEEP_MODES = ("sync", "event", "time")
 # Step plots of a million kernels are thinned to this many points (keeping each bin's peak).
 MAX_STEP_POINTS = 20000
 
@@ -160,7 +160,7 @@ def read_sweep(path):
         if missing:
             raise PlotInputError(f"{path}: points[{i}] lacks {', '.join(missing)}")
         if p["mode"] not in SWEEP_MODES:
-            raise PlotInputError(f"{path}: points[{i}].mode is {p['mode']!r}: expected \"sync\" or \"event\"")
+            raise PlotInputError(f"{path}: points[{i}].mode is {p['mode']!r}: expected \"sync\", \"event\" or \"time\" (n: kernels, or microseconds for time)")
         if not isinstance(p["n"], int) or isinstance(p["n"], bool) or p["n"] < 1:
             raise PlotInputError(f"{path}: points[{i}].n is {p['n']!r}: expected an integer >= 1")
         for k in SWEEP_KEYS[2:]:
@@ -304,7 +304,7 @@ def sweep_figure(path):
     points = read_sweep(path)
     fig, (trade, by_n) = plt.subplots(1, 2, figsize=(12, 4.8))
     harvest_axis = by_n.twinx()
-    for mode, colour in zip(SWEEP_MODES, ("tab:blue", "tab:orange")):
+    for mode, colour in zip(SWEEP_MODES, ("tab:blue", "tab:orange", "tab:green")):
         pts = sorted((p for p in points if p["mode"] == mode), key=lambda p: p["n"])
         if not pts:
             continue
@@ -325,7 +325,7 @@ def sweep_figure(path):
     trade.grid(alpha=0.3)
     trade.legend(fontsize=8)
     by_n.set_xscale("log", base=2)
-    by_n.set_xlabel("queue bound N (kernels)")
+    by_n.set_xlabel("queue bound N (kernels; microseconds for time)")
     by_n.set_ylabel("high-priority p99 JCT ratio")
     harvest_axis.set_ylabel("low-priority harvest")
     by_n.set_title("Effect of N")
