@@ -70,7 +70,7 @@ PY
         cp /tmp/fixture/models_pid.json "$R/fixture/two_models_control.models_pid.json"; cp /tmp/fixture.json "$R/fixture/two_models_control.config.json"
         ls -la "$R/fixture" ;;
     hpcost) "$PY" bench/gpu/contention.py --pair "${PAIR:-reference}" --build "$B" --dur "${DUR:-8}" --logs "$R/hpcost" \
-              --setups hp_alone_off,hp_alone_none,hp_alone_event:8,hp_alone_time:2000,hp_alone_off@2,hp_alone_none@2,hp_alone_event:8@2,hp_alone_time:2000@2 \
+              --setups "${HPCOST:-hp_alone_off,hp_alone_none,hp_alone_event:8,hp_alone_time:2000,hp_alone_off@2,hp_alone_none@2,hp_alone_event:8@2,hp_alone_time:2000@2}" \
               --out "$R/hpcost.json" | tail -12 ;;
     faults) ROUNDS=${ROUNDS:-2} OUT=$R/faults BUILD=$B bash bench/gpu/fault_injection.sh 2>&1 | tail -15 ;;
     *) echo "run_all: unknown stage '$stage'" ;;
