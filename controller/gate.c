@@ -30,6 +30,26 @@ static int slot_priority(const struct gy_proc_slot *slot)
     return priority >= 0 && priority < GY_LEVELS ? priority : 0;
 }
 
+/* Under the mutex: every job above `priority` is held by this very process (it began a job
+ * above the priority its launches are gated at). Blocking would wait for ourselves forever. */
+static bool only_own_jobs_above_locked(const struct gy_segment *seg, int priority)
+{
+    int self = getpid();
+    for (int level = priority + 1; level < GY_LEVELS; level++) {
+        if (!seg->jobs[level])
+            continue;
+        uint32_t own = 0;
+        for (int i = 0; i < GY_MAX_PROCS; i++) {
+            const struct gy_proc_slot *s = &seg->procs[i];
+            if (atomic_load_explicit(&s->state, memory_order_acquire) != GY_PROC_FREE && s->pid == self)
+                own += s->held_jobs[level];
+        }
+        if (own < seg->jobs[level])
+            return false;
+    }
+    return true;
+}
+
 uint64_t gy_wait_until_allowed(gy_shm *shm)
 {
     struct gy_segment *seg = shm->seg;
@@ -39,18 +59,20 @@ uint64_t gy_wait_until_allowed(gy_shm *shm)
     gy_lock_and_recover(seg);
     if (slot)
         atomic_store_explicit(&slot->state, GY_PROC_BLOCKED, memory_order_relaxed);
+    bool waited = false;
     for (;;) {
         uint32_t seq = gy_wake_seq(seg);
-        if (gy_launch_allowed(shm, priority))
+        if (gy_launch_allowed(shm, priority) || only_own_jobs_above_locked(seg, priority))
             break;
         gy_wait_locked(seg, seq, REAP_INTERVAL_NS);
+        waited = true;
         reap_if_due(seg, &next_reap);
     }
     if (slot)
         atomic_store_explicit(&slot->state, GY_PROC_RUNNING, memory_order_relaxed);
     gy_unlock(seg);
     uint64_t blocked = gy_now_ns() - start;
-    if (slot) {
+    if (slot && waited) {
         atomic_fetch_add_explicit(&slot->counters.waits, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&slot->counters.blocked_ns, blocked, memory_order_relaxed);
     }

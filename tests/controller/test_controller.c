@@ -249,6 +249,53 @@ TEST(lower_blocks_while_higher_job_runs_and_resumes_at_end)
     destroy(&shm);
 }
 
+/* In a child (with an alarm, so a regression fails instead of hanging the suite): a worker whose
+ * launches are gated at priority 0 (its hook's slot) begins a priority-2 job through another
+ * handle (its Python extension's slot); its own launches must go on. */
+static int launch_inside_own_job(const char *name, long unused)
+{
+    (void)unused;
+    gy_shm launcher, marker;
+    gy_err err;
+    gy_job job;
+    alarm(3);
+    if (gy_open(name, &launcher, &err) || gy_register(&launcher, 0, &err) || gy_open(name, &marker, &err) ||
+        gy_register(&marker, 2, &err) || gy_begin(&marker, 2, &job, &err))
+        return 10;
+    if (gy_launch_allowed(&launcher, 0))
+        return 11; /* the fast path must still say closed */
+    uint64_t t0 = gy_now_ns();
+    gy_wait_until_allowed(&launcher);
+    if (gy_now_ns() - t0 > 50 * MS)
+        return 12;
+    if (atomic_load(&launcher.seg->procs[launcher.slot].counters.waits) != 0)
+        return 13; /* not counted as a wait */
+    gy_job_exit(&marker, &job, &err);
+    gy_close(&marker);
+    gy_close(&launcher);
+    return 0;
+}
+
+static int higher_job_for(const char *name, long ms);
+
+TEST(a_process_never_blocks_behind_its_own_higher_job)
+{
+    gy_shm shm;
+    gy_err err;
+    REQUIRE(create_fresh("ownjob", 0, &shm));
+    int rc = wait_exit(spawn(launch_inside_own_job, shm.name, 0));
+    CHECK(rc == 0, "child ended with %d (128+14: blocked behind its own job until the alarm)", rc);
+    /* A higher job of another process still blocks. */
+    REQUIRE(gy_register(&shm, 0, &err) == 0);
+    pid_t other = spawn(higher_job_for, shm.name, 400);
+    CHECK(WAIT_FOR(shm.seg->jobs[2] == 1, 3000));
+    uint64_t t0 = gy_now_ns();
+    gy_wait_until_allowed(&shm);
+    CHECK(gy_now_ns() - t0 > 100 * MS, "did not wait for the other process's job");
+    CHECK(wait_exit(other) == 0);
+    destroy(&shm);
+}
+
 static int higher_job_for(const char *name, long ms)
 {
     gy_shm shm;
