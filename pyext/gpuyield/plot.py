@@ -22,11 +22,16 @@ import sys
 import tempfile
 from pathlib import Path
 
-import matplotlib
+try:
+    import matplotlib
+    import numpy as np
+except ImportError as missing:  # a clear line, not a traceback, for the commonest set-up slip
+    sys.exit(f"gpuyield.plot: {missing.name} is not installed for {sys.executable}: install it "
+             f"(Debian: python3-matplotlib python3-numpy; pip: matplotlib numpy), or run the plot "
+             f"with a python3 that has it")
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
 
 JCT_COLUMNS = ("job", "start_ns", "jct_ms")
 KERNEL_COLUMNS = ("IssueStart", "IssueEnd", "ExecutionStart", "ExecutionEnd", "KernelDur", "QueueDelay")
