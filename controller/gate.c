@@ -59,11 +59,15 @@ uint64_t gy_wait_until_allowed(gy_shm *shm)
     gy_lock_and_recover(seg);
     if (slot)
         atomic_store_explicit(&slot->state, GY_PROC_BLOCKED, memory_order_relaxed);
-    bool waited = false;
+    bool waited = false, own_jobs_only = false;
     for (;;) {
         uint32_t seq = gy_wake_seq(seg);
-        if (gy_launch_allowed(shm, priority) || only_own_jobs_above_locked(seg, priority))
+        if (gy_launch_allowed(shm, priority))
             break;
+        if (only_own_jobs_above_locked(seg, priority)) {
+            own_jobs_only = true;
+            break;
+        }
         gy_wait_locked(seg, seq, REAP_INTERVAL_NS);
         waited = true;
         reap_if_due(seg, &next_reap);
@@ -72,7 +76,7 @@ uint64_t gy_wait_until_allowed(gy_shm *shm)
         atomic_store_explicit(&slot->state, GY_PROC_RUNNING, memory_order_relaxed);
     gy_unlock(seg);
     uint64_t blocked = gy_now_ns() - start;
-    if (slot && waited) {
+    if (slot && (waited || !own_jobs_only)) { /* passing our own job is not a wait */
         atomic_fetch_add_explicit(&slot->counters.waits, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&slot->counters.blocked_ns, blocked, memory_order_relaxed);
     }
