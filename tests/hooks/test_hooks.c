@@ -429,8 +429,10 @@ TEST(sync_mode_bounds_each_stream_to_n)
 
 TEST(event_mode_bounds_each_stream_to_2n)
 {
-    check_bound("event:1", 2, 196);
-    check_bound("event:4", 8, 46);
+    /* A sync point is counted only when the event of two groups back is not complete yet (a
+     * real wait); with 200 us kernels nearly every boundary waits, but not always. */
+    check_bound("event:1", 2, 150);
+    check_bound("event:4", 8, 30);
 }
 
 /* time:US learns the GPU time per kernel (100 us here) and sizes groups to US/2 of it: once
