@@ -11,7 +11,6 @@
 #include "client.h"
 #include "hook_functions.h"
 
-#define NOT_BOUND 3 /* CUDA_ERROR_NOT_INITIALIZED */
 
 static void count_capture_in(void)
 {
@@ -39,25 +38,25 @@ static gy_cu_result began(gy_cu_result rc)
 GY_EXPORT gy_cu_result cuStreamBeginCapture(gy_cu_stream stream)
 {
     gy_pfn_begin_capture real = (gy_pfn_begin_capture)gy_real(GY_FN_BEGIN_CAPTURE);
-    return real ? (count_capture_in(), began(real(stream))) : NOT_BOUND;
+    return real ? (count_capture_in(), began(real(stream))) : GY_CUDA_ERROR_NOT_INITIALIZED;
 }
 
 GY_EXPORT gy_cu_result cuStreamBeginCapture_ptsz(gy_cu_stream stream)
 {
     gy_pfn_begin_capture real = (gy_pfn_begin_capture)gy_real(GY_FN_BEGIN_CAPTURE_PTSZ);
-    return real ? (count_capture_in(), began(real(stream))) : NOT_BOUND;
+    return real ? (count_capture_in(), began(real(stream))) : GY_CUDA_ERROR_NOT_INITIALIZED;
 }
 
 GY_EXPORT gy_cu_result cuStreamBeginCapture_v2(gy_cu_stream stream, int mode)
 {
     gy_pfn_begin_capture_v2 real = (gy_pfn_begin_capture_v2)gy_real(GY_FN_BEGIN_CAPTURE_V2);
-    return real ? (count_capture_in(), began(real(stream, mode))) : NOT_BOUND;
+    return real ? (count_capture_in(), began(real(stream, mode))) : GY_CUDA_ERROR_NOT_INITIALIZED;
 }
 
 GY_EXPORT gy_cu_result cuStreamBeginCapture_v2_ptsz(gy_cu_stream stream, int mode)
 {
     gy_pfn_begin_capture_v2 real = (gy_pfn_begin_capture_v2)gy_real(GY_FN_BEGIN_CAPTURE_V2_PTSZ);
-    return real ? (count_capture_in(), began(real(stream, mode))) : NOT_BOUND;
+    return real ? (count_capture_in(), began(real(stream, mode))) : GY_CUDA_ERROR_NOT_INITIALIZED;
 }
 
 GY_EXPORT gy_cu_result cuStreamBeginCaptureToGraph(gy_cu_stream stream, gy_cu_graph graph,
@@ -65,7 +64,7 @@ GY_EXPORT gy_cu_result cuStreamBeginCaptureToGraph(gy_cu_stream stream, gy_cu_gr
                                                    const gy_cu_graph_edge_data *edge_data, size_t ndeps, int mode)
 {
     gy_pfn_begin_capture_to_graph real = (gy_pfn_begin_capture_to_graph)gy_real(GY_FN_BEGIN_CAPTURE_TO_GRAPH);
-    return real ? (count_capture_in(), began(real(stream, graph, deps, edge_data, ndeps, mode))) : NOT_BOUND;
+    return real ? (count_capture_in(), began(real(stream, graph, deps, edge_data, ndeps, mode))) : GY_CUDA_ERROR_NOT_INITIALIZED;
 }
 
 GY_EXPORT gy_cu_result cuStreamBeginCaptureToGraph_ptsz(gy_cu_stream stream, gy_cu_graph graph,
@@ -75,7 +74,7 @@ GY_EXPORT gy_cu_result cuStreamBeginCaptureToGraph_ptsz(gy_cu_stream stream, gy_
 {
     gy_pfn_begin_capture_to_graph real =
         (gy_pfn_begin_capture_to_graph)gy_real(GY_FN_BEGIN_CAPTURE_TO_GRAPH_PTSZ);
-    return real ? (count_capture_in(), began(real(stream, graph, deps, edge_data, ndeps, mode))) : NOT_BOUND;
+    return real ? (count_capture_in(), began(real(stream, graph, deps, edge_data, ndeps, mode))) : GY_CUDA_ERROR_NOT_INITIALIZED;
 }
 
 /* A capture ends with this call whatever it returns, if the stream was capturing before. */
@@ -83,7 +82,7 @@ static gy_cu_result end_capture(gy_pfn_end_capture real, gy_cu_stream stream, gy
                                 gy_cu_graph *graph)
 {
     if (!real)
-        return NOT_BOUND;
+        return GY_CUDA_ERROR_NOT_INITIALIZED;
     gy_pfn_is_capturing is_capturing = (gy_pfn_is_capturing)gy_real(GY_FN_IS_CAPTURING);
     int status = GY_CU_STREAM_CAPTURE_STATUS_NONE;
     bool was_capturing = is_capturing && is_capturing(normalized, &status) == GY_CUDA_SUCCESS &&

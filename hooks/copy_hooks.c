@@ -6,13 +6,12 @@
 #include "client.h"
 #include "hook_functions.h"
 
-#define NOT_BOUND 3 /* CUDA_ERROR_NOT_INITIALIZED: no libcuda is loaded to call */
 
 #define GATED_COPY(id, pfn_type, call)                                                               \
     do {                                                                                             \
         pfn_type real = (pfn_type)gy_real(id);                                                       \
         if (!real)                                                                                   \
-            return NOT_BOUND;                                                                        \
+            return GY_CUDA_ERROR_NOT_INITIALIZED;                                                                        \
         if (!gy_client_gated())                                                                      \
             return call;                                                                             \
         gy_client_note_context();                                                                    \

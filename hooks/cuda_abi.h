@@ -19,6 +19,7 @@ typedef struct gy_cu_graph_node *gy_cu_graph_node;
 typedef struct gy_cu_graph_edge_data gy_cu_graph_edge_data; /* only passed through by pointer */
 
 #define GY_CUDA_SUCCESS 0
+#define GY_CUDA_ERROR_NOT_INITIALIZED 3 /* what a hook returns when no libcuda is loaded to call */
 #define GY_CUDA_ERROR_NOT_FOUND 500
 #define GY_CUDA_ERROR_NOT_READY 600
 #define GY_CU_STREAM_LEGACY ((gy_cu_stream)0x1)

@@ -11,6 +11,7 @@ _Static_assert(sizeof(gy_cu_result) == sizeof(CUresult), "CUresult size");
 _Static_assert(sizeof(gy_cu_stream) == sizeof(CUstream), "CUstream size");
 _Static_assert(sizeof(gy_cu_deviceptr) == sizeof(CUdeviceptr), "CUdeviceptr size");
 _Static_assert(GY_CUDA_ERROR_NOT_READY == CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY");
+_Static_assert(GY_CUDA_ERROR_NOT_INITIALIZED == CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED");
 _Static_assert(GY_CUDA_SUCCESS == CUDA_SUCCESS, "CUDA_SUCCESS");
 _Static_assert(GY_CUDA_ERROR_NOT_FOUND == CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND");
 _Static_assert(GY_CU_EVENT_BLOCKING_SYNC == CU_EVENT_BLOCKING_SYNC, "CU_EVENT_BLOCKING_SYNC");

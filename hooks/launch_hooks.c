@@ -7,7 +7,6 @@
 #include "hook_functions.h"
 #include "queue_bound.h"
 
-#define NOT_BOUND 3 /* CUDA_ERROR_NOT_INITIALIZED: no libcuda is loaded to call */
 
 static inline bool launch_prologue(gy_cu_stream stream)
 {
@@ -33,7 +32,7 @@ static inline gy_cu_stream ptsz_stream(gy_cu_stream s) { return s ? s : GY_CU_ST
 #define GATED_CALL(stream_for_bound, graph, call)                                             \
     do {                                                                                             \
         if (!real)                                                                                   \
-            return NOT_BOUND;                                                                        \
+            return GY_CUDA_ERROR_NOT_INITIALIZED;                                                                        \
         gy_cu_stream bound_stream = stream_for_bound;                                                \
         if (!launch_prologue(bound_stream))                                                          \
             return call;                                                                             \

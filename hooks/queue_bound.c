@@ -118,19 +118,17 @@ static void wait_event(gy_cu_event event)
 {
     gy_pfn_event_query query = (gy_pfn_event_query)gy_real(GY_FN_EVENT_QUERY);
     gy_pfn_event_synchronize sync = (gy_pfn_event_synchronize)gy_real(GY_FN_EVENT_SYNCHRONIZE);
-    if (query && query(event) == GY_CUDA_SUCCESS)
+    gy_cu_result state = query ? query(event) : GY_CUDA_ERROR_NOT_READY;
+    if (state == GY_CUDA_SUCCESS)
         return; /* the usual case when the GPU keeps up: no sync point at all */
     gy_range_push("sync");
     uint64_t start = gy_now_ns();
-    while (query && query(event) == GY_CUDA_ERROR_NOT_READY) {
-        if (gy_now_ns() - start > SPIN_NS) {
-            sync(event);
-            break;
-        }
+    while (query && state == GY_CUDA_ERROR_NOT_READY && gy_now_ns() - start <= SPIN_NS) {
         sched_yield();
+        state = query(event);
     }
-    if (!query)
-        sync(event);
+    if (state == GY_CUDA_ERROR_NOT_READY)
+        sync(event); /* spun long enough (or cannot query): block */
     gy_range_pop();
     count_sync_point();
 }

@@ -10,7 +10,6 @@
 #include "config.h"
 #include "hook_functions.h"
 
-#define NOT_BOUND 3 /* CUDA_ERROR_NOT_INITIALIZED */
 
 static atomic_flag warned = ATOMIC_FLAG_INIT;
 
@@ -34,7 +33,7 @@ GY_EXPORT gy_cu_result cuGetProcAddress(const char *symbol, void **pfn, int cuda
 {
     gy_pfn_get_proc_address real = (gy_pfn_get_proc_address)gy_real(GY_FN_GET_PROC_ADDRESS);
     if (!real)
-        return NOT_BOUND;
+        return GY_CUDA_ERROR_NOT_INITIALIZED;
     gy_cu_result rc = real(symbol, pfn, cuda_version, flags);
     if (rc == GY_CUDA_SUCCESS && pfn && *pfn)
         substitute(symbol, pfn, cuda_version, flags);
@@ -46,7 +45,7 @@ GY_EXPORT gy_cu_result cuGetProcAddress_v2(const char *symbol, void **pfn, int c
 {
     gy_pfn_get_proc_address_v2 real = (gy_pfn_get_proc_address_v2)gy_real(GY_FN_GET_PROC_ADDRESS_V2);
     if (!real)
-        return NOT_BOUND;
+        return GY_CUDA_ERROR_NOT_INITIALIZED;
     gy_cu_result rc = real(symbol, pfn, cuda_version, flags, status);
     if (rc == GY_CUDA_SUCCESS && pfn && *pfn && (!status || *status == GY_CU_GET_PROC_ADDRESS_SUCCESS))
         substitute(symbol, pfn, cuda_version, flags);

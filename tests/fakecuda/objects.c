@@ -235,7 +235,8 @@ FK_EXPORT CUresult cuStreamDestroy_v2(CUstream stream)
     return CUDA_SUCCESS;
 }
 
-static CUresult stream_sync(CUstream handle, bool ptsz)
+/* The stream's tail for a wait or a query; waiting on a capturing stream is illegal (logged). */
+static CUresult stream_tail(CUstream handle, bool ptsz, const char *call, uint64_t *tail)
 {
     pthread_mutex_lock(&fk_lock);
     struct CUstream_st *s = fk_stream_locked(handle, ptsz);
@@ -244,14 +245,23 @@ static CUresult stream_sync(CUstream handle, bool ptsz)
         return CUDA_ERROR_INVALID_HANDLE;
     }
     bool capturing = s->capturing;
-    uint64_t id = s->id, until = s->tail;
+    uint64_t id = s->id;
+    *tail = s->tail;
     pthread_mutex_unlock(&fk_lock);
     if (capturing) {
-        fk_log_violation("cuStreamSynchronize on stream %llu while it is capturing", (unsigned long long)id);
+        fk_log_violation("%s on stream %llu while it is capturing", call, (unsigned long long)id);
         return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     }
-    fk_sleep_until(until);
     return CUDA_SUCCESS;
+}
+
+static CUresult stream_sync(CUstream handle, bool ptsz)
+{
+    uint64_t until;
+    CUresult rc = stream_tail(handle, ptsz, "cuStreamSynchronize", &until);
+    if (rc == CUDA_SUCCESS)
+        fk_sleep_until(until);
+    return rc;
 }
 
 FK_EXPORT CUresult cuStreamSynchronize(CUstream stream) { return stream_sync(stream, false); }
@@ -259,19 +269,10 @@ FK_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream stream) { return stream_syn
 
 static CUresult stream_query(CUstream handle, bool ptsz)
 {
-    pthread_mutex_lock(&fk_lock);
-    struct CUstream_st *s = fk_stream_locked(handle, ptsz);
-    if (!s) {
-        pthread_mutex_unlock(&fk_lock);
-        return CUDA_ERROR_INVALID_HANDLE;
-    }
-    bool capturing = s->capturing;
-    uint64_t id = s->id, tail = s->tail;
-    pthread_mutex_unlock(&fk_lock);
-    if (capturing) {
-        fk_log_violation("cuStreamQuery on stream %llu while it is capturing", (unsigned long long)id);
-        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-    }
+    uint64_t tail;
+    CUresult rc = stream_tail(handle, ptsz, "cuStreamQuery", &tail);
+    if (rc != CUDA_SUCCESS)
+        return rc;
     return fk_now_ns() >= tail ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
