@@ -17,6 +17,13 @@ LDFLAGS := $(SAN_FLAGS) -pthread
 ALL :=
 CONTROLLER_LIB := $(O)/lib/libgycontrol.a
 
+# make.sh passes CUDA_HOME only for a toolkit that has cuda.h; say so if a direct call does not.
+ifneq ($(CUDA_HOME),)
+ifeq ($(wildcard $(CUDA_HOME)/include/cuda.h),)
+$(error CUDA_HOME=$(CUDA_HOME) has no include/cuda.h: pass the toolkit root (e.g. /usr/local/cuda) or CUDA_HOME= to build without CUDA)
+endif
+endif
+
 .PHONY: all
 all: all_targets
 

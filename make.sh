@@ -13,13 +13,20 @@ ROOT=$PWD
 # clang with its sanitizer/fuzzer runtimes (fuzz targets).
 DEBIAN_PACKAGES="build-essential pkg-config libjansson-dev libsqlite3-dev python3 python3-dev python3-pytest python3-matplotlib python3-numpy clang libclang-rt-dev"
 
+# A usable CUDA toolkit has both nvcc and the driver API header. Tried in order: $CUDA_HOME
+# (CUDA_HOME=none skips CUDA), the toolkit of the nvcc on PATH, /usr/local/cuda. Prints nothing
+# when none is usable; the build then skips the parts that need CUDA (the GPU benchmark programs
+# and the cuda_abi.h check).
+cuda_usable() { [ -x "$1/bin/nvcc" ] && [ -f "$1/include/cuda.h" ] && [ -f "$1/include/cuda_runtime.h" ]; }
 find_cuda() {
-    local nvcc_path
-    if nvcc_path=$(command -v nvcc 2>/dev/null); then
-        dirname "$(dirname "$(readlink -f "$nvcc_path")")"
-    elif [ -x /usr/local/cuda/bin/nvcc ]; then
-        echo /usr/local/cuda
-    fi
+    [ "${CUDA_HOME:-}" = none ] && return 0
+    local candidates=() nvcc_path
+    [ -n "${CUDA_HOME:-}" ] && candidates+=("$CUDA_HOME")
+    nvcc_path=$(command -v nvcc 2>/dev/null) && candidates+=("$(dirname "$(dirname "$(readlink -f "$nvcc_path")")")")
+    candidates+=(/usr/local/cuda)
+    for dir in "${candidates[@]}"; do
+        if cuda_usable "$dir"; then echo "$dir"; return 0; fi
+    done
 }
 
 # The Python the user runs builds the extension; tests need one that also has pytest.
@@ -36,7 +43,7 @@ build() {
     [ -n "$san" ] && out=build/$san
     local cuda; cuda=$(find_cuda)
     if [ -z "$cuda" ] && [ -z "$san" ]; then
-        echo "make.sh: CUDA toolkit not found (no nvcc on PATH, no /usr/local/cuda): skipping the GPU benchmark programs"
+        echo "make.sh: no usable CUDA toolkit (bin/nvcc with include/cuda.h in \$CUDA_HOME, beside the nvcc on PATH or in /usr/local/cuda): skipping the GPU benchmark programs and the cuda_abi.h check"
     fi
     make -s -f build.mk -j"$(nproc)" O="$out" SAN="$san" CUDA_HOME="$cuda" ROOT="$ROOT" all
 }
