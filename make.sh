@@ -13,10 +13,10 @@ ROOT=$PWD
 # clang with its sanitizer/fuzzer runtimes (fuzz targets).
 DEBIAN_PACKAGES="build-essential pkg-config libjansson-dev libsqlite3-dev python3 python3-dev python3-pytest python3-matplotlib python3-numpy clang libclang-rt-dev"
 
-# A usable CUDA toolkit has an nvcc that runs and the driver and runtime API headers. Tried in order: $CUDA_HOME
-# (CUDA_HOME=none skips CUDA), the toolkit of the nvcc on PATH, /usr/local/cuda. Prints nothing
-# when none is usable; the build then skips the parts that need CUDA (the GPU benchmark programs
-# and the cuda_abi.h check).
+# A usable CUDA toolkit has an nvcc that runs and the driver and runtime API headers. Tried in
+# order: $CUDA_HOME (CUDA_HOME=none skips CUDA), the toolkit of the nvcc on PATH, /usr/local/cuda.
+# Prints nothing when none is usable; the build then skips the parts that need CUDA (the GPU
+# benchmark programs and the cuda_abi.h check).
 cuda_usable() { [ -x "$1/bin/nvcc" ] && "$1/bin/nvcc" --version >/dev/null 2>&1 && [ -f "$1/include/cuda.h" ] && [ -f "$1/include/cuda_runtime.h" ]; }
 find_cuda() {
     [ "${CUDA_HOME:-}" = none ] && return 0
