@@ -103,8 +103,13 @@ case "${1:-build}" in
         run_suites
         ;;
     deps)
+        as_root=()
+        if [ "$(id -u)" -ne 0 ]; then
+            command -v sudo >/dev/null 2>&1 || { echo "make.sh deps: apt-get needs root: run it as root or install sudo" >&2; exit 1; }
+            as_root=(sudo DEBIAN_FRONTEND=noninteractive)
+        fi
         echo "make.sh: installing $DEBIAN_PACKAGES"
-        apt-get update -q && apt-get install -y -q $DEBIAN_PACKAGES
+        "${as_root[@]}" apt-get update -q && "${as_root[@]}" apt-get install -y -q $DEBIAN_PACKAGES
         ;;
     clean) rm -rf build ;;
     *) echo "usage: ./make.sh [build|test|deps|clean]" >&2; exit 2 ;;
