@@ -30,45 +30,71 @@ static int slot_priority(const struct gy_proc_slot *slot)
     return priority >= 0 && priority < GY_LEVELS ? priority : 0;
 }
 
-/* Under the mutex: every job above `priority` is held by this very process (it began a job
- * above the priority its launches are gated at). Blocking would wait for ourselves forever. */
-static bool only_own_jobs_above_locked(const struct gy_segment *seg, int priority)
+/* Under the mutex: the highest level of a job that process `pid` holds (over all its slots: the
+ * hook and the Python extension register apart), or -1. */
+static int own_top_job_level_locked(const struct gy_segment *seg, int pid)
 {
-    int self = getpid();
-    for (int level = priority + 1; level < GY_LEVELS; level++) {
-        if (!seg->jobs[level])
+    int top = -1;
+    for (int i = 0; i < GY_MAX_PROCS; i++) {
+        const struct gy_proc_slot *s = &seg->procs[i];
+        if (s->pid != pid || atomic_load_explicit(&s->state, memory_order_acquire) == GY_PROC_FREE)
             continue;
-        uint32_t own = 0;
-        for (int i = 0; i < GY_MAX_PROCS; i++) {
-            const struct gy_proc_slot *s = &seg->procs[i];
-            if (atomic_load_explicit(&s->state, memory_order_acquire) != GY_PROC_FREE && s->pid == self)
-                own += s->held_jobs[level];
-        }
-        if (own < seg->jobs[level])
-            return false;
+        for (int level = GY_LEVELS - 1; level > top; level--)
+            if (s->held_jobs[level]) {
+                top = level;
+                break;
+            }
     }
-    return true;
+    return top;
 }
 
-uint64_t gy_wait_until_allowed(gy_shm *shm)
+/* Under the mutex: the priority a slot's launches are gated at. A process that began a job above
+ * its registered priority runs at that job's level while it lasts: it neither waits for its own
+ * job nor for a peer's job at the same level, and owes drains only to jobs above it. */
+static int effective_priority_locked(const struct gy_segment *seg, const struct gy_proc_slot *slot)
+{
+    int registered = slot_priority(slot);
+    if (!slot)
+        return registered;
+    int own = own_top_job_level_locked(seg, slot->pid);
+    return own > registered ? own : registered;
+}
+
+/* Our helper may be asleep with nothing marked in flight; a launch that marked us in flight and
+ * now blocks must wake it, or a begin waits for its next reap tick (100 ms) to see the mark. */
+static void wake_helper_if_owed(struct gy_segment *seg, const struct gy_proc_slot *slot)
+{
+    if (slot && atomic_load_explicit(&slot->inflight, memory_order_seq_cst) &&
+        atomic_load_explicit(&slot->drained_epoch, memory_order_acquire) <
+            atomic_load_explicit(&seg->job_epoch, memory_order_seq_cst))
+        gy_wake_all(seg);
+}
+
+/* A wait that also recovers the mutex of a process that died holding it. */
+static void wait_and_recover(struct gy_segment *seg, uint32_t seq, uint64_t timeout_ns)
+{
+    if (gy_wait_locked(seg, seq, timeout_ns) && gy_reap_locked(seg))
+        gy_wake_all(seg);
+}
+
+uint64_t gy_wait_until_allowed(gy_shm *shm, int *allowed_at)
 {
     struct gy_segment *seg = shm->seg;
     struct gy_proc_slot *slot = gy_my_slot(shm);
-    int priority = slot_priority(slot);
+    int registered = slot_priority(slot), priority = registered;
     uint64_t start = gy_now_ns(), next_reap = start + REAP_INTERVAL_NS;
     gy_lock_and_recover(seg);
     if (slot)
         atomic_store_explicit(&slot->state, GY_PROC_BLOCKED, memory_order_relaxed);
-    bool waited = false, own_jobs_only = false;
+    bool waited = false;
     for (;;) {
         uint32_t seq = gy_wake_seq(seg);
+        priority = effective_priority_locked(seg, slot);
         if (gy_launch_allowed(shm, priority))
             break;
-        if (only_own_jobs_above_locked(seg, priority)) {
-            own_jobs_only = true;
-            break;
-        }
-        gy_wait_locked(seg, seq, REAP_INTERVAL_NS);
+        if (!waited)
+            wake_helper_if_owed(seg, slot);
+        wait_and_recover(seg, seq, REAP_INTERVAL_NS);
         waited = true;
         reap_if_due(seg, &next_reap);
     }
@@ -76,10 +102,13 @@ uint64_t gy_wait_until_allowed(gy_shm *shm)
         atomic_store_explicit(&slot->state, GY_PROC_RUNNING, memory_order_relaxed);
     gy_unlock(seg);
     uint64_t blocked = gy_now_ns() - start;
-    if (slot && (waited || !own_jobs_only)) { /* passing our own job is not a wait */
+    bool passed_own_job = !waited && priority > registered && !gy_launch_allowed(shm, registered);
+    if (slot && !passed_own_job) { /* running at our own job's level is not a wait */
         atomic_fetch_add_explicit(&slot->counters.waits, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&slot->counters.blocked_ns, blocked, memory_order_relaxed);
     }
+    if (allowed_at)
+        *allowed_at = priority;
     return blocked;
 }
 
@@ -114,7 +143,8 @@ int gy_job_enter(gy_shm *shm, int priority, uint64_t timeout_ns, gy_job *job, gy
     gy_wake_all(seg); /* lower helpers: a drain is requested */
     job->priority = priority;
     job->entered_ns = gy_now_ns();
-    job->deadline_ns = job->entered_ns + (timeout_ns ? timeout_ns : seg->drain_timeout_ns);
+    uint64_t timeout = timeout_ns ? timeout_ns : seg->drain_timeout_ns;
+    job->deadline_ns = job->entered_ns + (timeout < UINT64_MAX - job->entered_ns ? timeout : UINT64_MAX - job->entered_ns);
     job->active = true;
     return 0;
 }
@@ -132,7 +162,8 @@ static bool drain_pending_locked(const gy_shm *shm, const gy_job *job)
             continue;
         if (!atomic_load_explicit(&slot->inflight, memory_order_seq_cst))
             continue; /* nothing in flight: it must not delay us */
-        if (atomic_load_explicit(&slot->drained_epoch, memory_order_acquire) < job->epoch)
+        if (atomic_load_explicit(&slot->drained_epoch, memory_order_acquire) < job->epoch &&
+            effective_priority_locked(seg, slot) < job->priority)
             return true;
     }
     return false;
@@ -164,7 +195,7 @@ enum gy_wait_result gy_job_wait_drained(gy_shm *shm, gy_job *job, uint64_t slice
         uint64_t until = job->deadline_ns < slice_end ? job->deadline_ns : slice_end;
         if (until > next_reap)
             until = next_reap;
-        gy_wait_locked(seg, seq, until > now ? until - now : 1);
+        wait_and_recover(seg, seq, until > now ? until - now : 1);
         reap_if_due(seg, &next_reap);
     }
     gy_unlock(seg);
@@ -219,13 +250,15 @@ bool gy_drain_wait_request(gy_shm *shm, uint64_t timeout_ns, uint64_t *epoch)
     struct gy_proc_slot *slot = gy_my_slot(shm);
     if (!slot)
         return false;
-    uint64_t now = gy_now_ns(), deadline = now + timeout_ns, next_reap = now + REAP_INTERVAL_NS;
+    uint64_t now = gy_now_ns(), next_reap = now + REAP_INTERVAL_NS;
+    uint64_t deadline = timeout_ns < UINT64_MAX - now ? now + timeout_ns : UINT64_MAX;
     bool requested = false;
     gy_lock_and_recover(seg);
     for (;;) {
         uint32_t seq = gy_wake_seq(seg);
         uint64_t current = atomic_load_explicit(&seg->job_epoch, memory_order_seq_cst);
-        if (!gy_launch_allowed(shm, slot_priority(slot)) && atomic_load_explicit(&slot->inflight, memory_order_seq_cst) &&
+        if (!gy_launch_allowed(shm, effective_priority_locked(seg, slot)) &&
+            atomic_load_explicit(&slot->inflight, memory_order_seq_cst) &&
             atomic_load_explicit(&slot->drained_epoch, memory_order_acquire) < current) {
             *epoch = current;
             atomic_store_explicit(&slot->state, GY_PROC_DRAINING, memory_order_relaxed);
@@ -236,7 +269,7 @@ bool gy_drain_wait_request(gy_shm *shm, uint64_t timeout_ns, uint64_t *epoch)
         if (now >= deadline)
             break;
         uint64_t until = deadline < next_reap ? deadline : next_reap;
-        gy_wait_locked(seg, seq, until - now);
+        wait_and_recover(seg, seq, until - now);
         reap_if_due(seg, &next_reap);
     }
     gy_unlock(seg);

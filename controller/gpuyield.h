@@ -29,6 +29,7 @@ typedef struct gy_shm {
 /* Default tag when neither an option nor GPUYIELD_SHM gives one. */
 #define GY_DEFAULT_TAG "default"
 #define GY_DEFAULT_DRAIN_TIMEOUT_NS 2000000000ull
+#define GY_MAX_DRAIN_TIMEOUT_NS 86400000000000ull /* a day: more is a corrupted segment */
 
 /* "/gpuyield-<uid>-<tag>" from a tag, or a full name given back checked. A tag is 1..40 of
  * [A-Za-z0-9._-]. Returns 0, or -1 with err filled. */
@@ -77,9 +78,11 @@ static inline bool gy_launch_allowed(const gy_shm *shm, int priority)
     return (active >> (priority + 1)) == 0;
 }
 
-/* The slow path: block until a launch at the registered priority is allowed. Counts a wait and
- * the time blocked in our slot. Returns the ns spent blocked. */
-uint64_t gy_wait_until_allowed(gy_shm *shm);
+/* The slow path: block until a launch at our effective priority is allowed: the registered one,
+ * or the level of the highest job this process holds if that is higher (it never waits for its
+ * own job, nor for peers at that level). Counts a wait and the time blocked in our slot, stores
+ * the effective priority in *allowed_at (may be NULL) and returns the ns spent blocked. */
+uint64_t gy_wait_until_allowed(gy_shm *shm, int *allowed_at);
 
 /* Mark that this process may now have GPU work in flight (called on each launch, cheap when
  * already marked). Must precede the gate check of the launch it covers. */

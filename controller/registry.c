@@ -102,6 +102,10 @@ int gy_register(gy_shm *shm, int priority, gy_err *err)
     struct gy_segment *seg = shm->seg;
     int pid = getpid();
     uint64_t start = gy_proc_start_time(pid);
+    if (!start) /* without it the slot would look dead to the next reap */
+        return gy_fail(err, EMFILE, "cannot read /proc/%d/stat to register in %s (out of file descriptors, or "
+                                    "/proc not mounted?): free descriptors or mount /proc, then retry",
+                       pid, shm->name);
     gy_lock_and_recover(seg);
     int found = -1;
     for (int pass = 0; pass < 2 && found < 0; pass++) {

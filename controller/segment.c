@@ -68,6 +68,9 @@ int gy_create(const char *tag_or_name, uint64_t drain_timeout_ns, gy_shm *out, g
     out->slot = -1;
     if (gy_segment_name(tag_or_name, name, err))
         return -1;
+    if (drain_timeout_ns > GY_MAX_DRAIN_TIMEOUT_NS)
+        return gy_fail(err, EINVAL, "drain timeout of %llu ns is out of range: at most a day (0 for the default)",
+                       (unsigned long long)drain_timeout_ns);
     int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) {
         int e = errno;
@@ -170,6 +173,8 @@ int gy_open(const char *tag_or_name, gy_shm *out, gy_err *err)
         why = "declares another size";
     else if (seg->owner_uid != (uint32_t)geteuid())
         why = "records another owner";
+    else if (seg->drain_timeout_ns == 0 || seg->drain_timeout_ns > GY_MAX_DRAIN_TIMEOUT_NS)
+        why = "holds a drain timeout out of range";
     if (why) {
         int e = EPROTO;
         unsigned version = seg->layout_version;

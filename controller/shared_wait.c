@@ -63,14 +63,14 @@ uint32_t gy_wake_seq(struct gy_segment *seg)
     return atomic_load_explicit(&seg->wake_seq, memory_order_seq_cst);
 }
 
-void gy_wait_locked(struct gy_segment *seg, uint32_t seq, uint64_t timeout_ns)
+int gy_wait_locked(struct gy_segment *seg, uint32_t seq, uint64_t timeout_ns)
 {
     struct timespec rel = {(time_t)(timeout_ns / 1000000000ull), (long)(timeout_ns % 1000000000ull)};
     gy_unlock(seg);
     /* FUTEX_WAIT (not _PRIVATE): the word lives in shared memory. Its relative timeout is
      * measured on CLOCK_MONOTONIC. EAGAIN means the sequence already moved. */
     syscall(SYS_futex, &seg->wake_seq, FUTEX_WAIT, seq, &rel, NULL, 0);
-    gy_lock(seg);
+    return gy_lock(seg);
 }
 
 void gy_wake_all(struct gy_segment *seg)

@@ -15,8 +15,9 @@ int gy_lock(struct gy_segment *seg);
 void gy_unlock(struct gy_segment *seg);
 /* Read the wake sequence: do it (under the mutex) BEFORE checking the condition you wait for. */
 uint32_t gy_wake_seq(struct gy_segment *seg);
-/* Unlock, sleep until the sequence moves past seq or timeout_ns passes, lock again. */
-void gy_wait_locked(struct gy_segment *seg, uint32_t seq, uint64_t timeout_ns);
+/* Unlock, sleep until the sequence moves past seq or timeout_ns passes, lock again. Returns 1
+ * when the lock came back from a dead owner (reap then), else 0. */
+int gy_wait_locked(struct gy_segment *seg, uint32_t seq, uint64_t timeout_ns);
 /* Wake every waiter: call after changing the state they wait on. */
 void gy_wake_all(struct gy_segment *seg);
 /* Initialise the mutex (process-shared, robust) in a new segment. */

@@ -139,12 +139,15 @@ int gy_client_contexts(gy_cu_context *out, int max)
 
 void gy_client_block(void)
 {
+    int allowed_at;
     do {
         atomic_fetch_sub_explicit(&gy_client.entered, 1, memory_order_seq_cst);
         gy_range_push("preemption");
-        gy_wait_until_allowed(&gy_client.shm);
+        gy_wait_until_allowed(&gy_client.shm, &allowed_at);
         gy_range_pop();
         atomic_fetch_add_explicit(&gy_client.entered, 1, memory_order_seq_cst);
         gy_mark_inflight(&gy_client.shm);
-    } while (!gy_launch_allowed(&gy_client.shm, gy_client.priority));
+        /* allowed_at is above our priority while this process holds a job above it (begun through
+         * the Python extension): its launches then run at that job's level. */
+    } while (!gy_launch_allowed(&gy_client.shm, allowed_at));
 }

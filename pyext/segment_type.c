@@ -536,7 +536,7 @@ static PyObject *segment_wait_launch_allowed(SegmentObject *self, PyObject *unus
     uint64_t blocked;
     self->busy++;
     Py_BEGIN_ALLOW_THREADS
-    blocked = gy_wait_until_allowed(&self->shm);
+    blocked = gy_wait_until_allowed(&self->shm, NULL);
     Py_END_ALLOW_THREADS
     self->busy--;
     return PyLong_FromUnsignedLongLong(blocked);

@@ -5,7 +5,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <pthread.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -160,6 +162,12 @@ TEST(open_refuses_other_layout_version_and_bad_magic)
     shm.seg->magic = 42;
     CHECK(gy_open(shm.name, &other, &err) == -1 && strstr(err.msg, "not a gpuyield segment"), "%s", err.msg);
     shm.seg->magic = GY_MAGIC;
+    uint64_t timeout = shm.seg->drain_timeout_ns;
+    shm.seg->drain_timeout_ns = UINT64_MAX; /* a begin would "time out" at once, or never */
+    CHECK(gy_open(shm.name, &other, &err) == -1 && strstr(err.msg, "drain timeout"), "%s", err.msg);
+    shm.seg->drain_timeout_ns = 0;
+    CHECK(gy_open(shm.name, &other, &err) == -1 && strstr(err.msg, "drain timeout"), "%s", err.msg);
+    shm.seg->drain_timeout_ns = timeout;
     CHECK(gy_open(shm.name, &other, &err) == 0, "%s", err.msg);
     gy_close(&other);
     destroy(&shm);
@@ -221,7 +229,7 @@ static int lower_waits_for_gate(const char *name, long priority)
         sleep_ms(1);
     if (gy_launch_allowed(&shm, (int)priority))
         return 11;
-    gy_wait_until_allowed(&shm);
+    gy_wait_until_allowed(&shm, NULL);
     gy_close(&shm);
     return 0;
 }
@@ -265,11 +273,14 @@ static int launch_inside_own_job(const char *name, long unused)
     if (gy_launch_allowed(&launcher, 0))
         return 11; /* the fast path must still say closed */
     uint64_t t0 = gy_now_ns();
-    gy_wait_until_allowed(&launcher);
+    int allowed_at = -1;
+    gy_wait_until_allowed(&launcher, &allowed_at);
     if (gy_now_ns() - t0 > 50 * MS)
         return 12;
     if (atomic_load(&launcher.seg->procs[launcher.slot].counters.waits) != 0)
         return 13; /* not counted as a wait */
+    if (allowed_at != 2 || !gy_launch_allowed(&launcher, allowed_at))
+        return 14; /* the caller re-checks at the level it was let through at */
     gy_job_exit(&marker, &job, &err);
     gy_close(&marker);
     gy_close(&launcher);
@@ -290,9 +301,168 @@ TEST(a_process_never_blocks_behind_its_own_higher_job)
     pid_t other = spawn(higher_job_for, shm.name, 400);
     CHECK(WAIT_FOR(shm.seg->jobs[2] == 1, 3000));
     uint64_t t0 = gy_now_ns();
-    gy_wait_until_allowed(&shm);
+    gy_wait_until_allowed(&shm, NULL);
     CHECK(gy_now_ns() - t0 > 100 * MS, "did not wait for the other process's job");
     CHECK(wait_exit(other) == 0);
+    destroy(&shm);
+}
+
+/* Registered at 0, holding a job at `level` through the same slot; waits for `peer_jobs` jobs
+ * to be counted, then must launch (gy_wait_until_allowed) promptly, 20 times, at `level`. */
+static int hold_job_and_launch(const char *name, long level_and_peers)
+{
+    int level = (int)(level_and_peers % 10), peer_jobs = (int)(level_and_peers / 10);
+    gy_shm shm;
+    gy_err err;
+    gy_job job;
+    alarm(5);
+    if (gy_open(name, &shm, &err) || gy_register(&shm, 0, &err) || gy_job_enter(&shm, level, 0, &job, &err))
+        return 10;
+    while (shm.seg->jobs[level] < (uint32_t)peer_jobs)
+        sleep_ms(1);
+    if (gy_job_wait_drained(&shm, &job, 0) != GY_WAIT_DRAINED)
+        return 11; /* a peer at the same level owes no drain */
+    for (int i = 0; i < 20; i++) {
+        int at = -1;
+        uint64_t t0 = gy_now_ns();
+        gy_wait_until_allowed(&shm, &at);
+        if (gy_now_ns() - t0 > 50 * MS || at != level)
+            return 12;
+        sleep_ms(5);
+    }
+    gy_job_exit(&shm, &job, &err);
+    gy_close(&shm);
+    return 0;
+}
+
+TEST(peers_holding_jobs_at_one_level_never_block_each_other)
+{
+    gy_shm shm;
+    REQUIRE(create_fresh("peers", 0, &shm));
+    /* Both registered at 0, each holding a level-1 job: they run at level 1 and are peers. */
+    pid_t a = spawn(hold_job_and_launch, shm.name, 21), b = spawn(hold_job_and_launch, shm.name, 21);
+    int ra = wait_exit(a), rb = wait_exit(b);
+    CHECK(ra == 0 && rb == 0, "children ended with %d and %d (142: deadlocked until the alarm)", ra, rb);
+    CHECK(shm.seg->jobs[1] == 0 && shm.seg->active_levels == 0);
+    destroy(&shm);
+}
+
+TEST(a_higher_job_still_blocks_a_process_running_at_its_own_job_level)
+{
+    gy_shm shm;
+    gy_err err;
+    gy_job job;
+    REQUIRE(create_fresh("ownlevel", 0, &shm));
+    REQUIRE(gy_register(&shm, 0, &err) == 0);
+    REQUIRE(gy_begin(&shm, 1, &job, &err) == 0);
+    /* Another process registered at 0 begins a level-2 job: it must not wait for our level-1 job. */
+    pid_t other = spawn(hold_job_and_launch, shm.name, 2);
+    CHECK(WAIT_FOR(shm.seg->jobs[2] == 1, 3000));
+    int at = -1;
+    uint64_t t0 = gy_now_ns();
+    gy_wait_until_allowed(&shm, &at);
+    uint64_t waited = gy_now_ns() - t0;
+    CHECK(waited > 50 * MS, "our level-1 launch passed during a level-2 job (%llu ms)",
+          (unsigned long long)(waited / MS));
+    CHECK(at == 1, "let through at %d", at);
+    int rc = wait_exit(other);
+    CHECK(rc == 0, "the level-2 job's process ended with %d", rc);
+    gy_job_exit(&shm, &job, &err);
+    destroy(&shm);
+}
+
+/* An idle lower process: its helper thread waits for drain requests; its main thread launches
+ * (marks itself in flight) only once a higher job has been counted in, then blocks. */
+struct helper_arg {
+    gy_shm *shm;
+};
+static void *drain_helper_thread(void *p)
+{
+    gy_shm *shm = ((struct helper_arg *)p)->shm;
+    uint64_t epoch, until = gy_now_ns() + 5000 * MS;
+    while (gy_now_ns() < until)
+        if (gy_drain_wait_request(shm, 1000 * MS, &epoch))
+            gy_drain_ack(shm, epoch, false); /* nothing was queued: drained at once */
+    return NULL;
+}
+static int idle_lower_launches_late(const char *name, long unused)
+{
+    (void)unused;
+    gy_shm shm;
+    gy_err err;
+    alarm(8);
+    if (gy_open(name, &shm, &err) || gy_register(&shm, 0, &err))
+        return 10;
+    struct helper_arg arg = {&shm};
+    pthread_t helper;
+    if (pthread_create(&helper, NULL, drain_helper_thread, &arg))
+        return 11;
+    while (gy_launch_allowed(&shm, 0))
+        sleep_ms(1);
+    gy_mark_inflight(&shm);
+    gy_wait_until_allowed(&shm, NULL);
+    pthread_join(helper, NULL);
+    gy_close(&shm);
+    return 0;
+}
+
+TEST(a_launch_that_blocks_wakes_its_idle_helper_at_once)
+{
+    gy_shm shm;
+    gy_err err;
+    gy_job job;
+    REQUIRE(create_fresh("latewake", 5000 * MS, &shm));
+    REQUIRE(gy_register(&shm, 1, &err) == 0);
+    pid_t child = spawn(idle_lower_launches_late, shm.name, 0);
+    CHECK(WAIT_FOR(count_state(&shm, GY_PROC_RUNNING) == 2, 3000));
+    sleep_ms(20); /* the child's helper is asleep in its wait now */
+    REQUIRE(gy_job_enter(&shm, 1, 0, &job, &err) == 0);
+    int lower = shm.slot == 0 ? 1 : 0;
+    CHECK(WAIT_FOR(atomic_load(&shm.seg->procs[lower].inflight) ||
+                       atomic_load(&shm.seg->procs[lower].drained_epoch) >= job.epoch,
+                   3000));
+    uint64_t t0 = gy_now_ns();
+    CHECK(gy_job_wait_drained(&shm, &job, 0) == GY_WAIT_DRAINED);
+    uint64_t took = gy_now_ns() - t0;
+    /* Without the wake the helper sleeps to its next reap tick, up to 100 ms. */
+    CHECK(took < 40 * MS, "the drain of an idle process took %llu ms", (unsigned long long)(took / MS));
+    gy_job_exit(&shm, &job, &err);
+    kill(child, SIGKILL);
+    wait_exit(child);
+    destroy(&shm);
+}
+
+/* Out of file descriptors, /proc cannot be read: that must not make live processes look dead. */
+static int reap_without_descriptors(const char *name, long unused)
+{
+    (void)unused;
+    gy_shm shm;
+    gy_err err;
+    if (gy_open(name, &shm, &err))
+        return 10;
+    struct rlimit lim = {64, 64};
+    if (setrlimit(RLIMIT_NOFILE, &lim))
+        return 11;
+    while (open("/dev/null", O_RDONLY) >= 0)
+        ;
+    if (errno != EMFILE)
+        return 12;
+    int reaped = gy_reap(&shm);
+    return reaped == 0 ? 0 : 20 + reaped;
+}
+
+TEST(reaping_without_descriptors_keeps_live_processes)
+{
+    gy_shm shm;
+    gy_err err;
+    gy_job job;
+    REQUIRE(create_fresh("emfile", 0, &shm));
+    REQUIRE(gy_register(&shm, 2, &err) == 0);
+    REQUIRE(gy_begin(&shm, 2, &job, &err) == 0);
+    int rc = wait_exit(spawn(reap_without_descriptors, shm.name, 0));
+    CHECK(rc == 0, "child ended with %d (2x: reaped that many live slots)", rc);
+    CHECK(shm.seg->jobs[2] == 1 && !gy_launch_allowed(&shm, 0), "the live job was counted out");
+    CHECK(gy_job_exit(&shm, &job, &err) == 0, "%s", err.msg);
     destroy(&shm);
 }
 
@@ -321,7 +491,7 @@ TEST(overlapping_higher_jobs_keep_lower_blocked_until_the_last_ends)
     CHECK(wait_exit(a) == 0);
     CHECK(shm.seg->jobs[2] == 1 && !gy_launch_allowed(&shm, 0), "lower allowed while a job remains");
     uint64_t t0 = gy_now_ns();
-    gy_wait_until_allowed(&shm);
+    gy_wait_until_allowed(&shm, NULL);
     CHECK(gy_now_ns() - t0 > 100 * MS, "did not block behind the remaining job");
     CHECK(wait_exit(b) == 0);
     CHECK(gy_launch_allowed(&shm, 0) && shm.seg->jobs[2] == 0);
@@ -492,7 +662,7 @@ TEST(sigkill_inside_a_job_counts_it_out_and_frees_the_lower)
     CHECK(WAIT_FOR(shm.seg->jobs[3] == 1, 3000));
     kill(child, SIGKILL);
     uint64_t t0 = gy_now_ns();
-    gy_wait_until_allowed(&shm); /* must not hang: the waiter reaps */
+    gy_wait_until_allowed(&shm, NULL); /* must not hang: the waiter reaps */
     CHECK(gy_now_ns() - t0 < 2000 * MS, "blocked %llu ms", (unsigned long long)((gy_now_ns() - t0) / MS));
     CHECK(shm.seg->jobs[3] == 0 && atomic_load(&shm.seg->active_levels) == 0);
     CHECK(atomic_load(&shm.seg->reaped) == 1);

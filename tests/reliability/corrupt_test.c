@@ -196,7 +196,7 @@ static int read_launch_gate(void)
     uint64_t t0 = gy_now_ns();
     gy_mark_inflight(&shm);
     if (!gy_launch_allowed(&shm, GY_LEVELS - 2))
-        gy_wait_until_allowed(&shm);
+        gy_wait_until_allowed(&shm, NULL);
     uint64_t took = gy_now_ns() - t0;
     gy_close(&shm);
     if (took > HEAL_BOUND_MS * MS) {
@@ -406,7 +406,7 @@ TEST(own_slot_priority_corrupted_under_a_live_process)
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         mine->priority = bad[i];
         uint64_t t0 = gy_now_ns();
-        gy_wait_until_allowed(&s.shm); /* no job in progress: returns at once whatever the priority */
+        gy_wait_until_allowed(&s.shm, NULL); /* no job in progress: returns at once whatever the priority */
         CHECK(gy_now_ns() - t0 < HEAL_BOUND_MS * MS, "priority %d", bad[i]);
         uint64_t epoch;
         gy_drain_wait_request(&s.shm, 20 * MS, &epoch);

@@ -170,7 +170,7 @@ TEST(two_experiments_side_by_side_do_not_see_each_other)
     CHECK(!gy_launch_allowed(&a, 0), "A's low level is gated by A's job");
     CHECK(gy_launch_allowed(&b, 0), "a job in A must not gate B");
     uint64_t t0 = gy_now_ns();
-    gy_wait_until_allowed(&b);
+    gy_wait_until_allowed(&b, NULL);
     CHECK(gy_now_ns() - t0 < 1000 * MS, "B's launch waited on A");
     /* B's own job: nothing of A may hold it up (A's low process owes A a drain, not B). */
     gy_mark_inflight(&b);

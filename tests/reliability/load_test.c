@@ -134,7 +134,7 @@ static void launch_batch(struct child *c)
         gy_mark_inflight(&c->shm);
         c->report->checks++;
         if (!gy_launch_allowed(&c->shm, c->report->priority))
-            note_wake(c, gy_wait_until_allowed(&c->shm));
+            note_wake(c, gy_wait_until_allowed(&c->shm, NULL));
         atomic_fetch_add_explicit(&c->launches, 1, memory_order_relaxed);
     }
 }
@@ -258,7 +258,7 @@ static int quiet_waiter(int priority)
             sleep_us(500);
         if (gy_launch_allowed(&shm, priority))
             return 1; /* the round's job must be in progress */
-        gy_wait_until_allowed(&shm);
+        gy_wait_until_allowed(&shm, NULL);
         atomic_store(&board->quiet_woke_ns[priority][round], gy_now_ns());
     }
     gy_close(&shm);
