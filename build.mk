@@ -35,4 +35,4 @@ include $(sort $(wildcard */build.mk))
 
 all_targets: $(ALL)
 
--include $(shell find $(O)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(O)/obj $(O)/obj-old -name '*.d' 2>/dev/null)

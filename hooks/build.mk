@@ -28,6 +28,15 @@ $(FAKECUDA_LIB): $(FAKECUDA_SRC:%.c=$(O)/obj/%.o)
 	@mkdir -p $(dir $@)
 	$(CC) -shared $(LDFLAGS) -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic -Wl,-z,defs $^ -o $@
 
+# The same fake as an older driver (no cuEventElapsedTime_v2): the hook must fall back.
+FAKECUDA_OLD_LIB := $(O)/fakecuda-old/libcuda.so.1
+$(O)/obj-old/tests/fakecuda/%.o: tests/fakecuda/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fvisibility=hidden -Itests/fakecuda -DFK_OLD_DRIVER -MMD -MP -c $< -o $@
+$(FAKECUDA_OLD_LIB): $(FAKECUDA_SRC:%.c=$(O)/obj-old/%.o)
+	@mkdir -p $(dir $@)
+	$(CC) -shared $(LDFLAGS) -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic -Wl,-z,defs $^ -o $@
+
 # Test programs: a worker that runs under the hook against the fake driver, and the test driver
 # that starts workers in fresh processes and checks the fake driver's log and the counters.
 $(O)/obj/tests/hooks/%.o: CFLAGS += -Itests/fakecuda -Itests/lib
@@ -45,4 +54,4 @@ $(O)/tests/hooks/test_hooks: $(O)/obj/tests/hooks/test_hooks.o $(O)/obj/tests/ho
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -o $@
 
-ALL += $(HOOKS_LIB) $(FAKECUDA_LIB) $(O)/tests/hooks/cuda_worker $(O)/tests/hooks/test_hooks
+ALL += $(HOOKS_LIB) $(FAKECUDA_LIB) $(FAKECUDA_OLD_LIB) $(O)/tests/hooks/cuda_worker $(O)/tests/hooks/test_hooks

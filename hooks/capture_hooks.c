@@ -77,7 +77,7 @@ GY_EXPORT gy_cu_result cuStreamBeginCaptureToGraph_ptsz(gy_cu_stream stream, gy_
     return real ? (count_capture_in(), began(real(stream, graph, deps, edge_data, ndeps, mode))) : GY_CUDA_ERROR_NOT_INITIALIZED;
 }
 
-/* A capture ends with this call whatever it returns, if the stream was capturing before. */
+/* A capture ends with this call if the stream was capturing before and is not after. */
 static gy_cu_result end_capture(gy_pfn_end_capture real, gy_cu_stream stream, gy_cu_stream normalized,
                                 gy_cu_graph *graph)
 {
@@ -88,7 +88,12 @@ static gy_cu_result end_capture(gy_pfn_end_capture real, gy_cu_stream stream, gy
     bool was_capturing = is_capturing && is_capturing(normalized, &status) == GY_CUDA_SUCCESS &&
                          status != GY_CU_STREAM_CAPTURE_STATUS_NONE;
     gy_cu_result rc = real(stream, graph);
-    if (was_capturing) {
+    /* A failed end (an unjoined side stream, say) may leave the capture going: count it out only
+     * once the stream no longer captures. */
+    status = GY_CU_STREAM_CAPTURE_STATUS_NONE;
+    bool still_capturing = rc != GY_CUDA_SUCCESS && is_capturing(normalized, &status) == GY_CUDA_SUCCESS &&
+                           status != GY_CU_STREAM_CAPTURE_STATUS_NONE;
+    if (was_capturing && !still_capturing) {
         int n = atomic_load(&gy_client.captures_in_progress);
         while (n > 0 && !atomic_compare_exchange_weak(&gy_client.captures_in_progress, &n, n - 1)) {
         }

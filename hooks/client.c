@@ -15,10 +15,12 @@
 
 struct gy_client gy_client = {.shm = {.slot = -1}, .generation = 1};
 __thread uint64_t gy_thread_generation __attribute__((tls_model("initial-exec")));
+__thread gy_cu_context gy_thread_context __attribute__((tls_model("initial-exec")));
 
 static pthread_mutex_t join_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t contexts_lock = PTHREAD_MUTEX_INITIALIZER;
 static gy_cu_context contexts[MAX_CONTEXTS];
+static bool contexts_overflow_told;
 static int ncontexts;
 static pthread_once_t fork_handlers_once = PTHREAD_ONCE_INIT;
 
@@ -112,12 +114,11 @@ bool gy_client_join_slow(void)
     return phase == GY_PHASE_READY;
 }
 
-void gy_client_note_context_slow(void)
+void gy_client_note_context_slow(gy_cu_context ctx)
 {
     gy_thread_generation = atomic_load_explicit(&gy_client.generation, memory_order_relaxed);
-    gy_pfn_ctx_get_current get_current = (gy_pfn_ctx_get_current)gy_real(GY_FN_CTX_GET_CURRENT);
-    gy_cu_context ctx = NULL;
-    if (!get_current || get_current(&ctx) != GY_CUDA_SUCCESS || !ctx)
+    gy_thread_context = ctx;
+    if (!ctx)
         return;
     pthread_mutex_lock(&contexts_lock);
     bool known = false;
@@ -125,6 +126,23 @@ void gy_client_note_context_slow(void)
         known = contexts[i] == ctx;
     if (!known && ncontexts < MAX_CONTEXTS)
         contexts[ncontexts++] = ctx;
+    else if (!known && !contexts_overflow_told) {
+        contexts_overflow_told = true;
+        fprintf(stderr, "gpuyield: pid %d launches in more than %d live CUDA contexts: drains synchronize only "
+                        "the first %d\n",
+                (int)getpid(), MAX_CONTEXTS, MAX_CONTEXTS);
+    }
+    pthread_mutex_unlock(&contexts_lock);
+}
+
+void gy_client_forget_context(gy_cu_context ctx)
+{
+    pthread_mutex_lock(&contexts_lock);
+    for (int i = 0; i < ncontexts; i++)
+        if (contexts[i] == ctx) {
+            contexts[i] = contexts[--ncontexts];
+            break;
+        }
     pthread_mutex_unlock(&contexts_lock);
 }
 

@@ -8,6 +8,7 @@
 
 #include "config.h"
 #include "cuda_abi.h"
+#include "driver.h"
 #include "gpuyield.h"
 
 enum gy_phase {
@@ -34,12 +35,16 @@ struct gy_client {
 
 extern struct gy_client gy_client;
 extern __thread uint64_t gy_thread_generation __attribute__((tls_model("initial-exec")));
+/* The context this thread's last gated call ran in (NULL: none yet, or none current). */
+extern __thread gy_cu_context gy_thread_context __attribute__((tls_model("initial-exec")));
 
 /* First use, or first use after fork: read the configuration, join and register, start the
  * drain helper. Exits the process (status 2, one line) if that fails. True when gated. */
 bool gy_client_join_slow(void);
-/* Record the current context of this thread (its first launch). */
-void gy_client_note_context_slow(void);
+/* Record ctx, the thread's current context, in the process's list (it changed, or first use). */
+void gy_client_note_context_slow(gy_cu_context ctx);
+/* Drop a context the driver no longer knows (destroyed) from the list. */
+void gy_client_forget_context(gy_cu_context ctx);
 /* A launch found the gate closed: step out, block (NVTX "preemption"), step back in. */
 void gy_client_block(void);
 /* The contexts this process launched in, for the drain helper. Returns how many (<= max). */
@@ -55,10 +60,18 @@ static inline bool gy_client_gated(void)
     return gy_client_join_slow();
 }
 
+/* On every gated call: a thread may switch contexts (cudaSetDevice, cuCtxPushCurrent) after its
+ * first launch, and the drain must synchronize every context launched in. cuCtxGetCurrent reads
+ * the driver's thread-local current context; the list is touched only when it changed. */
 static inline void gy_client_note_context(void)
 {
-    if (gy_thread_generation != atomic_load_explicit(&gy_client.generation, memory_order_relaxed))
-        gy_client_note_context_slow();
+    gy_pfn_ctx_get_current get_current = (gy_pfn_ctx_get_current)gy_real(GY_FN_CTX_GET_CURRENT);
+    gy_cu_context ctx = NULL;
+    if (get_current && get_current(&ctx) != GY_CUDA_SUCCESS)
+        ctx = NULL;
+    if (ctx != gy_thread_context ||
+        gy_thread_generation != atomic_load_explicit(&gy_client.generation, memory_order_relaxed))
+        gy_client_note_context_slow(ctx);
 }
 
 /* The gate. seq_cst on `entered` pairs with the job's seq_cst store of active_levels: either

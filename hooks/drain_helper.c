@@ -48,8 +48,10 @@ static void synchronize_contexts(void)
     gy_cu_context contexts[MAX_CONTEXTS];
     int n = gy_client_contexts(contexts, MAX_CONTEXTS);
     for (int i = 0; i < n; i++) {
-        if (push(contexts[i]) != GY_CUDA_SUCCESS)
-            continue; /* destroyed meanwhile: nothing of it can still run */
+        if (push(contexts[i]) != GY_CUDA_SUCCESS) {
+            gy_client_forget_context(contexts[i]); /* destroyed: nothing of it can still run */
+            continue;
+        }
         sync();
         gy_cu_context popped;
         pop(&popped);

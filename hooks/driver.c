@@ -61,6 +61,7 @@ static const struct fn_name fn_names[GY_FN_COUNT] = {
     [GY_FN_EVENT_DESTROY] = {"cuEventDestroy_v2", NULL},
     [GY_FN_EVENT_QUERY] = {"cuEventQuery", NULL},
     [GY_FN_EVENT_ELAPSED] = {"cuEventElapsedTime_v2", NULL},
+    [GY_FN_EVENT_ELAPSED_V1] = {"cuEventElapsedTime", NULL},
 };
 
 void *gy_real_fns[GY_FN_COUNT];

@@ -57,6 +57,7 @@ enum gy_fn {
     GY_FN_EVENT_DESTROY,
     GY_FN_EVENT_QUERY,
     GY_FN_EVENT_ELAPSED,
+    GY_FN_EVENT_ELAPSED_V1,
     GY_FN_COUNT,
 };
 

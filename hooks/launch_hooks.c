@@ -1,6 +1,6 @@
 /* The launch hooks: every kernel launch entry point and its _ptsz twin, and graph launches
  * (one unit each). Each calls the real function of its own exact name. The path:
- *   queue bound (event:N waits for group g-2) -> note the thread's context (first launch) ->
+ *   note the thread's context -> queue bound (event:N waits for group g-2) ->
  *   gate (one atomic load when nothing above us runs) -> driver -> left++, counters ->
  *   queue bound (sync:N waits / event:N records). */
 #include "client.h"
@@ -12,8 +12,8 @@ static inline bool launch_prologue(gy_cu_stream stream)
 {
     if (!gy_client_gated())
         return false;
+    gy_client_note_context(); /* first: the queue bound keys default streams by context */
     gy_bound_before(stream);
-    gy_client_note_context();
     gy_gate_enter();
     return true;
 }

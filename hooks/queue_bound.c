@@ -8,6 +8,7 @@
  * wake-up (tens of microseconds) that would leave the GPU idle between small groups. */
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "driver.h"
@@ -22,6 +23,7 @@
 
 struct stream_state {
     gy_cu_stream stream; /* NULL: free entry */
+    gy_cu_context ctx;   /* the default-stream handles name another stream in each context */
     uint64_t units;      /* launched on this stream by this thread */
     uint64_t group;      /* the group being filled (event/time) */
     uint64_t group_left; /* units still to launch in it; 0: the next launch starts a new group */
@@ -58,6 +60,9 @@ static void free_table(void *p)
         for (int i = 0; i < TABLE_SIZE; i++)
             destroy_events(&t->states[i]);
     free(t);
+    /* Another key's destructor may still launch on this exiting thread: it gets a fresh table. */
+    if (table == t)
+        table = NULL;
 }
 
 static void create_key(void) { pthread_key_create(&table_key, free_table); }
@@ -75,19 +80,21 @@ static struct stream_state *state_for(gy_cu_stream stream)
         pthread_once(&key_once, create_key);
         pthread_setspecific(table_key, table);
     }
-    unsigned home = (unsigned)(((uintptr_t)stream >> 4) ^ (uintptr_t)stream) % TABLE_SIZE;
+    gy_cu_context ctx = gy_thread_context;
+    unsigned home = (unsigned)(((uintptr_t)stream >> 4) ^ (uintptr_t)stream ^ ((uintptr_t)ctx >> 4)) % TABLE_SIZE;
     for (unsigned i = 0; i < TABLE_SIZE; i++) {
         struct stream_state *st = &table->states[(home + i) % TABLE_SIZE];
-        if (st->stream == stream)
+        if (st->stream == stream && st->ctx == ctx)
             return st;
         if (!st->stream) {
             st->stream = stream;
+            st->ctx = ctx;
             return st;
         }
     }
     struct stream_state *victim = &table->states[home];
     destroy_events(victim);
-    *victim = (struct stream_state){.stream = stream};
+    *victim = (struct stream_state){.stream = stream, .ctx = ctx};
     return victim;
 }
 
@@ -95,6 +102,10 @@ static struct stream_state *state_for(gy_cu_stream stream)
  * this process since the last answer, or the stream's capture had not ended then. */
 static bool capturing(struct stream_state *st)
 {
+    /* A query or sync while any thread of the process captures can invalidate that capture (in
+     * global mode, or on the same device): skip sync points until it ends. */
+    if (atomic_load_explicit(&gy_client.captures_in_progress, memory_order_acquire) > 0)
+        return true;
     uint64_t begun = atomic_load_explicit(&gy_client.captures_begun, memory_order_acquire);
     if (st->checked_captures == begun && !st->capturing)
         return false;
@@ -139,7 +150,18 @@ static void learn(struct stream_state *st, uint64_t g)
     int end = (int)((g - 2) % RING), start = (int)((g - 3) % RING);
     if (g < 3 || !st->complete[end] || !st->complete[start] || !st->sizes[end])
         return;
+    /* cuEventElapsedTime_v2 is newer (CUDA 12.8 drivers); the original has the same signature. */
     gy_pfn_event_elapsed elapsed = (gy_pfn_event_elapsed)gy_real(GY_FN_EVENT_ELAPSED);
+    if (!elapsed)
+        elapsed = (gy_pfn_event_elapsed)gy_real(GY_FN_EVENT_ELAPSED_V1);
+    if (!elapsed) {
+        static _Atomic int warned;
+        if (!atomic_exchange(&warned, 1))
+            fprintf(stderr, "gpuyield: time mode: this driver has no cuEventElapsedTime: groups stay at %d "
+                            "launches; use event:N instead\n",
+                    FIRST_TIMED_GROUP);
+        return;
+    }
     float ms = 0;
     if (!elapsed || elapsed(&ms, st->events[start], st->events[end]) != GY_CUDA_SUCCESS || ms < 0)
         return;
@@ -193,6 +215,12 @@ static void record_group_end(struct stream_state *st, uint64_t g)
     }
     gy_pfn_event_record record = (gy_pfn_event_record)gy_real(GY_FN_EVENT_RECORD);
     st->recorded[slot] = record && record(st->events[slot], st->stream) == GY_CUDA_SUCCESS;
+    if (!st->recorded[slot]) { /* e.g. an event of another context: make a new one next time */
+        gy_pfn_event_destroy destroy = (gy_pfn_event_destroy)gy_real(GY_FN_EVENT_DESTROY);
+        if (destroy)
+            destroy(st->events[slot]);
+        st->events[slot] = NULL;
+    }
 }
 
 void gy_bound_after_slow(gy_cu_stream stream)

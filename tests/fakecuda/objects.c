@@ -341,8 +341,9 @@ FK_EXPORT CUresult cuEventQuery(CUevent event)
     return fk_now_ns() >= time ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
-/* Like the driver: both events recorded and complete, the first one with timing. */
-FK_EXPORT CUresult cuEventElapsedTime_v2(float *ms, CUevent start, CUevent end)
+/* Like the driver: both events recorded and complete, the first one with timing. Drivers before
+ * CUDA 12.8 export only the original name; the fake built with FK_OLD_DRIVER is one of those. */
+static CUresult elapsed_time(float *ms, CUevent start, CUevent end)
 {
     if (!ms || !start || !end)
         return CUDA_ERROR_INVALID_HANDLE;
@@ -357,6 +358,11 @@ FK_EXPORT CUresult cuEventElapsedTime_v2(float *ms, CUevent start, CUevent end)
     *ms = (float)((double)((int64_t)t1 - (int64_t)t0) / 1e6);
     return CUDA_SUCCESS;
 }
+
+FK_EXPORT CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end) { return elapsed_time(ms, start, end); }
+#ifndef FK_OLD_DRIVER
+FK_EXPORT CUresult cuEventElapsedTime_v2(float *ms, CUevent start, CUevent end) { return elapsed_time(ms, start, end); }
+#endif
 
 FK_EXPORT CUresult cuEventDestroy_v2(CUevent event)
 {

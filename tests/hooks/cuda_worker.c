@@ -5,6 +5,7 @@
  *   QUEUED / CAPTURING / ENDED <ns>                          (coordination marks)
  * and exits 0, or 1 with a line "FAIL ..." when a check of its own fails. */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -331,10 +332,17 @@ static void scenario_jobs(int priority, int njobs, long us, int k, long gap_ms)
 }
 
 /* Queue work, then stay busy on the CPU without launching. */
-static void scenario_busy(long us, int count, double seconds)
+/* second_context: the thread launches once, then creates (and so switches to) a second
+ * context and queues the work there: the drain must synchronize that context too. */
+static void scenario_busy(long us, int count, double seconds, bool second_context)
 {
     CUfunction f = kernel_of(us);
     CUstream s;
+    if (second_context) {
+        CU(launch(kernel_of(10), NULL));
+        CUcontext other;
+        CU(cuCtxCreate_v2(&other, 0, 0));
+    }
     CU(cuStreamCreate(&s, 0));
     for (int i = 0; i < count; i++)
         CU(launch(f, s));
@@ -456,6 +464,38 @@ static void scenario_fork(int count)
     CU(cuCtxSynchronize());
 }
 
+/* A thread launches, then sets a pthread key created after the hook's, whose destructor
+ * launches once more while the thread exits: the hook's per-thread state must not be used after
+ * its own destructor freed it (event mode keeps events in it). */
+static CUcontext exit_ctx;
+static CUfunction exit_kernel;
+static pthread_key_t late_key;
+static void late_destructor(void *unused)
+{
+    (void)unused;
+    CU(launch(exit_kernel, NULL));
+}
+static void *launch_then_exit(void *unused)
+{
+    (void)unused;
+    CU(cuCtxSetCurrent(exit_ctx));
+    for (int i = 0; i < 3; i++)
+        CU(launch(exit_kernel, NULL));
+    pthread_key_create(&late_key, late_destructor);
+    pthread_setspecific(late_key, (void *)1);
+    return NULL;
+}
+static void scenario_thread_exit(void)
+{
+    exit_kernel = kernel_of(10);
+    CU(cuCtxGetCurrent(&exit_ctx));
+    pthread_t thread;
+    if (pthread_create(&thread, NULL, launch_then_exit, NULL) || pthread_join(thread, NULL))
+        fail("cannot run the launching thread");
+    CU(cuCtxSynchronize());
+    print_counters();
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -472,7 +512,7 @@ int main(int argc, char **argv)
     else if (strcmp(what, "jobs") == 0)
         scenario_jobs((int)ARG(2, 1), (int)ARG(3, 5), (long)ARG(4, 1000), (int)ARG(5, 5), (long)ARG(6, 100));
     else if (strcmp(what, "busy") == 0)
-        scenario_busy((long)ARG(2, 10000), (int)ARG(3, 20), ARG(4, 3));
+        scenario_busy((long)ARG(2, 10000), (int)ARG(3, 20), ARG(4, 3), ARG(5, 0) != 0);
     else if (strcmp(what, "bound") == 0)
         scenario_bound((long)ARG(2, 200), (int)ARG(3, 200));
     else if (strcmp(what, "capture") == 0)
@@ -483,10 +523,12 @@ int main(int argc, char **argv)
         scenario_rate((int)ARG(2, 200000));
     else if (strcmp(what, "rtld_next") == 0)
         scenario_rtld_next();
+    else if (strcmp(what, "thread_exit") == 0)
+        scenario_thread_exit();
     else if (strcmp(what, "fork") == 0)
         scenario_fork((int)ARG(2, 7));
     else {
-        fprintf(stderr, "usage: cuda_worker paths|plain|spin|copyspin|jobs|busy|bound|capture|capture_hold|rate|rtld_next|fork [args]\n");
+        fprintf(stderr, "usage: cuda_worker paths|plain|spin|copyspin|jobs|busy|bound|capture|capture_hold|rate|rtld_next|thread_exit|fork [args]\n");
         return 2;
     }
     if (strcmp(what, "jobs") != 0)

@@ -604,14 +604,16 @@ TEST(no_low_priority_copy_runs_inside_a_high_priority_job)
     check_gating("copyspin", true);
 }
 
-TEST(a_process_busy_on_the_cpu_is_drained_by_its_helper)
+/* A low-priority process queues 2 s of work (in a second context it switched to after its first
+ * launch, if asked), then spins on the CPU; a high-priority begin must wait for that work. */
+static void check_busy_process_drained(bool second_context)
 {
     struct setup s;
-    REQUIRE(setup_begin(&s, "busy", 20000000000ull));
+    REQUIRE(setup_begin(&s, second_context ? "busy2ctx" : "busy", 20000000000ull));
     char shm[96];
     snprintf(shm, sizeof shm, "GPUYIELD_SHM=%s", s.tag);
     const char *low_env[] = {shm, "GPUYIELD_PRIORITY=0", NULL}, *high_env[] = {shm, "GPUYIELD_PRIORITY=3", NULL};
-    const char *low_args[] = {"busy", "20000", "100", "6", NULL}; /* 2 s queued, then 6 s on the CPU */
+    const char *low_args[] = {"busy", "20000", "100", "6", second_context ? "1" : "0", NULL}; /* 2 s, then 6 s CPU */
     const char *high_args[] = {"jobs", "3", "1", "1000", "2", "0", NULL};
     struct worker low, high;
     REQUIRE(spawn(&s, &low, low_env, low_args));
@@ -646,6 +648,16 @@ TEST(a_process_busy_on_the_cpu_is_drained_by_its_helper)
     kill(low.pid, SIGKILL);
     waitpid(low.pid, NULL, 0);
     setup_end(&s);
+}
+
+TEST(a_process_busy_on_the_cpu_is_drained_by_its_helper)
+{
+    check_busy_process_drained(false);
+}
+
+TEST(work_in_a_context_switched_to_after_the_first_launch_is_drained)
+{
+    check_busy_process_drained(true);
 }
 
 TEST(the_helper_never_synchronizes_during_a_capture)
@@ -683,6 +695,26 @@ TEST(the_helper_never_synchronizes_during_a_capture)
     }
     kill(low.pid, SIGKILL);
     waitpid(low.pid, NULL, 0);
+    setup_end(&s);
+}
+
+TEST(a_launch_from_a_late_thread_destructor_is_safe)
+{
+    struct setup s;
+    REQUIRE(setup_begin(&s, "threxit", 2000000000ull));
+    char shm[96];
+    snprintf(shm, sizeof shm, "GPUYIELD_SHM=%s", s.tag);
+    const char *env[] = {shm, "GPUYIELD_MODE=event:2", NULL}, *args[] = {"thread_exit", NULL};
+    struct worker w;
+    if (spawn(&s, &w, env, args)) {
+        int rc = wait_exit(&w);
+        CHECK(rc == 0, "worker ended with %d (a crash: the thread's queue-bound table used after free)", rc);
+        struct counters c;
+        if (read_counters(&w, 0, &c))
+            CHECK(c.launches == 4, "%llu launches counted, 4 made", c.launches);
+        if (gy_test_failures_in_current)
+            dump(&w);
+    }
     setup_end(&s);
 }
 

@@ -51,6 +51,15 @@ else
     echo "skip cuda_abi.h check: CUDA_HOME was empty at build time (no cuda.h)"
 fi
 run_variant plain "$BUILD"
+# A driver older than CUDA 12.8 has no cuEventElapsedTime_v2: time mode must still learn.
+old_driver=$(GY_HOOKS_LIB=$BUILD/lib/libgpuyield.so GY_FAKECUDA_DIR=$BUILD/fakecuda-old \
+    GY_WORKER=$BUILD/tests/hooks/cuda_worker timeout 120 "$BUILD/tests/hooks/test_hooks" time_mode 2>&1) || true
+if grep -qx "1 passed, 0 failed" <<<"$old_driver"; then
+    ok "time mode on a driver without cuEventElapsedTime_v2"
+else
+    echo "$old_driver" | sed 's/^/     /'
+    bad "time mode on a driver without cuEventElapsedTime_v2"
+fi
 ASAN_RUNTIME=$(gcc -print-file-name=libasan.so)
 run_variant asan+ubsan "$BUILD/asan" "$ASAN_RUNTIME"
 echo "$passed passed, $failed failed"
