@@ -350,6 +350,16 @@ static void disambiguate_pid_names(struct exp_config *cfg)
             memcpy(m->pid_name + n + 1, m->output_file_name, strlen(m->output_file_name) + 1);
         }
     }
+    /* Still equal (same output_file_name in two directories): the model's index tells them apart. */
+    for (int i = 0; i < cfg->nmodels; i++)
+        for (int j = 0; j < i; j++)
+            if (cfg->models[i].pid_name[0] && strcmp(cfg->models[i].pid_name, cfg->models[j].pid_name) == 0) {
+                struct exp_model *m = &cfg->models[i];
+                size_t n = strlen(m->pid_name);
+                if (n + 12 < sizeof m->pid_name)
+                    snprintf(m->pid_name + n, sizeof m->pid_name - n, "_%d", i);
+                break;
+            }
 }
 
 int config_load(const char *path, const char *out_dir_override, struct exp_config *cfg)
@@ -362,9 +372,13 @@ int config_load(const char *path, const char *out_dir_override, struct exp_confi
     json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
     if (!root) {
         struct stat st;
-        if (stat(path, &st) != 0)
+        if (stat(path, &st) != 0 || access(path, R_OK) != 0)
             fprintf(stderr, "run_exp: error: %s: cannot read the experiment file: %s; check the path given to -f\n",
                     path, strerror(errno));
+        else if (S_ISDIR(st.st_mode))
+            fprintf(stderr, "run_exp: error: %s is a directory; give -f the experiment's JSON file (e.g. "
+                            "exp_configs/input_control.json)\n",
+                    path);
         else
             fprintf(stderr, "run_exp: error: %s:%d:%d: invalid JSON: %s; fix the file there (a trailing comma or a "
                             "missing quote is the usual cause)\n",
@@ -432,13 +446,48 @@ static int check_output_dir(struct ctx *c, const char *where, const char *dir)
     return 0;
 }
 
+/* dir as an absolute path without ".", ".." or doubled '/', symlinks resolved in the part that
+ * exists: two spellings of one directory compare equal even before it is created. */
 static void canonical_dir(const char *dir, char *out, size_t len)
 {
-    char buf[PATH_MAX];
-    if (realpath(dir, buf))
-        snprintf(out, len, "%s", buf);
+    char abs[2 * PATH_MAX], cwd[PATH_MAX];
+    if (dir[0] != '/' && getcwd(cwd, sizeof cwd))
+        snprintf(abs, sizeof abs, "%s/%s", cwd, dir);
     else
-        snprintf(out, len, "%s", dir);
+        snprintf(abs, sizeof abs, "%s", dir);
+    char norm[2 * PATH_MAX] = "";
+    size_t n = 0;
+    for (char *save = NULL, *part = strtok_r(abs, "/", &save); part; part = strtok_r(NULL, "/", &save)) {
+        if (strcmp(part, ".") == 0)
+            continue;
+        if (strcmp(part, "..") == 0) {
+            char *slash = strrchr(norm, '/');
+            n = slash ? (size_t)(slash - norm) : 0;
+            norm[n] = '\0';
+            continue;
+        }
+        int w = snprintf(norm + n, sizeof norm - n, "/%s", part);
+        n = w > 0 && (size_t)w < sizeof norm - n ? n + (size_t)w : sizeof norm - 1;
+    }
+    if (!norm[0])
+        snprintf(norm, sizeof norm, "/");
+    /* The longest existing prefix through realpath, the rest as written. */
+    char prefix[2 * PATH_MAX], resolved[PATH_MAX];
+    snprintf(prefix, sizeof prefix, "%s", norm);
+    size_t cut = strlen(prefix);
+    for (;;) {
+        if (realpath(prefix[0] ? prefix : "/", resolved)) {
+            snprintf(out, len, "%s%s", strcmp(resolved, "/") == 0 && norm[cut] ? "" : resolved, norm + cut);
+            return;
+        }
+        char *slash = strrchr(prefix, '/');
+        if (!slash) {
+            snprintf(out, len, "%s", norm);
+            return;
+        }
+        *slash = '\0';
+        cut = (size_t)(slash - prefix);
+    }
 }
 
 int config_check_environment(const struct exp_config *cfg, int gpu_count)

@@ -116,7 +116,7 @@ int launch_build(const struct exp_config *cfg, const struct exp_model *m, const 
     add_arg(out, "--priority");
     add_arg(out, "%d", m->priority);
     add_arg(out, "--device-id");
-    add_arg(out, "%d", cfg->device_id);
+    add_arg(out, "%d", s->simulate ? 0 : cfg->device_id); /* the simulated GPU is device 0 */
     add_arg(out, "--csv");
     add_arg(out, "%s", m->csv_path);
     out->argv[out->nargs] = NULL;

@@ -82,7 +82,14 @@ static int parse_options(int argc, char **argv, struct options *o)
     while ((c = getopt_long(argc, argv, "f:h", longopts, NULL)) != -1) {
         switch (c) {
         case 'f': o->config = optarg; break;
-        case O_OUT: o->out = optarg; break;
+        case O_OUT:
+            if (!*optarg) {
+                fprintf(stderr, "run_exp: error: --out is empty (an unset variable?); give a directory, or leave "
+                                "--out out to use each model's output_file_path\n");
+                return -1;
+            }
+            o->out = optarg;
+            break;
         case O_DRY: o->dry_run = true; break;
         case O_NSYS: o->nsys = true; break;
         case O_NSYS_PATH: o->nsys_path = optarg, o->nsys = true; break;
@@ -278,7 +285,10 @@ static void print_dry_run(const struct exp_config *cfg, struct launch *launches,
         printf("SIMULATED: stand-in workers on the fake GPU driver (figures would not be a real GPU's)\n");
     printf("segment: %s (%s)\n", segment, created ? "created at start, removed at the end" : "joined, left in place");
     printf("experiment: exp_dur %g s, device_id %d%s, %d worker%s, each at least %d jobs\n", cfg->exp_dur,
-           cfg->device_id, gpu_count < 0 ? " (not checked: no GPU found here)" : "", cfg->nmodels,
+           cfg->device_id,
+           o->simulate ? " (simulated: runs on the fake GPU, device 0)"
+           : gpu_count < 0 ? " (not checked: no GPU found here)" : "",
+           cfg->nmodels,
            cfg->nmodels == 1 ? "" : "s", o->min_jobs);
     if (o->nsys)
         printf("nsys: the experiment runs under `nsys profile -t cuda,nvtx -s none --cpuctxsw=none`, report in %s\n",
@@ -316,7 +326,7 @@ int main(int argc, char **argv)
         config_free(&cfg);
         return 2;
     }
-    int gpus = o.simulate ? 1 : gpu_count_detect();
+    int gpus = o.simulate ? -1 : gpu_count_detect(); /* the simulated GPU takes any device_id */
     struct install in;
     errors = config_check_environment(&cfg, gpus);
     if (install_locate(&in) != 0)

@@ -201,10 +201,10 @@ int results_write(const struct exp_config *cfg, const struct worker_result *res,
         const struct exp_model *m = &cfg->models[i];
         read_stats(m->csv_path, &st[i]);
         if (res[i].started)
-            json_array_append_new(pids, json_pack("[s,i]", m->pid_name, (json_int_t)res[i].pid));
+            json_array_append_new(pids, json_pack("[s,I]", m->pid_name, (json_int_t)res[i].pid));
         char exit_buf[64];
         exit_text(&res[i], exit_buf, sizeof exit_buf);
-        json_t *jm = json_pack("{s:s,s:s,s:i,s:s,s:b,s:i,s:i,s:s,s:s,s:s}", "name", m->output_file_name,
+        json_t *jm = json_pack("{s:s,s:s,s:i,s:s,s:b,s:I,s:I,s:s,s:s,s:s}", "name", m->output_file_name,
                                "model_name", m->model_name, "priority", m->priority, "mode", m->mode, "control",
                                m->control, "pid", (json_int_t)res[i].pid, "jobs", (json_int_t)st[i].rows, "exit",
                                exit_buf, "csv", m->csv_path, "log", m->log_path);

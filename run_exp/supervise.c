@@ -109,6 +109,8 @@ static int spawn(struct worker *w)
     if (pid == 0)
         child_exec(w, st[1], ct[0], log_fd, envp, parent);
     int e = errno;
+    if (pid > 0)
+        setpgid(pid, pid); /* as the child does: no window in which a signal to its group misses */
     launch_free_envp(envp);
     close(log_fd);
     close(st[1]);
@@ -242,6 +244,7 @@ static void reap(struct worker *ws, int n, enum run_outcome *outcome)
             continue;
         drain_status(w); /* its last reports */
         w->res->exited = true;
+        kill(-w->res->pid, SIGKILL); /* whatever it left behind in its group: no stray process */
         w->res->wait_status = status;
         bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
         if ((!w->stop_sent || !clean) && !w->res->killed_by_us) {
@@ -328,12 +331,20 @@ static void poll_status(struct worker *ws, int n, int timeout_ms)
             drain_status(&ws[map[j]]);
 }
 
+/* A worker leads its own process group: signal the group, so that what it started (a wrapper
+ * that does not exec, its children) goes with it. */
+static void signal_worker(const struct worker_result *r, int sig)
+{
+    if (kill(-r->pid, sig) != 0)
+        kill(r->pid, sig);
+}
+
 static void signal_all(struct worker *ws, int n, int sig)
 {
     for (int i = 0; i < n; i++) {
         if (ws[i].res->started && !ws[i].res->exited) {
             ws[i].res->killed_by_us = true;
-            kill(ws[i].res->pid, sig);
+            signal_worker(ws[i].res, sig);
         }
     }
 }
@@ -347,7 +358,7 @@ static void stop_all(struct worker *ws, int n, double t)
             continue;
         if (!ws[i].res->ready) {
             ws[i].res->killed_by_us = true;
-            kill(ws[i].res->pid, SIGTERM);
+            signal_worker(ws[i].res, SIGTERM);
         }
         request_stop(&ws[i], t);
     }

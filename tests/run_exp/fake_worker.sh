@@ -5,6 +5,7 @@
 #   normal (default) jobs of FAKE_WORKER_JOB_S seconds (default 0.01) until "stop"
 #   die_after=N      exit 3 after N jobs          never_ready  load forever
 #   ignore_stop      keep running after "stop"   env_dump     also write its environment to <csv>.env
+#   leave_child      start a child that ignores SIGTERM (its pid in <csv>.child), then run normally
 set -u
 shift 2 # "-m gpuyield.worker"
 csv= name= sleep_time=0
@@ -20,6 +21,7 @@ mode=${FAKE_WORKER_MODE:-normal}
 job_s=${FAKE_WORKER_JOB_S:-0.01}
 echo "fake worker $name: pid $$, mode $mode" >&2
 [ "$mode" = env_dump ] && env > "$csv.env"
+if [ "$mode" = leave_child ]; then (trap '' TERM; exec sleep 1000) & echo $! > "$csv.child"; fi
 if [ "$mode" = never_ready ]; then while :; do sleep 1; done; fi
 echo "job,start_ns,end_ns,jct_ms,drain_wait_ns,drained,gpu_mem_peak_bytes,gpu_mem_reserved_peak_bytes" > "$csv"
 echo ready >&3

@@ -77,6 +77,12 @@ invalid missing_image "models\[1\]\.input_file_path: input image '/nonexistent/x
 invalid image_not_image "models\[0\]\.input_file_path: .*not a PNG or JPEG image" --set "models.0.input_file_path=\"$HERE/make_config.py\""
 invalid weights_file_missing "models\[0\]\.model_weight: weights file '/nonexistent/w.pth' cannot be read" --set 'models.0.model_weight="/nonexistent/w.pth"'
 invalid duplicate_output "models\[1\]\.output_file_name: 'model_A' in .* is already used by models\[0\]" --set 'models.1.output_file_name="model_A"'
+# The same directory spelled apart, before it exists: still one file for two models.
+invalid duplicate_output_spelled_apart "models\[1\]\.output_file_name: 'model_A' in .* is already used by models\[0\]" \
+    --set "models.0.output_file_path=\"$T/out/new\"" --set "models.1.output_file_path=\"$T/out/./new//\"" \
+    --set 'models.1.output_file_name="model_A"'
+mkdir -p "$T/adir"
+expect invalid_config_is_a_directory 2 "adir is a directory; give -f the experiment's JSON file" "$RUN_EXP" -f "$T/adir"
 touch "$T/a_file"
 invalid output_unwritable "models\[0\]\.output_file_path: '$T/a_file/logs' cannot be an output directory: '$T/a_file' is not a directory" --set "models.0.output_file_path=\"$T/a_file/logs\""
 FAKE_GPUS=2 invalid device_beyond_gpus "device_id: is 2 but this machine has 2 GPUs \(0\.\.1\)" --set device_id=2
@@ -92,6 +98,7 @@ expect option_nsys_simulate 2 "--nsys and --simulate do not go together" "$RUN_E
 cfg "$T/ok.json"
 expect option_bad_min_jobs 2 "--min-jobs '0' must be an integer" "$RUN_EXP" -f "$T/ok.json" --min-jobs 0
 expect option_help 0 "usage: run_exp -f CONFIG" "$RUN_EXP" --help
+expect option_empty_out 2 "--out is empty" "$RUN_EXP" -f "$T/ok.json" --out ""
 expect nsys_not_found 2 "Nsight Systems \(nsys\) is not on PATH.*--nsys-path" env PATH="$HERE/bin:/usr/bin:/bin" "$RUN_EXP" -f "$T/ok.json" --nsys
 expect nsys_path_not_program 2 "--nsys-path /nonexistent/nsys is not an executable" "$RUN_EXP" -f "$T/ok.json" --nsys-path /nonexistent/nsys
 expect shm_bad_name 2 "--shm: experiment tag 'a b' is invalid" "$RUN_EXP" -f "$T/ok.json" --shm 'a b'
@@ -134,6 +141,11 @@ out=$("$RUN_EXP" -f "$T/ok.json" --dry-run --simulate 2>/dev/null)
 dry simulate_says_so "SIMULATED: stand-in workers"
 dry simulate_uses_standin "command: $BUILD/bin/gpuyield-standin --name model_A"
 dry simulate_fake_driver "LD_LIBRARY_PATH=$BUILD/fakecuda"
+# The reference's files name device 1; the simulated GPU is device 0 whatever the machine has.
+cfg "$T/dev1.json" --set device_id=1
+out=$(FAKE_GPUS=0 "$RUN_EXP" -f "$T/dev1.json" --dry-run --simulate 2>&1)
+dry simulate_any_device_id "device_id 1 \(simulated: runs on the fake GPU, device 0\)"
+dry simulate_runs_on_device_0 "gpuyield-standin .*--device-id 0"
 
 # ---- runs with the stand-in Python (fake_worker.sh) ------------------------------------------
 # csv_whole FILE MIN_ROWS: a header, then MIN_ROWS or more rows, each with 8 numeric fields.
@@ -234,6 +246,13 @@ check models_pid_names_disambiguated "$PYTHON" -c '
 import json, sys
 names = [n for n, _ in json.load(open(sys.argv[1]))]
 assert names == ["fasterrcnn_resnet50_fpn_model_A", "fasterrcnn_resnet50_fpn_model_B"], names' "$T/out/models_pid.json"
+
+# What a worker started goes with it, even a child that ignores SIGTERM.
+rm -rf "$T/out"
+cfg "$T/short.json" --set exp_dur=0.3
+expect leave_child_runs 0 "" env FAKE_WORKER_MODE=leave_child "$RUN_EXP" -f "$T/short.json" --min-jobs 1
+check leave_child_recorded test -s "$T/out/model_A.csv.child"
+check leave_child_no_process_left none_alive $(cat "$T"/out/*.csv.child 2>/dev/null)
 
 # A worker that ignores "stop" is terminated after --stop-timeout.
 rm -rf "$T/out"
