@@ -145,6 +145,15 @@ static bool read_kernels(struct reader *r, uint32_t **launch_slot_out, struct np
                 r->path, t);
         return false;
     }
+    /* Degraded exports still parse, but say what is lost. */
+    if (!r->string_lookup && strcmp(name_expr, "NULL") != 0)
+        fprintf(stderr, "nsight-parser: warning: %s has no StringIds table: kernel names are reported as "
+                        "[unknown]\n",
+                r->path);
+    if (!column_exists(r, t, "globalPid"))
+        fprintf(stderr, "nsight-parser: warning: %s: %s has no globalPid column: kernels cannot be told apart "
+                        "by process and are all reported under pid 0\n",
+                r->path, t);
     char sql[512];
     snprintf(sql, sizeof sql, "SELECT start, end, %s, %s, %s, %s FROM %s", column_or_null(r, t, "streamId"),
              column_or_null(r, t, "correlationId"), column_or_null(r, t, "globalPid"), name_expr, t);

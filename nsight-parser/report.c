@@ -50,10 +50,22 @@ bool np_report_add_kernel(struct np_report *report, const struct np_kernel *kern
     return true;
 }
 
+/* The length of name without a trailing " <number>": ranges numbered per job ("model_A job 17")
+ * are summed under one name, so that the summary stays a handful of keys. */
+static size_t nvtx_group_length(const char *name)
+{
+    size_t n = strlen(name), digits = n;
+    while (digits > 0 && name[digits - 1] >= '0' && name[digits - 1] <= '9')
+        digits--;
+    if (digits < n && digits > 1 && name[digits - 1] == ' ')
+        return digits - 1;
+    return n;
+}
+
 bool np_report_add_nvtx(struct np_report *report, uint32_t pid, const char *name, int64_t count,
                         int64_t total_ns)
 {
-    int64_t index = np_strings_intern(&report->names, name, strlen(name));
+    int64_t index = np_strings_intern(&report->names, name, nvtx_group_length(name));
     if (index < 0)
         return np_out_of_memory("NVTX range names");
     for (size_t i = 0; i < report->nvtx_count; i++) {
