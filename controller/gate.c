@@ -12,12 +12,18 @@
 /* Waits wake at least this often to reap dead processes, so no wait outlives a crash by more. */
 #define REAP_INTERVAL_NS 100000000ull
 
+/* Under the mutex. Every waiter wakes each interval, but only the first to find the shared time
+ * due reaps: with a hundred idle helpers, a reap each (a /proc read per slot) would hold the mutex
+ * for a large part of every interval. A shared time further ahead than one interval is corrupt. */
 static void reap_if_due(struct gy_segment *seg, uint64_t *next_reap)
 {
     uint64_t now = gy_now_ns();
     if (now < *next_reap)
         return;
     *next_reap = now + REAP_INTERVAL_NS;
+    if (now < seg->next_reap_ns && seg->next_reap_ns - now <= REAP_INTERVAL_NS)
+        return;
+    seg->next_reap_ns = now + REAP_INTERVAL_NS;
     if (gy_reap_locked(seg))
         gy_wake_all(seg);
 }

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #define GY_MAGIC 0x444c454959555047ull /* "GPUYIELD" read as little-endian bytes */
-#define GY_LAYOUT_VERSION 1u
+#define GY_LAYOUT_VERSION 2u
 #define GY_LEVELS 8     /* priorities 0..7, higher wins */
 #define GY_MAX_PROCS 128 /* registered processes per experiment */
 #define GY_NAME_MAX 64  /* "/gpuyield-<uid>-<tag>" including the NUL */
@@ -71,6 +71,7 @@ struct gy_segment {
     _Atomic uint64_t job_epoch; /* bumped by each begin; drains acknowledge an epoch */
     _Atomic uint64_t total_drain_timeouts;
     _Atomic uint64_t reaped;     /* dead processes counted out so far */
+    uint64_t next_reap_ns;       /* CLOCK_MONOTONIC: the periodic reap is due; one waiter does it */
 
     struct gy_proc_slot procs[GY_MAX_PROCS];
 };
