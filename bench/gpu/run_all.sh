@@ -5,7 +5,9 @@
 # every raw result into $OUT/results.tgz (the device returns at most 8 files).
 #   bash bench/gpu/run_all.sh STAGE...
 # stages: pyext hookcount launch preempt preempt-quick smoke proof contention-ref contention-resnet
-#         modes-cost
+#         modes-cost nsight clocks lpcost gating nsight-alone fixture hpcost faults
+#   recheck = pyext hookcount launch gating preempt-quick: the re-proof after a change to the hooks
+#   or the gate.
 set -u
 export GPU_BUILD=${GPU_BUILD:-$PWD/.gpu-build}
 B=$GPU_BUILD
@@ -17,7 +19,11 @@ export GPUYIELD_BUILD=$B GPUYIELD_PYTHON=$(command -v "$PY")
 PYTHON_BIN=$PY bash pyext/build_ext.sh "$B" || { echo "run_all: the extension did not build"; exit 1; }
 export PYTHONPATH=$B/python
 stage_log() { echo "=== $1 $(date -u +%H:%M:%S)"; }
+stages=()
 for stage in "$@"; do
+    if [ "$stage" = recheck ]; then stages+=(pyext hookcount launch gating preempt-quick); else stages+=("$stage"); fi
+done
+for stage in "${stages[@]}"; do
     stage_log "$stage"
     case $stage in
     pyext) bash pyext/check_on_gpu_machine.sh "$(command -v "$PY")" > "$R/pyext_check.txt" 2>&1; echo "pyext check exit $?"; tail -5 "$R/pyext_check.txt" ;;

@@ -244,12 +244,19 @@ static CUresult stream_tail(CUstream handle, bool ptsz, const char *call, uint64
         pthread_mutex_unlock(&fk_lock);
         return CUDA_ERROR_INVALID_HANDLE;
     }
-    bool capturing = s->capturing;
+    bool capturing = s->capturing, other_capturing = fk_any_capturing_locked();
     uint64_t id = s->id;
     *tail = s->tail;
     pthread_mutex_unlock(&fk_lock);
     if (capturing) {
         fk_log_violation("%s on stream %llu while it is capturing", call, (unsigned long long)id);
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
+    /* As in the driver's global capture mode (PyTorch's default): an unsafe call from anywhere
+     * in the process invalidates the capture in progress. */
+    if (other_capturing) {
+        fk_log_violation("%s on stream %llu while another stream of this process is capturing", call,
+                         (unsigned long long)id);
         return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     }
     return CUDA_SUCCESS;
@@ -315,11 +322,15 @@ FK_EXPORT CUresult cuEventSynchronize(CUevent event)
     if (!event)
         return CUDA_ERROR_INVALID_HANDLE;
     pthread_mutex_lock(&fk_lock);
-    bool captured = event->captured;
+    bool captured = event->captured, other_capturing = fk_any_capturing_locked();
     uint64_t until = event->time;
     pthread_mutex_unlock(&fk_lock);
     if (captured) {
         fk_log_violation("cuEventSynchronize on an event recorded during a capture");
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
+    if (other_capturing) {
+        fk_log_violation("cuEventSynchronize while a stream of this process is capturing");
         return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     }
     fk_sleep_until(until);
@@ -331,11 +342,15 @@ FK_EXPORT CUresult cuEventQuery(CUevent event)
     if (!event)
         return CUDA_ERROR_INVALID_HANDLE;
     pthread_mutex_lock(&fk_lock);
-    bool captured = event->captured;
+    bool captured = event->captured, other_capturing = fk_any_capturing_locked();
     uint64_t time = event->time;
     pthread_mutex_unlock(&fk_lock);
     if (captured) {
         fk_log_violation("cuEventQuery on an event recorded during a capture");
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
+    if (other_capturing) {
+        fk_log_violation("cuEventQuery while a stream of this process is capturing");
         return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     }
     return fk_now_ns() >= time ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;

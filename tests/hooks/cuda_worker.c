@@ -496,6 +496,38 @@ static void scenario_thread_exit(void)
     print_counters();
 }
 
+/* A capture in global mode on one thread while another thread launches on its own stream: the
+ * queue bound must insert no sync or query anywhere in the process until the capture ends (the
+ * fake, like the driver, counts such a call as breaking the capture). */
+static CUstream other_stream;
+static void *launch_on_other_stream(void *unused)
+{
+    (void)unused;
+    CU(cuCtxSetCurrent(exit_ctx));
+    for (int i = 0; i < 10; i++)
+        CU(launch(exit_kernel, other_stream));
+    return NULL;
+}
+static void scenario_capture_two_threads(long us)
+{
+    exit_kernel = kernel_of(us);
+    CU(cuCtxGetCurrent(&exit_ctx));
+    CUstream s;
+    CU(cuStreamCreate(&s, 0));
+    CU(cuStreamCreate(&other_stream, 0));
+    CU(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CU(launch(exit_kernel, s));
+    pthread_t thread;
+    if (pthread_create(&thread, NULL, launch_on_other_stream, NULL) || pthread_join(thread, NULL))
+        fail("cannot run the launching thread");
+    CUgraph graph;
+    CU(cuStreamEndCapture(s, &graph));
+    for (int i = 0; i < 10; i++) /* the capture is over: sync points are due again */
+        CU(launch(exit_kernel, other_stream));
+    CU(cuCtxSynchronize());
+    print_counters();
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -523,12 +555,14 @@ int main(int argc, char **argv)
         scenario_rate((int)ARG(2, 200000));
     else if (strcmp(what, "rtld_next") == 0)
         scenario_rtld_next();
+    else if (strcmp(what, "capture_two_threads") == 0)
+        scenario_capture_two_threads((long)ARG(2, 100));
     else if (strcmp(what, "thread_exit") == 0)
         scenario_thread_exit();
     else if (strcmp(what, "fork") == 0)
         scenario_fork((int)ARG(2, 7));
     else {
-        fprintf(stderr, "usage: cuda_worker paths|plain|spin|copyspin|jobs|busy|bound|capture|capture_hold|rate|rtld_next|thread_exit|fork [args]\n");
+        fprintf(stderr, "usage: cuda_worker paths|plain|spin|copyspin|jobs|busy|bound|capture|capture_hold|rate|rtld_next|thread_exit|capture_two_threads|fork [args]\n");
         return 2;
     }
     if (strcmp(what, "jobs") != 0)

@@ -698,6 +698,34 @@ TEST(the_helper_never_synchronizes_during_a_capture)
     setup_end(&s);
 }
 
+TEST(no_sync_point_anywhere_while_another_thread_captures)
+{
+    const char *modes[] = {"GPUYIELD_MODE=sync:1", "GPUYIELD_MODE=event:1", "GPUYIELD_MODE=time:50"};
+    for (int i = 0; i < 3; i++) {
+        struct setup s;
+        REQUIRE(setup_begin(&s, "capture2", 2000000000ull));
+        char shm[96];
+        snprintf(shm, sizeof shm, "GPUYIELD_SHM=%s", s.tag);
+        const char *env[] = {shm, modes[i], NULL}, *args[] = {"capture_two_threads", "100", NULL};
+        struct worker w;
+        if (spawn(&s, &w, env, args)) {
+            CHECK(wait_exit(&w) == 0, "%s", modes[i]);
+            struct fake_log log;
+            if (read_log(&s, &log)) {
+                CHECK(log.violations == 0, "%s: %s", modes[i], log.first_violation);
+                fake_log_free(&log);
+            }
+            struct counters c;
+            if (read_counters(&w, 0, &c))
+                CHECK(c.launches == 21 && (i > 0 || c.sync_points > 0), "%s: launches %llu, sync points %llu",
+                      modes[i], c.launches, c.sync_points); /* sync:1 syncs again once the capture ended */
+            if (gy_test_failures_in_current)
+                dump(&w);
+        }
+        setup_end(&s);
+    }
+}
+
 TEST(a_launch_from_a_late_thread_destructor_is_safe)
 {
     struct setup s;
