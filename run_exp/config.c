@@ -539,6 +539,10 @@ static int mkdir_p(const char *dir)
 {
     char buf[PATH_MAX];
     snprintf(buf, sizeof buf, "%s", dir);
+    if (!buf[0]) {
+        errno = ENOENT;
+        return -1;
+    }
     for (char *p = buf + 1; *p; p++) {
         if (*p != '/')
             continue;

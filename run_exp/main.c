@@ -382,14 +382,18 @@ int main(int argc, char **argv)
         print_dry_run(&cfg, launches, segment, !o.shm, &o, gpus);
         goto out;
     }
-    if (config_make_output_dirs(&cfg) != 0) {
-        rc = 1;
-        goto out;
-    }
     supervise_install_signals();
     gy_shm shm;
     if (o.shm ? gy_open(segment, &shm, &err) : gy_create(segment, 0, &shm, &err)) {
         fprintf(stderr, "run_exp: error: %s\n", err.msg);
+        rc = 1;
+        goto out;
+    }
+    /* After the segment, so that a segment that cannot be made leaves no empty directories. */
+    if (config_make_output_dirs(&cfg) != 0) {
+        gy_close(&shm);
+        if (!o.shm)
+            gy_remove(segment, NULL);
         rc = 1;
         goto out;
     }

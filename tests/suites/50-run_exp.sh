@@ -102,6 +102,10 @@ expect option_empty_out 2 "--out is empty" "$RUN_EXP" -f "$T/ok.json" --out ""
 expect nsys_not_found 2 "Nsight Systems \(nsys\) is not on PATH.*--nsys-path" env PATH="$HERE/bin:/usr/bin:/bin" "$RUN_EXP" -f "$T/ok.json" --nsys
 expect nsys_path_not_program 2 "--nsys-path /nonexistent/nsys is not an executable" "$RUN_EXP" -f "$T/ok.json" --nsys-path /nonexistent/nsys
 expect shm_bad_name 2 "--shm: experiment tag 'a b' is invalid" "$RUN_EXP" -f "$T/ok.json" --shm 'a b'
+# A segment that cannot be joined: one error, and no output directory left behind.
+rm -rf "$T/out"
+expect shm_missing 1 "no-such-experiment" "$RUN_EXP" -f "$T/ok.json" --shm no-such-experiment
+check shm_missing_created_nothing test ! -e "$T/out"
 # No GPU: one line pointing to --simulate.
 rm -rf "$T/out"
 out=$(FAKE_GPUS=0 "$RUN_EXP" -f "$T/ok.json" 2>&1); rc=$?
