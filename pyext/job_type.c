@@ -22,6 +22,7 @@ JobObject *gyp_job_new(SegmentObject *seg, int priority)
     self->priority = priority;
     self->owner_pid = 0;
     self->waited = false;
+    self->entering = false;
     PyObject_GC_Track(self);
     return self;
 }
@@ -42,20 +43,21 @@ static int wait_drained(JobObject *self, bool count_out)
 {
     SegmentObject *seg = self->segment;
     enum gy_wait_result result;
+    seg->busy++; /* also across the signal handlers: one must not close() under us */
     for (;;) {
-        seg->busy++;
         Py_BEGIN_ALLOW_THREADS
         result = gy_job_wait_drained(&seg->shm, &self->job, WAIT_SLICE_NS);
         Py_END_ALLOW_THREADS
-        seg->busy--;
         if (result != GY_WAIT_PENDING)
             break;
         if (PyErr_CheckSignals() < 0) {
+            seg->busy--;
             if (count_out)
                 end_keeping_exception(self);
             return -1;
         }
     }
+    seg->busy--;
     self->waited = true;
     return 0;
 }
@@ -67,7 +69,7 @@ int gyp_job_begin(JobObject *self, bool wait)
         gyp_raise(EBADF, "this job's Segment is gone");
         return -1;
     }
-    if (self->job.active && self->owner_pid == getpid()) {
+    if (self->entering || (self->job.active && self->owner_pid == getpid())) {
         gyp_raise(EBUSY, "this job (priority %d) is already in progress: make a new seg.job(%d) for a nested job",
                   self->priority, self->priority);
         return -1;
@@ -75,12 +77,17 @@ int gyp_job_begin(JobObject *self, bool wait)
     if (gyp_segment_ready(seg) || gyp_segment_check_present(seg) || gyp_segment_ensure_registered(seg))
         return -1;
     gy_err err;
+    gy_job entered;
     int rc;
+    self->entering = true;
     seg->busy++;
     Py_BEGIN_ALLOW_THREADS
-    rc = gy_job_enter(&seg->shm, self->priority, 0, &self->job, &err);
+    rc = gy_job_enter(&seg->shm, self->priority, 0, &entered, &err);
     Py_END_ALLOW_THREADS
     seg->busy--;
+    self->entering = false;
+    if (!rc)
+        self->job = entered;
     if (rc) {
         gyp_raise_err(&err);
         return -1;

@@ -20,7 +20,9 @@ PyObject *gyp_raise(int code, const char *fmt, ...)
     va_end(ap);
     PyObject *type = code == EINVAL ? gyp_ArgumentError : gyp_Error;
     /* OSError(errno, strerror): str() gives "[Errno N] message", .errno and .strerror are set. */
-    PyObject *exc = PyObject_CallFunction(type, "is", code, msg);
+    /* The message may quote user bytes (env values, names) cut at any byte: never fail on them. */
+    PyObject *text = PyUnicode_DecodeUTF8(msg, (Py_ssize_t)strlen(msg), "replace");
+    PyObject *exc = text ? PyObject_CallFunction(type, "iN", code, text) : NULL;
     if (exc) {
         PyErr_SetObject(type, exc);
         Py_DECREF(exc);

@@ -38,6 +38,7 @@ typedef struct {
     int priority;
     pid_t owner_pid; /* the process that began it */
     bool waited;     /* the drain wait has finished (drained or timed out) */
+    bool entering;   /* a thread is counting it in (GIL released): others get EBUSY */
 } JobObject;
 
 /* Raise Error (or ArgumentError for EINVAL) with this errno and message; returns NULL. */

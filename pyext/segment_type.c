@@ -77,6 +77,7 @@ int gyp_segment_ready(SegmentObject *self)
     if (self->owner_pid != getpid()) {
         /* A forked child shares the parent's mapping but not its registration or its jobs. */
         self->shm.slot = -1;
+        self->busy = 0; /* the threads that were inside calls did not survive the fork */
         forget_begun_jobs(self);
         self->owner_pid = getpid();
     }
@@ -123,11 +124,8 @@ static int register_at(SegmentObject *self, int priority)
 {
     gy_err err;
     int rc;
-    self->busy++;
-    Py_BEGIN_ALLOW_THREADS
+    /* With the GIL held: two threads must not both see slot -1 and both register. */
     rc = gy_register(&self->shm, priority, &err);
-    Py_END_ALLOW_THREADS
-    self->busy--;
     if (rc) {
         gyp_raise_err(&err);
         return -1;
@@ -452,6 +450,8 @@ PyDoc_STRVAR(close_doc,
 static PyObject *segment_close(SegmentObject *self, PyObject *unused)
 {
     (void)unused;
+    if (self->open && self->owner_pid != getpid())
+        self->busy = 0;
     if (self->busy)
         return gyp_raise(EBUSY, "cannot close %s: another thread is inside a call on it (e.g. waiting for a drain); "
                                 "close after that call returns",

@@ -41,6 +41,8 @@ def compat_tag(suffix):
 def _segment(suffix):
     tag = compat_tag(suffix)
     seg = _segments.get(tag)
+    if seg is not None and not seg.closed and seg.removed:
+        seg.close()  # removed (and perhaps created anew) by someone else: reconnect
     if seg is None or seg.closed:
         seg = _gpuyield.connect(tag)
         _segments[tag] = seg

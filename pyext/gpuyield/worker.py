@@ -236,6 +236,13 @@ def make_job(args, torch, torchvision):
 
 # ---- command line ---------------------------------------------------------------------------
 
+def _priority(text):
+    value = int(text)
+    if not 0 <= value <= 7:
+        raise argparse.ArgumentTypeError(f"priority {value} is out of range: use 0..7 (higher wins)")
+    return value
+
+
 def _size(text):
     try:
         h, w = (int(v) for v in text.lower().split("x"))
@@ -256,7 +263,7 @@ def parse_args(argv):
     p.add_argument("--resize", type=_size, help="HEIGHTxWIDTH to resize the input to")
     p.add_argument("--batch-size", type=int, default=1)
     p.add_argument("--sleep-time", type=float, default=0.0, help="seconds between jobs")
-    p.add_argument("--priority", type=int, default=0)
+    p.add_argument("--priority", type=_priority, default=0, help="0..7, higher wins")
     p.add_argument("--device-id", type=int, default=0)
     p.add_argument("--csv", required=True, help="per-job CSV to write")
     p.add_argument("--warmup", type=int, default=3, help="jobs run before 'ready', not recorded")
@@ -287,6 +294,9 @@ def main(argv=None):
         log(f"stopped after {jobs} jobs")
         return 0
     except WorkerError as e:
+        log(f"error: {e}")
+        return 1
+    except OSError as e:  # gpuyield.Error (an OSError): the segment named by GPUYIELD_SHM
         log(f"error: {e}")
         return 1
 

@@ -718,3 +718,128 @@ def test_dropped_segment_counts_its_jobs_out(tags):
         gc.collect()
         status = watcher.status()
         assert status["jobs"] == [0] * 8 and status["processes"] == []
+
+
+# ---- threads, signals, fork, odd bytes (found in review) ------------------------------------------
+
+def test_threads_registering_at_once_share_one_slot_and_count_out(tags):
+    """Several threads' first `with seg.job(1)` on one fresh handle: one registration, and every
+    job counted out afterwards (the racing registrations used to leak a slot and a job)."""
+    tag = tags()
+    gpuyield.create(tag).close()
+    for trial in range(40):
+        seg = gpuyield.connect(tag)
+        barrier, errors = threading.Barrier(6), []
+
+        def worker():
+            barrier.wait()
+            try:
+                with seg.job(1):
+                    pass
+            except Exception as e:  # noqa: BLE001 - any error is the failure being tested
+                errors.append(repr(e))
+        threads = [threading.Thread(target=worker) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        status = seg.status()
+        assert errors == [], (trial, errors)
+        assert status["jobs"] == [0] * 8 and seg.launch_allowed(0), (trial, status["jobs"])
+        assert sum(1 for p in status["processes"] if p["pid"] == os.getpid()) == 1, trial
+        seg.close()
+
+
+def test_one_job_object_entered_from_two_threads_counts_in_once(segment):
+    job = segment.job(1)
+    codes, stop = [], time.monotonic() + 1.0
+
+    def worker():
+        while time.monotonic() < stop:
+            try:
+                with job:
+                    pass
+            except gpuyield.Error as e:
+                codes.append(e.errno)
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert set(codes) <= {errno.EBUSY}, set(codes)
+    assert jobs(segment) == [0] * 8 and segment.launch_allowed(0)
+
+
+def test_closing_from_a_signal_handler_during_a_drain_wait_is_refused(tags, agents):
+    """A handler that closes the Segment while a job waits for a drain gets EBUSY (it used to
+    unmap the segment under the wait: a crash), and the job is counted out."""
+    tag = tags()
+    seg = gpuyield.create(tag, drain_timeout_ms=5000)
+    lower = agents(tag)
+    lower("register")
+    lower("inflight")  # and never acknowledges
+    refused = []
+
+    def on_alarm(signum, frame):
+        try:
+            seg.close()
+        except gpuyield.Error as e:
+            refused.append(e.errno)
+            raise
+    old = signal.signal(signal.SIGALRM, on_alarm)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.2)
+        with pytest.raises(gpuyield.Error) as raised:
+            with seg.job(1):
+                pass
+        assert raised.value.errno == errno.EBUSY and refused == [errno.EBUSY]
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    assert jobs(seg) == [0] * 8
+    seg.close()
+
+
+def test_a_forked_child_can_close_a_segment_busy_in_a_parent_thread(segment):
+    segment.register(0)
+    segment._mark_inflight()
+    waiting = threading.Thread(target=lambda: segment._ack_drain(1.5))
+    waiting.start()
+    time.sleep(0.2)  # the thread is inside a call on the segment
+    pid = os.fork()
+    if pid == 0:
+        try:
+            segment.close()
+            os._exit(0)
+        except BaseException:  # noqa: BLE001
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    waiting.join()
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+def test_messages_quoting_odd_bytes_stay_gpuyield_errors(tags):
+    with pytest.raises(gpuyield.ArgumentError):
+        gpuyield.connect("\u00e9" * 200)
+    env = child_env()
+    env_bytes = {k.encode(): v.encode() for k, v in env.items()}
+    env_bytes[b"GPUYIELD_SHM"] = b"bad\xff"
+    r = subprocess.run([sys.executable, "-c", "import gpuyield\ntry:\n    gpuyield.connect()\n"
+                        "except gpuyield.Error as e:\n    print('caught', type(e).__name__)\n"],
+                       env=env_bytes, capture_output=True, text=True, timeout=60)
+    assert r.stdout.strip() == "caught ArgumentError", r.stdout + r.stderr
+
+
+def test_compat_reconnects_after_its_segment_is_made_anew(tags):
+    suffix = "re%d" % os.getpid()
+    tag = "compat" + suffix
+    gpuyield.create_shared_mem_and_locks(suffix.encode())
+    try:
+        gpuyield.setMem(1, suffix.encode())
+        gpuyield.setMem(0, suffix.encode())
+        gpuyield.remove(tag)
+        gpuyield.create(tag).close()
+        gpuyield.setMem(1, suffix.encode())  # used to raise ENOENT for ever in this process
+        gpuyield.setMem(0, suffix.encode())
+    finally:
+        gpuyield.remove_shared_mem_and_locks(suffix.encode())

@@ -153,6 +153,26 @@ def test_resize_argument():
         worker.parse_args(["--model", "m", "--input", "i", "--csv", "c", "--resize", "big"])
 
 
+def test_priority_argument_is_checked(capsys):
+    assert worker.parse_args(["--model", "m", "--input", "i", "--csv", "c", "--priority", "7"]).priority == 7
+    with pytest.raises(SystemExit):
+        worker.parse_args(["--model", "m", "--input", "i", "--csv", "c", "--priority", "8"])
+    assert "out of range: use 0..7" in capsys.readouterr().err
+
+
+def test_a_segment_that_cannot_be_joined_is_one_line(monkeypatch, capsys, tmp_path):
+    """A gpuyield.Error (an OSError) from the segment named by GPUYIELD_SHM: one line, exit 1."""
+    r, w = os.pipe()
+    monkeypatch.setenv(worker.STATUS_FD_ENV, str(w))
+    monkeypatch.setenv(worker.CONTROL_FD_ENV, str(r))
+    monkeypatch.setenv("GPUYIELD_SHM", "no-such-segment-%d" % os.getpid())
+    rc = worker.main(["--model", "resnet50", "--input", "x.png", "--csv", str(tmp_path / "c.csv"), "--priority", "1"])
+    os.close(r)
+    os.close(w)
+    err = capsys.readouterr().err
+    assert rc == 1 and "worker: error:" in err and "Traceback" not in err, err
+
+
 def test_detection_size_is_pinned_without_patching():
     model = types.SimpleNamespace(transform=types.SimpleNamespace(min_size=(800,), max_size=1333))
     worker.fix_detection_size(model, 1440, 2560)
