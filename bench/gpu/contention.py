@@ -11,6 +11,13 @@ Metrics (see issue 6):
   lp_harvest                  low-priority throughput under contention / (standalone throughput
                               x the fraction of time the high-priority job leaves the GPU idle)
   drain wait p50/p99          from the high-priority worker's CSV (begin -> drained)
+Percentiles are nearest rank everywhere (p50 included), as in run_exp's summary and the plots.
+With fewer than 100 jobs a p99 is the maximum: one job's JCT. hp_p90_ratio is given beside it.
+"The fraction of time the high-priority job leaves the GPU idle" is taken as the time outside
+its jobs (jobs under contention x its standalone median JCT, over the low-priority span): the
+ceiling for a low-priority process that is blocked for whole high-priority jobs (the gated
+setups). Its jobs are partly launch-bound, so setups that let both run at once (no control,
+MPS) can exceed 1.
 """
 import argparse
 import csv
@@ -47,14 +54,6 @@ def nearest_rank(values, q):
     ordered = sorted(values)
     rank = max(1, -(-len(ordered) * q // 100))  # ceil(n*q/100)
     return ordered[int(rank) - 1]
-
-
-def median(values):
-    if not values:
-        return None
-    s = sorted(values)
-    n = len(s)
-    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
 
 
 def model_entry(spec, name, priority, control):
@@ -160,10 +159,10 @@ def run_one(label, models, args):
         result[role] = {
             "jobs": len(rows), "span_s": round(span_s, 3),
             "throughput": round(len(rows) / span_s, 3) if span_s else None,
-            "jct_ms": {"p50": median(jct), "p90": nearest_rank(jct, 90), "p99": nearest_rank(jct, 99),
+            "jct_ms": {"p50": nearest_rank(jct, 50), "p90": nearest_rank(jct, 90), "p99": nearest_rank(jct, 99),
                        "mean": sum(jct) / len(jct) if jct else None},
             "busy_s": sum(jct) / 1e3,
-            "drain_ms": {"p50": median(drain), "p99": nearest_rank(drain, 99),
+            "drain_ms": {"p50": nearest_rank(drain, 50), "p99": nearest_rank(drain, 99),
                          "timeouts": sum(1 for r in rows if r["drained"] == "0")} if drain else None,
             "jct_list_ms": jct,
         }
@@ -184,7 +183,9 @@ def derive(results):
         idle_fraction = max(0.0, 1 - hp_busy / lp["span_s"]) if lp["span_s"] else None
         table[label] = {
             "hp_p50_ratio": hp["jct_ms"]["p50"] / alone_hp["jct_ms"]["p50"],
+            "hp_p90_ratio": hp["jct_ms"]["p90"] / alone_hp["jct_ms"]["p90"],
             "hp_p99_ratio": hp["jct_ms"]["p99"] / alone_hp["jct_ms"]["p99"],
+            "hp_p99_is_max": hp["jobs"] < 100 or alone_hp["jobs"] < 100,
             "lp_harvest": (lp["throughput"] / (alone_lp["throughput"] * idle_fraction)
                            if idle_fraction else None),
             "lp_throughput": lp["throughput"],
@@ -197,9 +198,13 @@ def derive(results):
         hooked = results["alone_hp_hooked"]["hp"]["jct_ms"]
         table["hook_cost_standalone_hp"] = {"p50_ratio": hooked["p50"] / alone_hp["jct_ms"]["p50"]}
     for role in ("lp", "hp"):
-        base = results.get(f"{role}_alone_off", {}).get(role)
         for label, r in results.items():
-            if label.startswith(f"{role}_alone_") and base and role in r:
+            if not label.startswith(f"{role}_alone_") or role not in r:
+                continue
+            # A repeated round ("_r2") compares with the "off" run of the same round.
+            rnd = label[label.rindex("_r"):] if "_r" in label[len(role) + 7:] else ""
+            base = results.get(f"{role}_alone_off{rnd}", {}).get(role)
+            if base:
                 table["cost_" + label] = {"jct_p50_ratio": r[role]["jct_ms"]["p50"] / base["jct_ms"]["p50"],
                                           "throughput_ratio": r[role]["throughput"] / base["throughput"]}
     return table

@@ -1,8 +1,8 @@
 """Issue 3's gating proof from an Nsight Systems export of a run_exp experiment with control: no
 low-priority kernel runs while a high-priority job runs. A high-priority job's NVTX range
 ("<name> job N", pushed by the worker inside `with seg.job(p)`, i.e. after the drained begin)
-must contain no kernel of a lower-priority process: none starting inside it, none still running
-when it starts.
+must contain no kernel, copy or memset of a lower-priority process: none starting inside it,
+none still running when it starts. Exit status 1 on any such overlap.
   python3 bench/gpu/gating_proof.py REPORT.sqlite models_pid.json CONFIG.json OUT.json
 """
 import bisect
@@ -38,11 +38,19 @@ def main(db_path, pids_path, config_path, out_path):
         jobs = ranges[(hp_pid, hp_name)]
         bad = []
         starts = {lp: [k[0] for k in kernels[lp]] for lp in lower}
+        # running_end[i]: the latest end among kernels 0..i (by start). Kernels that started
+        # before a job and may still run at its start are those from the first index whose
+        # running end passes the job's start: however long, on whatever stream.
+        running_end = {}
+        for lp in lower:
+            latest, ends = 0, []
+            for (_, ke) in kernels[lp]:
+                latest = max(latest, ke)
+                ends.append(latest)
+            running_end[lp] = ends
         for (js, je) in jobs:
             for lp in lower:
-                # kernels starting before the job's end; of those starting before its start, only
-                # the last few can still be running
-                lo = max(0, bisect.bisect_left(starts[lp], js) - 64)
+                lo = bisect.bisect_right(running_end[lp], js)
                 hi = bisect.bisect_left(starts[lp], je)
                 for (ks, ke) in kernels[lp][lo:hi]:
                     if ks < je and ke > js:  # overlaps the job
@@ -63,6 +71,7 @@ def main(db_path, pids_path, config_path, out_path):
             jobs = ranges[(r["pid"], hp_name)]
             overlapping = [(s, e, b) for (p, s, e, b) in rows if p in r["lower_pids"]
                            and any(s < je and e > js for (js, je) in jobs)]
+            result["violations"] += len(overlapping)
             r[table.lower() + "_overlapping"] = {"count": len(overlapping),
                                                  "bytes": sum(b or 0 for (_, _, b) in overlapping),
                                                  "ns": sum(e - s for (s, e, _) in overlapping)}

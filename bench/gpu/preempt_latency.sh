@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Preemption latency: a low-priority process issuing spin kernels of a fixed duration under
-# each mode, a high-priority process beginning jobs; begin->drained and begin->own-kernel-done.
+# each mode, a high-priority process beginning jobs 20 ms + a random 0..40 ms apart (the jitter
+# spans the longest low-priority cycle tested, 16 x 2 ms, so begins land anywhere in it);
+# begin->drained and begin->own-kernel-done, p50, p99 and the maximum.
 # usage: bench/gpu/preempt_latency.sh BUILD_DIR OUT_JSONL "DURS_US" "MODES" [JOBS]
 set -uo pipefail
 B=$1; OUT=$2; DURS=${3:-"100 500 2000"}; MODES=${4:-"sync:1 sync:2 sync:4 sync:8 sync:16 event:1 event:2 event:4 event:8 event:16 time:500 time:1000 time:2000"}
-JOBS=${5:-40}
+JOBS=${5:-100}
 : > "$OUT"
 for dur in $DURS; do
     for mode in $MODES; do
@@ -15,7 +17,7 @@ for dur in $DURS; do
         LP=$!
         sleep 1.5   # CUDA init and a full queue
         hp=$(LD_PRELOAD="$B/lib/libgpuyield.so" GPUYIELD_SHM="$TAG" GPUYIELD_PRIORITY=1 \
-             "$B/bin/preempt-bench" hp "$JOBS" 20 2>/tmp/hp.err)
+             "$B/bin/preempt-bench" hp "$JOBS" 20 40 2>/tmp/hp.err)
         kill "$LP" 2>/dev/null; wait "$LP" 2>/dev/null
         "$B/bin/expcontroller" remove --name "$TAG" > /dev/null
         echo "{\"dur_us\": $dur, \"mode\": \"$mode\", \"hp\": ${hp:-null}}" >> "$OUT"
@@ -27,7 +29,7 @@ if not hp: print(sys.argv[1], sys.argv[2], "no result", open("/tmp/hp.err").read
 def pct(v,q):
     v=sorted(v); return v[max(0,-(-len(v)*q//100)-1)]
 d=[x/1e6 for x in hp["drain_ns"]]; t=[x/1e6 for x in hp["done_ns"]]
-print(f"dur {int(sys.argv[1])/1000:5.1f} ms {sys.argv[2]:>9}: drain p50 {pct(d,50):7.2f} p99 {pct(d,99):7.2f} ms | job p50 {pct(t,50):7.2f} p99 {pct(t,99):7.2f} ms | timeouts {hp['timeouts']}", flush=True)
+print(f"dur {int(sys.argv[1])/1000:5.1f} ms {sys.argv[2]:>9}: drain p50 {pct(d,50):7.2f} p99 {pct(d,99):7.2f} max {max(d):7.2f} ms | job p50 {pct(t,50):7.2f} p99 {pct(t,99):7.2f} ms | timeouts {hp['timeouts']}", flush=True)
 PY
     done
 done

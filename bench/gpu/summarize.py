@@ -5,15 +5,27 @@ import sys
 
 
 def launch(path):
+    """Per variant: the median over rounds, and the difference from the no-hook run of the same
+    round (paired: rounds run the variants back to back), as the median and range over rounds."""
     rows = [json.loads(l) for l in open(path) if l.strip()]
-    by = {}
-    for r in rows:
-        by.setdefault(r["variant"], []).append(r["result"]["ns_per_launch"])
-    base = statistics.median(by["nohook"])
-    print(f"{'variant':<10}{'ns/launch (median of rounds)':>30}{'launches/s':>12}{'added ns':>10}")
-    for v, xs in by.items():
-        m = statistics.median(xs)
-        print(f"{v:<10}{m:>30.1f}{1e9 / m:>12.0f}{m - base:>10.1f}")
+    for key, title in (("ns_per_launch", "back to back, incl. the GPU retiring them"),
+                       ("host_ns_per_launch", "launch calls only (CPU cost)")):
+        by, base = {}, {}
+        for r in rows:
+            if key not in r["result"]:
+                continue
+            by.setdefault(r["variant"], {})[r["round"]] = r["result"][key]
+        if "nohook" not in by:
+            continue
+        print(f"{key}: {title}")
+        print(f"{'variant':<10}{'ns/launch (median)':>20}{'added ns, paired: median [min, max]':>40}")
+        base = by["nohook"]
+        for v, per_round in by.items():
+            diffs = [x - base[r] for r, x in per_round.items() if r in base]
+            m = statistics.median(per_round.values())
+            spread = (f"{statistics.median(diffs):+.1f} [{min(diffs):+.1f}, {max(diffs):+.1f}]"
+                      if diffs else "-")
+            print(f"{v:<10}{m:>20.1f}{spread:>40}")
 
 
 if __name__ == "__main__":

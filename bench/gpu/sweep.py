@@ -15,6 +15,9 @@ def points(contention):
         m = re.fullmatch(r"gy_(sync|event|time)(\d+)", label)
         if not m or "hp_p50_ratio" not in d:
             continue
+        if d["lp_harvest"] is None:  # the high-priority job left no idle time: no harvest to plot
+            print(f"sweep: {label}: no lp_harvest (no idle time left by the high-priority job): left out")
+            continue
         out.append({"mode": m.group(1), "n": int(m.group(2)), "hp_p50_ratio": d["hp_p50_ratio"],
                     "hp_p99_ratio": d["hp_p99_ratio"], "lp_throughput": d["lp_throughput"],
                     "lp_harvest": d["lp_harvest"]})
