@@ -287,11 +287,12 @@ void gy_drain_ack(gy_shm *shm, uint64_t epoch, bool still_inflight)
     struct gy_proc_slot *slot = gy_my_slot(shm);
     if (!slot)
         return;
+    /* Counted before the epoch is published: a begin that sees the drain sees it counted. */
+    atomic_fetch_add_explicit(&slot->counters.drains, 1, memory_order_relaxed);
     if (!still_inflight)
         atomic_store_explicit(&slot->inflight, 0, memory_order_seq_cst);
     atomic_store_explicit(&slot->drained_epoch, epoch, memory_order_seq_cst);
     uint32_t draining = GY_PROC_DRAINING;
     atomic_compare_exchange_strong(&slot->state, &draining, GY_PROC_RUNNING);
-    atomic_fetch_add_explicit(&slot->counters.drains, 1, memory_order_relaxed);
     gy_wake_all(shm->seg);
 }
