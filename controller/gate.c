@@ -76,6 +76,13 @@ static void wake_helper_if_owed(struct gy_segment *seg, const struct gy_proc_slo
         gy_wake_all(seg);
 }
 
+/* now + timeout_ns, saturating: a huge timeout from a corrupted segment means "no deadline",
+ * never a wrapped one in the past. */
+static uint64_t deadline_after(uint64_t now, uint64_t timeout_ns)
+{
+    return timeout_ns < UINT64_MAX - now ? now + timeout_ns : UINT64_MAX;
+}
+
 /* A wait that also recovers the mutex of a process that died holding it. */
 static void wait_and_recover(struct gy_segment *seg, uint32_t seq, uint64_t timeout_ns)
 {
@@ -149,8 +156,7 @@ int gy_job_enter(gy_shm *shm, int priority, uint64_t timeout_ns, gy_job *job, gy
     gy_wake_all(seg); /* lower helpers: a drain is requested */
     job->priority = priority;
     job->entered_ns = gy_now_ns();
-    uint64_t timeout = timeout_ns ? timeout_ns : seg->drain_timeout_ns;
-    job->deadline_ns = job->entered_ns + (timeout < UINT64_MAX - job->entered_ns ? timeout : UINT64_MAX - job->entered_ns);
+    job->deadline_ns = deadline_after(job->entered_ns, timeout_ns ? timeout_ns : seg->drain_timeout_ns);
     job->active = true;
     return 0;
 }
@@ -256,8 +262,7 @@ bool gy_drain_wait_request(gy_shm *shm, uint64_t timeout_ns, uint64_t *epoch)
     struct gy_proc_slot *slot = gy_my_slot(shm);
     if (!slot)
         return false;
-    uint64_t now = gy_now_ns(), next_reap = now + REAP_INTERVAL_NS;
-    uint64_t deadline = timeout_ns < UINT64_MAX - now ? now + timeout_ns : UINT64_MAX;
+    uint64_t now = gy_now_ns(), deadline = deadline_after(now, timeout_ns), next_reap = now + REAP_INTERVAL_NS;
     bool requested = false;
     gy_lock_and_recover(seg);
     for (;;) {

@@ -45,12 +45,18 @@ static __thread struct thread_table *table __attribute__((tls_model("initial-exe
 static pthread_key_t table_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
-static void destroy_events(struct stream_state *st)
+static void destroy_event(gy_cu_event *event)
 {
     gy_pfn_event_destroy destroy = (gy_pfn_event_destroy)gy_real(GY_FN_EVENT_DESTROY);
+    if (*event && destroy)
+        destroy(*event);
+    *event = NULL;
+}
+
+static void destroy_events(struct stream_state *st)
+{
     for (int i = 0; i < RING; i++)
-        if (st->events[i] && destroy)
-            destroy(st->events[i]);
+        destroy_event(&st->events[i]);
 }
 
 static void free_table(void *p)
@@ -215,12 +221,8 @@ static void record_group_end(struct stream_state *st, uint64_t g)
     }
     gy_pfn_event_record record = (gy_pfn_event_record)gy_real(GY_FN_EVENT_RECORD);
     st->recorded[slot] = record && record(st->events[slot], st->stream) == GY_CUDA_SUCCESS;
-    if (!st->recorded[slot]) { /* e.g. an event of another context: make a new one next time */
-        gy_pfn_event_destroy destroy = (gy_pfn_event_destroy)gy_real(GY_FN_EVENT_DESTROY);
-        if (destroy)
-            destroy(st->events[slot]);
-        st->events[slot] = NULL;
-    }
+    if (!st->recorded[slot]) /* e.g. an event of another context: make a new one next time */
+        destroy_event(&st->events[slot]);
 }
 
 void gy_bound_after_slow(gy_cu_stream stream)

@@ -23,6 +23,7 @@ import argparse
 import csv
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -202,7 +203,8 @@ def derive(results):
             if not label.startswith(f"{role}_alone_") or role not in r:
                 continue
             # A repeated round ("_r2") compares with the "off" run of the same round.
-            rnd = label[label.rindex("_r"):] if "_r" in label[len(role) + 7:] else ""
+            rnd = re.search(r"_r\d+$", label)
+            rnd = rnd.group(0) if rnd else ""
             base = results.get(f"{role}_alone_off{rnd}", {}).get(role)
             if base:
                 table["cost_" + label] = {"jct_p50_ratio": r[role]["jct_ms"]["p50"] / base["jct_ms"]["p50"],
