@@ -1,26 +1,22 @@
 /* The launch hooks: every kernel launch entry point and its _ptsz twin, and graph launches
  * (one unit each). Each calls the real function of its own exact name. The path:
  *   note the thread's context -> queue bound (event:N waits for group g-2) ->
- *   gate (one atomic load when nothing above us runs) -> driver -> left++, counters ->
- *   queue bound (sync:N waits / event:N records). */
+ *   gate (one atomic load when nothing above us runs), counted -> driver -> left++ (a plain
+ *   store) -> queue bound (sync:N waits / event:N records). */
 #include "client.h"
 #include "hook_functions.h"
 #include "queue_bound.h"
 
 
-static inline bool launch_prologue(gy_cu_stream stream)
+static inline void launch_prologue(gy_cu_stream stream)
 {
-    if (!gy_client_gated())
-        return false;
     gy_client_note_context(); /* first: the queue bound keys default streams by context */
     gy_bound_before(stream);
-    gy_gate_enter();
-    return true;
 }
 
-static inline void launch_epilogue(gy_cu_stream stream, gy_cu_result rc, bool graph)
+static inline void launch_epilogue(gy_cu_stream stream, gy_cu_result rc, _Atomic uint64_t *counter)
 {
-    gy_gate_leave(rc == GY_CUDA_SUCCESS, graph);
+    gy_gate_leave(counter, rc == GY_CUDA_SUCCESS);
     if (rc == GY_CUDA_SUCCESS)
         gy_bound_after(stream);
 }
@@ -33,11 +29,13 @@ static inline gy_cu_stream ptsz_stream(gy_cu_stream s) { return s ? s : GY_CU_ST
     do {                                                                                             \
         if (!real)                                                                                   \
             return GY_CUDA_ERROR_NOT_INITIALIZED;                                                                        \
-        gy_cu_stream bound_stream = stream_for_bound;                                                \
-        if (!launch_prologue(bound_stream))                                                          \
+        if (!gy_client_gated())                                                                      \
             return call;                                                                             \
+        gy_cu_stream bound_stream = stream_for_bound;                                                \
+        launch_prologue(bound_stream);                                                               \
+        _Atomic uint64_t *counter = gy_gate_enter(graph ? GY_UNIT_GRAPH : GY_UNIT_KERNEL);           \
         gy_cu_result rc = call;                                                                      \
-        launch_epilogue(bound_stream, rc, graph);                                                    \
+        launch_epilogue(bound_stream, rc, counter);                                                  \
         return rc;                                                                                   \
     } while (0)
 
