@@ -16,6 +16,9 @@ $(O)/bin/launch-rate: bench/gpu/launch_rate.cu bench/gpu/spin_kernels.cuh
 $(O)/bin/preempt-bench: bench/gpu/preempt_bench.cu bench/gpu/spin_kernels.cuh $(O)/obj/bench/gpu/job_shim.o $(CONTROLLER_LIB)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) $< $(O)/obj/bench/gpu/job_shim.o $(CONTROLLER_LIB) -o $@
-ALL += $(O)/bin/launch-rate $(O)/bin/preempt-bench
+$(O)/bin/launch-cost: bench/gpu/launch_cost.cu bench/gpu/spin_kernels.cuh
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) $< -ldl -o $@
+ALL += $(O)/bin/launch-rate $(O)/bin/preempt-bench $(O)/bin/launch-cost
 endif
 endif

@@ -4,7 +4,7 @@
 # are) and .nsys-libs; this builds the Python extension there, runs the named stages, and packs
 # every raw result into $OUT/results.tgz (the device returns at most 8 files).
 #   bash bench/gpu/run_all.sh STAGE...
-# stages: pyext hookcount launch preempt preempt-quick smoke proof contention-ref contention-resnet
+# stages: pyext hookcount launch launch-cost preempt preempt-quick smoke proof contention-ref contention-resnet
 #         modes-cost nsight clocks lpcost gating nsight-alone fixture hpcost faults
 #   recheck = pyext hookcount launch gating preempt-quick: the re-proof after a change to the hooks
 #   or the gate.
@@ -29,6 +29,10 @@ for stage in "${stages[@]}"; do
     pyext) bash pyext/check_on_gpu_machine.sh "$(command -v "$PY")" > "$R/pyext_check.txt" 2>&1; echo "pyext check exit $?"; tail -5 "$R/pyext_check.txt" ;;
     hookcount) bash bench/gpu/hook_count.sh "$B" "$R/hookcount" 5 2>&1 | grep -v '^\[\|Processing\|^$' | tail -15 ;;
     launch) bash bench/gpu/launch_overhead.sh "$B" "$R/launch_overhead.jsonl" 3 > /dev/null; "$PY" bench/gpu/summarize.py launch "$R/launch_overhead.jsonl" ;;
+    launch-cost)
+        OLD_LIB=${OLD_LIB:-} bash bench/gpu/launch_cost.sh "$B" "$R/launch_cost.jsonl" "${ROUNDS:-7}" > /dev/null
+        "$PY" bench/gpu/summarize.py launch-cost "$R/launch_cost.jsonl" "$R/launch_cost.json" \
+            "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1)" ;;
     preempt) bash bench/gpu/preempt_latency.sh "$B" "$R/preempt.jsonl" ;;
     preempt-quick) bash bench/gpu/preempt_latency.sh "$B" "$R/preempt.jsonl" "500" "none sync:1 event:1 event:4" 20 ;;
     smoke)

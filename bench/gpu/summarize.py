@@ -28,5 +28,35 @@ def launch(path):
             print(f"{v:<10}{m:>20.1f}{spread:>40}")
 
 
+def launch_cost(path, out_path, device):
+    """launch_cost.sh's rows -> {"device", "added_ns": {variant: {median, min, max, rounds}}, ...}:
+    per round, a variant's median call minus the no-hook median call of the same round (paired);
+    then the median and range of those differences over the rounds."""
+    rows = [json.loads(l) for l in open(path) if l.strip()]
+    per_variant = {}
+    for r in rows:
+        if r["variant"] != "components":
+            per_variant.setdefault(r["variant"], {})[r["round"]] = r["result"]["launch"]["median"]
+    base = per_variant.get("nohook")
+    if not base:
+        sys.exit("summarize: no no-hook rounds in " + path)
+    added = {}
+    for variant, rounds in per_variant.items():
+        if variant == "nohook":
+            continue
+        diffs = [x - base[r] for r, x in sorted(rounds.items()) if r in base]
+        added[variant] = {"median": round(statistics.median(diffs), 1), "min": round(min(diffs), 1),
+                          "max": round(max(diffs), 1), "rounds": len(diffs),
+                          "per_round": [round(d, 1) for d in diffs]}
+    result = {"device": device, "nohook_median_call_ns": round(statistics.median(base.values()), 1),
+              "added_ns": added,
+              "components": next((r["result"] for r in rows if r["variant"] == "components"), None),
+              "method": "median single-launch call (empty kernel, CUDA runtime, steady_clock around each call), "
+                        "variant minus no-hook of the same round"}
+    json.dump(result, open(out_path, "w"), indent=1)
+    print(json.dumps(result["added_ns"], indent=1))
+    print("components:", json.dumps(result["components"]))
+
+
 if __name__ == "__main__":
-    {"launch": launch}[sys.argv[1]](*sys.argv[2:])
+    {"launch": launch, "launch-cost": launch_cost}[sys.argv[1]](*sys.argv[2:])

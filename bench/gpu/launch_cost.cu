@@ -1,0 +1,137 @@
+// What one kernel launch costs the launching thread, timed call by call (the hook's cost shows
+// in the median call: in event:N and time:US most launches insert nothing).
+//   launch-cost calls LAUNCHES      one JSON line: median/p10/p90 ns of single launch calls (empty
+//                                   kernel, CUDA runtime, batches of 128 with the synchronize
+//                                   outside the timer), and the mean over all calls
+//   launch-cost components LAUNCHES one JSON line, without the hook: the real cuCtxGetCurrent's
+//                                   cost, and a launch followed by nothing / a locked add / mfence /
+//                                   a plain store (does a fence after the driver call stall?)
+// Each call is timed with steady_clock (about 20 ns of its own, the same in every variant: compare
+// variants, not absolutes).
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include <cuda.h>
+
+#include "spin_kernels.cuh"
+
+#define CHECK_CUDA(call)                                                                             \
+    do {                                                                                             \
+        cudaError_t e_ = (call);                                                                     \
+        if (e_ != cudaSuccess) {                                                                     \
+            std::fprintf(stderr, "launch-cost: %s failed: %s\n", #call, cudaGetErrorString(e_));     \
+            std::exit(1);                                                                            \
+        }                                                                                            \
+    } while (0)
+
+using steady = std::chrono::steady_clock;
+static const long kBatch = 128;
+
+static double ns_between(steady::time_point a, steady::time_point b)
+{
+    return std::chrono::duration<double, std::nano>(b - a).count();
+}
+
+static double percentile(std::vector<double> v, double q)
+{
+    std::sort(v.begin(), v.end());
+    size_t rank = (size_t)(q * (double)v.size());
+    return v[std::min(rank, v.size() - 1)];
+}
+
+enum after_launch { AFTER_NOTHING, AFTER_LOCKED_ADD, AFTER_MFENCE, AFTER_PLAIN_STORE };
+static std::atomic<unsigned long> sink_counter;
+static volatile unsigned long sink_plain;
+
+// Per-call durations of `launches` empty-kernel launches, each followed by `after`.
+static std::vector<double> time_calls(cudaStream_t stream, long launches, after_launch after)
+{
+    std::vector<double> per_call;
+    per_call.reserve((size_t)launches);
+    long done = 0;
+    while (done < launches) {
+        long n = std::min(kBatch, launches - done);
+        for (long i = 0; i < n; i++) {
+            auto t0 = steady::now();
+            gy_empty_kernel<<<1, 32, 0, stream>>>();
+            switch (after) {
+            case AFTER_NOTHING: break;
+            case AFTER_LOCKED_ADD: sink_counter.fetch_add(1, std::memory_order_relaxed); break;
+            case AFTER_MFENCE: std::atomic_thread_fence(std::memory_order_seq_cst); break;
+            case AFTER_PLAIN_STORE: sink_plain = sink_plain + 1; break;
+            }
+            auto t1 = steady::now();
+            per_call.push_back(ns_between(t0, t1));
+        }
+        done += n;
+        CHECK_CUDA(cudaStreamSynchronize(stream));
+    }
+    CHECK_CUDA(cudaGetLastError());
+    return per_call;
+}
+
+static void print_stats(const char *key, const std::vector<double> &v, bool last)
+{
+    double sum = 0;
+    for (double x : v)
+        sum += x;
+    std::printf("\"%s\": {\"median\": %.1f, \"p10\": %.1f, \"p90\": %.1f, \"mean\": %.1f, \"n\": %zu}%s", key,
+                percentile(v, 0.5), percentile(v, 0.1), percentile(v, 0.9), sum / (double)v.size(), v.size(),
+                last ? "" : ", ");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 3 || (std::strcmp(argv[1], "calls") && std::strcmp(argv[1], "components"))) {
+        std::fprintf(stderr, "usage: launch-cost calls|components LAUNCHES\n");
+        return 2;
+    }
+    long launches = std::atol(argv[2]);
+    if (launches < kBatch) {
+        std::fprintf(stderr, "launch-cost: LAUNCHES must be at least %ld\n", kBatch);
+        return 2;
+    }
+    cudaStream_t stream;
+    CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    time_calls(stream, 4 * kBatch, AFTER_NOTHING); // warm up: module load, first launches
+    if (!std::strcmp(argv[1], "calls")) {
+        std::printf("{");
+        print_stats("launch", time_calls(stream, launches, AFTER_NOTHING), true);
+        std::printf("}\n");
+        return 0;
+    }
+    // The real driver's cuCtxGetCurrent, looked up in libcuda itself (run this without the hook).
+    void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    auto get_current = cuda ? (CUresult(*)(CUcontext *))dlsym(cuda, "cuCtxGetCurrent") : nullptr;
+    if (!get_current) {
+        std::fprintf(stderr, "launch-cost: cannot find cuCtxGetCurrent in libcuda.so.1\n");
+        return 1;
+    }
+    const long reps = 1000000;
+    CUcontext ctx = nullptr;
+    auto t0 = steady::now();
+    for (long i = 0; i < reps; i++)
+        get_current(&ctx);
+    double get_current_ns = ns_between(t0, steady::now()) / (double)reps;
+    std::printf("{\"ctx_get_current_ns\": %.2f, ", get_current_ns);
+    // Interleaved so that drift hits each alike.
+    std::vector<double> all[4];
+    for (int round = 0; round < 5; round++)
+        for (int a = 0; a < 4; a++) {
+            auto v = time_calls(stream, launches / 5, (after_launch)a);
+            all[a].insert(all[a].end(), v.begin(), v.end());
+        }
+    print_stats("launch_then_nothing", all[AFTER_NOTHING], false);
+    print_stats("launch_then_locked_add", all[AFTER_LOCKED_ADD], false);
+    print_stats("launch_then_mfence", all[AFTER_MFENCE], false);
+    print_stats("launch_then_plain_store", all[AFTER_PLAIN_STORE], true);
+    std::printf("}\n");
+    return 0;
+}
