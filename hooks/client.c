@@ -3,7 +3,6 @@
  * registers itself again at its first launch. */
 #include <pthread.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -17,11 +16,6 @@
 struct gy_client gy_client = {.shm = {.slot = -1}, .generation = 1};
 __thread uint64_t gy_thread_generation __attribute__((tls_model("initial-exec")));
 __thread gy_cu_context gy_thread_context __attribute__((tls_model("initial-exec")));
-__thread struct gy_launch_thread *gy_thread_launches __attribute__((tls_model("initial-exec")));
-
-static _Atomic(struct gy_launch_thread *) launch_threads; /* every record ever made, never freed */
-static pthread_key_t launch_thread_key;
-static pthread_once_t launch_thread_key_once = PTHREAD_ONCE_INIT;
 
 static pthread_mutex_t join_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t contexts_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -63,11 +57,7 @@ static void after_fork_child(void)
         atomic_store(&gy_client.phase, GY_PHASE_JOIN);
     gy_client.shm.slot = -1;
     atomic_store(&gy_client.entered, 0);
-    /* Only this thread exists in the child: its record stays its own, the rest are free. */
-    for (struct gy_launch_thread *t = atomic_load(&launch_threads); t; t = t->next) {
-        atomic_store(&t->left, 0);
-        atomic_store(&t->owned, t == gy_thread_launches);
-    }
+    atomic_store(&gy_client.left, 0);
     atomic_store(&gy_client.captures_in_progress, 0);
     atomic_store(&gy_client.helper_synchronizing, 0);
     ncontexts = 0;
@@ -163,52 +153,6 @@ int gy_client_contexts(gy_cu_context *out, int max)
     memcpy(out, contexts, (size_t)n * sizeof *out);
     pthread_mutex_unlock(&contexts_lock);
     return n;
-}
-
-/* Thread exit: the record goes to the next new thread. A later key destructor that launches on
- * this thread claims one again (and is released on the next destructor round). */
-static void release_launch_thread(void *p)
-{
-    struct gy_launch_thread *t = p;
-    if (gy_thread_launches == t)
-        gy_thread_launches = NULL;
-    atomic_store_explicit(&t->owned, 0, memory_order_release);
-}
-
-static void create_launch_thread_key(void) { pthread_key_create(&launch_thread_key, release_launch_thread); }
-
-struct gy_launch_thread *gy_client_launch_thread_slow(void)
-{
-    struct gy_launch_thread *t;
-    for (t = atomic_load_explicit(&launch_threads, memory_order_acquire); t; t = t->next) {
-        int free_record = 0;
-        if (atomic_compare_exchange_strong_explicit(&t->owned, &free_record, 1, memory_order_acq_rel,
-                                                    memory_order_relaxed))
-            break;
-    }
-    if (!t) {
-        t = calloc(1, sizeof *t);
-        if (!t)
-            die("cannot track its launching threads", "out of memory");
-        atomic_store_explicit(&t->owned, 1, memory_order_relaxed);
-        struct gy_launch_thread *head = atomic_load_explicit(&launch_threads, memory_order_relaxed);
-        do
-            t->next = head;
-        while (!atomic_compare_exchange_weak_explicit(&launch_threads, &head, t, memory_order_release,
-                                                      memory_order_relaxed));
-    }
-    pthread_once(&launch_thread_key_once, create_launch_thread_key);
-    pthread_setspecific(launch_thread_key, t);
-    gy_thread_launches = t;
-    return t;
-}
-
-uint64_t gy_client_left(void)
-{
-    uint64_t sum = 0;
-    for (struct gy_launch_thread *t = atomic_load_explicit(&launch_threads, memory_order_acquire); t; t = t->next)
-        sum += atomic_load_explicit(&t->left, memory_order_acquire);
-    return sum;
 }
 
 void gy_client_block(void)

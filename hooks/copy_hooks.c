@@ -15,9 +15,9 @@
         if (!gy_client_gated())                                                                      \
             return call;                                                                             \
         gy_client_note_context();                                                                    \
-        gy_gate_enter(GY_UNIT_COPY);                                                                 \
+        gy_gate_enter();                                                                             \
         gy_cu_result rc = call;                                                                      \
-        gy_gate_leave(NULL, true);                                                                   \
+        gy_gate_leave(false, false);                                                                 \
         return rc;                                                                                   \
     } while (0)
 

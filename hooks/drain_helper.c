@@ -32,7 +32,7 @@ static uint64_t wait_no_launch_halfway(void)
 {
     for (;;) {
         uint64_t entered = atomic_load_explicit(&gy_client.entered, memory_order_seq_cst);
-        if (gy_client_left() == entered)
+        if (atomic_load_explicit(&gy_client.left, memory_order_acquire) == entered)
             return entered;
         sleep_ns(20000);
     }
@@ -72,7 +72,7 @@ static void drain(uint64_t epoch)
     atomic_store_explicit(&gy_client.helper_synchronizing, 0, memory_order_seq_cst);
     bool slipped = gy_launch_allowed(&gy_client.shm, gy_client.priority) ||
                    atomic_load_explicit(&gy_client.entered, memory_order_seq_cst) != launches ||
-                   gy_client_left() != launches;
+                   atomic_load_explicit(&gy_client.left, memory_order_acquire) != launches;
     gy_drain_ack(&gy_client.shm, epoch, slipped);
     /* A launch that entered between our check and the ack may have seen the flag still set and
      * skipped setting it: set it again for it. */

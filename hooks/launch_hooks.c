@@ -1,41 +1,36 @@
 /* The launch hooks: every kernel launch entry point and its _ptsz twin, and graph launches
  * (one unit each). Each calls the real function of its own exact name. The path:
  *   note the thread's context -> queue bound (event:N waits for group g-2) ->
- *   gate (one atomic load when nothing above us runs), counted -> driver -> left++ (a plain
- *   store) -> queue bound (sync:N waits / event:N records). */
+ *   gate (one atomic load when nothing above us runs) -> driver -> left++, counters ->
+ *   queue bound (sync:N waits / event:N records). */
 #include "client.h"
 #include "hook_functions.h"
 #include "queue_bound.h"
 
 
-static inline void launch_prologue(gy_cu_stream stream)
+static inline void launch_epilogue(gy_cu_stream stream, struct gy_stream_state *bound, gy_cu_result rc, bool graph)
 {
-    gy_client_note_context(); /* first: the queue bound keys default streams by context */
-    gy_bound_before(stream);
-}
-
-static inline void launch_epilogue(gy_cu_stream stream, gy_cu_result rc, _Atomic uint64_t *counter)
-{
-    gy_gate_leave(counter, rc == GY_CUDA_SUCCESS);
+    gy_gate_leave(rc == GY_CUDA_SUCCESS, graph);
     if (rc == GY_CUDA_SUCCESS)
-        gy_bound_after(stream);
+        gy_bound_after(stream, bound);
 }
 
 /* NULL is the legacy stream for the plain entry points, the per-thread one for _ptsz. */
 static inline gy_cu_stream plain_stream(gy_cu_stream s) { return s ? s : GY_CU_STREAM_LEGACY; }
 static inline gy_cu_stream ptsz_stream(gy_cu_stream s) { return s ? s : GY_CU_STREAM_PER_THREAD; }
 
-#define GATED_CALL(stream_for_bound, graph, call)                                             \
+#define GATED_CALL(stream_for_bound, graph, call)                                                    \
     do {                                                                                             \
         if (!real)                                                                                   \
-            return GY_CUDA_ERROR_NOT_INITIALIZED;                                                                        \
+            return GY_CUDA_ERROR_NOT_INITIALIZED;                                                    \
         if (!gy_client_gated())                                                                      \
             return call;                                                                             \
         gy_cu_stream bound_stream = stream_for_bound;                                                \
-        launch_prologue(bound_stream);                                                               \
-        _Atomic uint64_t *counter = gy_gate_enter(graph ? GY_UNIT_GRAPH : GY_UNIT_KERNEL);           \
+        gy_client_note_context(); /* first: the queue bound keys default streams by context */      \
+        struct gy_stream_state *bound = gy_bound_before(bound_stream);                               \
+        gy_gate_enter();                                                                             \
         gy_cu_result rc = call;                                                                      \
-        launch_epilogue(bound_stream, rc, counter);                                                  \
+        launch_epilogue(bound_stream, bound, rc, graph);                                             \
         return rc;                                                                                   \
     } while (0)
 

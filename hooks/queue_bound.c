@@ -21,7 +21,7 @@
 #define MAX_GROUP 1024     /* about the depth of a stream's launch queue */
 #define SPIN_NS 1000000ull /* spin up to 1 ms before a blocking wait */
 
-struct stream_state {
+struct gy_stream_state {
     gy_cu_stream stream; /* NULL: free entry */
     gy_cu_context ctx;   /* the default-stream handles name another stream in each context */
     uint64_t units;      /* launched on this stream by this thread */
@@ -38,7 +38,7 @@ struct stream_state {
 
 struct thread_table {
     uint64_t generation;
-    struct stream_state states[TABLE_SIZE];
+    struct gy_stream_state states[TABLE_SIZE];
 };
 
 static __thread struct thread_table *table __attribute__((tls_model("initial-exec")));
@@ -53,7 +53,7 @@ static void destroy_event(gy_cu_event *event)
     *event = NULL;
 }
 
-static void destroy_events(struct stream_state *st)
+static void destroy_events(struct gy_stream_state *st)
 {
     for (int i = 0; i < RING; i++)
         destroy_event(&st->events[i]);
@@ -73,7 +73,7 @@ static void free_table(void *p)
 
 static void create_key(void) { pthread_key_create(&table_key, free_table); }
 
-static struct stream_state *state_for(gy_cu_stream stream)
+static struct gy_stream_state *state_for(gy_cu_stream stream)
 {
     uint64_t generation = atomic_load_explicit(&gy_client.generation, memory_order_relaxed);
     if (!table || table->generation != generation) {
@@ -89,7 +89,7 @@ static struct stream_state *state_for(gy_cu_stream stream)
     gy_cu_context ctx = gy_thread_context;
     unsigned home = (unsigned)(((uintptr_t)stream >> 4) ^ (uintptr_t)stream ^ ((uintptr_t)ctx >> 4)) % TABLE_SIZE;
     for (unsigned i = 0; i < TABLE_SIZE; i++) {
-        struct stream_state *st = &table->states[(home + i) % TABLE_SIZE];
+        struct gy_stream_state *st = &table->states[(home + i) % TABLE_SIZE];
         if (st->stream == stream && st->ctx == ctx)
             return st;
         if (!st->stream) {
@@ -98,15 +98,15 @@ static struct stream_state *state_for(gy_cu_stream stream)
             return st;
         }
     }
-    struct stream_state *victim = &table->states[home];
+    struct gy_stream_state *victim = &table->states[home];
     destroy_events(victim);
-    *victim = (struct stream_state){.stream = stream, .ctx = ctx};
+    *victim = (struct gy_stream_state){.stream = stream, .ctx = ctx};
     return victim;
 }
 
 /* At a group boundary: is the stream being captured? Re-asked only when a capture began in
  * this process since the last answer, or the stream's capture had not ended then. */
-static bool capturing(struct stream_state *st)
+static bool capturing(struct gy_stream_state *st)
 {
     /* A query or sync while any thread of the process captures can invalidate that capture (in
      * global mode, or on the same device): skip sync points until it ends. */
@@ -151,7 +151,7 @@ static void wait_event(gy_cu_event event)
 }
 
 /* time mode: learn the GPU time per unit from group g-2 (its start is group g-3's end). */
-static void learn(struct stream_state *st, uint64_t g)
+static void learn(struct gy_stream_state *st, uint64_t g)
 {
     int end = (int)((g - 2) % RING), start = (int)((g - 3) % RING);
     if (g < 3 || !st->complete[end] || !st->complete[start] || !st->sizes[end])
@@ -175,7 +175,7 @@ static void learn(struct stream_state *st, uint64_t g)
     st->ns_per_unit = st->ns_per_unit > 0 ? 0.75 * st->ns_per_unit + 0.25 * sample : sample;
 }
 
-static uint32_t next_group_size(const struct stream_state *st)
+static uint32_t next_group_size(const struct gy_stream_state *st)
 {
     if (gy_client.mode == GY_MODE_EVENT)
         return (uint32_t)gy_client.group;
@@ -185,11 +185,11 @@ static uint32_t next_group_size(const struct stream_state *st)
     return units < 1 ? 1 : units > MAX_GROUP ? MAX_GROUP : (uint32_t)units;
 }
 
-void gy_bound_before_slow(gy_cu_stream stream)
+struct gy_stream_state *gy_bound_before_slow(gy_cu_stream stream)
 {
-    struct stream_state *st = state_for(stream);
+    struct gy_stream_state *st = state_for(stream);
     if (!st || st->group_left)
-        return;
+        return st;
     /* This launch starts group g: wait for the end of group g-2. */
     uint64_t g = st->group;
     int slot = (int)((g + RING - 2) % RING);
@@ -201,9 +201,10 @@ void gy_bound_before_slow(gy_cu_stream stream)
         learn(st, g);
     st->group_left = next_group_size(st);
     st->sizes[g % RING] = (uint32_t)st->group_left;
+    return st;
 }
 
-static void record_group_end(struct stream_state *st, uint64_t g)
+static void record_group_end(struct gy_stream_state *st, uint64_t g)
 {
     int slot = (int)(g % RING);
     st->recorded[slot] = st->complete[slot] = false;
@@ -225,9 +226,10 @@ static void record_group_end(struct stream_state *st, uint64_t g)
         destroy_event(&st->events[slot]);
 }
 
-void gy_bound_after_slow(gy_cu_stream stream)
+void gy_bound_after_slow(gy_cu_stream stream, struct gy_stream_state *st)
 {
-    struct stream_state *st = state_for(stream);
+    if (!st)
+        st = state_for(stream);
     if (!st)
         return;
     st->units++;

@@ -14,19 +14,21 @@
 
 #include "client.h"
 
-void gy_bound_before_slow(gy_cu_stream stream);
-void gy_bound_after_slow(gy_cu_stream stream);
+struct gy_stream_state; /* one (thread, stream)'s bound */
 
-static inline void gy_bound_before(gy_cu_stream stream)
+/* The state found before the launch is handed to the after-part: one table lookup per launch. */
+struct gy_stream_state *gy_bound_before_slow(gy_cu_stream stream);
+void gy_bound_after_slow(gy_cu_stream stream, struct gy_stream_state *known);
+
+static inline struct gy_stream_state *gy_bound_before(gy_cu_stream stream)
 {
-    if (gy_client.mode >= GY_MODE_EVENT)
-        gy_bound_before_slow(stream);
+    return gy_client.mode >= GY_MODE_EVENT ? gy_bound_before_slow(stream) : NULL;
 }
 
-static inline void gy_bound_after(gy_cu_stream stream)
+static inline void gy_bound_after(gy_cu_stream stream, struct gy_stream_state *known)
 {
     if (gy_client.mode != GY_MODE_NONE)
-        gy_bound_after_slow(stream);
+        gy_bound_after_slow(stream, known);
 }
 
 #endif

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Launch cost of the hook, call by call: rounds of (no hook, mode none, event:8, time:1000), each
-# variant a fresh process, interleaved so drift hits every variant alike; optionally the same
-# modes with an earlier build's hook library side by side (OLD_LIB). Then the driver-level
-# components once, without the hook. Writes JSON lines; summarize with
+# Launch cost of the hook, call by call and paired inside each process (launch-cost paired:
+# hooked and direct cuLaunchKernel alternate): rounds of (no hook = A/A check, mode none, event:8,
+# time:1000), each variant a fresh process, interleaved so drift hits every variant alike;
+# optionally the same modes with an earlier build's hook library side by side (OLD_LIB). Then the
+# driver-level components once, without the hook. Writes JSON lines; summarize with
 #   python3 bench/gpu/summarize.py launch-cost OUT_JSONL RESULT_JSON DEVICE
 # usage: bench/gpu/launch_cost.sh BUILD_DIR OUT_JSONL [ROUNDS] [LAUNCHES]
 set -euo pipefail
@@ -12,16 +13,16 @@ TAG=bench-cost-$$
 "$B/bin/expcontroller" create --name "$TAG" > /dev/null
 trap '"$B/bin/expcontroller" remove --name "$TAG" > /dev/null 2>&1 || true' EXIT
 : > "$OUT"
-variants="nohook none event:8 time:1000"
-[ -n "$OLD_LIB" ] && variants="$variants old:none old:event:8 old:time:1000"
+variants="nohook none event:8 event:64 time:1000"
+[ -n "$OLD_LIB" ] && variants="$variants old:none old:event:8 old:event:64 old:time:1000"
 for round in $(seq "$ROUNDS"); do
     for variant in $variants; do
         lib=$B/lib/libgpuyield.so mode=$variant
         case $variant in old:*) lib=$OLD_LIB mode=${variant#old:} ;; esac
         if [ "$variant" = nohook ]; then
-            line=$("$B/bin/launch-cost" calls "$LAUNCHES")
+            line=$("$B/bin/launch-cost" paired "$LAUNCHES")
         else
-            line=$(LD_PRELOAD="$lib" GPUYIELD_SHM="$TAG" GPUYIELD_MODE="$mode" "$B/bin/launch-cost" calls "$LAUNCHES")
+            line=$(LD_PRELOAD="$lib" GPUYIELD_SHM="$TAG" GPUYIELD_MODE="$mode" "$B/bin/launch-cost" paired "$LAUNCHES")
         fi
         echo "{\"round\": $round, \"variant\": \"$variant\", \"result\": $line}" | tee -a "$OUT"
     done
