@@ -11,15 +11,23 @@
 #include <unistd.h>
 
 #include "gpuyield.h"
+#include "mps_daemon.h"
 
 #define EXIT_RUNTIME 1
 #define EXIT_USAGE 2
 
 static const char usage_text[] =
     "usage: expcontroller COMMAND [options]\n"
-    "  create [--name TAG] [--drain-timeout-ms MS]   create a segment, print its name\n"
-    "  serve  [--name TAG] [--drain-timeout-ms MS]   create it if absent, reap dead processes,\n"
-    "                                                remove it on SIGINT/SIGTERM\n"
+    "  create [--name TAG] [--drain-timeout-ms MS] [--policy drain|corun]\n"
+    "                                                create a segment, print its name\n"
+    "  serve  [--name TAG] [--drain-timeout-ms MS] [--policy drain|corun]\n"
+    "         [--mps [--mps-dir DIR] | --mps-pipe DIR]\n"
+    "                                                create it if absent, reap dead processes,\n"
+    "                                                remove it on SIGINT/SIGTERM; --mps starts an MPS\n"
+    "                                                daemon for it (pipes and logs in DIR, default\n"
+    "                                                /tmp/gpuyield-mps-<uid>-<tag>) and quits it at the\n"
+    "                                                end; --mps-pipe joins a running one. Policy\n"
+    "                                                default: corun with MPS, else drain\n"
     "  status [--name TAG] [--json] [--watch [SEC]]  processes and jobs in progress\n"
     "  remove [--name TAG]                           remove a segment\n"
     "  clean                                         remove your segments whose creator is dead\n"
@@ -38,6 +46,10 @@ struct options {
     bool json;
     double watch_s; /* 0: print once */
     uint64_t drain_timeout_ns;
+    const char *policy;   /* NULL: corun under MPS, else drain */
+    bool mps;             /* serve: start a daemon */
+    const char *mps_dir;  /* serve --mps: its directories */
+    const char *mps_pipe; /* serve: join the daemon of this pipe directory */
 };
 
 static volatile sig_atomic_t stop_requested;
@@ -53,6 +65,8 @@ static int parse_options(int argc, char **argv, const char *command, struct opti
     static const struct option longopts[] = {
         {"name", required_argument, NULL, 'n'},      {"json", no_argument, NULL, 'j'},
         {"watch", optional_argument, NULL, 'w'},     {"drain-timeout-ms", required_argument, NULL, 't'},
+        {"policy", required_argument, NULL, 'p'},    {"mps", no_argument, NULL, 'm'},
+        {"mps-dir", required_argument, NULL, 'd'},   {"mps-pipe", required_argument, NULL, 'P'},
         {"help", no_argument, NULL, 'h'},            {NULL, 0, NULL, 0},
     };
     bool is_status = strcmp(command, "status") == 0;
@@ -98,6 +112,27 @@ static int parse_options(int argc, char **argv, const char *command, struct opti
             opt->drain_timeout_ns = (uint64_t)ms * 1000000ull;
             break;
         }
+        case 'p': {
+            enum gy_policy policy;
+            if (!makes)
+                return usage_error("--policy goes with 'create' or 'serve', not '%s'", command);
+            if (gy_policy_parse(optarg, &policy))
+                return usage_error("--policy takes drain or corun, not '%s'", optarg);
+            opt->policy = optarg;
+            break;
+        }
+        case 'm':
+        case 'd':
+        case 'P':
+            if (strcmp(command, "serve") != 0)
+                return usage_error("--mps, --mps-dir and --mps-pipe go with 'serve', not '%s'", command);
+            if (c == 'm')
+                opt->mps = true;
+            else if (c == 'd')
+                opt->mps_dir = optarg;
+            else
+                opt->mps_pipe = optarg;
+            break;
         case 'h':
             fputs(usage_text, stdout);
             exit(0);
@@ -107,6 +142,10 @@ static int parse_options(int argc, char **argv, const char *command, struct opti
     }
     if (optind < argc)
         return usage_error("unexpected argument '%s'", argv[optind]);
+    if (opt->mps_dir && !opt->mps)
+        return usage_error("%s", "--mps-dir goes with --mps");
+    if (opt->mps && opt->mps_pipe)
+        return usage_error("%s", "--mps starts a daemon, --mps-pipe joins one: give one of them");
     char checked[GY_NAME_MAX];
     gy_err err;
     if (takes_name && gy_segment_name(opt->name, checked, &err))
@@ -120,12 +159,21 @@ static int fail(const gy_err *err)
     return EXIT_RUNTIME;
 }
 
+static enum gy_policy chosen_policy(const struct options *opt, bool mps)
+{
+    enum gy_policy policy = mps ? GY_POLICY_CORUN : GY_POLICY_DRAIN;
+    if (opt->policy)
+        gy_policy_parse(opt->policy, &policy);
+    return policy;
+}
+
 static int cmd_create(const struct options *opt)
 {
     gy_shm shm;
     gy_err err;
     if (gy_create(opt->name, opt->drain_timeout_ns, &shm, &err))
         return fail(&err);
+    gy_set_policy(&shm, chosen_policy(opt, false), false);
     printf("%s\n", shm.name);
     gy_close(&shm);
     return 0;
@@ -147,9 +195,33 @@ static int cmd_serve(const struct options *opt)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    /* MPS before any worker can start: they read the policy and find the daemon. */
+    gy_mps mps = {0};
+    if (opt->mps || opt->mps_pipe) {
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof dir, "%s", opt->mps_dir ? opt->mps_dir : "");
+        if (!opt->mps_dir)
+            snprintf(dir, sizeof dir, "/tmp/gpuyield-mps%s", shm.name + strlen("/gpuyield"));
+        char pipe_dir[PATH_MAX + 8], log_dir[PATH_MAX + 8];
+        snprintf(pipe_dir, sizeof pipe_dir, "%s/pipe", dir);
+        snprintf(log_dir, sizeof log_dir, "%s/log", dir);
+        if (opt->mps_pipe ? gy_mps_join(&mps, opt->mps_pipe, &err) : gy_mps_start(&mps, pipe_dir, log_dir, &err)) {
+            char name[GY_NAME_MAX];
+            snprintf(name, sizeof name, "%s", shm.name);
+            gy_close(&shm);
+            if (created)
+                gy_remove(name, NULL);
+            return fail(&err);
+        }
+        fprintf(stderr, "expcontroller: MPS daemon %s %s: give workers CUDA_MPS_PIPE_DIRECTORY=%s\n",
+                mps.started ? "started in" : "joined at", mps.pipe_dir, mps.pipe_dir);
+    }
+    if (created || opt->policy)
+        gy_set_policy(&shm, chosen_policy(opt, opt->mps || opt->mps_pipe), opt->mps || opt->mps_pipe);
     printf("%s\n", shm.name);
-    fprintf(stderr, "expcontroller: serving %s (%s); reaping dead processes every 200 ms; Ctrl-C removes it\n",
-            shm.name, created ? "created" : "already existed");
+    fprintf(stderr, "expcontroller: serving %s (%s, policy %s%s); reaping dead processes every 200 ms; Ctrl-C removes it\n",
+            shm.name, created ? "created" : "already existed", gy_policy_name(gy_get_policy(&shm)),
+            gy_get_mps(&shm) ? ", under MPS" : "");
     fflush(stdout);
     while (!stop_requested) {
         int reaped = gy_reap(&shm);
@@ -161,15 +233,23 @@ static int cmd_serve(const struct options *opt)
     char name[GY_NAME_MAX];
     snprintf(name, sizeof name, "%s", shm.name);
     gy_close(&shm);
+    int rc = 0;
+    if (mps.started) {
+        if (gy_mps_stop(&mps, 10, &err))
+            rc = fail(&err);
+        else
+            fprintf(stderr, "expcontroller: MPS daemon quit\n");
+    }
     if (gy_remove(name, &err))
         return fail(&err);
     fprintf(stderr, "expcontroller: removed %s\n", name);
-    return 0;
+    return rc;
 }
 
 static void print_table(const struct gy_status *st)
 {
-    printf("segment %s\njobs in progress per level 0..7:", st->name);
+    printf("segment %s (policy %s, %s)\njobs in progress per level 0..7:", st->name, gy_policy_name(st->policy),
+           st->mps ? "under MPS" : "no MPS");
     for (int level = 0; level < GY_LEVELS; level++)
         printf(" %u", st->jobs[level]);
     printf("\ndrain timeouts %llu, dead processes reaped %llu\n", (unsigned long long)st->total_drain_timeouts,

@@ -184,6 +184,13 @@ static bool drain_pending_locked(const gy_shm *shm, const gy_job *job)
 enum gy_wait_result gy_job_wait_drained(gy_shm *shm, gy_job *job, uint64_t slice_ns)
 {
     struct gy_segment *seg = shm->seg;
+    if (gy_get_policy(shm) == GY_POLICY_CORUN) {
+        /* The gate is closed; what lower processes had queued runs beside the job. */
+        job->wait_ns = 0;
+        job->drained = job->timed_out = false;
+        job->corun = true;
+        return GY_WAIT_CORUN;
+    }
     uint64_t now = gy_now_ns();
     uint64_t slice_end = slice_ns ? now + slice_ns : UINT64_MAX;
     uint64_t next_reap = now + REAP_INTERVAL_NS;

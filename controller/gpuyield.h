@@ -46,6 +46,21 @@ void gy_close(gy_shm *shm);
 /* Unlink the segment by name. */
 int gy_remove(const char *tag_or_name, gy_err *err);
 
+/* ---- policy (segment.c) ----------------------------------------------------------------------- */
+/* What a begin does about lower-priority work already queued on the GPU. Both close the gate.
+ *   drain: wait until it has finished, so the job runs alone (any GPU, no MPS needed);
+ *   corun: return at once and let the job's kernels run beside it. Under MPS (with the lower
+ *          processes at MPS client priority below normal) the job's blocks take SMs as the lower
+ *          kernels' blocks retire instead of waiting for the whole queue to drain. */
+enum gy_policy { GY_POLICY_DRAIN = 0, GY_POLICY_CORUN = 1 };
+const char *gy_policy_name(enum gy_policy policy);
+/* "drain" or "corun" -> *out; -1 on anything else. */
+int gy_policy_parse(const char *text, enum gy_policy *out);
+/* The creator sets these before workers start; readers see them at once. */
+void gy_set_policy(gy_shm *shm, enum gy_policy policy, bool mps);
+enum gy_policy gy_get_policy(const gy_shm *shm);
+bool gy_get_mps(const gy_shm *shm);
+
 /* ---- process identity (proc_identity.c) ---------------------------------------------------- */
 
 /* starttime of /proc/<pid>/stat (clock ticks since boot), 0 if the process does not exist. */
@@ -99,6 +114,7 @@ enum gy_wait_result {
     GY_WAIT_DRAINED = 0,  /* every lower process drained or had nothing in flight */
     GY_WAIT_TIMEDOUT = 1, /* the drain timeout passed first (counted) */
     GY_WAIT_PENDING = 2,  /* the slice passed; call again */
+    GY_WAIT_CORUN = 3,    /* the segment co-runs: a begin does not wait (drained stays false) */
 };
 
 typedef struct gy_job {
@@ -109,6 +125,7 @@ typedef struct gy_job {
     uint64_t wait_ns;    /* how long the drain wait took */
     bool drained;
     bool timed_out;
+    bool corun;          /* the begin did not wait: the segment's policy is corun */
     bool active;         /* counted in and not yet out */
 } gy_job;
 
@@ -144,6 +161,8 @@ struct gy_status_proc {
 
 struct gy_status {
     char name[GY_NAME_MAX];
+    enum gy_policy policy;
+    bool mps;
     uint32_t jobs[GY_LEVELS];
     uint64_t job_epoch, total_drain_timeouts, reaped;
     int nprocs;

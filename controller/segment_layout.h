@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #define GY_MAGIC 0x444c454959555047ull /* "GPUYIELD" read as little-endian bytes */
-#define GY_LAYOUT_VERSION 2u
+#define GY_LAYOUT_VERSION 3u
 #define GY_LEVELS 8     /* priorities 0..7, higher wins */
 #define GY_MAX_PROCS 128 /* registered processes per experiment */
 #define GY_NAME_MAX 64  /* "/gpuyield-<uid>-<tag>" including the NUL */
@@ -58,6 +58,9 @@ struct gy_segment {
     int32_t creator_pid;
     uint64_t creator_start_time;
     uint64_t drain_timeout_ns; /* default bound on a begin's drain wait */
+    /* Set by whoever manages the experiment before its workers start, read by every begin. */
+    _Atomic uint32_t policy; /* enum gy_policy: does a begin wait for lower work to drain? */
+    _Atomic uint32_t mps;    /* 1: the experiment's processes run under an MPS daemon */
     char name[GY_NAME_MAX];
 
     /* The hot word, alone on its cache line: bit L set while a job of level L is in progress.

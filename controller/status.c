@@ -40,6 +40,8 @@ int gy_status_read(gy_shm *shm, struct gy_status *out, gy_err *err)
         if (out->jobs[level] > MAX_SANE_JOBS)
             bad_slot = -2 - level;
     }
+    out->policy = gy_get_policy(shm);
+    out->mps = gy_get_mps(shm);
     out->job_epoch = atomic_load(&seg->job_epoch);
     out->total_drain_timeouts = atomic_load(&seg->total_drain_timeouts);
     out->reaped = atomic_load(&seg->reaped);
@@ -91,7 +93,8 @@ int gy_status_json(const struct gy_status *st, char *buf, size_t len)
         int n_ = snprintf(used < len ? buf + used : NULL, used < len ? len - used : 0, __VA_ARGS__);     \
         used += n_ > 0 ? (size_t)n_ : 0;                                                                 \
     } while (0)
-    EMIT("{\"segment\": \"%s\", \"jobs\": [", st->name);
+    EMIT("{\"segment\": \"%s\", \"policy\": \"%s\", \"mps\": %s, \"jobs\": [", st->name, gy_policy_name(st->policy),
+         st->mps ? "true" : "false");
     for (int level = 0; level < GY_LEVELS; level++)
         EMIT("%s%u", level ? ", " : "", st->jobs[level]);
     EMIT("], \"job_epoch\": %llu, \"drain_timeouts\": %llu, \"reaped\": %llu, \"processes\": [",

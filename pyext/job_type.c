@@ -202,6 +202,12 @@ static PyObject *get_timed_out(JobObject *self, void *closure)
     return PyBool_FromLong(self->job.timed_out);
 }
 
+static PyObject *get_corun(JobObject *self, void *closure)
+{
+    (void)closure;
+    return PyBool_FromLong(self->job.corun);
+}
+
 static PyObject *get_active(JobObject *self, void *closure)
 {
     (void)closure;
@@ -217,6 +223,10 @@ static PyGetSetDef job_getset[] = {
     {"timed_out", (getter)get_timed_out, NULL,
      "True when the drain timeout passed first (the job ran anyway; the timeout is counted in status()).",
      NULL},
+    {"corun", (getter)get_corun, NULL,
+     "True when the segment's policy is corun: the begin closed the gate and returned at once, and the job "
+     "ran beside the lower work already queued (drained and timed_out stay False).",
+     NULL},
     {"active", (getter)get_active, NULL, "True while the job is counted in.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
@@ -224,7 +234,10 @@ static PyGetSetDef job_getset[] = {
 static PyObject *job_repr(JobObject *self)
 {
     const char *state = self->job.active ? "in progress" : "not in progress";
-    const char *wait = !self->waited ? "" : self->job.drained ? ", drained" : ", timed out";
+    const char *wait = !self->waited        ? ""
+                       : self->job.corun    ? ", co-running"
+                       : self->job.drained  ? ", drained"
+                                            : ", timed out";
     return PyUnicode_FromFormat("<gpuyield.Job priority %d, %s%s, wait_ns=%llu>", self->priority, state, wait,
                                 (unsigned long long)self->job.wait_ns);
 }

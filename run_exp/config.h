@@ -37,6 +37,8 @@ struct exp_config {
     const char *path;
     double exp_dur;
     int device_id;
+    bool mps;           /* "mps": run the workers under an MPS daemon started for the run */
+    const char *policy; /* "policy": "drain" or "corun"; NULL: corun under MPS, else drain */
     int nmodels;
     struct exp_model models[EXP_MAX_MODELS];
     void *json; /* owns the strings above */

@@ -28,10 +28,14 @@ struct launch_settings {
     bool simulate;
     const char *fake_device_file; /* simulate: FAKECUDA_DEVICE_FILE */
     const char *fake_log;      /* simulate: FAKECUDA_LOG */
+    const char *mps_pipe_dir;  /* NULL: no MPS; else the daemon's directories for the workers */
+    const char *mps_log_dir;
+    int mps_top_priority;      /* corun under MPS: workers below it run at MPS client priority below
+                                  normal; -1: leave every worker at normal */
 };
 
 #define LAUNCH_MAX_ARGS 40
-#define LAUNCH_MAX_ENV 16
+#define LAUNCH_MAX_ENV 20
 
 struct launch {
     char *argv[LAUNCH_MAX_ARGS]; /* NULL-terminated; argv[0] is searched in PATH */

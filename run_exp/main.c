@@ -18,6 +18,7 @@
 #include "gpu_detect.h"
 #include "gpuyield.h"
 #include "launch.h"
+#include "mps_daemon.h"
 #include "models.h"
 #include "results.h"
 #include "supervise.h"
@@ -25,6 +26,9 @@
 struct options {
     const char *config, *out, *shm, *python, *nsys_path;
     bool dry_run, nsys, simulate;
+    bool mps;             /* --mps: start an MPS daemon for the run */
+    const char *mps_pipe; /* --mps-pipe DIR: join the daemon serving DIR */
+    const char *policy;   /* --policy */
     double ready_timeout, min_jobs_timeout, stop_timeout;
     int min_jobs;
 };
@@ -40,6 +44,11 @@ static void usage(FILE *to)
             "  --nsys-path PATH         the nsys program (default: nsys on PATH)\n"
             "  --simulate               no GPU needed: a stand-in worker on a simulated GPU (fake driver)\n"
             "  --shm NAME               join an existing segment instead of creating one\n"
+            "  --mps                    run the workers under an MPS daemon started for this run (pipes and\n"
+            "                           log in OUTDIR/mps, quit at the end); also the file's \"mps\": true\n"
+            "  --mps-pipe DIR           run them under the MPS daemon already serving DIR (left running)\n"
+            "  --policy drain|corun     drain: a job waits until lower work has drained; corun: it starts at\n"
+            "                           once beside it (under MPS). Default: corun under MPS, else drain\n"
             "  --python PATH            the worker's interpreter (default: $GPUYIELD_PYTHON or python3)\n"
             "  --min-jobs N             jobs each worker runs at least (default 10)\n"
             "  --min-jobs-timeout S     how long past exp_dur to wait for them (default 120)\n"
@@ -62,7 +71,8 @@ static int parse_seconds(const char *opt, const char *s, double *out)
 
 static int parse_options(int argc, char **argv, struct options *o)
 {
-    enum { O_OUT = 256, O_DRY, O_NSYS, O_NSYS_PATH, O_SIM, O_SHM, O_PY, O_MIN, O_MINT, O_READY, O_STOP };
+    enum { O_OUT = 256, O_DRY, O_NSYS, O_NSYS_PATH, O_SIM, O_SHM, O_PY, O_MIN, O_MINT, O_READY, O_STOP, O_MPS,
+           O_MPS_PIPE, O_POLICY };
     static const struct option longopts[] = {
         {"file", required_argument, 0, 'f'},       {"out", required_argument, 0, O_OUT},
         {"dry-run", no_argument, 0, O_DRY},         {"nsys", no_argument, 0, O_NSYS},
@@ -70,7 +80,9 @@ static int parse_options(int argc, char **argv, struct options *o)
         {"shm", required_argument, 0, O_SHM},       {"python", required_argument, 0, O_PY},
         {"min-jobs", required_argument, 0, O_MIN},  {"min-jobs-timeout", required_argument, 0, O_MINT},
         {"ready-timeout", required_argument, 0, O_READY}, {"stop-timeout", required_argument, 0, O_STOP},
-        {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
+        {"mps", no_argument, 0, O_MPS},             {"mps-pipe", required_argument, 0, O_MPS_PIPE},
+        {"policy", required_argument, 0, O_POLICY}, {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
     memset(o, 0, sizeof *o);
     o->ready_timeout = 600;
     o->min_jobs_timeout = 120;
@@ -96,6 +108,17 @@ static int parse_options(int argc, char **argv, struct options *o)
         case O_SIM: o->simulate = true; break;
         case O_SHM: o->shm = optarg; break;
         case O_PY: o->python = optarg; break;
+        case O_MPS: o->mps = true; break;
+        case O_MPS_PIPE: o->mps_pipe = optarg; break;
+        case O_POLICY: {
+            enum gy_policy policy;
+            if (gy_policy_parse(optarg, &policy)) {
+                fprintf(stderr, "run_exp: error: --policy '%s' must be drain or corun\n", optarg);
+                return -1;
+            }
+            o->policy = optarg;
+            break;
+        }
         case O_MIN: {
             char *end;
             long v = strtol(optarg, &end, 10);
@@ -127,6 +150,10 @@ static int parse_options(int argc, char **argv, struct options *o)
     }
     if (o->nsys && o->simulate) {
         fprintf(stderr, "run_exp: error: --nsys and --simulate do not go together: Nsight Systems needs a real GPU\n");
+        return -1;
+    }
+    if (o->mps && o->mps_pipe) {
+        fprintf(stderr, "run_exp: error: --mps starts a daemon and --mps-pipe joins one: give one of them\n");
         return -1;
     }
     return 0;
@@ -355,6 +382,38 @@ int main(int argc, char **argv)
         return rc;
     }
 
+    /* MPS and the policy: flags win over the file; corun by default where MPS runs. */
+    bool use_mps = o.mps || o.mps_pipe || cfg.mps;
+    if (use_mps && o.simulate) {
+        fprintf(stderr, "run_exp: error: MPS needs a real GPU and --simulate runs without one: drop --mps/--mps-pipe "
+                        "(or \"mps\" from %s) to simulate\n", o.config);
+        config_free(&cfg);
+        return 2;
+    }
+    const char *policy_text = o.policy ? o.policy : cfg.policy ? cfg.policy : use_mps ? "corun" : "drain";
+    enum gy_policy policy = GY_POLICY_DRAIN;
+    gy_policy_parse(policy_text, &policy);
+    if (policy == GY_POLICY_CORUN && !use_mps)
+        fprintf(stderr, "run_exp: warning: policy corun without MPS: a job starts while lower work is still queued, "
+                        "and the GPU time-slices between them; corun is meant for MPS (--mps)\n");
+    char mps_dir[2 * PATH_MAX + 8], pipe_dir[2 * PATH_MAX + 16], log_dir[2 * PATH_MAX + 16];
+    pipe_dir[0] = log_dir[0] = mps_dir[0] = '\0';
+    if (o.mps_pipe) {
+        snprintf(pipe_dir, sizeof pipe_dir, "%s", o.mps_pipe);
+    } else if (use_mps) { /* absolute: the daemon and the workers must agree whatever their cwd */
+        const char *od = cfg.models[0].out_dir;
+        char cwd[PATH_MAX] = "";
+        if (od[0] != '/' && !getcwd(cwd, sizeof cwd))
+            cwd[0] = '\0';
+        snprintf(mps_dir, sizeof mps_dir, "%s%s%s/mps", cwd, cwd[0] ? "/" : "", od);
+        snprintf(pipe_dir, sizeof pipe_dir, "%s/pipe", mps_dir);
+        snprintf(log_dir, sizeof log_dir, "%s/log", mps_dir);
+    }
+    int top_priority = 0;
+    for (int i = 0; i < cfg.nmodels; i++)
+        if (cfg.models[i].priority > top_priority)
+            top_priority = cfg.models[i].priority;
+
     /* The segment: created under a tag unique to this run, or joined. */
     char segment[GY_NAME_MAX], tag[48];
     gy_err err;
@@ -369,7 +428,9 @@ int main(int argc, char **argv)
     snprintf(fake_device, sizeof fake_device, "%s/gpuyield-sim-%u-%d.dev", tmpdir, (unsigned)getuid(), (int)getpid());
     snprintf(fake_log, sizeof fake_log, "%s/simulated_kernels.log", cfg.models[0].out_dir);
     struct launch_settings ls = {.python = o.python, .segment = segment, .simulate = o.simulate,
-                                 .fake_device_file = fake_device, .fake_log = fake_log};
+                                 .fake_device_file = fake_device, .fake_log = fake_log,
+                                 .mps_pipe_dir = use_mps ? pipe_dir : NULL, .mps_log_dir = log_dir[0] ? log_dir : NULL,
+                                 .mps_top_priority = policy == GY_POLICY_CORUN ? top_priority : -1};
     static struct launch launches[EXP_MAX_MODELS];
     for (int i = 0; i < cfg.nmodels; i++) {
         if (launch_build(&cfg, &cfg.models[i], &in, &ls, &launches[i]) != 0) {
@@ -397,6 +458,28 @@ int main(int argc, char **argv)
         rc = 1;
         goto out;
     }
+    /* MPS before any worker: a worker that finds no daemon would run without it, unseen. */
+    gy_mps mps = {0};
+    if (use_mps && (o.mps_pipe ? gy_mps_join(&mps, pipe_dir, &err) : gy_mps_start(&mps, pipe_dir, log_dir, &err))) {
+        fprintf(stderr, "run_exp: error: %s\n", err.msg);
+        if (mps_dir[0]) { /* only what is empty: nothing of the user's goes */
+            rmdir(log_dir);
+            rmdir(pipe_dir);
+            rmdir(mps_dir);
+        }
+        for (int i = 0; i < cfg.nmodels; i++)
+            rmdir(cfg.models[i].out_dir);
+        gy_close(&shm);
+        if (!o.shm)
+            gy_remove(segment, NULL);
+        rc = 1;
+        goto out;
+    }
+    if (!o.shm)
+        gy_set_policy(&shm, policy, use_mps);
+    if (use_mps)
+        printf("run_exp: MPS daemon %s %s; policy %s\n", mps.started ? "started, pipes in" : "joined at", mps.pipe_dir,
+               policy_text);
     if (o.simulate) {
         unlink(fake_log);
         printf("run_exp: SIMULATED run: stand-in workers on the fake GPU driver; the figures are not a real GPU's\n");
@@ -410,9 +493,15 @@ int main(int argc, char **argv)
     else
         outcome = RUN_INTERRUPTED;
     struct run_info info = {.segment = segment, .simulated = o.simulate, .outcome = outcome,
-                            .fake_log = o.simulate ? fake_log : NULL};
+                            .fake_log = o.simulate ? fake_log : NULL, .policy = policy_text, .mps = use_mps};
     if (results_write(&cfg, results, &info) != 0)
         rc = 1;
+    if (gy_mps_stop(&mps, 10, &err) != 0) {
+        fprintf(stderr, "run_exp: error: %s\n", err.msg);
+        rc = 1;
+    } else if (mps.daemon_pid && use_mps && !o.mps_pipe) {
+        printf("run_exp: MPS daemon quit\n");
+    }
     gy_close(&shm);
     if (!o.shm && gy_remove(segment, &err) != 0)
         fprintf(stderr, "run_exp: warning: %s\n", err.msg);

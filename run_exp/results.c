@@ -227,6 +227,8 @@ int results_write(const struct exp_config *cfg, const struct worker_result *res,
     json_t *summary = json_pack("{s:s,s:b,s:s,s:s,s:f,s:i,s:o}", "config", cfg->path, "simulated", info->simulated,
                                 "outcome", outcome_name(info->outcome), "segment", info->segment ? info->segment : "",
                                 "exp_dur_s", cfg->exp_dur, "device_id", cfg->device_id, "models", models);
+    json_object_set_new(summary, "policy", json_string(info->policy ? info->policy : "drain"));
+    json_object_set_new(summary, "mps", json_boolean(info->mps));
     if (info->simulated) {
         json_object_set_new(summary, "note", json_string("simulated: a stand-in worker on the fake GPU driver; the "
                                                          "figures show the pipeline, not a GPU's behaviour"));

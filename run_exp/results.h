@@ -13,6 +13,8 @@ struct run_info {
     bool simulated;
     enum run_outcome outcome;
     const char *fake_log; /* simulate: the simulated kernel log kept with the results, or NULL */
+    const char *policy;   /* "drain" or "corun" */
+    bool mps;
 };
 
 /* Writes models_pid.json and summary.json, prints the table. Returns 0, or -1 when a file could

@@ -124,7 +124,8 @@ def run_jobs(link, csv, run_job, priority=0, segment=None, sleep_time=0.0, progr
             with segment.job(priority) as marked:
                 mem = run_job()
             end_ns = time.monotonic_ns()
-            wait_ns, drained = marked.wait_ns, 0 if marked.timed_out else 1
+            # drained: 1 drained, 0 the drain timed out, 2 co-run (the policy does not wait).
+            wait_ns, drained = marked.wait_ns, 2 if marked.corun else 0 if marked.timed_out else 1
         else:
             mem = run_job()
             end_ns = time.monotonic_ns()

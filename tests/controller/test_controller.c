@@ -579,6 +579,56 @@ static int lower_never_acks(const char *name, long unused)
     return 0;
 }
 
+TEST(corun_begin_closes_the_gate_and_returns_without_waiting_for_the_drain)
+{
+    gy_shm shm;
+    gy_err err;
+    gy_job job;
+    REQUIRE(create_fresh("corun", 5000 * MS, &shm));
+    REQUIRE(gy_register(&shm, 1, &err) == 0);
+    CHECK(gy_get_policy(&shm) == GY_POLICY_DRAIN, "a new segment drains by default");
+    gy_set_policy(&shm, GY_POLICY_CORUN, true);
+    CHECK(gy_get_policy(&shm) == GY_POLICY_CORUN && gy_get_mps(&shm));
+    pid_t child = spawn(lower_never_acks, shm.name, 0); /* in flight, and never drains */
+    CHECK(WAIT_FOR(shm.seg->procs[0].inflight || shm.seg->procs[1].inflight, 3000));
+    uint64_t t0 = gy_now_ns();
+    REQUIRE(gy_begin(&shm, 1, &job, &err) == 0);
+    uint64_t took = gy_now_ns() - t0;
+    CHECK(took < 100 * MS, "a corun begin took %llu ms", (unsigned long long)(took / MS));
+    CHECK(job.corun && !job.drained && !job.timed_out && job.wait_ns == 0);
+    CHECK(!gy_launch_allowed(&shm, 0), "the gate is closed for lower launches during the job");
+    CHECK(atomic_load(&shm.seg->total_drain_timeouts) == 0, "no wait, so no timeout is counted");
+    struct gy_status st;
+    char json[4096];
+    REQUIRE(gy_status_read(&shm, &st, &err) == 0);
+    gy_status_json(&st, json, sizeof json);
+    CHECK(strstr(json, "\"policy\": \"corun\", \"mps\": true") != NULL, "%s", json);
+    gy_job_exit(&shm, &job, &err);
+    CHECK(gy_launch_allowed(&shm, 0), "the gate opens at the end");
+    /* Back to drain: the same begin now waits for the drain (and times out on this helper). */
+    gy_set_policy(&shm, GY_POLICY_DRAIN, false);
+    REQUIRE(gy_job_enter(&shm, 1, 200 * MS, &job, &err) == 0);
+    CHECK(gy_job_wait_drained(&shm, &job, 0) == GY_WAIT_TIMEDOUT && !job.corun);
+    gy_job_exit(&shm, &job, &err);
+    kill(child, SIGKILL);
+    wait_exit(child);
+    destroy(&shm);
+}
+
+TEST(policy_names_parse_and_out_of_range_policy_is_refused)
+{
+    enum gy_policy p;
+    CHECK(gy_policy_parse("corun", &p) == 0 && p == GY_POLICY_CORUN);
+    CHECK(gy_policy_parse("drain", &p) == 0 && p == GY_POLICY_DRAIN);
+    CHECK(gy_policy_parse("Corun", &p) == -1 && gy_policy_parse("", &p) == -1 && gy_policy_parse(NULL, &p) == -1);
+    gy_shm shm, other;
+    gy_err err;
+    REQUIRE(create_fresh("policy", 0, &shm));
+    atomic_store(&shm.seg->policy, 7u); /* corrupted */
+    CHECK(gy_open(shm.name, &other, &err) == -1 && strstr(err.msg, "policy out of range"), "%s", err.msg);
+    destroy(&shm);
+}
+
 TEST(drain_timeout_is_bounded_counted_and_reported)
 {
     gy_shm shm;

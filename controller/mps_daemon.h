@@ -1,0 +1,33 @@
+/* An MPS control daemon managed for one experiment: started with its own pipe and log
+ * directories (so it never meets another experiment's or another user's daemon) and quit at the
+ * end, or joined when one already runs. Workers find it through CUDA_MPS_PIPE_DIRECTORY. */
+#ifndef GY_MPS_DAEMON_H
+#define GY_MPS_DAEMON_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "gpuyield.h"
+
+/* The control program; tests put a stand-in of the same name first on PATH. */
+#define GY_MPS_CONTROL "nvidia-cuda-mps-control"
+
+typedef struct gy_mps {
+    char pipe_dir[PATH_MAX];
+    char log_dir[PATH_MAX];
+    pid_t daemon_pid; /* from its pid file; 0 when unknown */
+    bool started;     /* ours to quit */
+} gy_mps;
+
+/* Start a control daemon whose pipes live in pipe_dir and logs in log_dir (both made, 0700).
+ * Refuses a pipe_dir where a daemon already answers, a path too long for its sockets, a missing
+ * control program; returns once its control socket exists. 0, or -1 with err filled. */
+int gy_mps_start(gy_mps *mps, const char *pipe_dir, const char *log_dir, gy_err *err);
+/* Use the daemon already serving pipe_dir (never quit by us). Refuses one of another user. */
+int gy_mps_join(gy_mps *mps, const char *pipe_dir, gy_err *err);
+/* Quit a daemon we started and wait (up to timeout_s) until it is gone; nothing for a joined
+ * one. Safe to call twice. */
+int gy_mps_stop(gy_mps *mps, double timeout_s, gy_err *err);
+
+#endif
