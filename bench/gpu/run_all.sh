@@ -4,7 +4,7 @@
 # are) and .nsys-libs; this builds the Python extension there, runs the named stages, and packs
 # every raw result into $OUT/results.tgz (the device returns at most 8 files).
 #   bash bench/gpu/run_all.sh STAGE...
-# stages: pyext hookcount launch launch-cost preempt preempt-quick smoke proof contention-ref contention-resnet
+# stages: pyext hookcount launch launch-cost corun-resnet corun-ref preempt preempt-quick smoke proof contention-ref contention-resnet
 #         modes-cost nsight clocks lpcost gating nsight-alone fixture hpcost faults
 #   recheck = pyext hookcount launch gating preempt-quick: the re-proof after a change to the hooks
 #   or the gate.
@@ -33,6 +33,13 @@ for stage in "${stages[@]}"; do
         OLD_LIB=${OLD_LIB:-} bash bench/gpu/launch_cost.sh "$B" "$R/launch_cost.jsonl" "${ROUNDS:-7}" > /dev/null
         "$PY" bench/gpu/summarize.py launch-cost "$R/launch_cost.jsonl" "$R/launch_cost.json" \
             "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1)" ;;
+    corun-resnet|corun-ref)
+        pair=resnet; [ "$stage" = corun-ref ] && pair=reference
+        "$PY" bench/gpu/corun_verdict.py --pair "$pair" --build "$B" --out "$R/$stage" \
+            --drain-mode "${DRAIN_MODE:-time:1000}" --corun-mode "${CORUN_MODE:-time:500}" \
+            --dur "${DUR:-60}" --alone-dur "${ALONE_DUR:-15}" --hp-sleep "${HP_SLEEP:-0.035}" \
+            --device "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1)"
+        cp "$R/$stage/verdict_$pair.json" "$OUT/" 2>/dev/null ;;
     preempt) bash bench/gpu/preempt_latency.sh "$B" "$R/preempt.jsonl" ;;
     preempt-quick) bash bench/gpu/preempt_latency.sh "$B" "$R/preempt.jsonl" "500" "none sync:1 event:1 event:4" 20 ;;
     smoke)

@@ -1,0 +1,162 @@
+"""Co-run verdict benchmark (issue 11): for one pair of models, standalone high-priority rounds
+interleaved with the contention setups (A B A B ...), each setup run by run_exp side by side in one
+invocation, >= 1000 high-priority jobs per setup, nearest-rank percentiles with bootstrap 95%
+intervals.
+
+  python3 bench/gpu/corun_verdict.py --pair resnet --build BUILD --out DIR \
+      --drain-mode time:1000 --corun-mode time:500 [--dur 60] [--alone-dur 15] [--hp-sleep 0.035]
+
+Setups: nocontrol (time-slicing), mps (MPS alone, no gating), gy_drain_<mode> (gpuyield, policy
+drain, no MPS), gy_corun_<mode> (gpuyield, policy corun under an MPS daemon run_exp starts; the
+low-priority worker at MPS client priority below normal). Standalone rounds: alone_hp@1..N between
+them, alone_lp once. Ratios use the pooled standalone rounds; the per-round p50s are recorded so
+drift between rounds shows.
+
+  hp_p50_ratio / hp_p99_ratio  HP JCT percentile under contention / pooled standalone percentile
+  lp_harvest                   LP throughput under contention / (LP standalone throughput x the
+                               fraction of time outside HP jobs at standalone speed)
+Each with a bootstrap 95% interval (resampling jobs of both sides, 2000 resamples, fixed seed).
+"""
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from contention import PAIRS, control_block, model_entry, nearest_rank, read_jobs  # noqa: E402
+
+BOOTSTRAP = 2000
+
+
+def run_setup(label, models, extra_args, args):
+    out_dir = os.path.join(args.out, label)
+    os.makedirs(out_dir, exist_ok=True)
+    cfg = {"models": models, "exp_dur": args.alone_dur if label.startswith("alone") else args.dur, "device_id": 0}
+    cfg_path = os.path.join(out_dir, "config.json")
+    with open(cfg_path, "w") as f:
+        json.dump(cfg, f, indent=1)
+    cmd = [os.path.join(args.build, "bin", "run_exp"), "-f", cfg_path, "--out", out_dir, "--min-jobs", "1"] + extra_args
+    t0 = time.time()
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    with open(os.path.join(out_dir, "run_exp.out"), "w") as f:
+        f.write(" ".join(cmd) + "\n" + proc.stdout)
+    print(f"[{args.pair}] {label}: exit {proc.returncode} in {time.time() - t0:.0f} s", flush=True)
+    if proc.returncode != 0:
+        print(proc.stdout[-2000:], flush=True)
+        return None
+    jobs = {}
+    for role in ("lp", "hp"):
+        path = os.path.join(out_dir, role + ".csv")
+        if os.path.exists(path):
+            rows = read_jobs(path)
+            jobs[role] = {"jct": [float(r["jct_ms"]) for r in rows],
+                          "span_s": (max(int(r["end_ns"]) for r in rows) - min(int(r["start_ns"]) for r in rows)) / 1e9
+                          if rows else 0.0,
+                          "drained": [int(r["drained"]) for r in rows]}
+    return jobs
+
+
+def harvest(lp_jct, lp_span, hp_jobs, alone_lp_jct, alone_hp_p50):
+    """LP throughput under contention over what the time outside HP jobs would allow."""
+    if not lp_jct or not alone_lp_jct or not lp_span:
+        return None
+    # LP runs back to back: its throughput is 1 / mean JCT (robust to resampling, unlike a span).
+    thr = 1e3 / (sum(lp_jct) / len(lp_jct))
+    alone_thr = 1e3 / (sum(alone_lp_jct) / len(alone_lp_jct))
+    idle = max(1e-9, 1 - hp_jobs * alone_hp_p50 / 1e3 / lp_span)
+    return thr / (alone_thr * idle)
+
+
+def interval(stat, rng):
+    values = sorted(v for v in (stat(rng) for _ in range(BOOTSTRAP)) if v is not None)
+    if not values:
+        return None
+    return [round(values[int(0.025 * len(values))], 4), round(values[int(0.975 * len(values)) - 1], 4)]
+
+
+def resample(xs, rng):
+    return [xs[rng.randrange(len(xs))] for _ in xs]
+
+
+def verdict_for(setup_jobs, alone_hp, alone_lp, rng):
+    hp, lp = setup_jobs["hp"]["jct"], setup_jobs["lp"]["jct"]
+    span = setup_jobs["lp"]["span_s"]
+    p50_alone, p99_alone = nearest_rank(alone_hp, 50), nearest_rank(alone_hp, 99)
+    out = {"hp_jobs": len(hp), "lp_jobs": len(lp),
+           "hp_p50_ms": nearest_rank(hp, 50), "hp_p99_ms": nearest_rank(hp, 99),
+           "hp_p50_ratio": {"value": round(nearest_rank(hp, 50) / p50_alone, 4)},
+           "hp_p99_ratio": {"value": round(nearest_rank(hp, 99) / p99_alone, 4)},
+           "lp_harvest": {"value": round(harvest(lp, span, len(hp), alone_lp, p50_alone), 4)}}
+    out["hp_p50_ratio"]["ci95"] = interval(
+        lambda r: nearest_rank(resample(hp, r), 50) / nearest_rank(resample(alone_hp, r), 50), rng)
+    out["hp_p99_ratio"]["ci95"] = interval(
+        lambda r: nearest_rank(resample(hp, r), 99) / nearest_rank(resample(alone_hp, r), 99), rng)
+    out["lp_harvest"]["ci95"] = interval(
+        lambda r: harvest(resample(lp, r), span, len(hp), resample(alone_lp, r),
+                          nearest_rank(resample(alone_hp, r), 50)), rng)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--pair", choices=sorted(PAIRS), required=True)
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--drain-mode", default="time:1000")
+    ap.add_argument("--corun-mode", default="time:500")
+    ap.add_argument("--dur", type=float, default=60)
+    ap.add_argument("--alone-dur", type=float, default=15)
+    ap.add_argument("--hp-sleep", type=float, default=0.035)
+    ap.add_argument("--device", default="")
+    args = ap.parse_args()
+    pair = PAIRS[args.pair]
+    lp, hp = pair["lp"], dict(pair["hp"], sleep_time=args.hp_sleep)
+    off = control_block(False)
+    both = lambda lp_ctl, hp_ctl: [model_entry(lp, "lp", 0, lp_ctl), model_entry(hp, "hp", 1, hp_ctl)]
+    dm, cm = args.drain_mode, args.corun_mode
+    setups = [
+        ("nocontrol", both(off, off), []),
+        ("mps", both(off, off), ["--mps"]),
+        ("gy_drain_" + dm.replace(":", ""), both(control_block(True, dm), control_block(True)), ["--policy", "drain"]),
+        ("gy_corun_" + cm.replace(":", ""), both(control_block(True, cm), control_block(True)), ["--mps", "--policy", "corun"]),
+    ]
+    os.makedirs(args.out, exist_ok=True)
+    raw = {"alone_hp_rounds": [], "setups": {}}
+    lp_alone = run_setup("alone_lp", [model_entry(lp, "lp", 0, off)], [], args)
+    raw["alone_lp"] = lp_alone["lp"]["jct"] if lp_alone else []
+    for i, (label, models, extra) in enumerate(setups):
+        a = run_setup(f"alone_hp_r{i + 1}", [model_entry(hp, "hp", 1, off)], [], args)
+        if a:
+            raw["alone_hp_rounds"].append(a["hp"]["jct"])
+        jobs = run_setup(label, models, extra, args)
+        if jobs and "hp" in jobs and "lp" in jobs:
+            raw["setups"][label] = jobs
+        with open(os.path.join(args.out, "raw.json"), "w") as f:  # a cut-off run keeps what it measured
+            json.dump(raw, f)
+    a = run_setup(f"alone_hp_r{len(setups) + 1}", [model_entry(hp, "hp", 1, off)], [], args)
+    if a:
+        raw["alone_hp_rounds"].append(a["hp"]["jct"])
+    with open(os.path.join(args.out, "raw.json"), "w") as f:
+        json.dump(raw, f)
+    alone_hp = [x for r in raw["alone_hp_rounds"] for x in r]
+    rng = random.Random(1)
+    result = {"device": args.device, "pair": args.pair, "spec": {"lp": lp, "hp": hp}, "dur_s": args.dur,
+              "alone_hp_jobs": len(alone_hp), "alone_lp_jobs": len(raw["alone_lp"]),
+              "alone_hp_round_p50_ms": [nearest_rank(r, 50) for r in raw["alone_hp_rounds"]],
+              "alone_hp_p50_ms": nearest_rank(alone_hp, 50), "alone_hp_p99_ms": nearest_rank(alone_hp, 99),
+              "setups": {}}
+    for label, jobs in raw["setups"].items():
+        result["setups"][label] = verdict_for(jobs, alone_hp, raw["alone_lp"], rng)
+        v = result["setups"][label]
+        print(f"{label:<18} hp_jobs {v['hp_jobs']:>5}  p50 x{v['hp_p50_ratio']['value']:.3f} {v['hp_p50_ratio']['ci95']}"
+              f"  p99 x{v['hp_p99_ratio']['value']:.3f} {v['hp_p99_ratio']['ci95']}"
+              f"  harvest {v['lp_harvest']['value']:.3f} {v['lp_harvest']['ci95']}", flush=True)
+    with open(os.path.join(args.out, f"verdict_{args.pair}.json"), "w") as f:
+        json.dump(result, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
