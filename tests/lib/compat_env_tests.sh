@@ -21,9 +21,20 @@ compat_env_tests() {
         fi
     done
     [ -f "$lib/libcuinterpose_event.so" ] && check_exports "$lib/libcuinterpose_event.so" "$name libcuinterpose_event.so"
-    if ! "$out/bin/expcontroller" create --name "compat$suffix" >/dev/null ||
-        ! "$out/bin/expcontroller" create --name "$other" >/dev/null; then
+    # Segments held by a live `serve` (a segment whose creator is dead may be removed by an
+    # `expcontroller clean` of a test run beside this one).
+    local serve1 serve2 i
+    "$out/bin/expcontroller" serve --name "compat$suffix" >/dev/null 2>&1 &
+    serve1=$!
+    "$out/bin/expcontroller" serve --name "$other" >/dev/null 2>&1 &
+    serve2=$!
+    for i in $(seq 100); do
+        [ -e "/dev/shm/gpuyield-$(id -u)-compat$suffix" ] && [ -e "/dev/shm/gpuyield-$(id -u)-$other" ] && break
+        sleep 0.05
+    done
+    if [ ! -e "/dev/shm/gpuyield-$(id -u)-compat$suffix" ] || [ ! -e "/dev/shm/gpuyield-$(id -u)-$other" ]; then
         bad "$name: cannot create the test segments"
+        kill "$serve1" "$serve2" 2>/dev/null; wait "$serve1" "$serve2" 2>/dev/null
         rm -rf "$dir"
         return
     fi
@@ -121,7 +132,7 @@ compat_env_tests() {
             bad "$name: $l $rest: exit $rc, $(kernels) kernels, stderr: $(cat "$dir/err")"
         fi
     done
-    "$out/bin/expcontroller" remove --name "compat$suffix" >/dev/null
-    "$out/bin/expcontroller" remove --name "$other" >/dev/null
+    kill "$serve1" "$serve2" 2>/dev/null   # serve removes its segment on SIGTERM
+    wait "$serve1" "$serve2" 2>/dev/null
     rm -rf "$dir"
 }

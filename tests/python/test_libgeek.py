@@ -159,8 +159,14 @@ def test_wait_for_empty_gpu_drains_a_low_priority_worker(suffix, tmp_path):
     waitForEmptyGPU() / setMem(0): no low kernel may execute between the end of the wait and
     setMem(0), and the worker must run before and after."""
     log = tmp_path / "fake.log"
-    rc, _, err = geek("lib.create_shared_mem_and_locks(%r.encode())" % suffix)
-    assert rc == 0 and err == ""
+    # The segment is held by a live `serve` (a segment whose creator is dead may be removed by an
+    # `expcontroller clean` of a test run beside this one).
+    serve = subprocess.Popen([EXPCONTROLLER, "serve", "--name", "compat" + suffix], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 10
+    while not os.path.exists(shm_file(suffix)) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert os.path.exists(shm_file(suffix))
     env = {k: v for k, v in os.environ.items() if not k.startswith("GPUYIELD_")}
     env.update(LD_PRELOAD=os.path.join(LIB, "libcuinterpose_event.so"), LD_LIBRARY_PATH=os.path.join(BUILD, "fakecuda"),
                FAKECUDA_LOG=str(log), SUFFIX=suffix, ID="0", EVENT_GROUP_SIZE="2")
@@ -193,7 +199,8 @@ print(times)
         if low.poll() is None:
             low.kill()
             low.wait()
-        geek("lib.remove_shared_mem_and_locks(%r.encode())" % suffix)
+        serve.terminate()  # removes the segment
+        serve.wait()
     kernels = []
     for line in log.read_text().splitlines():
         f = line.split()
