@@ -11,10 +11,12 @@
 
 #include "config.h"
 
+#define die gy_config_die
+
 static struct gy_hooks_config config;
 static pthread_once_t config_once = PTHREAD_ONCE_INIT;
 
-static void __attribute__((noreturn, format(printf, 1, 2))) die(const char *fmt, ...)
+void gy_config_die(const char *fmt, ...)
 {
     char line[512];
     va_list ap;
@@ -68,18 +70,20 @@ static void parse_mode(const char *value)
 static void load(void)
 {
     const char *shm = getenv("GPUYIELD_SHM");
+    const char *priority = getenv("GPUYIELD_PRIORITY");
+    const char *mode = getenv("GPUYIELD_MODE");
+    gy_compat_env(&shm, &priority, &mode); /* loaded as libcuinterpose*.so: the original's variables */
     if (shm && !*shm)
         die("gpuyield: GPUYIELD_SHM is set but empty (pid %d): set it to the experiment's tag or segment "
             "name, or unset it to run without gating",
             (int)getpid());
     config.shm = shm;
-    const char *priority = getenv("GPUYIELD_PRIORITY");
     unsigned long p = 0;
     if (priority && !parse_ulong(priority, 0, 7, &p))
         die("gpuyield: GPUYIELD_PRIORITY=\"%s\" is invalid (pid %d): use an integer 0..7 (higher wins)",
             priority, (int)getpid());
     config.priority = (int)p;
-    parse_mode(getenv("GPUYIELD_MODE"));
+    parse_mode(mode);
     const char *verbose = getenv("GPUYIELD_VERBOSE");
     if (verbose && strcmp(verbose, "0") != 0 && strcmp(verbose, "1") != 0)
         die("gpuyield: GPUYIELD_VERBOSE=\"%s\" is invalid (pid %d): use 1 (one line at start) or 0", verbose,

@@ -1,5 +1,6 @@
 /* run_exp: run one experiment file (the reference JSON format) end to end.
  *   run_exp -f CONFIG [--out DIR] [--dry-run] [--nsys [--nsys-path P]] [--simulate] [--shm NAME]
+ *   run_exp --layout-compat DIR   (the drop-in for the original experiment's harness)
  * Validates everything first, creates the experiment's segment, starts one worker per model,
  * releases them together, stops them after exp_dur, and writes per-job CSVs, logs,
  * models_pid.json and summary.json. */
@@ -18,6 +19,7 @@
 #include "gpu_detect.h"
 #include "gpuyield.h"
 #include "launch.h"
+#include "layout_compat.h"
 #include "mps_daemon.h"
 #include "models.h"
 #include "results.h"
@@ -53,7 +55,10 @@ static void usage(FILE *to)
             "  --min-jobs N             jobs each worker runs at least (default 10)\n"
             "  --min-jobs-timeout S     how long past exp_dur to wait for them (default 120)\n"
             "  --ready-timeout S        bound on loading and warm-up (default 600)\n"
-            "  --stop-timeout S         bound from the stop request to the worker's exit (default 30)\n");
+            "  --stop-timeout S         bound from the stop request to the worker's exit (default 30)\n"
+            "or: run_exp --layout-compat DIR\n"
+            "  place libgeek.so and libcuinterpose*.so where the original experiment's harness, checked out\n"
+            "  at DIR/gpu-tester, loads them (DIR/pytcppexp, DIR/intercept-lib/build/lib)\n");
 }
 
 static int parse_seconds(const char *opt, const char *s, double *out)
@@ -344,6 +349,17 @@ int main(int argc, char **argv)
 {
     struct options o;
     setvbuf(stdout, NULL, _IOLBF, 0);
+    for (int i = 1; i < argc; i++) {
+        bool eq = strncmp(argv[i], "--layout-compat=", 16) == 0;
+        if (!eq && strcmp(argv[i], "--layout-compat") != 0)
+            continue;
+        if (argc != (eq ? 2 : 3) || i != 1) {
+            fprintf(stderr, "run_exp: error: --layout-compat takes one directory and no other option: run_exp "
+                            "--layout-compat DIR\n");
+            return 2;
+        }
+        return layout_compat_main(eq ? argv[1] + 16 : argv[2]);
+    }
     if (parse_options(argc, argv, &o) != 0)
         return 2;
     static struct exp_config cfg;

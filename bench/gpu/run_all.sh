@@ -6,6 +6,7 @@
 #   bash bench/gpu/run_all.sh STAGE...
 # stages: pyext hookcount launch launch-cost corun-resnet corun-ref preempt preempt-quick smoke proof contention-ref contention-resnet
 #         modes-cost nsight clocks lpcost gating nsight-alone fixture hpcost faults
+#         compat (the drop-in for the original experiment: bench/gpu/compat_check.sh)
 #   recheck = pyext hookcount launch gating preempt-quick: the re-proof after a change to the hooks
 #   or the gate.
 set -u
@@ -90,6 +91,8 @@ PY
               --setups "${HPCOST:-hp_alone_off,hp_alone_none,hp_alone_event:8,hp_alone_time:2000,hp_alone_off@2,hp_alone_none@2,hp_alone_event:8@2,hp_alone_time:2000@2}" \
               --out "$R/hpcost.json" | tail -12 ;;
     faults) ROUNDS=${ROUNDS:-2} OUT=$R/faults BUILD=$B bash bench/gpu/fault_injection.sh 2>&1 | tail -15 ;;
+    compat) OUT=$R/compat BUILD=$B bash bench/gpu/compat_check.sh 2>&1 | grep -v '^\[\|Processing' | tail -40
+            echo "compat check exit ${PIPESTATUS[0]}" ;;
     *) echo "run_all: unknown stage '$stage'" ;;
     esac
 done

@@ -73,6 +73,11 @@ static CUresult launch(CUfunction f, CUstream s) { return cuLaunchKernel(f, 1, 1
 static void print_counters(void)
 {
     const char *tag = getenv("GPUYIELD_SHM");
+    static char compat_tag[64];
+    if (!tag && getenv("SUFFIX")) { /* the original harness's variable (libcuinterpose*.so) */
+        snprintf(compat_tag, sizeof compat_tag, "compat%s", getenv("SUFFIX"));
+        tag = compat_tag;
+    }
     int pid = getpid();
     if (!tag) {
         printf("counters pid=%d slot=0\n", pid);

@@ -40,6 +40,33 @@ CREATE TABLE NVTX_EVENTS (
     int32Value INTEGER, floatValue REAL, jsonTextId INTEGER, jsonText TEXT, binaryData TEXT);
 """
 
+# Tables that the original experiment's command line adds (nsys profile -t cuda,nvtx,osrt,cudnn,cublas
+# -s cpu --cudabacktrace=true): OS runtime calls, cuDNN and cuBLAS ranges, CPU samples with their
+# call chains, CUDA API backtraces, thread scheduling. nsight-parser must read around them.
+EXTRA_SCHEMA = """
+CREATE TABLE OSRT_API (start INTEGER NOT NULL, end INTEGER, eventClass INTEGER NOT NULL, globalTid INTEGER,
+    correlationId INTEGER, nameId INTEGER NOT NULL REFERENCES StringIds(id), returnValue INTEGER NOT NULL,
+    nestingLevel INTEGER, callchainId INTEGER);
+CREATE TABLE OSRT_CALLCHAINS (id INTEGER NOT NULL, symbol INTEGER NOT NULL, module INTEGER NOT NULL,
+    kernelMode INTEGER, thumbCode INTEGER, unresolved INTEGER, specialEntry INTEGER, originalIP INTEGER,
+    unwindMethod INTEGER, stackDepth INTEGER NOT NULL, PRIMARY KEY (id, stackDepth));
+CREATE TABLE CUDNN_EVENTS (start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass INTEGER NOT NULL,
+    globalTid INTEGER, nameId INTEGER NOT NULL REFERENCES StringIds(id));
+CREATE TABLE CUBLAS_EVENTS (start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass INTEGER NOT NULL,
+    globalTid INTEGER, nameId INTEGER NOT NULL REFERENCES StringIds(id));
+CREATE TABLE COMPOSITE_EVENTS (id INTEGER NOT NULL PRIMARY KEY, start INTEGER NOT NULL, cpu INTEGER,
+    threadState INTEGER, globalTid INTEGER, cpuCycles INTEGER NOT NULL);
+CREATE TABLE SAMPLING_CALLCHAINS (id INTEGER NOT NULL REFERENCES COMPOSITE_EVENTS(id), symbol INTEGER NOT NULL,
+    module INTEGER NOT NULL, kernelMode INTEGER, thumbCode INTEGER, unresolved INTEGER, specialEntry INTEGER,
+    originalIP INTEGER, unwindMethod INTEGER, stackDepth INTEGER NOT NULL, PRIMARY KEY (id, stackDepth));
+CREATE TABLE CUDA_CALLCHAINS (id INTEGER NOT NULL, symbol INTEGER NOT NULL, module INTEGER NOT NULL,
+    unresolved INTEGER, originalIP INTEGER, stackDepth INTEGER NOT NULL, PRIMARY KEY (id, stackDepth));
+CREATE TABLE SCHED_EVENTS (start INTEGER NOT NULL, cpu INTEGER NOT NULL, isSchedIn INTEGER NOT NULL,
+    globalTid INTEGER, threadState INTEGER, threadBlock INTEGER);
+"""
+EXTRA_TABLES = ["OSRT_API", "OSRT_CALLCHAINS", "CUDNN_EVENTS", "CUBLAS_EVENTS", "COMPOSITE_EVENTS",
+                "SAMPLING_CALLCHAINS", "CUDA_CALLCHAINS", "SCHED_EVENTS"]
+
 EVENT_TYPES = [(33, "NvtxCategory", "NVTX Category"), (34, "NvtxMark", "NVTX Mark"),
                (39, "NvtxThread", "NVTX Thread"), (59, "NvtxPushPopRange", "NVTX PushPop Range"),
                (60, "NvtxStartEndRange", "NVTX StartEnd Range"), (75, "NvtxDomainCreate", "NVTX Domain Create"),
@@ -90,7 +117,9 @@ class Report:
         self.ranges.append(dict(pid=pid, tid=tid or pid, start=start, end=end, text=text,
                                 event_type=event_type, use_text_id=use_text_id))
 
-    def write(self, path, runtime=True, nvtx=True, processes=True, kernels=True):
+    def write(self, path, runtime=True, nvtx=True, processes=True, kernels=True, extra_tables=False):
+        """extra_tables: also the tables of the original's command line (EXTRA_SCHEMA), filled with
+        rows of the same processes and times (many more rows than kernels, as in real exports)."""
         db = sqlite3.connect(path)
         statements = [s for s in SCHEMA.split(";") if s.strip()]
         skip = set()
@@ -133,9 +162,46 @@ class Report:
                              text_id, 0))
             db.executemany("INSERT INTO NVTX_EVENTS (start, end, eventType, rangeId, category, color, text, "
                            "globalTid, endGlobalTid, textId, domainId) VALUES (?,?,?,?,?,?,?,?,?,?,?)", rows)
+        if extra_tables:
+            self._write_extra(db)
         db.executemany("INSERT INTO StringIds VALUES (?,?)", [(i, v) for v, i in self.strings.items()])
         db.commit()
         db.close()
+
+    def _write_extra(self, db):
+        for statement in EXTRA_SCHEMA.split(";"):
+            if statement.strip():
+                db.execute(statement)
+        pids = sorted({k["pid"] for k in self.kernels} | {p for p, _ in self.processes}) or [1]
+        times = sorted(k["start"] for k in self.kernels) or [1_000_000]
+        osrt, dnn, blas, samples, sched, chains = [], [], [], [], [], []
+        for i, t in enumerate(times):
+            for pid in pids:
+                tid = global_tid(pid, pid)
+                osrt.append((t - 500, t - 100, 27, tid, None, self.string_id("pthread_cond_timedwait"), 0, 0, i))
+                osrt.append((t - 90, None, 27, tid, None, self.string_id("ioctl"), 0, 1, None))  # unfinished
+                dnn.append((t - 80, t - 10, 0, tid, self.string_id("cudnnConvolutionForward")))
+                blas.append((t - 70, t - 20, 0, tid, self.string_id("cublasSgemm_v2")))
+                samples.append((len(samples), t, i % 16, 1, tid, 1000 + i))
+                sched.append((t, i % 16, i % 2, tid, 1, None))
+            for depth in range(3):
+                chains.append((i, self.string_id("frame%d" % depth), self.string_id("libtorch_cuda.so"), 0, 0, 0,
+                               0, 0x7f0000 + depth, 1, depth))
+        db.executemany("INSERT INTO OSRT_API VALUES (?,?,?,?,?,?,?,?,?)", osrt)
+        db.executemany("INSERT INTO OSRT_CALLCHAINS VALUES (?,?,?,?,?,?,?,?,?,?)", chains)
+        db.executemany("INSERT INTO CUDNN_EVENTS VALUES (?,?,?,?,?)", dnn)
+        db.executemany("INSERT INTO CUBLAS_EVENTS VALUES (?,?,?,?,?)", blas)
+        db.executemany("INSERT INTO COMPOSITE_EVENTS VALUES (?,?,?,?,?,?)", samples)
+        db.executemany("INSERT INTO SAMPLING_CALLCHAINS VALUES (?,?,?,?,?,?,?,?,?,?)",
+                       [(s[0],) + c[1:] for s, c in zip(samples, chains * (len(samples) // max(len(chains), 1) + 1))])
+        db.executemany("INSERT INTO CUDA_CALLCHAINS VALUES (?,?,?,?,?,?)",
+                       [(c[0], c[1], c[2], 0, c[7], c[9]) for c in chains])
+        db.executemany("INSERT INTO SCHED_EVENTS VALUES (?,?,?,?,?,?)", sched)
+        # --cudabacktrace: runtime calls point at a backtrace
+        try:
+            db.execute("UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET callchainId = correlationId % 7")
+        except sqlite3.OperationalError:  # written without the runtime table
+            pass
 
     def write_kern_exec_csv(self, path, preamble=True):
         """The nsys stats cuda_kern_exec_trace CSV of the kernels that have a launch call."""

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import nsys_report  # noqa: E402
 from nsys_report import MARK, PUSH_POP, START_END, Report  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -230,6 +231,30 @@ def test_without_runtime_nvtx_and_processes_tables(work):
         assert m["queue_ns"] == {"median": None, "p99": None} and m["nvtx"] == {}
     rows = read_table(work / "out" / f"process_{PID_A}.csv")
     assert all(r["IssueStart"] is None and r["QueueDelay"] is None for r in rows)
+
+
+def test_extra_tables_of_the_original_command_line_change_nothing(work):
+    """An export of `nsys profile -t cuda,nvtx,osrt,cudnn,cublas -s cpu --cudabacktrace=true` has
+    OS runtime, cuDNN, cuBLAS, CPU sampling and backtrace tables beside the CUDA ones: the parser
+    must read the same kernels, queue delays and NVTX ranges as without them, and say nothing."""
+    plain, extra = work / "plain.sqlite", work / "extra.sqlite"
+    two_model_report(seed=11).write(plain)
+    two_model_report(seed=11).write(extra, extra_tables=True)
+    with sqlite3.connect(extra) as db:
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        assert set(nsys_report.EXTRA_TABLES) <= tables
+        assert db.execute("SELECT count(*) FROM OSRT_API").fetchone()[0] > 0
+        assert db.execute("SELECT count(*) FROM COMPOSITE_EVENTS").fetchone()[0] > 0
+    (work / "pids.json").write_text(json.dumps([["model_A", PID_A], ["model_B", PID_B]]))
+    outs = {}
+    for db in (plain, extra):
+        r = run(db, "-p", work / "pids.json", "-o", work / db.stem)
+        assert r.returncode == 0, r.stderr
+        assert "warning" not in r.stderr, r.stderr
+        summary = check_outputs(work / db.stem, db, {PID_A: "model_A", PID_B: "model_B"})
+        outs[db.stem] = (summary["models"], {f.name: f.read_bytes() for f in (work / db.stem).glob("*.csv")})
+    assert outs["plain"] == outs["extra"]
+    assert outs["extra"][0][1]["nvtx"]["preemption"]["count"] == 5
 
 
 def test_statistics_definitions(work):

@@ -62,4 +62,9 @@ else
 fi
 ASAN_RUNTIME=$(gcc -print-file-name=libasan.so)
 run_variant asan+ubsan "$BUILD/asan" "$ASAN_RUNTIME"
+# The original experiment's names and environment (libcuinterpose*.so: hooks/compat_env.c).
+# shellcheck source=tests/lib/compat_env_tests.sh
+. "$ROOT/tests/lib/compat_env_tests.sh"
+compat_env_tests plain "$BUILD" ""
+compat_env_tests asan+ubsan "$BUILD/asan" "$ASAN_RUNTIME"
 echo "$passed passed, $failed failed"

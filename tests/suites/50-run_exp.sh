@@ -388,6 +388,42 @@ PY
     fi
 fi
 
+# ---- --layout-compat: the drop-in for the original experiment's harness ------------------------
+L=$T/layout
+expect layout_usage_no_dir 2 "takes one directory" "$RUN_EXP" --layout-compat
+expect layout_usage_extra_option 2 "takes one directory" "$RUN_EXP" --layout-compat "$L" -f x.json
+expect layout_missing_build 1 "libgeek.so is missing: build it" env GPUYIELD_BUILD=$T/nobuild "$RUN_EXP" --layout-compat "$L"
+expect layout_uncreatable_dir 1 "cannot create directory" "$RUN_EXP" --layout-compat /proc/gy-no-such/dir
+expect layout_places_the_files 0 "pytcppexp/libgeek.so" "$RUN_EXP" --layout-compat "$L"
+want="intercept-lib/build/lib/libcuinterpose.so
+intercept-lib/build/lib/libcuinterpose_event.so
+intercept-lib/build/lib/libcuinterpose_sync.so
+pytcppexp/libgeek.so"
+got=$(cd "$L" && find . -type f | sed 's|^\./||' | sort)
+check layout_exactly_the_four_files test "$got" = "$want"
+same=1
+for f in $want; do cmp -s "$L/$f" "$BUILD/lib/$(basename "$f")" || same=0; done
+check layout_files_are_this_builds test "$same" = 1
+printf 'stale' > "$L/pytcppexp/libgeek.so"
+"$RUN_EXP" --layout-compat "$L" >/dev/null 2>&1
+check layout_again_replaces_stale_files cmp -s "$L/pytcppexp/libgeek.so" "$BUILD/lib/libgeek.so"
+# The original harness's way, from DIR/gpu-tester: relative ctypes load, SUFFIX/ID env, LD_PRELOAD.
+mkdir -p "$L/gpu-tester"
+cp "$HERE/original/harness.py" "$L/gpu-tester/run_exp.py"
+for lib_mode in libcuinterpose_sync.so:sync:2 libcuinterpose_event.so:event:3 libcuinterpose.so:none; do
+    lib=${lib_mode%%:*} mode=${lib_mode#*:}
+    out=$(cd "$L/gpu-tester" && env -u GPUYIELD_SHM -u GPUYIELD_MODE -u GPUYIELD_PRIORITY GPUYIELD_VERBOSE=1 \
+        LD_LIBRARY_PATH="$BUILD/fakecuda" "$PYTHON" run_exp.py "$lib" "$BUILD/tests/hooks/cuda_worker" plain 3 2>&1)
+    rc=$?
+    suffix=$(head -n 1 <<< "$out")
+    if [ "$rc" -eq 0 ] && grep -q "gates its kernel launches through /gpuyield-$UIDN-compat$suffix (slot [0-9]*) at priority 0, queue mode $mode\$" <<< "$out" &&
+        [ "$(wc -l <<< "$out")" -eq 2 ] && [ ! -e "/dev/shm/gpuyield-$UIDN-compat$suffix" ]; then
+        pass "layout_original_harness_$lib"
+    else
+        fail "layout_original_harness_$lib" "exit $rc: $out"
+    fi
+done
+
 # ---- the Python worker's logic (no torch: the job is a stand-in) -----------------------------
 out=$(PYTHONPATH="$BUILD/python" "$PYTHON" -m pytest -q -p no:cacheprovider "$HERE/test_worker.py" 2>&1)
 echo "$out" | sed 's/^/  [worker.py] /'
