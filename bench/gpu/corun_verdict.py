@@ -111,6 +111,7 @@ def main():
     ap.add_argument("--alone-dur", type=float, default=15)
     ap.add_argument("--hp-sleep", type=float, default=0.035)
     ap.add_argument("--device", default="")
+    ap.add_argument("--from-raw", help="recompute the verdict from a raw.json an earlier (cut-off) run wrote")
     args = ap.parse_args()
     pair = PAIRS[args.pair]
     lp, hp = pair["lp"], dict(pair["hp"], sleep_time=args.hp_sleep)
@@ -124,6 +125,10 @@ def main():
         ("gy_corun_" + cm.replace(":", ""), both(control_block(True, cm), control_block(True)), ["--mps", "--policy", "corun"]),
     ]
     os.makedirs(args.out, exist_ok=True)
+    if args.from_raw:
+        with open(args.from_raw) as f:
+            raw = json.load(f)
+        return summarize(raw, args, lp, hp)
     raw = {"alone_hp_rounds": [], "setups": {}}
     lp_alone = run_setup("alone_lp", [model_entry(lp, "lp", 0, off)], [], args)
     raw["alone_lp"] = lp_alone["lp"]["jct"] if lp_alone else []
@@ -141,6 +146,10 @@ def main():
         raw["alone_hp_rounds"].append(a["hp"]["jct"])
     with open(os.path.join(args.out, "raw.json"), "w") as f:
         json.dump(raw, f)
+    summarize(raw, args, lp, hp)
+
+
+def summarize(raw, args, lp, hp):
     alone_hp = [x for r in raw["alone_hp_rounds"] for x in r]
     rng = random.Random(1)
     result = {"device": args.device, "pair": args.pair, "spec": {"lp": lp, "hp": hp}, "dur_s": args.dur,
