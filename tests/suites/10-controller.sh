@@ -66,6 +66,24 @@ check clean_kept_live test -e "/dev/shm/gpuyield-$(id -u)-$TAG-live"
 check clean_kept_foreign test -e "$FOREIGN"
 expect open_foreign_refused 1 "not by you|another user" "$EXP" status --name "/gpuyield-4242-$TAG-foreign"
 rm -f "$FOREIGN"
+# make.sh's leak check, on copies in a private directory (a run beside ours must not see them):
+# reported only when neither the test process named in it nor its creator lives.
+SHMDIR=$(mktemp -d)
+DEAD=$(sh -c 'echo $$') # a pid whose process is gone
+U=$(id -u)
+keep_copy() { cp "/dev/shm/gpuyield-$U-$1" "$SHMDIR/gpuyield-$U-$2"; }
+"$EXP" create --name "$TAG-leak" > /dev/null # its creator exits at once
+keep_copy "$TAG-leak" "test-cli-$DEAD-dead"
+keep_copy "$TAG-leak" "$TAG-named"            # creator dead, but this shell is the pid in the name
+keep_copy "$TAG-live" "test-cli-$DEAD-served" # creator: the serve still running
+"$EXP" remove --name "$TAG-leak" > /dev/null
+printf 'garbage' > "$SHMDIR/gpuyield-$U-test-cli-$DEAD-corrupt" # no header: the name's pid decides
+leaked=$("$PYTHON" "$ROOT/tests/lib/leaked_segments.py" --dir "$SHMDIR"); rc=$?
+want=$(printf 'gpuyield-%s-test-cli-%s-corrupt\ngpuyield-%s-test-cli-%s-dead' "$U" "$DEAD" "$U" "$DEAD")
+if [ "$rc" -eq 1 ] && [ "$leaked" = "$want" ]; then pass leak_check_reports_dead; else fail leak_check_reports_dead "exit $rc: $leaked"; fi
+leaked=$("$PYTHON" "$ROOT/tests/lib/leaked_segments.py" --dir "$SHMDIR" --except "gpuyield-$U-test-cli-$DEAD-dead" "gpuyield-$U-test-cli-$DEAD-corrupt"); rc=$?
+if [ "$rc" -eq 0 ] && [ -z "$leaked" ]; then pass leak_check_keeps_live_and_excepted; else fail leak_check_keeps_live_and_excepted "exit $rc: $leaked"; fi
+rm -rf "$SHMDIR"
 kill -INT "$LIVE"; wait "$LIVE"
 check serve_removes_on_sigint test ! -e "/dev/shm/gpuyield-$(id -u)-$TAG-live"
 
