@@ -266,7 +266,7 @@ static int launch_inside_own_job(const char *name, long unused)
     gy_shm launcher, marker;
     gy_err err;
     gy_job job;
-    alarm(3);
+    alarm(10);
     if (gy_open(name, &launcher, &err) || gy_register(&launcher, 0, &err) || gy_open(name, &marker, &err) ||
         gy_register(&marker, 2, &err) || gy_begin(&marker, 2, &job, &err))
         return 10;
@@ -275,7 +275,8 @@ static int launch_inside_own_job(const char *name, long unused)
     uint64_t t0 = gy_now_ns();
     int allowed_at = -1;
     gy_wait_until_allowed(&launcher, &allowed_at);
-    if (gy_now_ns() - t0 > 50 * MS)
+    /* Blocked, it would wait for ever (the alarm); 1 s only allows for a crowded machine. */
+    if (gy_now_ns() - t0 > 1000 * MS)
         return 12;
     if (atomic_load(&launcher.seg->procs[launcher.slot].counters.waits) != 0)
         return 13; /* not counted as a wait */
@@ -315,7 +316,7 @@ static int hold_job_and_launch(const char *name, long level_and_peers)
     gy_shm shm;
     gy_err err;
     gy_job job;
-    alarm(5);
+    alarm(30);
     if (gy_open(name, &shm, &err) || gy_register(&shm, 0, &err) || gy_job_enter(&shm, level, 0, &job, &err))
         return 10;
     while (shm.seg->jobs[level] < (uint32_t)peer_jobs)
@@ -326,7 +327,8 @@ static int hold_job_and_launch(const char *name, long level_and_peers)
         int at = -1;
         uint64_t t0 = gy_now_ns();
         gy_wait_until_allowed(&shm, &at);
-        if (gy_now_ns() - t0 > 50 * MS || at != level)
+        /* A deadlock waits for ever (the alarm); 1 s only allows for a crowded machine. */
+        if (gy_now_ns() - t0 > 1000 * MS || at != level)
             return 12;
         sleep_ms(5);
     }
