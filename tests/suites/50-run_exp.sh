@@ -320,14 +320,17 @@ check sigkill_segment_cleanable test "$(segments_of "$pid")" -eq 0
 
 # --shm joins an existing segment and leaves it in place.
 TAG=test-runexp-$$
-"$BUILD/bin/expcontroller" create --name "$TAG" > /dev/null
+# Made by a live serve: `expcontroller clean` (of a run beside this one) leaves it alone.
+"$BUILD/bin/expcontroller" serve --name "$TAG" > /dev/null 2>&1 &
+SERVE=$!
+wait_until 60 test -e "/dev/shm/gpuyield-$UIDN-$TAG"
 rm -rf "$T/out"
 cfg "$T/join.json" --set exp_dur=0.2 --set models.1.control.control=true
 # control: true on a fake (bash) worker would preload the hooks into bash: keep model_B's env only.
 out=$(FAKE_WORKER_MODE=env_dump "$RUN_EXP" -f "$T/min.json" --shm "$TAG" --min-jobs 1 2>&1); rc=$?
 check shm_join_runs test "$rc" -eq 0
 check shm_join_left_in_place test -e "/dev/shm/gpuyield-$UIDN-$TAG"
-"$BUILD/bin/expcontroller" remove --name "$TAG" > /dev/null
+kill -TERM "$SERVE"; wait "$SERVE" # removes the segment
 expect shm_join_missing 1 "no segment /gpuyield-$UIDN-$TAG-none" "$RUN_EXP" -f "$T/min.json" --shm "$TAG-none"
 
 # --nsys: the experiment runs under `nsys profile` (a stand-in here), the report is exported to sqlite.
