@@ -189,6 +189,13 @@ def finish_run(run, bound):
         return None
 
 
+def clean(env):
+    """expcontroller clean under the lock of tests/lib/suite.sh: a run beside ours may hold a
+    segment whose creator has exited (made by `expcontroller create`)."""
+    lock = os.environ.get("CLEAN_LOCK", f"/tmp/gpuyield-{os.getuid()}-clean.lock")
+    subprocess.run(["flock", lock, env.exp, "clean"], capture_output=True)
+
+
 def cleanup_segment(env, tag):
     subprocess.run([env.exp, "remove", "--name", tag], capture_output=True)
 
@@ -256,7 +263,7 @@ def one_round(env, role, rnd, rng, stats):
                 os.kill(p, signal.SIGKILL)
         seg = f"/dev/shm/gpuyield-{env.uid}-{segment}"
         left = os.path.exists(seg)
-        subprocess.run([env.exp, "clean"], capture_output=True)
+        clean(env)
         check(not os.path.exists(seg), f"{name}_clean_removes_the_segment",
               f"{seg} {'was left and ' if left else ''}is still there after expcontroller clean")
         for f in os.listdir(tempfile.gettempdir()):
@@ -284,7 +291,7 @@ def one_round(env, role, rnd, rng, stats):
     if serve:
         serve.wait()
         seg = f"/dev/shm/gpuyield-{env.uid}-{shm}"
-        subprocess.run([env.exp, "clean"], capture_output=True)
+        clean(env)
         check(not os.path.exists(seg), f"{name}_clean_removes_the_dead_serve_segment", f"{seg} is still there")
         cleanup_segment(env, shm)
     log.close()

@@ -29,6 +29,7 @@ expect cli_bad_drain_timeout 2 "--drain-timeout-ms takes" "$EXP" create --drain-
 expect cli_clean_takes_no_name 2 "takes no --name" "$EXP" clean --name x
 expect cli_extra_argument 2 "unexpected argument 'extra'" "$EXP" remove extra
 expect cli_help 0 'usage: expcontroller' "$EXP" --help
+clean_lock # from create to remove: a created segment has no live creator
 expect cli_status_missing 1 "no segment $NAME" "$EXP" status --name "$TAG"
 expect cli_remove_missing 1 "no segment $NAME to remove" "$EXP" remove --name "$TAG"
 expect cli_create_prints_name 0 "^$NAME\$" "$EXP" create --name "$TAG" --drain-timeout-ms 500
@@ -40,6 +41,7 @@ expect cli_status_json_parses 0 '^ok$' bash -c "\"$EXP\" status --name $TAG --js
 expect cli_watch_stops_on_sigint 0 '"segment"' timeout --preserve-status -s INT 3 "$EXP" status --name "$TAG" --json --watch 0.2
 expect cli_remove 0 "removed $NAME" "$EXP" remove --name "$TAG"
 check cli_remove_left_nothing test ! -e "/dev/shm${NAME}"
+clean_unlock
 
 # serve: creates, reaps, and removes on SIGTERM
 "$EXP" serve --name "$TAG" > /tmp/serve-$$.out 2>&1 &
@@ -53,6 +55,7 @@ check serve_says_removed grep -q "removed $NAME" /tmp/serve-$$.out
 rm -f /tmp/serve-$$.out
 
 # clean: removes this user's segments whose creator is dead, leaves live and foreign ones
+clean_lock # our clean runs unwrapped below: we hold the lock
 "$EXP" create --name "$TAG-stale" > /dev/null
 "$EXP" serve --name "$TAG-live" > /dev/null 2>&1 &
 LIVE=$!
@@ -84,6 +87,7 @@ if [ "$rc" -eq 1 ] && [ "$leaked" = "$want" ]; then pass leak_check_reports_dead
 leaked=$("$PYTHON" "$ROOT/tests/lib/leaked_segments.py" --dir "$SHMDIR" --except "gpuyield-$U-test-cli-$DEAD-dead" "gpuyield-$U-test-cli-$DEAD-corrupt"); rc=$?
 if [ "$rc" -eq 0 ] && [ -z "$leaked" ]; then pass leak_check_keeps_live_and_excepted; else fail leak_check_keeps_live_and_excepted "exit $rc: $leaked"; fi
 rm -rf "$SHMDIR"
+clean_unlock
 kill -INT "$LIVE"; wait "$LIVE"
 check serve_removes_on_sigint test ! -e "/dev/shm/gpuyield-$(id -u)-$TAG-live"
 

@@ -315,7 +315,7 @@ check sigkill_workers_found test -n "$workers"
 # SIGTERM from PR_SET_PDEATHSIG: prompt, but a crowded machine may take a while to run them.
 check sigkill_workers_die_with_run_exp wait_until 30 none_alive $workers
 # The segment of a SIGKILLed run_exp stays (nobody can remove it): expcontroller clean does.
-"$BUILD/bin/expcontroller" clean > /dev/null 2>&1
+flock "$CLEAN_LOCK" "$BUILD/bin/expcontroller" clean > /dev/null 2>&1
 check sigkill_segment_cleanable test "$(segments_of "$pid")" -eq 0
 
 # --shm joins an existing segment and leaves it in place.
