@@ -7,6 +7,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define GY_MAGIC 0x444c454959555047ull /* "GPUYIELD" read as little-endian bytes */
@@ -80,5 +81,8 @@ struct gy_segment {
 };
 
 _Static_assert(sizeof(struct gy_segment) < 64 * 1024, "the segment must stay under 64 KiB");
+/* tests/lib/leaked_segments.py reads the header without this file: keep its offsets. */
+_Static_assert(offsetof(struct gy_segment, creator_pid) == 20 && offsetof(struct gy_segment, creator_start_time) == 24,
+               "the header moved: update tests/lib/leaked_segments.py");
 
 #endif

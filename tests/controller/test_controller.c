@@ -266,7 +266,7 @@ static int launch_inside_own_job(const char *name, long unused)
     gy_shm launcher, marker;
     gy_err err;
     gy_job job;
-    alarm(3);
+    alarm(10);
     if (gy_open(name, &launcher, &err) || gy_register(&launcher, 0, &err) || gy_open(name, &marker, &err) ||
         gy_register(&marker, 2, &err) || gy_begin(&marker, 2, &job, &err))
         return 10;
@@ -275,7 +275,8 @@ static int launch_inside_own_job(const char *name, long unused)
     uint64_t t0 = gy_now_ns();
     int allowed_at = -1;
     gy_wait_until_allowed(&launcher, &allowed_at);
-    if (gy_now_ns() - t0 > 50 * MS)
+    /* Blocked, it would wait for ever (the alarm); 1 s only allows for a crowded machine. */
+    if (gy_now_ns() - t0 > 1000 * MS)
         return 12;
     if (atomic_load(&launcher.seg->procs[launcher.slot].counters.waits) != 0)
         return 13; /* not counted as a wait */
@@ -315,7 +316,7 @@ static int hold_job_and_launch(const char *name, long level_and_peers)
     gy_shm shm;
     gy_err err;
     gy_job job;
-    alarm(5);
+    alarm(30);
     if (gy_open(name, &shm, &err) || gy_register(&shm, 0, &err) || gy_job_enter(&shm, level, 0, &job, &err))
         return 10;
     while (shm.seg->jobs[level] < (uint32_t)peer_jobs)
@@ -326,7 +327,8 @@ static int hold_job_and_launch(const char *name, long level_and_peers)
         int at = -1;
         uint64_t t0 = gy_now_ns();
         gy_wait_until_allowed(&shm, &at);
-        if (gy_now_ns() - t0 > 50 * MS || at != level)
+        /* A deadlock waits for ever (the alarm); 1 s only allows for a crowded machine. */
+        if (gy_now_ns() - t0 > 1000 * MS || at != level)
             return 12;
         sleep_ms(5);
     }
@@ -479,15 +481,35 @@ static int higher_job_for(const char *name, long ms)
     return 0;
 }
 
+/* Like higher_job_for, but the `ms` count from the moment both jobs are in: the overlap does not
+ * depend on how soon the second process starts. */
+static int higher_job_overlapping(const char *name, long ms)
+{
+    gy_shm shm;
+    gy_err err;
+    gy_job job;
+    if (gy_open(name, &shm, &err) || gy_register(&shm, 2, &err) || gy_begin(&shm, 2, &job, &err))
+        return 10;
+    uint64_t until = gy_now_ns() + 30000 * MS;
+    while (shm.seg->jobs[2] < 2 && gy_now_ns() < until)
+        sleep_ms(1);
+    if (shm.seg->jobs[2] < 2)
+        return 11;
+    sleep_ms((unsigned)ms);
+    gy_job_exit(&shm, &job, &err);
+    gy_close(&shm);
+    return 0;
+}
+
 TEST(overlapping_higher_jobs_keep_lower_blocked_until_the_last_ends)
 {
     gy_shm shm;
     gy_err err;
     REQUIRE(create_fresh("overlap", 0, &shm));
     REQUIRE(gy_register(&shm, 0, &err) == 0);
-    pid_t a = spawn(higher_job_for, shm.name, 200);
-    pid_t b = spawn(higher_job_for, shm.name, 900);
-    CHECK(WAIT_FOR(shm.seg->jobs[2] == 2, 3000), "both jobs never overlapped");
+    pid_t a = spawn(higher_job_overlapping, shm.name, 200);
+    pid_t b = spawn(higher_job_overlapping, shm.name, 2000);
+    CHECK(WAIT_FOR(shm.seg->jobs[2] == 2, 30000), "both jobs never overlapped");
     CHECK(wait_exit(a) == 0);
     CHECK(shm.seg->jobs[2] == 1 && !gy_launch_allowed(&shm, 0), "lower allowed while a job remains");
     uint64_t t0 = gy_now_ns();

@@ -392,14 +392,16 @@ TEST(bad_environment_exits_2_with_one_line_before_any_launch)
 
 /* ---- queue bounds ---------------------------------------------------------------------------- */
 
-static void check_bound(const char *mode, int limit, int min_sync_points)
+/* kernel_us: event modes wait only when the GPU is behind, so their sync points are counted with
+ * kernels long enough that a slow or crowded machine still launches faster than they run. */
+static void check_bound(const char *mode, int limit, int min_sync_points, const char *kernel_us)
 {
     struct setup s;
     REQUIRE(setup_begin(&s, "bound", 2000000000ull));
     char shm[96], mode_env[64];
     snprintf(shm, sizeof shm, "GPUYIELD_SHM=%s", s.tag);
     snprintf(mode_env, sizeof mode_env, "GPUYIELD_MODE=%s", mode);
-    const char *env[] = {shm, mode_env, NULL}, *args[] = {"bound", "200", "100", NULL};
+    const char *env[] = {shm, mode_env, NULL}, *args[] = {"bound", kernel_us, "100", NULL};
     struct worker w;
     if (spawn(&s, &w, env, args)) {
         CHECK(wait_exit(&w) == 0, "%s", mode);
@@ -423,16 +425,18 @@ static void check_bound(const char *mode, int limit, int min_sync_points)
 
 TEST(sync_mode_bounds_each_stream_to_n)
 {
-    check_bound("sync:1", 1, 200);
-    check_bound("sync:4", 4, 50);
+    check_bound("sync:1", 1, 200, "200");
+    check_bound("sync:4", 4, 50, "200");
 }
 
 TEST(event_mode_bounds_each_stream_to_2n)
 {
     /* A sync point is counted only when the event of two groups back is not complete yet (a
-     * real wait); with 200 us kernels nearly every boundary waits, but not always. */
-    check_bound("event:1", 2, 150);
-    check_bound("event:4", 8, 30);
+     * real wait). How many boundaries find the GPU behind depends on how much CPU the process
+     * gets (one crowded core: 102 of 200 with 1 ms kernels), so only "it waited" is asserted;
+     * the bound on outstanding kernels is the strict check. */
+    check_bound("event:1", 2, 1, "1000");
+    check_bound("event:4", 8, 1, "1000");
 }
 
 /* time:US learns the GPU time per kernel (100 us here) and sizes groups to US/2 of it: once
@@ -470,7 +474,7 @@ TEST(time_mode_bounds_queued_gpu_time)
 
 TEST(mode_none_leaves_the_queue_unbounded)
 {
-    check_bound("none", 0, 0);
+    check_bound("none", 0, 0, "1000");
 }
 
 TEST(no_sync_point_inside_a_capture)

@@ -23,4 +23,11 @@ run_counted() {
     fi
     rm -f "$out"
 }
+# A segment made by `expcontroller create` outlives its creator: `expcontroller clean` in another
+# worktree's suites running beside ours would remove it under us. Every clean a test runs and every
+# stretch that holds such a segment take this lock (flock(1); CLEAN_LOCK for C and Python tests).
+CLEAN_LOCK=/tmp/gpuyield-$(id -u)-clean.lock
+export CLEAN_LOCK
+clean_lock() { exec 9>> "$CLEAN_LOCK"; flock 9; }
+clean_unlock() { flock -u 9; exec 9>&-; }
 finish() { echo "$SUITE_PASSED passed, $SUITE_FAILED failed"; [ "$SUITE_FAILED" -eq 0 ]; }
