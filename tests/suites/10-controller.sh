@@ -35,7 +35,7 @@ expect cli_remove_missing 1 "no segment $NAME to remove" "$EXP" remove --name "$
 expect cli_create_prints_name 0 "^$NAME\$" "$EXP" create --name "$TAG" --drain-timeout-ms 500
 expect cli_create_twice 1 "already exists" "$EXP" create --name "$TAG"
 expect cli_status_table 0 'no registered processes' "$EXP" status --name "$TAG"
-expect cli_status_json 0 "^\{\"segment\": \"$NAME\", \"jobs\": \[0, 0, 0, 0, 0, 0, 0, 0\].*\"processes\": \[\]\}\$" "$EXP" status --name "$TAG" --json
+expect cli_status_json 0 "^\{\"segment\": \"$NAME\", \"policy\": \"drain\", \"mps\": false, \"jobs\": \[0, 0, 0, 0, 0, 0, 0, 0\].*\"processes\": \[\]\}\$" "$EXP" status --name "$TAG" --json
 expect cli_default_tag_from_env 0 "\"segment\": \"$NAME\"" env GPUYIELD_SHM="$TAG" "$EXP" status --json
 expect cli_status_json_parses 0 '^ok$' bash -c "\"$EXP\" status --name $TAG --json | \"$PYTHON\" -c 'import json,sys; d=json.load(sys.stdin); assert len(d[\"jobs\"])==8; print(\"ok\")'"
 expect cli_watch_stops_on_sigint 0 '"segment"' timeout --preserve-status -s INT 3 "$EXP" status --name "$TAG" --json --watch 0.2
