@@ -144,7 +144,8 @@ int launch_build(const struct exp_config *cfg, const struct exp_model *m, const 
     }
     if (s->mps_pipe_dir) {
         add_env(out, "CUDA_MPS_PIPE_DIRECTORY", s->mps_pipe_dir);
-        add_env(out, "CUDA_MPS_LOG_DIRECTORY", s->mps_log_dir);
+        if (s->mps_log_dir) /* none when joining a running daemon (--mps-pipe) */
+            add_env(out, "CUDA_MPS_LOG_DIRECTORY", s->mps_log_dir);
         /* Under MPS the hardware schedules both processes' blocks at once: the lower ones' leftover
          * kernels must yield SMs to the job's. A user's own setting wins. */
         if (s->mps_top_priority >= 0 && m->priority < s->mps_top_priority && !getenv("CUDA_MPS_CLIENT_PRIORITY"))

@@ -49,8 +49,10 @@ static void usage(FILE *to)
             "  --mps                    run the workers under an MPS daemon started for this run (pipes and\n"
             "                           log in OUTDIR/mps, quit at the end); also the file's \"mps\": true\n"
             "  --mps-pipe DIR           run them under the MPS daemon already serving DIR (left running)\n"
-            "  --policy drain|corun     drain: a job waits until lower work has drained; corun: it starts at\n"
-            "                           once beside it (under MPS). Default: corun under MPS, else drain\n"
+            "  --policy POLICY          drain: a job waits until lower work has drained; corun: it starts at\n"
+            "                           once beside what was queued (under MPS); share: lower work goes on\n"
+            "                           beside it, bounded to GPUYIELD_SHARE_US (under MPS). Default: corun\n"
+            "                           under MPS, else drain\n"
             "  --python PATH            the worker's interpreter (default: $GPUYIELD_PYTHON or python3)\n"
             "  --min-jobs N             jobs each worker runs at least (default 10)\n"
             "  --min-jobs-timeout S     how long past exp_dur to wait for them (default 120)\n"
@@ -118,7 +120,7 @@ static int parse_options(int argc, char **argv, struct options *o)
         case O_POLICY: {
             enum gy_policy policy;
             if (gy_policy_parse(optarg, &policy)) {
-                fprintf(stderr, "run_exp: error: --policy '%s' must be drain or corun\n", optarg);
+                fprintf(stderr, "run_exp: error: --policy '%s' must be drain, corun or share\n", optarg);
                 return -1;
             }
             o->policy = optarg;
@@ -310,12 +312,17 @@ static int run_under_nsys(int argc, char **argv, const struct exp_config *cfg, c
 }
 
 static void print_dry_run(const struct exp_config *cfg, struct launch *launches, const char *segment, bool created,
-                          const struct options *o, int gpu_count)
+                          const struct options *o, int gpu_count, const char *policy, const char *mps_pipe_dir)
 {
     printf("run_exp: dry run of %s: nothing is started\n", cfg->path);
     if (o->simulate)
         printf("SIMULATED: stand-in workers on the fake GPU driver (figures would not be a real GPU's)\n");
     printf("segment: %s (%s)\n", segment, created ? "created at start, removed at the end" : "joined, left in place");
+    if (!mps_pipe_dir)
+        printf("policy: %s; no MPS\n", policy);
+    else
+        printf("policy: %s; MPS: %s %s\n", policy, o->mps_pipe ? "would join the daemon at" : "would start a daemon, pipes in",
+               mps_pipe_dir);
     printf("experiment: exp_dur %g s, device_id %d%s, %d worker%s, each at least %d jobs\n", cfg->exp_dur,
            cfg->device_id,
            o->simulate ? " (simulated: runs on the fake GPU, device 0)"
@@ -409,9 +416,10 @@ int main(int argc, char **argv)
     const char *policy_text = o.policy ? o.policy : cfg.policy ? cfg.policy : use_mps ? "corun" : "drain";
     enum gy_policy policy = GY_POLICY_DRAIN;
     gy_policy_parse(policy_text, &policy);
-    if (policy == GY_POLICY_CORUN && !use_mps)
-        fprintf(stderr, "run_exp: warning: policy corun without MPS: a job starts while lower work is still queued, "
-                        "and the GPU time-slices between them; corun is meant for MPS (--mps)\n");
+    if (policy != GY_POLICY_DRAIN && !use_mps)
+        fprintf(stderr, "run_exp: warning: policy %s without MPS: a job starts while lower work is still queued, "
+                        "and the GPU time-slices between them; %s is meant for MPS (--mps)\n",
+                gy_policy_name(policy), gy_policy_name(policy));
     char mps_dir[2 * PATH_MAX + 8], pipe_dir[2 * PATH_MAX + 16], log_dir[2 * PATH_MAX + 16];
     pipe_dir[0] = log_dir[0] = mps_dir[0] = '\0';
     if (o.mps_pipe) {
@@ -446,7 +454,7 @@ int main(int argc, char **argv)
     struct launch_settings ls = {.python = o.python, .segment = segment, .simulate = o.simulate,
                                  .fake_device_file = fake_device, .fake_log = fake_log,
                                  .mps_pipe_dir = use_mps ? pipe_dir : NULL, .mps_log_dir = log_dir[0] ? log_dir : NULL,
-                                 .mps_top_priority = policy == GY_POLICY_CORUN ? top_priority : -1};
+                                 .mps_top_priority = policy != GY_POLICY_DRAIN ? top_priority : -1};
     static struct launch launches[EXP_MAX_MODELS];
     for (int i = 0; i < cfg.nmodels; i++) {
         if (launch_build(&cfg, &cfg.models[i], &in, &ls, &launches[i]) != 0) {
@@ -456,7 +464,7 @@ int main(int argc, char **argv)
     }
     int rc = 0;
     if (o.dry_run) {
-        print_dry_run(&cfg, launches, segment, !o.shm, &o, gpus);
+        print_dry_run(&cfg, launches, segment, !o.shm, &o, gpus, policy_text, use_mps ? pipe_dir : NULL);
         goto out;
     }
     supervise_install_signals();

@@ -608,6 +608,80 @@ TEST(no_low_priority_copy_runs_inside_a_high_priority_job)
     check_gating("copyspin", true);
 }
 
+/* The share policy: a low-priority worker (event:8, 500 us kernels) goes on launching inside the
+ * high one's jobs, never blocks nor drains, and from its 4th kernel inside a job on has at most 3
+ * queued (groups of one, the group filling at the begin cut short) where it queues up to 16
+ * between jobs. */
+TEST(share_keeps_lower_work_going_inside_a_job_with_a_shallow_bound)
+{
+    struct setup s;
+    REQUIRE(setup_begin(&s, "share", 10000000000ull));
+    gy_shm seg;
+    gy_err err;
+    REQUIRE(gy_open(s.tag, &seg, &err) == 0);
+    gy_set_policy(&seg, GY_POLICY_SHARE, false);
+    gy_close(&seg);
+    char shm[96];
+    snprintf(shm, sizeof shm, "GPUYIELD_SHM=%s", s.tag);
+    const char *low_env[] = {shm, "GPUYIELD_PRIORITY=0", "GPUYIELD_MODE=event:8", NULL};
+    const char *high_env[] = {shm, "GPUYIELD_PRIORITY=1", NULL};
+    const char *low_args[] = {"spin", "500", "40", "4", NULL};
+    const char *high_args[] = {"jobs", "1", "8", "1000", "20", "150", NULL};
+    struct worker low, high;
+    REQUIRE(spawn(&s, &low, low_env, low_args));
+    struct timespec ts = {0, 300000000};
+    nanosleep(&ts, NULL);
+    if (spawn(&s, &high, high_env, high_args)) {
+        CHECK(wait_exit(&high) == 0, "high-priority worker failed");
+        CHECK(wait_exit(&low) == 0, "low-priority worker failed");
+        struct job_times jobs[16];
+        int njobs = read_jobs(&high, jobs, 16);
+        CHECK(njobs == 8, "%d jobs reported", njobs);
+        struct fake_log log;
+        if (read_log(&s, &log)) {
+            int inside = 0, deep_inside = 0, most_inside = 0, most_outside = 0, in_job[16] = {0};
+            for (int i = 0; i < log.n; i++) {
+                const struct fake_kernel *k = &log.kernels[i];
+                if (k->pid != low.pid)
+                    continue;
+                int job = -1;
+                for (int j = 0; j < njobs; j++)
+                    if (k->submit >= jobs[j].drained && k->submit <= jobs[j].exited)
+                        job = j;
+                if (job < 0) {
+                    most_outside = (int)k->outstanding > most_outside ? (int)k->outstanding : most_outside;
+                    continue;
+                }
+                inside++;
+                if (++in_job[job] > 3) {
+                    deep_inside++;
+                    most_inside = (int)k->outstanding > most_inside ? (int)k->outstanding : most_inside;
+                }
+            }
+            CHECK(inside > 8 && deep_inside > 0, "the low worker launched %d kernels inside jobs (%d past the 3rd)",
+                  inside, deep_inside);
+            CHECK(most_inside <= 3, "%d low kernels queued inside a job (shallow bound: 3)", most_inside);
+            CHECK(most_outside > 3, "between jobs the bound is event:8's (up to 16), seen at most %d", most_outside);
+            CHECK(log.violations == 0, "%s", log.first_violation);
+            fake_log_free(&log);
+        }
+        for (int j = 0; j < njobs; j++)
+            CHECK(!jobs[j].timed_out, "job %d hit the drain timeout", j);
+        struct counters c;
+        if (read_counters(&low, 0, &c))
+            CHECK(c.waits == 0 && c.drains == 0, "the low worker blocked %llu times, drained %llu times", c.waits,
+                  c.drains);
+        if (gy_test_failures_in_current) {
+            dump(&low);
+            dump(&high);
+        }
+    } else {
+        kill(low.pid, SIGKILL);
+        wait_exit(&low);
+    }
+    setup_end(&s);
+}
+
 /* A low-priority process queues 2 s of work (in a second context it switched to after its first
  * launch, if asked), then spins on the CPU; a high-priority begin must wait for that work. */
 static void check_busy_process_drained(bool second_context)

@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# MPS as a managed component and the segment policies, on the CPU: a stand-in for
+# nvidia-cuda-mps-control (tests/run_exp/bin) logs every start and quit. expcontroller serve --mps
+# and run_exp --mps start a daemon before any worker and quit it at the end, on failure and on a
+# signal; a daemon that cannot start is one clear line, exit 1, nothing left behind; the policy
+# (drain | corun | share) is checked, stored in the segment and shown by status and summary.json.
+set -u
+. "$ROOT/tests/lib/suite.sh"
+
+EXP=$BUILD/bin/expcontroller
+RUN_EXP=$BUILD/bin/run_exp
+HERE=$ROOT/tests/run_exp
+IMAGE=$ROOT/exp_configs/images/street.png
+T=$(mktemp -d /tmp/mps-test.XXXXXX)
+UIDN=$(id -u)
+export PATH=$HERE/bin:$PATH
+export GPUYIELD_PYTHON=$HERE/fake_worker.sh
+export FAKE_MPS_LOG=$T/mps.log
+cleanup() {
+    # A daemon stand-in a failed check left running: its pid is in the log.
+    local pid; for pid in $(awk '$1 == "start" {print $2}' "$FAKE_MPS_LOG" 2>/dev/null); do kill "$pid" 2>/dev/null; done
+    rm -rf "$T"
+}
+trap cleanup EXIT
+
+expect() { # expect NAME WANT_STATUS PATTERN COMMAND...
+    local name=$1 want=$2 pattern=$3; shift 3
+    local out rc; out=$("$@" 2>&1); rc=$?
+    if [ "$rc" -ne "$want" ]; then fail "$name" "exit $rc, wanted $want: $out"
+    elif ! grep -qE -- "$pattern" <<< "$out"; then fail "$name" "no '$pattern' in: $out"
+    else pass "$name"; fi
+}
+alive() { local st; st=$(ps -o stat= -p "$1" 2>/dev/null) && [ -n "$st" ] && [ "${st#Z}" = "$st" ]; }
+wait_until() { local end=$((SECONDS + $1)); shift; until "$@" > /dev/null 2>&1; do [ "$SECONDS" -ge "$end" ] && return 1; sleep 0.1; done; }
+started_pid() { awk '$1 == "start" {p = $2} END {print p}' "$FAKE_MPS_LOG"; }
+quit_logged() { grep -q "^quit $1 " "$FAKE_MPS_LOG"; }
+json_field() { "$PYTHON" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2], {"d": d}))' "$1" "$2"; }
+
+# ---- expcontroller ---------------------------------------------------------------------------
+expect cli_policy_bad 2 "--policy takes drain, corun or share, not 'fast'" "$EXP" create --policy fast
+expect cli_policy_needs_create_or_serve 2 "--policy goes with 'create' or 'serve'" "$EXP" status --policy share
+expect cli_mps_needs_serve 2 "mps" "$EXP" create --mps
+
+TAG=test-mps-$$
+clean_lock # a created segment outlives its creator: no clean beside us may take it
+expect cli_create_share 0 "gpuyield-$UIDN-$TAG" "$EXP" create --name "$TAG" --policy share
+expect cli_status_share 0 "\"policy\": \"share\", \"mps\": false" "$EXP" status --name "$TAG" --json
+expect cli_status_table_share 0 "policy share" "$EXP" status --name "$TAG"
+"$EXP" remove --name "$TAG" > /dev/null 2>&1
+clean_unlock
+
+# serve --mps: the daemon starts before the segment is served and quits when serve stops.
+: > "$FAKE_MPS_LOG"
+"$EXP" serve --name "$TAG" --mps --mps-dir "$T/mpsdir" > "$T/serve.out" 2>&1 &
+SERVE=$!
+wait_until 60 grep -q "^start " "$FAKE_MPS_LOG"
+wait_until 60 test -e "/dev/shm/gpuyield-$UIDN-$TAG"
+DAEMON=$(started_pid)
+check serve_mps_started test -n "$DAEMON"
+check serve_mps_pipe_dir grep -q "^start $DAEMON $T/mpsdir/pipe $T/mpsdir/log" "$FAKE_MPS_LOG"
+expect serve_mps_status_corun 0 "\"policy\": \"corun\", \"mps\": true" "$EXP" status --name "$TAG" --json
+kill -TERM "$SERVE"; wait "$SERVE"; SERVE_RC=$?
+check serve_mps_exit_zero test "$SERVE_RC" -eq 0
+check serve_mps_quit quit_logged "$DAEMON"
+check serve_mps_daemon_gone bash -c "! kill -0 $DAEMON 2>/dev/null"
+check serve_mps_segment_gone test ! -e "/dev/shm/gpuyield-$UIDN-$TAG"
+
+# serve --mps --policy share
+: > "$FAKE_MPS_LOG"
+"$EXP" serve --name "$TAG" --mps --mps-dir "$T/mpsdir2" --policy share > /dev/null 2>&1 &
+SERVE=$!
+wait_until 60 test -e "/dev/shm/gpuyield-$UIDN-$TAG"
+wait_until 60 grep -q "^start " "$FAKE_MPS_LOG"
+expect serve_mps_status_share 0 "\"policy\": \"share\", \"mps\": true" "$EXP" status --name "$TAG" --json
+kill -INT "$SERVE"; wait "$SERVE"
+check serve_mps_share_quit_on_sigint quit_logged "$(started_pid)"
+
+# A daemon that cannot start: one line, exit 1, no segment.
+: > "$FAKE_MPS_LOG"
+out=$(FAKE_MPS_FAIL=start "$EXP" serve --name "$TAG" --mps --mps-dir "$T/mpsdir3" 2>&1); rc=$?
+check serve_mps_start_fails_exit_1 test "$rc" -eq 1
+check serve_mps_start_fails_says_so grep -qi "mps" <<< "$out"
+check serve_mps_start_fails_no_segment test ! -e "/dev/shm/gpuyield-$UIDN-$TAG"
+
+# ---- run_exp ---------------------------------------------------------------------------------
+cfg() { local out=$1; shift; "$PYTHON" "$HERE/make_config.py" "$out" --image "$IMAGE" --out-dir "$T/out" "$@"; }
+cfg "$T/run.json" --set exp_dur=0.3 --set models.0.sleep_time=0.05 --set models.1.sleep_time=0.05
+expect run_mps_simulate_refused 2 "MPS needs a real GPU" "$RUN_EXP" -f "$T/run.json" --mps --simulate
+expect run_policy_flag_bad 2 "--policy 'fast' must be drain, corun or share" "$RUN_EXP" -f "$T/run.json" --policy fast
+cfg "$T/badpolicy.json" --set 'policy="fast"'
+expect run_policy_key_bad 2 "policy: must be \"drain\".*\"share\".*got \"fast\"" "$RUN_EXP" -f "$T/badpolicy.json"
+expect run_mps_and_pipe_refused 2 "give one of them" "$RUN_EXP" -f "$T/run.json" --mps --mps-pipe /tmp/x
+check run_bad_input_created_nothing test ! -e "$T/out"
+expect run_share_without_mps_warns 0 "warning: policy share without MPS" "$RUN_EXP" -f "$T/run.json" --dry-run --policy share
+expect dry_run_says_policy_and_mps 0 "policy: corun; MPS: would start a daemon, pipes in $T/out/mps/pipe" \
+    "$RUN_EXP" -f "$T/run.json" --dry-run --mps
+expect dry_run_join_has_no_log_dir 0 "CUDA_MPS_PIPE_DIRECTORY=/tmp/elsewhere" "$RUN_EXP" -f "$T/run.json" --dry-run --mps-pipe /tmp/elsewhere
+
+# A whole run under MPS, policy from the file: the daemon under OUTDIR/mps, started before the
+# workers and quit at the end; the lower worker at MPS client priority 1, the top one not.
+: > "$FAKE_MPS_LOG"
+rm -rf "$T/out"
+cfg "$T/share.json" --set exp_dur=0.3 --set models.0.sleep_time=0.05 --set models.1.sleep_time=0.05 \
+    --set 'mps=true' --set 'policy="share"'
+out=$(FAKE_WORKER_MODE=env_dump "$RUN_EXP" -f "$T/share.json" --min-jobs 3 2>&1); rc=$?
+check run_mps_exit_zero test "$rc" -eq 0 || echo "$out" | tail -n 20
+DAEMON=$(started_pid)
+check run_mps_started_under_out grep -q "^start $DAEMON $T/out/mps/pipe $T/out/mps/log" "$FAKE_MPS_LOG"
+check run_mps_quit_at_end quit_logged "$DAEMON"
+check run_mps_says_so grep -q "run_exp: MPS daemon started, pipes in $T/out/mps/pipe; policy share" <<< "$out"
+check run_mps_env_pipe grep -qx "CUDA_MPS_PIPE_DIRECTORY=$T/out/mps/pipe" "$T/out/model_A.csv.env"
+check run_mps_env_log grep -qx "CUDA_MPS_LOG_DIRECTORY=$T/out/mps/log" "$T/out/model_B.csv.env"
+check run_mps_lower_client_priority grep -qx "CUDA_MPS_CLIENT_PRIORITY=1" "$T/out/model_A.csv.env"
+check run_mps_top_normal_priority bash -c "grep -q '^CUDA_MPS_PIPE_DIRECTORY=' '$T/out/model_B.csv.env' && ! grep -q '^CUDA_MPS_CLIENT_PRIORITY=' '$T/out/model_B.csv.env'"
+check run_mps_summary test "$(json_field "$T/out/summary.json" '(d["policy"], d["mps"])')" = "('share', True)"
+check run_mps_daemon_gone bash -c "! kill -0 $DAEMON 2>/dev/null"
+
+# The drain policy under MPS gives no client priority: nothing co-runs with a job.
+rm -rf "$T/out"
+out=$("$RUN_EXP" -f "$T/run.json" --mps --policy drain --dry-run 2>&1)
+check run_mps_drain_no_client_priority bash -c "grep -q CUDA_MPS_PIPE_DIRECTORY <<< '$out' && ! grep -q CUDA_MPS_CLIENT_PRIORITY <<< '$out'"
+
+# The daemon cannot start: one line, exit 1, no segment, no mps directory, no worker started.
+: > "$FAKE_MPS_LOG"
+rm -rf "$T/out"
+FAKE_MPS_FAIL=start "$RUN_EXP" -f "$T/run.json" --mps > "$T/fail.out" 2>&1 & RUN=$!
+wait "$RUN"; rc=$?; out=$(cat "$T/fail.out")
+check run_mps_start_fails_exit_1 test "$rc" -eq 1
+check run_mps_start_fails_one_error test "$(grep -c 'run_exp: error' <<< "$out")" -eq 1
+check run_mps_start_fails_no_mps_dir test ! -e "$T/out/mps"
+check run_mps_start_fails_says_why grep -q "mps" <<< "$out"
+check run_mps_start_fails_no_worker test ! -e "$T/out/models_pid.json"
+check run_mps_start_fails_no_segment test "$(ls /dev/shm | grep -c "^gpuyield-$UIDN-exp$RUN\$")" -eq 0
+
+# A signal mid-run: the workers stop and the daemon is quit.
+: > "$FAKE_MPS_LOG"
+rm -rf "$T/out"
+cfg "$T/long.json" --set exp_dur=60 --set models.0.sleep_time=0.05 --set models.1.sleep_time=0.05
+"$RUN_EXP" -f "$T/long.json" --mps > "$T/long.out" 2>&1 &
+RUN=$!
+wait_until 120 grep -q "model_A: [1-9][0-9]* jobs" "$T/long.out"
+kill -TERM "$RUN"; wait "$RUN"; rc=$?
+DAEMON=$(started_pid)
+check run_mps_sigterm_exit test "$rc" -ne 0
+check run_mps_sigterm_quit quit_logged "$DAEMON"
+check run_mps_sigterm_daemon_gone bash -c "! kill -0 $DAEMON 2>/dev/null"
+check run_mps_sigterm_no_segment test "$(ls /dev/shm | grep -c "^gpuyield-$UIDN-exp$RUN\$")" -eq 0
+
+finish
