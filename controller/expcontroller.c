@@ -18,9 +18,9 @@
 
 static const char usage_text[] =
     "usage: expcontroller COMMAND [options]\n"
-    "  create [--name TAG] [--drain-timeout-ms MS] [--policy POLICY]\n"
+    "  create [--name TAG] [--drain-timeout-ms MS] [--policy drain|corun]\n"
     "                                                create a segment, print its name\n"
-    "  serve  [--name TAG] [--drain-timeout-ms MS] [--policy POLICY]\n"
+    "  serve  [--name TAG] [--drain-timeout-ms MS] [--policy drain|corun]\n"
     "         [--mps [--mps-dir DIR] | --mps-pipe DIR]\n"
     "                                                create it if absent, reap dead processes,\n"
     "                                                remove it on SIGINT/SIGTERM; --mps starts an MPS\n"
@@ -28,10 +28,6 @@ static const char usage_text[] =
     "                                                /tmp/gpuyield-mps-<uid>-<tag>) and quits it at the\n"
     "                                                end; --mps-pipe joins a running one. Policy\n"
     "                                                default: corun with MPS, else drain\n"
-    "                                                POLICY: drain (a job waits until lower work has\n"
-    "                                                drained), corun (it starts at once, the gate\n"
-    "                                                closed) or share (lower work goes on beside it,\n"
-    "                                                shallowly bounded); corun and share are for MPS\n"
     "  status [--name TAG] [--json] [--watch [SEC]]  processes and jobs in progress\n"
     "  remove [--name TAG]                           remove a segment\n"
     "  clean                                         remove your segments whose creator is dead\n"
@@ -121,7 +117,7 @@ static int parse_options(int argc, char **argv, const char *command, struct opti
             if (!makes)
                 return usage_error("--policy goes with 'create' or 'serve', not '%s'", command);
             if (gy_policy_parse(optarg, &policy))
-                return usage_error("--policy takes drain, corun or share, not '%s'", optarg);
+                return usage_error("--policy takes drain or corun, not '%s'", optarg);
             opt->policy = optarg;
             break;
         }

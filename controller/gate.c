@@ -125,17 +125,6 @@ uint64_t gy_wait_until_allowed(gy_shm *shm, int *allowed_at)
     return blocked;
 }
 
-bool gy_launch_shares(gy_shm *shm)
-{
-    if (gy_get_policy(shm) != GY_POLICY_SHARE)
-        return false;
-    struct gy_segment *seg = shm->seg;
-    gy_lock_and_recover(seg);
-    bool held_back = !gy_launch_allowed(shm, effective_priority_locked(seg, gy_my_slot(shm)));
-    gy_unlock(seg);
-    return held_back;
-}
-
 int gy_job_enter(gy_shm *shm, int priority, uint64_t timeout_ns, gy_job *job, gy_err *err)
 {
     memset(job, 0, sizeof *job);
@@ -195,9 +184,8 @@ static bool drain_pending_locked(const gy_shm *shm, const gy_job *job)
 enum gy_wait_result gy_job_wait_drained(gy_shm *shm, gy_job *job, uint64_t slice_ns)
 {
     struct gy_segment *seg = shm->seg;
-    if (gy_get_policy(shm) != GY_POLICY_DRAIN) {
-        /* corun: the gate is closed, what lower processes had queued runs beside the job;
-         * share: they go on launching beside it, shallowly bounded. */
+    if (gy_get_policy(shm) == GY_POLICY_CORUN) {
+        /* The gate is closed; what lower processes had queued runs beside the job. */
         job->wait_ns = 0;
         job->drained = job->timed_out = false;
         job->corun = true;
@@ -287,7 +275,7 @@ bool gy_drain_wait_request(gy_shm *shm, uint64_t timeout_ns, uint64_t *epoch)
     for (;;) {
         uint32_t seq = gy_wake_seq(seg);
         uint64_t current = atomic_load_explicit(&seg->job_epoch, memory_order_seq_cst);
-        if (!gy_launch_allowed(shm, effective_priority_locked(seg, slot)) && gy_get_policy(shm) != GY_POLICY_SHARE &&
+        if (!gy_launch_allowed(shm, effective_priority_locked(seg, slot)) &&
             atomic_load_explicit(&slot->inflight, memory_order_seq_cst) &&
             atomic_load_explicit(&slot->drained_epoch, memory_order_acquire) < current) {
             *epoch = current;

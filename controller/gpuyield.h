@@ -47,18 +47,14 @@ void gy_close(gy_shm *shm);
 int gy_remove(const char *tag_or_name, gy_err *err);
 
 /* ---- policy (segment.c) ----------------------------------------------------------------------- */
-/* What a begin does about lower-priority work already queued on the GPU.
- *   drain: close the gate and wait until that work has finished, so the job runs alone (any GPU,
- *          no MPS needed);
- *   corun: close the gate and return at once: the job's kernels run beside what was queued.
- *          Under MPS (with the lower processes at MPS client priority below normal) the job's
- *          blocks take SMs as the lower kernels' blocks retire instead of after the whole queue;
- *   share: return at once and leave the gate open: lower processes keep launching beside the
- *          job, their queue bound shrunk to a shallow one while it runs (gy_launch_shares). For
- *          a job that leaves the GPU partly idle (launch-bound), under MPS. */
-enum gy_policy { GY_POLICY_DRAIN = 0, GY_POLICY_CORUN = 1, GY_POLICY_SHARE = 2 };
+/* What a begin does about lower-priority work already queued on the GPU. Both close the gate.
+ *   drain: wait until it has finished, so the job runs alone (any GPU, no MPS needed);
+ *   corun: return at once and let the job's kernels run beside it. Under MPS (with the lower
+ *          processes at MPS client priority below normal) the job's blocks take SMs as the lower
+ *          kernels' blocks retire instead of waiting for the whole queue to drain. */
+enum gy_policy { GY_POLICY_DRAIN = 0, GY_POLICY_CORUN = 1 };
 const char *gy_policy_name(enum gy_policy policy);
-/* "drain", "corun" or "share" -> *out; -1 on anything else. */
+/* "drain" or "corun" -> *out; -1 on anything else. */
 int gy_policy_parse(const char *text, enum gy_policy *out);
 /* The creator sets these before workers start; readers see them at once. */
 void gy_set_policy(gy_shm *shm, enum gy_policy policy, bool mps);
@@ -103,12 +99,6 @@ static inline bool gy_launch_allowed(const gy_shm *shm, int priority)
  * the effective priority in *allowed_at (may be NULL) and returns the ns spent blocked. */
 uint64_t gy_wait_until_allowed(gy_shm *shm, int *allowed_at);
 
-/* Under the share policy, instead of waiting: true when a job above our effective priority is in
- * progress (ours do not count), so a launch goes on beside it with a shallow queue bound. False
- * under the other policies, and when nothing holds us back. Takes the mutex: call it where
- * gy_launch_allowed() said no, and remember the answer for the job epoch. */
-bool gy_launch_shares(gy_shm *shm);
-
 /* Mark that this process may now have GPU work in flight (called on each launch, cheap when
  * already marked). Must precede the gate check of the launch it covers. */
 static inline void gy_mark_inflight(gy_shm *shm)
@@ -124,7 +114,7 @@ enum gy_wait_result {
     GY_WAIT_DRAINED = 0,  /* every lower process drained or had nothing in flight */
     GY_WAIT_TIMEDOUT = 1, /* the drain timeout passed first (counted) */
     GY_WAIT_PENDING = 2,  /* the slice passed; call again */
-    GY_WAIT_CORUN = 3,    /* the policy is corun or share: a begin does not wait (drained stays false) */
+    GY_WAIT_CORUN = 3,    /* the segment co-runs: a begin does not wait (drained stays false) */
 };
 
 typedef struct gy_job {
@@ -135,7 +125,7 @@ typedef struct gy_job {
     uint64_t wait_ns;    /* how long the drain wait took */
     bool drained;
     bool timed_out;
-    bool corun;          /* the begin did not wait: the segment's policy is corun or share */
+    bool corun;          /* the begin did not wait: the segment's policy is corun */
     bool active;         /* counted in and not yet out */
 } gy_job;
 

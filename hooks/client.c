@@ -92,7 +92,6 @@ bool gy_client_join_slow(void)
         gy_client.priority = config->priority;
         gy_client.mode = config->mode;
         gy_client.group = config->group;
-        gy_client.share_us = config->share_us;
         pthread_once(&fork_handlers_once, install_fork_handlers);
         phase = GY_PHASE_JOIN;
     }
@@ -156,24 +155,8 @@ int gy_client_contexts(gy_cu_context *out, int max)
     return n;
 }
 
-bool gy_client_shares(void)
-{
-    static __thread uint64_t asked_epoch __attribute__((tls_model("initial-exec"))) = UINT64_MAX;
-    static __thread bool answer __attribute__((tls_model("initial-exec")));
-    if (gy_get_policy(&gy_client.shm) != GY_POLICY_SHARE)
-        return false;
-    uint64_t epoch = atomic_load_explicit(&gy_client.shm.seg->job_epoch, memory_order_acquire);
-    if (epoch != asked_epoch || gy_thread_generation != atomic_load(&gy_client.generation)) {
-        answer = gy_launch_shares(&gy_client.shm);
-        asked_epoch = epoch;
-    }
-    return answer;
-}
-
 void gy_client_block(void)
 {
-    if (gy_client_shares())
-        return;
     int allowed_at;
     do {
         atomic_fetch_sub_explicit(&gy_client.entered, 1, memory_order_seq_cst);

@@ -24,7 +24,6 @@ struct gy_client {
     int priority;
     enum gy_queue_mode mode;
     unsigned long group;
-    unsigned long share_us; /* GPUYIELD_SHARE_US */
     /* Launches that passed the gate (entered) and returned from the driver (left): equal when
      * no launch is half-way through, which the drain helper waits for. */
     _Atomic uint64_t entered, left;
@@ -46,14 +45,8 @@ bool gy_client_join_slow(void);
 void gy_client_note_context_slow(gy_cu_context ctx);
 /* Drop a context the driver no longer knows (destroyed) from the list. */
 void gy_client_forget_context(gy_cu_context ctx);
-/* A launch found the gate closed: step out, block (NVTX "preemption"), step back in. Under the
- * share policy it goes on at once instead, beside the higher job (gy_client_shares). */
+/* A launch found the gate closed: step out, block (NVTX "preemption"), step back in. */
 void gy_client_block(void);
-/* Under the share policy, with a job above us (not ours) in progress: launches go on beside it
- * with the shallow queue bound. Asked of the controller once per thread and job epoch. */
-bool gy_client_shares(void);
-/* Whether this launch runs beside a higher job: the gate's one load, then gy_client_shares. */
-static inline bool gy_client_sharing_now(void);
 /* The contexts this process launched in, for the drain helper. Returns how many (<= max). */
 int gy_client_contexts(gy_cu_context *out, int max);
 
@@ -89,11 +82,6 @@ static inline void gy_gate_enter(void)
     gy_mark_inflight(&gy_client.shm);
     if (!gy_launch_allowed(&gy_client.shm, gy_client.priority))
         gy_client_block();
-}
-
-static inline bool gy_client_sharing_now(void)
-{
-    return !gy_launch_allowed(&gy_client.shm, gy_client.priority) && gy_client_shares();
 }
 
 static inline void gy_gate_leave(bool counted, bool graph)

@@ -84,12 +84,6 @@ static void load(void)
             priority, (int)getpid());
     config.priority = (int)p;
     parse_mode(mode);
-    const char *share = getenv("GPUYIELD_SHARE_US");
-    config.share_us = 100;
-    if (share && !parse_ulong(share, 1, 1000000, &config.share_us))
-        die("gpuyield: GPUYIELD_SHARE_US=\"%s\" is invalid (pid %d): use microseconds of GPU work in flight "
-            "while a higher job runs under the share policy, 1..1000000 (default 100)",
-            share, (int)getpid());
     const char *verbose = getenv("GPUYIELD_VERBOSE");
     if (verbose && strcmp(verbose, "0") != 0 && strcmp(verbose, "1") != 0)
         die("gpuyield: GPUYIELD_VERBOSE=\"%s\" is invalid (pid %d): use 1 (one line at start) or 0", verbose,

@@ -12,7 +12,6 @@ struct gy_hooks_config {
     int priority;         /* GPUYIELD_PRIORITY, 0..7 */
     enum gy_queue_mode mode;
     unsigned long group;  /* N of sync:N / event:N; microseconds of time:US */
-    unsigned long share_us; /* GPUYIELD_SHARE_US: time mode's bound while sharing with a higher job */
     bool verbose;         /* GPUYIELD_VERBOSE=1 */
 };
 

@@ -5,10 +5,7 @@
  * GPU time of a finished group (elapsed time between the events ending groups g-3 and g-2) over
  * its units gives the GPU time per unit, and the next group gets as many units as fit in half the
  * budget. Waits spin on cuEventQuery for a short while before blocking: a blocking wait costs a
- * wake-up (tens of microseconds) that would leave the GPU idle between small groups.
- *
- * Under the share policy, while a job above this process runs, groups shrink to a shallow size
- * (the group filling is cut short): what runs beside the job stays small. */
+ * wake-up (tens of microseconds) that would leave the GPU idle between small groups. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -188,31 +185,11 @@ static uint32_t next_group_size(const struct gy_stream_state *st)
     return units < 1 ? 1 : units > MAX_GROUP ? MAX_GROUP : (uint32_t)units;
 }
 
-/* Beside a higher job (share policy): groups of one unit in event mode, of GPUYIELD_SHARE_US/2
- * of GPU time in time mode (one unit until the time per unit is known). */
-static uint32_t shallow_group_size(const struct gy_stream_state *st)
-{
-    if (gy_client.mode == GY_MODE_EVENT || st->ns_per_unit <= 0)
-        return 1;
-    double units = (double)gy_client.share_us * 1000.0 / 2 / st->ns_per_unit;
-    return units < 1 ? 1 : units > MAX_GROUP ? MAX_GROUP : (uint32_t)units;
-}
-
 struct gy_stream_state *gy_bound_before_slow(gy_cu_stream stream)
 {
     struct gy_stream_state *st = state_for(stream);
-    if (!st)
+    if (!st || st->group_left)
         return st;
-    bool shallow = gy_client_sharing_now();
-    if (st->group_left) {
-        /* A higher job began while this group filled: end the group sooner. */
-        uint32_t cap = shallow ? shallow_group_size(st) : UINT32_MAX;
-        if (st->group_left > cap) {
-            st->sizes[st->group % RING] -= (uint32_t)(st->group_left - cap);
-            st->group_left = cap;
-        }
-        return st;
-    }
     /* This launch starts group g: wait for the end of group g-2. */
     uint64_t g = st->group;
     int slot = (int)((g + RING - 2) % RING);
@@ -222,10 +199,7 @@ struct gy_stream_state *gy_bound_before_slow(gy_cu_stream stream)
     }
     if (gy_client.mode == GY_MODE_TIME)
         learn(st, g);
-    uint32_t size = next_group_size(st);
-    if (shallow && shallow_group_size(st) < size)
-        size = shallow_group_size(st);
-    st->group_left = size;
+    st->group_left = next_group_size(st);
     st->sizes[g % RING] = (uint32_t)st->group_left;
     return st;
 }

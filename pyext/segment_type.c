@@ -382,7 +382,7 @@ PyDoc_STRVAR(status_doc,
              "status($self, /)\n--\n\n"
              "A snapshot of the segment as a dict with exactly the fields of\n"
              "`expcontroller status --json`: segment (name), jobs (8 counts, one per priority),\n"
-             "policy ('drain', 'corun' or 'share'), mps, job_epoch, drain_timeouts, reaped, and processes: a list of dicts with pid, priority,\n"
+             "policy ('drain' or 'corun'), mps, job_epoch, drain_timeouts, reaped, and processes: a list of dicts with pid, priority,\n"
              "state ('running', 'blocked', 'draining'), inflight, launches, graph_launches,\n"
              "sync_points, waits, blocked_ns, drains, drain_timeouts. Works on a removed segment\n"
              "too (it reads the memory this process still maps). Raises gpuyield.Error(EPROTO)\n"

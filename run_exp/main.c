@@ -49,10 +49,8 @@ static void usage(FILE *to)
             "  --mps                    run the workers under an MPS daemon started for this run (pipes and\n"
             "                           log in OUTDIR/mps, quit at the end); also the file's \"mps\": true\n"
             "  --mps-pipe DIR           run them under the MPS daemon already serving DIR (left running)\n"
-            "  --policy POLICY          drain: a job waits until lower work has drained; corun: it starts at\n"
-            "                           once beside what was queued (under MPS); share: lower work goes on\n"
-            "                           beside it, bounded to GPUYIELD_SHARE_US (under MPS). Default: corun\n"
-            "                           under MPS, else drain\n"
+            "  --policy drain|corun     drain: a job waits until lower work has drained; corun: it starts at\n"
+            "                           once beside it (under MPS). Default: corun under MPS, else drain\n"
             "  --python PATH            the worker's interpreter (default: $GPUYIELD_PYTHON or python3)\n"
             "  --min-jobs N             jobs each worker runs at least (default 10)\n"
             "  --min-jobs-timeout S     how long past exp_dur to wait for them (default 120)\n"
@@ -120,7 +118,7 @@ static int parse_options(int argc, char **argv, struct options *o)
         case O_POLICY: {
             enum gy_policy policy;
             if (gy_policy_parse(optarg, &policy)) {
-                fprintf(stderr, "run_exp: error: --policy '%s' must be drain, corun or share\n", optarg);
+                fprintf(stderr, "run_exp: error: --policy '%s' must be drain or corun\n", optarg);
                 return -1;
             }
             o->policy = optarg;
@@ -416,10 +414,9 @@ int main(int argc, char **argv)
     const char *policy_text = o.policy ? o.policy : cfg.policy ? cfg.policy : use_mps ? "corun" : "drain";
     enum gy_policy policy = GY_POLICY_DRAIN;
     gy_policy_parse(policy_text, &policy);
-    if (policy != GY_POLICY_DRAIN && !use_mps)
-        fprintf(stderr, "run_exp: warning: policy %s without MPS: a job starts while lower work is still queued, "
-                        "and the GPU time-slices between them; %s is meant for MPS (--mps)\n",
-                gy_policy_name(policy), gy_policy_name(policy));
+    if (policy == GY_POLICY_CORUN && !use_mps)
+        fprintf(stderr, "run_exp: warning: policy corun without MPS: a job starts while lower work is still queued, "
+                        "and the GPU time-slices between them; corun is meant for MPS (--mps)\n");
     char mps_dir[2 * PATH_MAX + 8], pipe_dir[2 * PATH_MAX + 16], log_dir[2 * PATH_MAX + 16];
     pipe_dir[0] = log_dir[0] = mps_dir[0] = '\0';
     if (o.mps_pipe) {
@@ -454,7 +451,7 @@ int main(int argc, char **argv)
     struct launch_settings ls = {.python = o.python, .segment = segment, .simulate = o.simulate,
                                  .fake_device_file = fake_device, .fake_log = fake_log,
                                  .mps_pipe_dir = use_mps ? pipe_dir : NULL, .mps_log_dir = log_dir[0] ? log_dir : NULL,
-                                 .mps_top_priority = policy != GY_POLICY_DRAIN ? top_priority : -1};
+                                 .mps_top_priority = policy == GY_POLICY_CORUN ? top_priority : -1};
     static struct launch launches[EXP_MAX_MODELS];
     for (int i = 0; i < cfg.nmodels; i++) {
         if (launch_build(&cfg, &cfg.models[i], &in, &ls, &launches[i]) != 0) {

@@ -8,7 +8,7 @@
 #     low priority, back to back. Three phases: hp_alone (the high-priority model alone, with
 #     control), nocontrol (both, no library at all), control (both, the drop-in).
 #  2. The original Nsight command line on a short run of the control phase (DUR_NSYS s), the
-#     SQLite export, its tables (osrt, cudnn, cublas, sampling must be present), nsight-parser on it.
+#     SQLite export, its tables (osrt, sampling, kernels must be present; cudnn, cublas reported), nsight-parser on it.
 # Checks that fail loudly (exit 1, a line "FAIL ..."): every CSV has exactly the original's columns
 # and >= 10 jobs; in the control phase the workers joined the segment compat<suffix> at priorities
 # 1 and 0 with mode event:N (their GPUYIELD_VERBOSE lines and the segment's status), the high job
@@ -177,14 +177,18 @@ db = sqlite3.connect(sys.argv[1])
 tables = {n: db.execute('SELECT count(*) FROM "%s"' % n).fetchone()[0]
           for (n,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
 json.dump(tables, open(sys.argv[2], "w"), indent=1, sort_keys=True)
-need = {"osrt": ["OSRT_API"], "cudnn": ["CUDNN_EVENTS"], "cublas": ["CUBLAS_EVENTS"],
-        "sampling": ["COMPOSITE_EVENTS", "SAMPLING_CALLCHAINS"], "kernels": ["CUPTI_ACTIVITY_KIND_KERNEL"]}
+need = {"osrt": ["OSRT_API"], "sampling": ["COMPOSITE_EVENTS", "SAMPLING_CALLCHAINS"],
+        "kernels": ["CUPTI_ACTIVITY_KIND_KERNEL"]}
+# nsys writes CUDNN_EVENTS / CUBLAS_EVENTS only when it recorded such calls: on the H100 machine
+# (nsys 2025.3, PyTorch's own cuDNN 9 / cuBLAS) it recorded none, with no warning (2026-11-23).
+# Nothing of ours reads them: reported, not failed.
+maybe = {"cudnn": ["CUDNN_EVENTS"], "cublas": ["CUBLAS_EVENTS"]}
 bad = 0
-for what, names in need.items():
+for what, names in list(need.items()) + list(maybe.items()):
     have = {n: tables.get(n) for n in names}
     ok = all(v for v in have.values())
-    print("%s %-8s %s" % ("ok  " if ok else "FAIL", what, have))
-    bad += not ok
+    print("%s %-8s %s" % ("ok  " if ok else "FAIL" if what in need else "none", what, have))
+    bad += not ok and what in need
 sys.exit(1 if bad else 0)
 PY
         if "$BUILD/bin/nsight-parser" "$NS/nsight_report.sqlite" -p "$NS/logs/nsys/models_pid.json" -o "$NS/kernels" > "$NS/parser.txt" 2>&1; then

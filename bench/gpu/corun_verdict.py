@@ -4,13 +4,12 @@ invocation, >= 1000 high-priority jobs per setup, nearest-rank percentiles with 
 intervals.
 
   python3 bench/gpu/corun_verdict.py --pair resnet --build BUILD --out DIR \
-      --drain-mode time:1000 --corun-mode time:500 [--share-mode time:1000] [--setups LIST] \
-      [--dur 60] [--alone-dur 15] [--hp-sleep 0.035]
+      --drain-mode time:1000 --corun-mode time:500 [--setups LIST] [--dur 60] [--alone-dur 15] \
+      [--hp-sleep 0.035]
 
 Setups: nocontrol (time-slicing), mps (MPS alone, no gating), gy_drain_<mode> (gpuyield, policy
 drain, no MPS), gy_corun_<mode> (gpuyield, policy corun under an MPS daemon run_exp starts; the
-low-priority worker at MPS client priority below normal), gy_share_<mode>_s<US> (policy share under
-MPS: the LP keeps launching inside HP jobs, bounded to GPUYIELD_SHARE_US there). Standalone rounds: alone_hp@1..N between
+low-priority worker at MPS client priority below normal). Standalone rounds: alone_hp@1..N between
 them, alone_lp once. Ratios use the pooled standalone rounds; the per-round p50s are recorded so
 drift between rounds shows.
 
@@ -109,9 +108,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--drain-mode", default="time:1000")
     ap.add_argument("--corun-mode", default="time:500")
-    ap.add_argument("--share-mode", default="time:1000",
-                    help="the LP's bound between HP jobs under the share policy (GPUYIELD_SHARE_US bounds it inside)")
-    ap.add_argument("--setups", default="nocontrol,mps,drain,corun,share",
+    ap.add_argument("--setups", default="nocontrol,mps,drain,corun",
                     help="which contention setups to run, comma-separated (each beside standalone HP rounds)")
     ap.add_argument("--dur", type=float, default=60)
     ap.add_argument("--alone-dur", type=float, default=15)
@@ -123,8 +120,7 @@ def main():
     lp, hp = pair["lp"], dict(pair["hp"], sleep_time=args.hp_sleep)
     off = control_block(False)
     both = lambda lp_ctl, hp_ctl: [model_entry(lp, "lp", 0, lp_ctl), model_entry(hp, "hp", 1, hp_ctl)]
-    dm, cm, sm = args.drain_mode, args.corun_mode, args.share_mode
-    share_us = os.environ.get("GPUYIELD_SHARE_US", "100")
+    dm, cm = args.drain_mode, args.corun_mode
     setups = {  # key: (label, models, run_exp options)
         "nocontrol": ("nocontrol", both(off, off), []),
         "mps": ("mps", both(off, off), ["--mps"]),
@@ -132,8 +128,6 @@ def main():
                   ["--policy", "drain"]),
         "corun": ("gy_corun_" + cm.replace(":", ""), both(control_block(True, cm), control_block(True)),
                   ["--mps", "--policy", "corun"]),
-        "share": ("gy_share_" + sm.replace(":", "") + "_s" + share_us, both(control_block(True, sm), control_block(True)),
-                  ["--mps", "--policy", "share"]),
     }
     wanted = args.setups.split(",")
     unknown = [w for w in wanted if w not in setups]

@@ -14,7 +14,14 @@ TAG=bench-cost-$$
 trap '"$B/bin/expcontroller" remove --name "$TAG" > /dev/null 2>&1 || true' EXIT
 : > "$OUT"
 variants="nohook none event:8 event:64 time:1000"
-[ -n "$OLD_LIB" ] && variants="$variants old:none old:event:8 old:event:64 old:time:1000"
+if [ -n "$OLD_LIB" ]; then
+    # An earlier build joins only a segment of its own layout version: check before timing anything.
+    if LD_PRELOAD="$OLD_LIB" GPUYIELD_SHM="$TAG" GPUYIELD_MODE=none "$B/bin/launch-cost" paired 16 > /dev/null; then
+        variants="$variants old:none old:event:8 old:event:64 old:time:1000"
+    else
+        echo "launch_cost: OLD_LIB=$OLD_LIB cannot join this build's segment (see above): its variants are left out" >&2
+    fi
+fi
 for round in $(seq "$ROUNDS"); do
     for variant in $variants; do
         lib=$B/lib/libgpuyield.so mode=$variant

@@ -38,7 +38,7 @@ for stage in "${stages[@]}"; do
         pair=resnet; [ "$stage" = corun-ref ] && pair=reference
         "$PY" bench/gpu/corun_verdict.py --pair "$pair" --build "$B" --out "$R/$stage" \
             --drain-mode "${DRAIN_MODE:-time:1000}" --corun-mode "${CORUN_MODE:-time:500}" \
-            --share-mode "${SHARE_MODE:-time:1000}" --setups "${CORUN_SETUPS:-nocontrol,mps,drain,corun,share}" \
+            --setups "${CORUN_SETUPS:-nocontrol,mps,drain,corun}" \
             --dur "${DUR:-60}" --alone-dur "${ALONE_DUR:-15}" --hp-sleep "${HP_SLEEP:-0.035}" \
             --device "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1)"
         cp "$R/$stage/verdict_$pair.json" "$OUT/" 2>/dev/null ;;

@@ -637,68 +637,11 @@ TEST(corun_begin_closes_the_gate_and_returns_without_waiting_for_the_drain)
     destroy(&shm);
 }
 
-/* A lower process (priority 0, in flight) waits for a job above it, then reports through its exit
- * status whether its launches may go on beside it and, expect_share set, that no drain is asked. */
-static int lower_checks_sharing(const char *name, long expect_share)
-{
-    gy_shm shm;
-    gy_err err;
-    if (gy_open(name, &shm, &err) || gy_register(&shm, 0, &err))
-        return 10;
-    gy_mark_inflight(&shm);
-    for (int i = 0; i < 10000 && gy_launch_allowed(&shm, 0); i++)
-        sleep_ms(1);
-    if (gy_launch_allowed(&shm, 0))
-        return 11; /* no job came */
-    if (gy_launch_shares(&shm) != (expect_share != 0))
-        return 12;
-    uint64_t epoch;
-    if (expect_share && gy_drain_wait_request(&shm, 300 * MS, &epoch))
-        return 13; /* share asks no drain: nobody waits for one */
-    return 0;
-}
-
-TEST(share_lets_lower_launches_go_on_beside_a_job_and_asks_no_drain)
-{
-    gy_shm shm;
-    gy_err err;
-    gy_job job;
-    REQUIRE(create_fresh("share", 5000 * MS, &shm));
-    REQUIRE(gy_register(&shm, 1, &err) == 0);
-    gy_set_policy(&shm, GY_POLICY_SHARE, true);
-    CHECK(gy_get_policy(&shm) == GY_POLICY_SHARE && strcmp(gy_policy_name(GY_POLICY_SHARE), "share") == 0);
-    pid_t child = spawn(lower_checks_sharing, shm.name, 1);
-    CHECK(WAIT_FOR(count_state(&shm, GY_PROC_RUNNING) == 2 && (shm.seg->procs[0].inflight || shm.seg->procs[1].inflight),
-                   10000));
-    uint64_t t0 = gy_now_ns();
-    REQUIRE(gy_begin(&shm, 1, &job, &err) == 0);
-    CHECK(gy_now_ns() - t0 < 1000 * MS, "a share begin does not wait for the drain");
-    CHECK(job.corun && !job.drained && !job.timed_out);
-    CHECK(!gy_launch_allowed(&shm, 0), "lower launches still see the job (their bound goes shallow)");
-    int status = wait_exit(child);
-    CHECK(status == 0, "the lower process under share: exit %d (11 no job, 12 held back, 13 drain asked)", status);
-    gy_job_exit(&shm, &job, &err);
-    /* Our own job above our priority holds nobody back in this process. */
-    REQUIRE(gy_begin(&shm, 3, &job, &err) == 0);
-    CHECK(!gy_launch_allowed(&shm, 1) && !gy_launch_shares(&shm), "our own job is not shared with ourselves");
-    gy_job_exit(&shm, &job, &err);
-    /* corun: the same lower process is held back at the gate, not sharing. */
-    gy_set_policy(&shm, GY_POLICY_CORUN, true);
-    child = spawn(lower_checks_sharing, shm.name, 0);
-    CHECK(WAIT_FOR(count_state(&shm, GY_PROC_RUNNING) == 2, 10000));
-    REQUIRE(gy_begin(&shm, 1, &job, &err) == 0);
-    status = wait_exit(child);
-    CHECK(status == 0, "the lower process under corun: exit %d (12: it would share)", status);
-    gy_job_exit(&shm, &job, &err);
-    destroy(&shm);
-}
-
 TEST(policy_names_parse_and_out_of_range_policy_is_refused)
 {
     enum gy_policy p;
     CHECK(gy_policy_parse("corun", &p) == 0 && p == GY_POLICY_CORUN);
     CHECK(gy_policy_parse("drain", &p) == 0 && p == GY_POLICY_DRAIN);
-    CHECK(gy_policy_parse("share", &p) == 0 && p == GY_POLICY_SHARE);
     CHECK(gy_policy_parse("Corun", &p) == -1 && gy_policy_parse("", &p) == -1 && gy_policy_parse(NULL, &p) == -1);
     gy_shm shm, other;
     gy_err err;

@@ -3,7 +3,7 @@
 # nvidia-cuda-mps-control (tests/run_exp/bin) logs every start and quit. expcontroller serve --mps
 # and run_exp --mps start a daemon before any worker and quit it at the end, on failure and on a
 # signal; a daemon that cannot start is one clear line, exit 1, nothing left behind; the policy
-# (drain | corun | share) is checked, stored in the segment and shown by status and summary.json.
+# (drain | corun) is checked, stored in the segment and shown by status and summary.json.
 set -u
 . "$ROOT/tests/lib/suite.sh"
 
@@ -37,15 +37,15 @@ quit_logged() { grep -q "^quit $1 " "$FAKE_MPS_LOG"; }
 json_field() { "$PYTHON" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2], {"d": d}))' "$1" "$2"; }
 
 # ---- expcontroller ---------------------------------------------------------------------------
-expect cli_policy_bad 2 "--policy takes drain, corun or share, not 'fast'" "$EXP" create --policy fast
-expect cli_policy_needs_create_or_serve 2 "--policy goes with 'create' or 'serve'" "$EXP" status --policy share
+expect cli_policy_bad 2 "--policy takes drain or corun, not 'fast'" "$EXP" create --policy fast
+expect cli_policy_needs_create_or_serve 2 "--policy goes with 'create' or 'serve'" "$EXP" status --policy corun
 expect cli_mps_needs_serve 2 "mps" "$EXP" create --mps
 
 TAG=test-mps-$$
 clean_lock # a created segment outlives its creator: no clean beside us may take it
-expect cli_create_share 0 "gpuyield-$UIDN-$TAG" "$EXP" create --name "$TAG" --policy share
-expect cli_status_share 0 "\"policy\": \"share\", \"mps\": false" "$EXP" status --name "$TAG" --json
-expect cli_status_table_share 0 "policy share" "$EXP" status --name "$TAG"
+expect cli_create_corun 0 "gpuyield-$UIDN-$TAG" "$EXP" create --name "$TAG" --policy corun
+expect cli_status_corun 0 "\"policy\": \"corun\", \"mps\": false" "$EXP" status --name "$TAG" --json
+expect cli_status_table_corun 0 "policy corun" "$EXP" status --name "$TAG"
 "$EXP" remove --name "$TAG" > /dev/null 2>&1
 clean_unlock
 
@@ -65,15 +65,15 @@ check serve_mps_quit quit_logged "$DAEMON"
 check serve_mps_daemon_gone bash -c "! kill -0 $DAEMON 2>/dev/null"
 check serve_mps_segment_gone test ! -e "/dev/shm/gpuyield-$UIDN-$TAG"
 
-# serve --mps --policy share
+# serve --mps --policy drain: MPS without co-running (a job still waits for the drain)
 : > "$FAKE_MPS_LOG"
-"$EXP" serve --name "$TAG" --mps --mps-dir "$T/mpsdir2" --policy share > /dev/null 2>&1 &
+"$EXP" serve --name "$TAG" --mps --mps-dir "$T/mpsdir2" --policy drain > /dev/null 2>&1 &
 SERVE=$!
 wait_until 60 test -e "/dev/shm/gpuyield-$UIDN-$TAG"
 wait_until 60 grep -q "^start " "$FAKE_MPS_LOG"
-expect serve_mps_status_share 0 "\"policy\": \"share\", \"mps\": true" "$EXP" status --name "$TAG" --json
+expect serve_mps_status_drain 0 "\"policy\": \"drain\", \"mps\": true" "$EXP" status --name "$TAG" --json
 kill -INT "$SERVE"; wait "$SERVE"
-check serve_mps_share_quit_on_sigint quit_logged "$(started_pid)"
+check serve_mps_drain_quit_on_sigint quit_logged "$(started_pid)"
 
 # A daemon that cannot start: one line, exit 1, no segment.
 : > "$FAKE_MPS_LOG"
@@ -86,12 +86,12 @@ check serve_mps_start_fails_no_segment test ! -e "/dev/shm/gpuyield-$UIDN-$TAG"
 cfg() { local out=$1; shift; "$PYTHON" "$HERE/make_config.py" "$out" --image "$IMAGE" --out-dir "$T/out" "$@"; }
 cfg "$T/run.json" --set exp_dur=0.3 --set models.0.sleep_time=0.05 --set models.1.sleep_time=0.05
 expect run_mps_simulate_refused 2 "MPS needs a real GPU" "$RUN_EXP" -f "$T/run.json" --mps --simulate
-expect run_policy_flag_bad 2 "--policy 'fast' must be drain, corun or share" "$RUN_EXP" -f "$T/run.json" --policy fast
+expect run_policy_flag_bad 2 "--policy 'fast' must be drain or corun" "$RUN_EXP" -f "$T/run.json" --policy fast
 cfg "$T/badpolicy.json" --set 'policy="fast"'
-expect run_policy_key_bad 2 "policy: must be \"drain\".*\"share\".*got \"fast\"" "$RUN_EXP" -f "$T/badpolicy.json"
+expect run_policy_key_bad 2 "policy: must be \"drain\".*\"corun\".*got \"fast\"" "$RUN_EXP" -f "$T/badpolicy.json"
 expect run_mps_and_pipe_refused 2 "give one of them" "$RUN_EXP" -f "$T/run.json" --mps --mps-pipe /tmp/x
 check run_bad_input_created_nothing test ! -e "$T/out"
-expect run_share_without_mps_warns 0 "warning: policy share without MPS" "$RUN_EXP" -f "$T/run.json" --dry-run --policy share
+expect run_corun_without_mps_warns 0 "warning: policy corun without MPS" "$RUN_EXP" -f "$T/run.json" --dry-run --policy corun
 expect dry_run_says_policy_and_mps 0 "policy: corun; MPS: would start a daemon, pipes in $T/out/mps/pipe" \
     "$RUN_EXP" -f "$T/run.json" --dry-run --mps
 expect dry_run_join_has_no_log_dir 0 "CUDA_MPS_PIPE_DIRECTORY=/tmp/elsewhere" "$RUN_EXP" -f "$T/run.json" --dry-run --mps-pipe /tmp/elsewhere
@@ -100,19 +100,19 @@ expect dry_run_join_has_no_log_dir 0 "CUDA_MPS_PIPE_DIRECTORY=/tmp/elsewhere" "$
 # workers and quit at the end; the lower worker at MPS client priority 1, the top one not.
 : > "$FAKE_MPS_LOG"
 rm -rf "$T/out"
-cfg "$T/share.json" --set exp_dur=0.3 --set models.0.sleep_time=0.05 --set models.1.sleep_time=0.05 \
-    --set 'mps=true' --set 'policy="share"'
-out=$(FAKE_WORKER_MODE=env_dump "$RUN_EXP" -f "$T/share.json" --min-jobs 3 2>&1); rc=$?
+cfg "$T/corun.json" --set exp_dur=0.3 --set models.0.sleep_time=0.05 --set models.1.sleep_time=0.05 \
+    --set 'mps=true' --set 'policy="corun"'
+out=$(FAKE_WORKER_MODE=env_dump "$RUN_EXP" -f "$T/corun.json" --min-jobs 3 2>&1); rc=$?
 check run_mps_exit_zero test "$rc" -eq 0 || echo "$out" | tail -n 20
 DAEMON=$(started_pid)
 check run_mps_started_under_out grep -q "^start $DAEMON $T/out/mps/pipe $T/out/mps/log" "$FAKE_MPS_LOG"
 check run_mps_quit_at_end quit_logged "$DAEMON"
-check run_mps_says_so grep -q "run_exp: MPS daemon started, pipes in $T/out/mps/pipe; policy share" <<< "$out"
+check run_mps_says_so grep -q "run_exp: MPS daemon started, pipes in $T/out/mps/pipe; policy corun" <<< "$out"
 check run_mps_env_pipe grep -qx "CUDA_MPS_PIPE_DIRECTORY=$T/out/mps/pipe" "$T/out/model_A.csv.env"
 check run_mps_env_log grep -qx "CUDA_MPS_LOG_DIRECTORY=$T/out/mps/log" "$T/out/model_B.csv.env"
 check run_mps_lower_client_priority grep -qx "CUDA_MPS_CLIENT_PRIORITY=1" "$T/out/model_A.csv.env"
 check run_mps_top_normal_priority bash -c "grep -q '^CUDA_MPS_PIPE_DIRECTORY=' '$T/out/model_B.csv.env' && ! grep -q '^CUDA_MPS_CLIENT_PRIORITY=' '$T/out/model_B.csv.env'"
-check run_mps_summary test "$(json_field "$T/out/summary.json" '(d["policy"], d["mps"])')" = "('share', True)"
+check run_mps_summary test "$(json_field "$T/out/summary.json" '(d["policy"], d["mps"])')" = "('corun', True)"
 check run_mps_daemon_gone bash -c "! kill -0 $DAEMON 2>/dev/null"
 
 # The drain policy under MPS gives no client priority: nothing co-runs with a job.
