@@ -60,7 +60,23 @@ static pid_t read_daemon_pid(const char *pipe_dir)
     return pid > 0 && pid < 1 << 30 ? (pid_t)pid : 0;
 }
 
-static bool process_alive(pid_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM); }
+/* A zombie counts as gone: a daemon detaches, so a subreaper ancestor (nsys is one) adopts it
+ * instead of init and may reap it only at its own end. */
+static bool process_alive(pid_t pid)
+{
+    if (pid <= 0 || (kill(pid, 0) != 0 && errno != EPERM))
+        return false;
+    char path[64], stat[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return true;
+    size_t n = fread(stat, 1, sizeof stat - 1, f);
+    fclose(f);
+    stat[n] = '\0';
+    const char *name_end = strrchr(stat, ')'); /* the command name may hold spaces and ')' */
+    return !(name_end && name_end[1] == ' ' && name_end[2] == 'Z');
+}
 
 /* The environment with the two MPS directories set to ours. */
 static char **mps_environment(const char *pipe_dir, const char *log_dir, char *pipe_var, char *log_var, size_t len)

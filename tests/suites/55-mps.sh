@@ -31,6 +31,7 @@ expect() { # expect NAME WANT_STATUS PATTERN COMMAND...
     else pass "$name"; fi
 }
 alive() { local st; st=$(ps -o stat= -p "$1" 2>/dev/null) && [ -n "$st" ] && [ "${st#Z}" = "$st" ]; }
+gone() { ! alive "$1"; } # a zombie (exited, not yet reaped by whoever adopted it) is gone
 wait_until() { local end=$((SECONDS + $1)); shift; until "$@" > /dev/null 2>&1; do [ "$SECONDS" -ge "$end" ] && return 1; sleep 0.1; done; }
 started_pid() { awk '$1 == "start" {p = $2} END {print p}' "$FAKE_MPS_LOG"; }
 quit_logged() { grep -q "^quit $1 " "$FAKE_MPS_LOG"; }
@@ -62,7 +63,7 @@ expect serve_mps_status_corun 0 "\"policy\": \"corun\", \"mps\": true" "$EXP" st
 kill -TERM "$SERVE"; wait "$SERVE"; SERVE_RC=$?
 check serve_mps_exit_zero test "$SERVE_RC" -eq 0
 check serve_mps_quit quit_logged "$DAEMON"
-check serve_mps_daemon_gone bash -c "! kill -0 $DAEMON 2>/dev/null"
+check serve_mps_daemon_gone wait_until 10 gone "$DAEMON"
 check serve_mps_segment_gone test ! -e "/dev/shm/gpuyield-$UIDN-$TAG"
 
 # serve --mps --policy drain: MPS without co-running (a job still waits for the drain)
@@ -113,7 +114,7 @@ check run_mps_env_log grep -qx "CUDA_MPS_LOG_DIRECTORY=$T/out/mps/log" "$T/out/m
 check run_mps_lower_client_priority grep -qx "CUDA_MPS_CLIENT_PRIORITY=1" "$T/out/model_A.csv.env"
 check run_mps_top_normal_priority bash -c "grep -q '^CUDA_MPS_PIPE_DIRECTORY=' '$T/out/model_B.csv.env' && ! grep -q '^CUDA_MPS_CLIENT_PRIORITY=' '$T/out/model_B.csv.env'"
 check run_mps_summary test "$(json_field "$T/out/summary.json" '(d["policy"], d["mps"])')" = "('corun', True)"
-check run_mps_daemon_gone bash -c "! kill -0 $DAEMON 2>/dev/null"
+check run_mps_daemon_gone wait_until 10 gone "$DAEMON"
 
 # The drain policy under MPS gives no client priority: nothing co-runs with a job.
 rm -rf "$T/out"
@@ -132,6 +133,21 @@ check run_mps_start_fails_says_why grep -q "mps" <<< "$out"
 check run_mps_start_fails_no_worker test ! -e "$T/out/models_pid.json"
 check run_mps_start_fails_no_segment test "$(ls /dev/shm | grep -c "^gpuyield-$UIDN-exp$RUN\$")" -eq 0
 
+# A subreaper parent (nsys is one) adopts the daemon when it detaches and reaps it only at its own
+# end: the daemon that obeyed quit stays a zombie meanwhile, and counts as gone.
+cat > "$T/subreaper.py" <<'PY'
+import ctypes, subprocess, sys
+ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+sys.exit(subprocess.run(sys.argv[1:]).returncode)  # waits for its own child only
+PY
+: > "$FAKE_MPS_LOG"
+rm -rf "$T/out"
+t0=$SECONDS
+out=$("$PYTHON" "$T/subreaper.py" "$RUN_EXP" -f "$T/run.json" --mps --min-jobs 3 2>&1); rc=$?
+check run_mps_zombie_daemon_has_quit test "$rc" -eq 0 || echo "$out" | tail -n 5
+check run_mps_zombie_daemon_no_wait test $((SECONDS - t0)) -lt 10
+check run_mps_zombie_daemon_quit_logged quit_logged "$(started_pid)"
+
 # A signal mid-run: the workers stop and the daemon is quit.
 : > "$FAKE_MPS_LOG"
 rm -rf "$T/out"
@@ -143,7 +159,7 @@ kill -TERM "$RUN"; wait "$RUN"; rc=$?
 DAEMON=$(started_pid)
 check run_mps_sigterm_exit test "$rc" -ne 0
 check run_mps_sigterm_quit quit_logged "$DAEMON"
-check run_mps_sigterm_daemon_gone bash -c "! kill -0 $DAEMON 2>/dev/null"
+check run_mps_sigterm_daemon_gone wait_until 10 gone "$DAEMON"
 check run_mps_sigterm_no_segment test "$(ls /dev/shm | grep -c "^gpuyield-$UIDN-exp$RUN\$")" -eq 0
 
 finish
