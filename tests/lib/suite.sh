@@ -1,4 +1,5 @@
-# Helpers for the shell test suites: ok/fail counting and the closing "N passed, N failed" line.
+# Helpers for the shell test suites: ok/fail counting and the closing "N passed, N failed" line,
+# expect (exit status + output pattern), alive/gone (a process; a zombie is gone), wait_until.
 # Source it, call `check NAME COMMAND...` or `pass NAME` / `fail NAME WHY`, and `finish` last.
 SUITE_PASSED=0
 SUITE_FAILED=0
@@ -30,4 +31,18 @@ CLEAN_LOCK=/tmp/gpuyield-$(id -u)-clean.lock
 export CLEAN_LOCK
 clean_lock() { exec 9>> "$CLEAN_LOCK"; flock 9; }
 clean_unlock() { flock -u 9; exec 9>&-; }
+# expect NAME WANT_STATUS PATTERN COMMAND...: exit status and an (extended) pattern in stdout+stderr
+expect() {
+    local name=$1 want=$2 pattern=$3; shift 3
+    local out rc; out=$("$@" 2>&1); rc=$?
+    if [ "$rc" -ne "$want" ]; then fail "$name" "exit $rc, wanted $want: $out"
+    elif ! grep -qE -- "$pattern" <<< "$out"; then fail "$name" "no '$pattern' in: $out"
+    else pass "$name"; fi
+}
+# A zombie (dead, not yet reaped by whoever inherited it) counts as gone.
+alive() { local st; st=$(ps -o stat= -p "$1" 2>/dev/null) && [ -n "$st" ] && [ "${st#Z}" = "$st" ]; }
+gone() { ! alive "$1"; }
+# wait_until SECONDS COMMAND...: polls until COMMAND succeeds (a slow or crowded machine only
+# takes longer); fails when it never does.
+wait_until() { local end=$((SECONDS + $1)); shift; until "$@" > /dev/null 2>&1; do [ "$SECONDS" -ge "$end" ] && return 1; sleep 0.1; done; }
 finish() { echo "$SUITE_PASSED passed, $SUITE_FAILED failed"; [ "$SUITE_FAILED" -eq 0 ]; }

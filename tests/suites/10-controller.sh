@@ -10,13 +10,6 @@ TSAN_OPTIONS="halt_on_error=1" run_counted controller-tsan "$BUILD/tsan/tests/te
 EXP=$BUILD/bin/expcontroller
 TAG=test-cli-$$
 NAME=/gpuyield-$(id -u)-$TAG
-expect() { # expect NAME WANT_STATUS PATTERN COMMAND...: exit status and a pattern in stdout+stderr
-    local name=$1 want=$2 pattern=$3; shift 3
-    local out rc; out=$("$@" 2>&1); rc=$?
-    if [ "$rc" -ne "$want" ]; then fail "$name" "exit $rc, wanted $want: $out"
-    elif ! grep -qE -- "$pattern" <<< "$out"; then fail "$name" "no '$pattern' in: $out"
-    else pass "$name"; fi
-}
 
 expect cli_no_command 2 'missing command' "$EXP"
 expect cli_unknown_command 2 "unknown command 'frob'" "$EXP" frob

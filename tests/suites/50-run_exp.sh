@@ -23,23 +23,10 @@ cfg() { # cfg FILE [make_config args...]
     "$PYTHON" "$HERE/make_config.py" "$out" --image "$IMAGE" --out-dir "$T/out" "$@"
 }
 segments_of() { ls /dev/shm 2>/dev/null | grep -c "^gpuyield-$UIDN-exp$1\$"; }
-# A zombie (dead, not yet reaped by whoever inherited it) counts as gone.
-alive() { local st; st=$(ps -o stat= -p "$1" 2>/dev/null) && [ -n "$st" ] && [ "${st#Z}" = "$st" ]; }
 # runx COMMAND...: output in $out, status in $rc, pid in $RUN_PID. run_exp names its segment and
 # simulated device after its pid: checks look for this run's, not another worktree's beside it.
 runx() { "$@" > "$T/runx.out" 2>&1 & RUN_PID=$!; wait "$RUN_PID"; rc=$?; out=$(cat "$T/runx.out"); }
-# wait_until SECONDS COMMAND...: polls until COMMAND succeeds (a slow or crowded machine only
-# takes longer); fails when it never does.
-wait_until() { local end=$((SECONDS + $1)); shift; until "$@" > /dev/null 2>&1; do [ "$SECONDS" -ge "$end" ] && return 1; sleep 0.1; done; }
 
-# expect NAME WANT_STATUS PATTERN COMMAND...: exit status and an (extended) pattern in stdout+stderr
-expect() {
-    local name=$1 want=$2 pattern=$3; shift 3
-    local out rc; out=$("$@" 2>&1); rc=$?
-    if [ "$rc" -ne "$want" ]; then fail "$name" "exit $rc, wanted $want: $out"
-    elif ! grep -qE -- "$pattern" <<< "$out"; then fail "$name" "no '$pattern' in: $out"
-    else pass "$name"; fi
-}
 
 # ---- validation: each error alone; exit 2; nothing created -----------------------------------
 # invalid VALIDATION_NAME PATTERN [make_config args...]: plain and ASan builds both refuse it.

@@ -23,16 +23,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-expect() { # expect NAME WANT_STATUS PATTERN COMMAND...
-    local name=$1 want=$2 pattern=$3; shift 3
-    local out rc; out=$("$@" 2>&1); rc=$?
-    if [ "$rc" -ne "$want" ]; then fail "$name" "exit $rc, wanted $want: $out"
-    elif ! grep -qE -- "$pattern" <<< "$out"; then fail "$name" "no '$pattern' in: $out"
-    else pass "$name"; fi
-}
-alive() { local st; st=$(ps -o stat= -p "$1" 2>/dev/null) && [ -n "$st" ] && [ "${st#Z}" = "$st" ]; }
-gone() { ! alive "$1"; } # a zombie (exited, not yet reaped by whoever adopted it) is gone
-wait_until() { local end=$((SECONDS + $1)); shift; until "$@" > /dev/null 2>&1; do [ "$SECONDS" -ge "$end" ] && return 1; sleep 0.1; done; }
 started_pid() { awk '$1 == "start" {p = $2} END {print p}' "$FAKE_MPS_LOG"; }
 quit_logged() { grep -q "^quit $1 " "$FAKE_MPS_LOG"; }
 json_field() { "$PYTHON" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2], {"d": d}))' "$1" "$2"; }
