@@ -60,23 +60,9 @@ static pid_t read_daemon_pid(const char *pipe_dir)
     return pid > 0 && pid < 1 << 30 ? (pid_t)pid : 0;
 }
 
-/* A zombie counts as gone: a daemon detaches, so a subreaper ancestor (nsys is one) adopts it
- * instead of init and may reap it only at its own end. */
-static bool process_alive(pid_t pid)
-{
-    if (pid <= 0 || (kill(pid, 0) != 0 && errno != EPERM))
-        return false;
-    char path[64], stat[512];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return true;
-    size_t n = fread(stat, 1, sizeof stat - 1, f);
-    fclose(f);
-    stat[n] = '\0';
-    const char *name_end = strrchr(stat, ')'); /* the command name may hold spaces and ')' */
-    return !(name_end && name_end[1] == ' ' && name_end[2] == 'Z');
-}
+/* gy_proc_start_time counts a zombie as gone: a daemon detaches, so a subreaper ancestor (nsys is
+ * one) adopts it instead of init and may reap it only at its own end. */
+static bool process_alive(pid_t pid) { return pid > 0 && gy_proc_start_time(pid) != 0; }
 
 /* The environment with the two MPS directories set to ours. */
 static char **mps_environment(const char *pipe_dir, const char *log_dir, char *pipe_var, char *log_var, size_t len)
@@ -186,6 +172,7 @@ int gy_mps_start(gy_mps *mps, const char *pipe_dir, const char *log_dir, gy_err 
     for (int waited_ms = 0; waited_ms < 10000; waited_ms += 20) {
         mps->daemon_pid = read_daemon_pid(mps->pipe_dir);
         if (mps->daemon_pid && access(control, F_OK) == 0) {
+            mps->daemon_start_time = gy_proc_start_time(mps->daemon_pid);
             mps->started = true;
             return 0;
         }
@@ -239,15 +226,17 @@ int gy_mps_stop(gy_mps *mps, double timeout_s, gy_err *err)
     mps->started = false;
     gy_err ignored;
     run_control(mps, NULL, "quit\n", &ignored);
+    /* By pid and start time: a signal must never reach a process that reused the daemon's pid. */
     pid_t pid = mps->daemon_pid;
-    for (double waited = 0; process_alive(pid) && waited < timeout_s; waited += 0.02)
+    uint64_t start = mps->daemon_start_time;
+    for (double waited = 0; gy_proc_alive(pid, start) && waited < timeout_s; waited += 0.02)
         sleep_ms(20);
     bool killed = false;
-    if (process_alive(pid)) { /* quit waits for clients; ours are gone, so something hangs */
+    if (gy_proc_alive(pid, start)) { /* quit waits for clients; ours are gone, so something hangs */
         kill(pid, SIGTERM);
-        for (int i = 0; i < 50 && process_alive(pid); i++)
+        for (int i = 0; i < 50 && gy_proc_alive(pid, start); i++)
             sleep_ms(20);
-        if (process_alive(pid))
+        if (gy_proc_alive(pid, start))
             kill(pid, SIGKILL);
         killed = true;
     }

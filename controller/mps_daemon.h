@@ -17,6 +17,7 @@ typedef struct gy_mps {
     char pipe_dir[PATH_MAX];
     char log_dir[PATH_MAX];
     pid_t daemon_pid; /* from its pid file; 0 when unknown */
+    uint64_t daemon_start_time; /* with the pid, tells it from a process that reused the pid */
     bool started;     /* ours to quit */
 } gy_mps;
 
