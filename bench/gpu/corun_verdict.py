@@ -9,7 +9,8 @@ intervals.
 
 Setups: nocontrol (time-slicing), mps (MPS alone, no gating), gy_drain_<mode> (gpuyield, policy
 drain, no MPS), gy_corun_<mode> (gpuyield, policy corun under an MPS daemon run_exp starts; the
-low-priority worker at MPS client priority below normal). Standalone rounds: alone_hp@1..N between
+low-priority worker at MPS client priority below normal), mps_lp25/50/75 (MPS alone with the LP
+limited to that share of the SMs, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE: a partition, no gating). Standalone rounds: alone_hp@1..N between
 them, alone_lp once. Ratios use the pooled standalone rounds; the per-round p50s are recorded so
 drift between rounds shows.
 
@@ -32,7 +33,7 @@ from contention import PAIRS, control_block, model_entry, nearest_rank, read_job
 BOOTSTRAP = 2000
 
 
-def run_setup(label, models, extra_args, args):
+def run_setup(label, models, extra_args, args, env=None):
     out_dir = os.path.join(args.out, label)
     os.makedirs(out_dir, exist_ok=True)
     cfg = {"models": models, "exp_dur": args.alone_dur if label.startswith("alone") else args.dur, "device_id": 0}
@@ -41,7 +42,8 @@ def run_setup(label, models, extra_args, args):
         json.dump(cfg, f, indent=1)
     cmd = [os.path.join(args.build, "bin", "run_exp"), "-f", cfg_path, "--out", out_dir, "--min-jobs", "1"] + extra_args
     t0 = time.time()
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          env=dict(os.environ, **env) if env else None)
     with open(os.path.join(out_dir, "run_exp.out"), "w") as f:
         f.write(" ".join(cmd) + "\n" + proc.stdout)
     print(f"[{args.pair}] {label}: exit {proc.returncode} in {time.time() - t0:.0f} s", flush=True)
@@ -121,7 +123,9 @@ def main():
     off = control_block(False)
     both = lambda lp_ctl, hp_ctl: [model_entry(lp, "lp", 0, lp_ctl), model_entry(hp, "hp", 1, hp_ctl)]
     dm, cm = args.drain_mode, args.corun_mode
-    setups = {  # key: (label, models, run_exp options)
+    limit_python = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lp_sm_limit_python.sh")
+    real_python = os.environ.get("GPUYIELD_PYTHON") or sys.executable
+    setups = {  # key: (label, models, run_exp options[, environment])
         "nocontrol": ("nocontrol", both(off, off), []),
         "mps": ("mps", both(off, off), ["--mps"]),
         "drain": ("gy_drain_" + dm.replace(":", ""), both(control_block(True, dm), control_block(True)),
@@ -129,6 +133,9 @@ def main():
         "corun": ("gy_corun_" + cm.replace(":", ""), both(control_block(True, cm), control_block(True)),
                   ["--mps", "--policy", "corun"]),
     }
+    for pct in (25, 50, 75):  # MPS alone, the LP limited to pct % of the SMs: a partition, no gating
+        setups[f"mps_lp{pct}"] = (f"mps_lp{pct}", both(off, off), ["--mps", "--python", limit_python],
+                                  {"LP_SM_PERCENT": str(pct), "REAL_PYTHON": real_python})
     wanted = args.setups.split(",")
     unknown = [w for w in wanted if w not in setups]
     if unknown:
@@ -142,11 +149,11 @@ def main():
     raw = {"alone_hp_rounds": [], "setups": {}}
     lp_alone = run_setup("alone_lp", [model_entry(lp, "lp", 0, off)], [], args)
     raw["alone_lp"] = lp_alone["lp"]["jct"] if lp_alone else []
-    for i, (label, models, extra) in enumerate(setups):
+    for i, (label, models, extra, *env) in enumerate(setups):
         a = run_setup(f"alone_hp_r{i + 1}", [model_entry(hp, "hp", 1, off)], [], args)
         if a:
             raw["alone_hp_rounds"].append(a["hp"]["jct"])
-        jobs = run_setup(label, models, extra, args)
+        jobs = run_setup(label, models, extra, args, env[0] if env else None)
         if jobs and "hp" in jobs and "lp" in jobs:
             raw["setups"][label] = jobs
         with open(os.path.join(args.out, "raw.json"), "w") as f:  # a cut-off run keeps what it measured
