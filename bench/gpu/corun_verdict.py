@@ -18,6 +18,17 @@ drift between rounds shows.
   lp_harvest                   LP throughput under contention / (LP standalone throughput x the
                                fraction of time outside HP jobs at standalone speed)
 Each with a bootstrap 95% interval (resampling jobs of both sides, 2000 resamples, fixed seed).
+
+--phased ON,OFF: the baseline is taken inside each setup's own run instead of from separate
+processes. The low-priority worker runs jobs for ON seconds, idles OFF seconds, and again
+(worker --duty), while the high-priority worker runs throughout: its jobs that overlap a
+low-priority burst are the contended ones, those at least GUARD seconds away from every burst
+are its standalone ones (same process, same setup, same minute), the rest are dropped. Separate
+standalone HP processes moved by up to 30% between rounds of one invocation; this removes that
+process-to-process and minute-to-minute drift from the ratio. One standalone HP round before
+and after still shows what a setup (MPS, the hook) costs the HP with nothing beside it.
+  lp_harvest (phased)  LP jobs per second of burst / (standalone LP throughput x the fraction of
+                       burst time outside contended HP jobs at their in-run standalone p50)
 """
 import argparse
 import json
@@ -58,8 +69,34 @@ def run_setup(label, models, extra_args, args, env=None):
             jobs[role] = {"jct": [float(r["jct_ms"]) for r in rows],
                           "span_s": (max(int(r["end_ns"]) for r in rows) - min(int(r["start_ns"]) for r in rows)) / 1e9
                           if rows else 0.0,
-                          "drained": [int(r["drained"]) for r in rows]}
+                          "drained": [int(r["drained"]) for r in rows],
+                          "start_ns": [int(r["start_ns"]) for r in rows], "end_ns": [int(r["end_ns"]) for r in rows]}
     return jobs
+
+
+def bursts(starts, ends, split_s):
+    """The low-priority worker's bursts: [start, end] ns of runs of jobs less than split_s apart."""
+    spans = []
+    for s, e in sorted(zip(starts, ends)):
+        if spans and s - spans[-1][1] < split_s * 1e9:
+            spans[-1][1] = max(spans[-1][1], e)
+        else:
+            spans.append([s, e])
+    return spans
+
+
+def split_phased(hp, lp, split_s, guard_s):
+    """HP JCTs of a phased run split into (contended, alone), LP JCTs inside bursts, burst seconds.
+    Contended: the job overlaps a burst. Alone: no burst within guard_s of it. Others dropped."""
+    spans = bursts(lp["start_ns"], lp["end_ns"], split_s)
+    guard = guard_s * 1e9
+    contended, alone = [], []
+    for s, e, jct in zip(hp["start_ns"], hp["end_ns"], hp["jct"]):
+        if any(s < be and e > bs for bs, be in spans):
+            contended.append(jct)
+        elif all(e <= bs - guard or s >= be + guard for bs, be in spans):
+            alone.append(jct)
+    return contended, alone, lp["jct"], sum(be - bs for bs, be in spans) / 1e9
 
 
 def harvest(lp_jct, lp_span, hp_jobs, alone_lp_jct, alone_hp_p50):
@@ -84,15 +121,23 @@ def resample(xs, rng):
     return [xs[rng.randrange(len(xs))] for _ in xs]
 
 
-def verdict_for(setup_jobs, alone_hp, alone_lp, rng):
+def verdict_for(setup_jobs, alone_hp, alone_lp, rng, phased=None):
+    """phased: (split_s, guard_s) to take the HP baseline from the run itself (--phased)."""
     hp, lp = setup_jobs["hp"]["jct"], setup_jobs["lp"]["jct"]
     span = setup_jobs["lp"]["span_s"]
+    if phased:
+        hp, alone_hp, lp, span = split_phased(setup_jobs["hp"], setup_jobs["lp"], *phased)
+        if not hp or not alone_hp:
+            return {"error": f"phased split left {len(hp)} contended and {len(alone_hp)} alone HP jobs"}
     p50_alone, p99_alone = nearest_rank(alone_hp, 50), nearest_rank(alone_hp, 99)
     out = {"hp_jobs": len(hp), "lp_jobs": len(lp),
            "hp_p50_ms": nearest_rank(hp, 50), "hp_p99_ms": nearest_rank(hp, 99),
            "hp_p50_ratio": {"value": round(nearest_rank(hp, 50) / p50_alone, 4)},
            "hp_p99_ratio": {"value": round(nearest_rank(hp, 99) / p99_alone, 4)},
            "lp_harvest": {"value": round(harvest(lp, span, len(hp), alone_lp, p50_alone), 4)}}
+    if phased:
+        out.update(hp_alone_jobs=len(alone_hp), hp_alone_p50_ms=p50_alone, hp_alone_p99_ms=p99_alone,
+                   lp_burst_s=round(span, 3))
     out["hp_p50_ratio"]["ci95"] = interval(
         lambda r: nearest_rank(resample(hp, r), 50) / nearest_rank(resample(alone_hp, r), 50), rng)
     out["hp_p99_ratio"]["ci95"] = interval(
@@ -116,6 +161,10 @@ def main():
     ap.add_argument("--alone-dur", type=float, default=15)
     ap.add_argument("--hp-sleep", type=float, default=0.035)
     ap.add_argument("--device", default="")
+    ap.add_argument("--phased", metavar="ON,OFF",
+                    help="LP runs ON s, idles OFF s; the HP baseline comes from each run itself (see above)")
+    ap.add_argument("--guard", type=float, default=0.25,
+                    help="phased: seconds between an HP job and any LP burst for the job to count as alone")
     ap.add_argument("--from-raw", help="recompute the verdict from a raw.json an earlier (cut-off) run wrote")
     args = ap.parse_args()
     pair = PAIRS[args.pair]
@@ -123,19 +172,25 @@ def main():
     off = control_block(False)
     both = lambda lp_ctl, hp_ctl: [model_entry(lp, "lp", 0, lp_ctl), model_entry(hp, "hp", 1, hp_ctl)]
     dm, cm = args.drain_mode, args.corun_mode
-    limit_python = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lp_sm_limit_python.sh")
-    real_python = os.environ.get("GPUYIELD_PYTHON") or sys.executable
-    setups = {  # key: (label, models, run_exp options[, environment])
-        "nocontrol": ("nocontrol", both(off, off), []),
-        "mps": ("mps", both(off, off), ["--mps"]),
+    lp_python = ["--python", os.path.join(os.path.dirname(os.path.abspath(__file__)), "lp_python.sh")]
+    lp_env = {"REAL_PYTHON": os.environ.get("GPUYIELD_PYTHON") or sys.executable}
+    if args.phased:
+        try:
+            on_s, off_s = (float(v) for v in args.phased.split(","))
+            assert on_s > 0 and off_s > 2 * args.guard
+        except (ValueError, AssertionError):
+            ap.error(f"--phased '{args.phased}': give ON,OFF seconds with OFF > 2 x --guard ({args.guard})")
+        lp_env["LP_DUTY"] = args.phased
+    setups = {  # key: (label, models, run_exp options, LP worker environment)
+        "nocontrol": ("nocontrol", both(off, off), [], {}),
+        "mps": ("mps", both(off, off), ["--mps"], {}),
         "drain": ("gy_drain_" + dm.replace(":", ""), both(control_block(True, dm), control_block(True)),
-                  ["--policy", "drain"]),
+                  ["--policy", "drain"], {}),
         "corun": ("gy_corun_" + cm.replace(":", ""), both(control_block(True, cm), control_block(True)),
-                  ["--mps", "--policy", "corun"]),
+                  ["--mps", "--policy", "corun"], {}),
     }
     for pct in (25, 50, 75):  # MPS alone, the LP limited to pct % of the SMs: a partition, no gating
-        setups[f"mps_lp{pct}"] = (f"mps_lp{pct}", both(off, off), ["--mps", "--python", limit_python],
-                                  {"LP_SM_PERCENT": str(pct), "REAL_PYTHON": real_python})
+        setups[f"mps_lp{pct}"] = (f"mps_lp{pct}", both(off, off), ["--mps"], {"LP_SM_PERCENT": str(pct)})
     wanted = args.setups.split(",")
     unknown = [w for w in wanted if w not in setups]
     if unknown:
@@ -146,14 +201,17 @@ def main():
         with open(args.from_raw) as f:
             raw = json.load(f)
         return summarize(raw, args, lp, hp)
-    raw = {"alone_hp_rounds": [], "setups": {}}
+    raw = {"alone_hp_rounds": [], "setups": {}, "phased": args.phased, "guard_s": args.guard}
     lp_alone = run_setup("alone_lp", [model_entry(lp, "lp", 0, off)], [], args)
     raw["alone_lp"] = lp_alone["lp"]["jct"] if lp_alone else []
-    for i, (label, models, extra, *env) in enumerate(setups):
-        a = run_setup(f"alone_hp_r{i + 1}", [model_entry(hp, "hp", 1, off)], [], args)
-        if a:
-            raw["alone_hp_rounds"].append(a["hp"]["jct"])
-        jobs = run_setup(label, models, extra, args, env[0] if env else None)
+    for i, (label, models, extra, env) in enumerate(setups):
+        if i == 0 or not args.phased:  # phased runs carry their own baseline: one round before, one after
+            a = run_setup(f"alone_hp_r{i + 1}", [model_entry(hp, "hp", 1, off)], [], args)
+            if a:
+                raw["alone_hp_rounds"].append(a["hp"]["jct"])
+        if env or args.phased:
+            extra, env = extra + lp_python, dict(lp_env, **env)
+        jobs = run_setup(label, models, extra, args, env or None)
         if jobs and "hp" in jobs and "lp" in jobs:
             raw["setups"][label] = jobs
         with open(os.path.join(args.out, "raw.json"), "w") as f:  # a cut-off run keeps what it measured
@@ -174,12 +232,21 @@ def summarize(raw, args, lp, hp):
               "alone_hp_round_p50_ms": [nearest_rank(r, 50) for r in raw["alone_hp_rounds"]],
               "alone_hp_p50_ms": nearest_rank(alone_hp, 50), "alone_hp_p99_ms": nearest_rank(alone_hp, 99),
               "setups": {}}
+    phased = raw.get("phased")
+    if phased:
+        result.update(phased=phased, guard_s=raw["guard_s"])
     for label, jobs in raw["setups"].items():
-        result["setups"][label] = verdict_for(jobs, alone_hp, raw["alone_lp"], rng)
+        split = (float(phased.split(",")[1]) / 2, raw["guard_s"]) if phased else None
+        result["setups"][label] = verdict_for(jobs, alone_hp, raw["alone_lp"], rng, split)
         v = result["setups"][label]
+        if "error" in v:
+            print(f"{label:<18} {v['error']}", flush=True)
+            continue
         print(f"{label:<18} hp_jobs {v['hp_jobs']:>5}  p50 x{v['hp_p50_ratio']['value']:.3f} {v['hp_p50_ratio']['ci95']}"
               f"  p99 x{v['hp_p99_ratio']['value']:.3f} {v['hp_p99_ratio']['ci95']}"
-              f"  harvest {v['lp_harvest']['value']:.3f} {v['lp_harvest']['ci95']}", flush=True)
+              f"  harvest {v['lp_harvest']['value']:.3f} {v['lp_harvest']['ci95']}"
+              + (f"  (in-run alone: {v['hp_alone_jobs']} jobs, p50 {v['hp_alone_p50_ms']:.2f} ms)" if phased else ""),
+              flush=True)
     with open(os.path.join(args.out, f"verdict_{args.pair}.json"), "w") as f:
         json.dump(result, f, indent=1)
 

@@ -109,13 +109,16 @@ def job_marker(priority, env=os.environ):
     return gpuyield.connect(env["GPUYIELD_SHM"])
 
 
-def run_jobs(link, csv, run_job, priority=0, segment=None, sleep_time=0.0, progress=None):
+def run_jobs(link, csv, run_job, priority=0, segment=None, sleep_time=0.0, progress=None, duty=None):
     """Wait for "go", then run jobs until "stop". run_job() does one job (GPU synchronised before
-    it returns) and returns (mem_peak, mem_reserved_peak). Returns the number of jobs run."""
+    it returns) and returns (mem_peak, mem_reserved_peak). duty=(on_s, off_s): run jobs for on_s,
+    then idle off_s, and again (a benchmark's load that comes and goes). Returns the number of
+    jobs run."""
     link.send("ready")
     if not link.wait_go():
         return 0
     job = 0
+    phase_start = time.monotonic()
     while True:
         job += 1
         start_ns = time.monotonic_ns()
@@ -134,8 +137,11 @@ def run_jobs(link, csv, run_job, priority=0, segment=None, sleep_time=0.0, progr
         link.send(f"job {job} {(end_ns - start_ns) / 1e6:.3f}")
         if progress:
             progress(job)
-        if link.stop_requested(sleep_time):
+        off_phase = duty is not None and time.monotonic() - phase_start >= duty[0]
+        if link.stop_requested(max(sleep_time, duty[1]) if off_phase else sleep_time):
             return job
+        if off_phase:
+            phase_start = time.monotonic()
 
 
 # ---- the model (torch and torchvision are imported only here) ----------------------------------
@@ -254,6 +260,16 @@ def _size(text):
     raise argparse.ArgumentTypeError(f"'{text}' is not HEIGHTxWIDTH, e.g. 720x1280")
 
 
+def _duty(text):
+    try:
+        on, off = (float(v) for v in text.split(","))
+        if on > 0 and off > 0:
+            return on, off
+    except ValueError:
+        pass
+    raise argparse.ArgumentTypeError(f"'{text}' is not ON,OFF in seconds, both > 0, e.g. 3,2")
+
+
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="python3 -m gpuyield.worker",
                                 description="one model's worker of a gpuyield experiment (started by run_exp)")
@@ -269,6 +285,8 @@ def parse_args(argv):
     p.add_argument("--csv", required=True, help="per-job CSV to write")
     p.add_argument("--warmup", type=int, default=3, help="jobs run before 'ready', not recorded")
     p.add_argument("--seed", type=int, default=0, help="seed of the random weights (the same in every run)")
+    p.add_argument("--duty", type=_duty, help="ON,OFF: run jobs for ON seconds, idle OFF seconds, repeat "
+                   "(benchmarks: a load that comes and goes inside one run)")
     return p.parse_args(argv)
 
 
@@ -289,7 +307,7 @@ def main(argv=None):
             run_job("warmup")
         csv = JobCsv(args.csv)
         try:
-            jobs = run_jobs(link, csv, run_job, args.priority, segment, args.sleep_time)
+            jobs = run_jobs(link, csv, run_job, args.priority, segment, args.sleep_time, duty=args.duty)
         finally:
             csv.close()
         log(f"stopped after {jobs} jobs")

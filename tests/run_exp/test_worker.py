@@ -114,6 +114,49 @@ def test_sleep_time_spaces_jobs(tmp_path):
     assert int(r[1][1]) - int(r[0][2]) >= 150_000_000
 
 
+def test_duty_cycle_runs_bursts_separated_by_idle_gaps(tmp_path):
+    """--duty 0.3,0.4: jobs back to back for 0.3 s, then 0.4 s without a job, and again."""
+    rx, csv, t, _ = start_loop(tmp_path, sleeper(0.01), duty=(0.3, 0.4))
+    rx.read_line()
+    rx.send("go")
+    time.sleep(1.6)
+    rx.send("stop")
+    t.join(10)
+    csv.close()
+    r = rows(tmp_path)
+    gaps = [(int(b[1]) - int(a[2])) / 1e9 for a, b in zip(r, r[1:])]
+    idle = [g for g in gaps if g >= 0.35]
+    assert len(idle) >= 2, gaps  # at least two off phases in 1.6 s
+    assert all(g < 0.2 for g in gaps if g < 0.35), gaps  # inside a burst: back to back
+    bursts, start = [], int(r[0][1])
+    for a, b in zip(r, r[1:]):
+        if (int(b[1]) - int(a[2])) / 1e9 >= 0.35:
+            bursts.append((int(a[2]) - start) / 1e9)
+            start = int(b[1])
+    assert all(0.25 <= b < 0.6 for b in bursts), bursts  # each burst about on_s long
+
+
+def test_stop_cuts_an_off_phase(tmp_path):
+    rx, csv, t, result = start_loop(tmp_path, sleeper(), duty=(0.001, 60))
+    rx.read_line()
+    rx.send("go")
+    rx.read_line()
+    t0 = time.monotonic()
+    rx.send("stop")
+    t.join(10)
+    csv.close()
+    assert not t.is_alive() and time.monotonic() - t0 < 5
+
+
+def test_duty_argument_is_checked(capsys):
+    assert worker.parse_args(["--model", "m", "--input", "i", "--csv", "c", "--duty", "3,2"]).duty == (3.0, 2.0)
+    assert worker.parse_args(["--model", "m", "--input", "i", "--csv", "c"]).duty is None
+    for bad in ("3", "3,0", "a,b", "1,2,3"):
+        with pytest.raises(SystemExit):
+            worker.parse_args(["--model", "m", "--input", "i", "--csv", "c", "--duty", bad])
+    assert "is not ON,OFF in seconds" in capsys.readouterr().err
+
+
 def test_eof_before_go_runs_nothing(tmp_path):
     calls = []
     rx, csv, t, result = start_loop(tmp_path, lambda: calls.append(1) or (0, 0))
