@@ -39,7 +39,7 @@ for stage in "${stages[@]}"; do
         "$PY" bench/gpu/corun_verdict.py --pair "$pair" --build "$B" --out "$R/$stage" \
             --drain-mode "${DRAIN_MODE:-time:1000}" --corun-mode "${CORUN_MODE:-time:500}" \
             --setups "${CORUN_SETUPS:-nocontrol,mps,drain,corun}" \
-            --dur "${DUR:-60}" --alone-dur "${ALONE_DUR:-15}" --hp-sleep "${HP_SLEEP:-0.035}" \
+            --dur "${DUR:-60}" --alone-dur "${ALONE_DUR:-15}" --hp-sleep "${HP_SLEEP:-0.035}" ${PHASED:+--phased "$PHASED"} \
             --device "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1)"
         cp "$R/$stage/verdict_$pair.json" "$OUT/" 2>/dev/null ;;
     corun-nsight)  # what co-runs with each HP job, and how busy the LP keeps the gaps (Nsight)
