@@ -177,8 +177,9 @@ def main():
     if args.phased:
         try:
             on_s, off_s = (float(v) for v in args.phased.split(","))
-            assert on_s > 0 and off_s > 2 * args.guard
-        except (ValueError, AssertionError):
+        except ValueError:
+            on_s = off_s = 0.0
+        if not (on_s > 0 and off_s > 2 * args.guard):
             ap.error(f"--phased '{args.phased}': give ON,OFF seconds with OFF > 2 x --guard ({args.guard})")
         lp_env["LP_DUTY"] = args.phased
     setups = {  # key: (label, models, run_exp options, LP worker environment)
