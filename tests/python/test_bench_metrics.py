@@ -3,6 +3,7 @@
 gating proof over an Nsight export (bench/gpu/gating_proof.py)."""
 import json
 import os
+import random
 import sqlite3
 import sys
 
@@ -138,7 +139,6 @@ def test_phased_split_keeps_guard_and_drops_the_edges():
 
 def test_phased_verdict_uses_the_in_run_baseline():
     hp, lp = phased_run()
-    import random
     v = corun_verdict.verdict_for({"hp": dict(hp, span_s=9.0), "lp": dict(lp, span_s=8.0)},
                                   [5.0] * 100, [100.0] * 50, random.Random(1), (1.0, 0.25))
     assert v["hp_p50_ratio"]["value"] == 2.0 and v["hp_p50_ratio"]["ci95"] == [2.0, 2.0]
@@ -155,5 +155,5 @@ def test_phased_verdict_uses_the_in_run_baseline():
 def test_phased_split_that_leaves_no_baseline_is_an_error():
     hp, lp = phased_run()
     v = corun_verdict.verdict_for({"hp": dict(hp, span_s=9.0), "lp": dict(lp, span_s=8.0)},
-                                  [5.0], [100.0], __import__("random").Random(1), (1.0, 10.0))
+                                  [5.0], [100.0], random.Random(1), (1.0, 10.0))
     assert "error" in v and "0 alone" in v["error"]
