@@ -4,7 +4,7 @@
 # time:1000), each variant a fresh process, interleaved so drift hits every variant alike;
 # optionally the same modes with an earlier build's hook library side by side (OLD_LIB). Then the
 # driver-level components once, without the hook. Writes JSON lines; summarize with
-#   python3 bench/gpu/summarize.py launch-cost OUT_JSONL RESULT_JSON DEVICE
+#   python3 -m bench.gpu.summarize launch-cost OUT_JSONL RESULT_JSON DEVICE
 # usage: bench/gpu/launch_cost.sh BUILD_DIR OUT_JSONL [ROUNDS] [LAUNCHES]
 set -euo pipefail
 B=$1; OUT=$2; ROUNDS=${3:-7}; LAUNCHES=${4:-20480}
