@@ -110,7 +110,8 @@ def parse_go_options(text):
 
 # gap: the idle time between jobs, "S" seconds or "exp:MEAN" (exponential, random arrivals);
 # seed: of those gaps; probe: 1 = time each job's first kernel (see Pacing).
-GO_OPTIONS = ("gap", "seed", "probe")
+# profile: 1 = profile 3 jobs' kernels first (--kernel-profile names the trace).
+GO_OPTIONS = ("gap", "seed", "probe", "profile")
 
 
 class Pacing:
@@ -121,6 +122,7 @@ class Pacing:
         options = options or {}
         gap = options.get("gap", str(sleep_time))
         self.probe = options.get("probe", "0") == "1"
+        self.profile = options.get("profile", "0") == "1"
         try:
             self.mean = float(gap[4:]) if gap.startswith("exp:") else float(gap)
             seed = int(options.get("seed", "0"))
@@ -166,18 +168,20 @@ def job_marker(priority, env=os.environ):
 
 
 def run_jobs(link, csv, run_job, priority=0, segment=None, sleep_time=0.0, progress=None, duty=None,
-             probe=None, latency=None):
+             probe=None, latency=None, profiler=None):
     """Wait for "go", then run jobs until "stop". run_job() does one job (GPU synchronised before
     it returns) and returns (mem_peak, mem_reserved_peak). duty=(on_s, off_s): run jobs for on_s,
     then idle off_s, and again (a benchmark's load that comes and goes). A harness may pause and
     resume the loop and change the pacing with go options (Link.stop_requested, Pacing). When a
     go option asks for probe=1, probe() runs first in each job (inside its mark) and returns the
     host time its first kernel was seen done; latency(job, begin_ns, first_kernel_ns) records it.
-    Returns the number of jobs run."""
+    With profile=1, profiler() runs once first (its jobs are not recorded). Returns the number of jobs run."""
     link.send("ready")
     if not link.wait_go():
         return 0
     pacing = Pacing(sleep_time, getattr(link, "go_options", None))
+    if pacing.profile and profiler:
+        profiler()
     job = 0
     phase_start = time.monotonic()
     while True:
@@ -209,6 +213,8 @@ def run_jobs(link, csv, run_job, priority=0, segment=None, sleep_time=0.0, progr
             return job
         if getattr(link, "go_options", None) is not options:  # resumed after a pause
             pacing = Pacing(sleep_time, link.go_options)
+            if pacing.profile and profiler:
+                profiler()
             phase_start = time.monotonic()
         if off_phase:
             phase_start = time.monotonic()
@@ -463,7 +469,7 @@ def parse_args(argv):
                    help="each job is a training step (forward, backward, SGD) of a classification model on a "
                         "random batch of the input's size")
     p.add_argument("--latency-csv", help="where probed jobs' first-kernel times go (go option probe=1)")
-    p.add_argument("--kernel-profile", help="before 'ready': profile 3 jobs' kernels into this Chrome trace")
+    p.add_argument("--kernel-profile", help="where go option profile=1 writes 3 jobs' kernels (Chrome trace)")
     p.add_argument("--duty", type=_duty, help="ON,OFF: run jobs for ON seconds, idle OFF seconds, repeat "
                    "(benchmarks: a load that comes and goes inside one run)")
     args = p.parse_args(argv)
@@ -487,14 +493,13 @@ def main(argv=None):
         run_job = make_job(args, torch, torchvision)
         for _ in range(args.warmup):
             run_job("warmup")
-        if args.kernel_profile:
-            profile_kernels(run_job, torch, args.kernel_profile)
+        profiler = (lambda: profile_kernels(run_job, torch, args.kernel_profile)) if args.kernel_profile else None
         probe = make_probe(args, torch)
         csv = JobCsv(args.csv)
         latency = LatencyCsv(args.latency_csv) if args.latency_csv else None
         try:
             jobs = run_jobs(link, csv, run_job, args.priority, segment, args.sleep_time, duty=args.duty,
-                            probe=probe, latency=latency)
+                            probe=probe, latency=latency, profiler=profiler)
         finally:
             csv.close()
             if latency:
