@@ -4,7 +4,7 @@
 # are) and .nsys-libs; this builds the Python extension there, runs the named stages, and packs
 # every raw result into $OUT/results.tgz (the device returns at most 8 files).
 #   bash bench/gpu/run_all.sh STAGE...
-# stages: pyext hookcount launch launch-cost corun-resnet corun-ref corun-nsight preempt preempt-quick smoke proof contention-ref contention-resnet
+# stages: partition-verdict pyext hookcount launch launch-cost corun-resnet corun-ref corun-nsight preempt preempt-quick smoke proof contention-ref contention-resnet
 #         modes-cost nsight clocks lpcost gating nsight-alone fixture hpcost faults
 #         compat (the drop-in for the original experiment: bench/gpu/compat_check.sh)
 #   recheck = pyext hookcount launch gating preempt-quick: the re-proof after a change to the hooks
@@ -42,6 +42,10 @@ for stage in "${stages[@]}"; do
             --dur "${DUR:-60}" --alone-dur "${ALONE_DUR:-15}" --hp-sleep "${HP_SLEEP:-0.035}" ${PHASED:+--phased "$PHASED"} \
             --device "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1)"
         cp "$R/$stage/verdict_$pair.json" "$OUT/" 2>/dev/null ;;
+    partition-verdict)  # issue 18's verdict, one invocation (PV_ARGS: more flags, e.g. --rounds 4 --pairs resnet)
+        "$PY" -m bench.gpu.partition_verdict --build "$B" --out "$R/partition-verdict" \
+            --device "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1)" ${PV_ARGS:-}
+        cp "$R/partition-verdict/verdict.json" "$R/partition-verdict/summary.json" "$OUT/" 2>/dev/null ;;
     corun-nsight)  # what co-runs with each HP job, and how busy the LP keeps the gaps (Nsight)
         "$PY" -m bench.gpu.corun_nsight --pair "${PAIR:-reference}" --build "$B" --out "$R/corun-nsight" \
             --dur "${DUR:-8}" --hp-sleep "${HP_SLEEP:-0.01}" ${NSYS:+--nsys "$NSYS"} \

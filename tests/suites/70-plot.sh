@@ -19,7 +19,7 @@ fi
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 PYTHONPATH="$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" PYTHONDONTWRITEBYTECODE=1 MPLBACKEND=Agg \
-    NSIGHT_PARSER=$BUILD/bin/nsight-parser "$PYTHON" -m pytest -q -p no:cacheprovider tests/python/test_plot.py tests/python/test_bench_metrics.py \
+    NSIGHT_PARSER=$BUILD/bin/nsight-parser "$PYTHON" -m pytest -q -p no:cacheprovider tests/python/test_plot.py tests/python/test_bench_metrics.py tests/python/test_bench_stats.py \
     2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
 summary=$(grep -E '^=*[ ]*[0-9]+ (passed|failed|error|errors|skipped)|no tests ran' "$log" | tail -n 1)
