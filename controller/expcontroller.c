@@ -31,6 +31,7 @@ static const char usage_text[] =
     "  status [--name TAG] [--json] [--watch [SEC]]  processes and jobs in progress\n"
     "  remove [--name TAG]                           remove a segment\n"
     "  clean                                         remove your segments whose creator is dead\n"
+    "  --version                                     print the gpuyield version\n"
     "TAG defaults to $GPUYIELD_SHM, else \"" GY_DEFAULT_TAG "\"; a full name /gpuyield-<uid>-<tag> works too.\n";
 
 static int usage_error(const char *fmt, const char *arg)
@@ -379,6 +380,10 @@ int main(int argc, char **argv)
     const char *command = argv[1];
     if (!strcmp(command, "-h") || !strcmp(command, "--help") || !strcmp(command, "help")) {
         fputs(usage_text, stdout);
+        return 0;
+    }
+    if (!strcmp(command, "--version")) {
+        printf("expcontroller (gpuyield) %s\n", gy_version());
         return 0;
     }
     static const char *const commands[] = {"create", "serve", "status", "remove", "clean"};

@@ -9,6 +9,11 @@
 
 #include "segment_layout.h"
 
+/* ---- version (version.c) -------------------------------------------------------------------- */
+
+/* "MAJOR.MINOR.PATCH", from the top-level VERSION file. */
+const char *gy_version(void);
+
 /* ---- errors ---------------------------------------------------------------------------- */
 
 /* Every failing call fills one of these: errno-style code plus a sentence that says what went
