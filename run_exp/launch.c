@@ -42,6 +42,13 @@ int install_locate(struct install *in)
     snprintf(in->build, sizeof in->build, "%s", exe);
     snprintf(in->hooks_lib, sizeof in->hooks_lib, "%s/lib/libgpuyield.so", exe);
     snprintf(in->python_dir, sizeof in->python_dir, "%s/python", exe);
+    /* Installed (make install): PREFIX/lib/gpuyield/python instead of a build's python/. */
+    if (access(in->python_dir, F_OK) != 0) {
+        char installed[sizeof in->python_dir];
+        if (snprintf(installed, sizeof installed, "%s/lib/gpuyield/python", exe) < (int)sizeof installed &&
+            access(installed, F_OK) == 0)
+            memcpy(in->python_dir, installed, sizeof installed);
+    }
     snprintf(in->standin, sizeof in->standin, "%s/bin/gpuyield-standin", exe);
     snprintf(in->fakecuda_dir, sizeof in->fakecuda_dir, "%s/fakecuda", exe);
     return 0;
