@@ -137,6 +137,7 @@ int launch_build(const struct exp_config *cfg, const struct exp_model *m, const 
     }
     snprintf(num, sizeof num, "%d", m->priority);
     add_env(out, "GPUYIELD_PRIORITY", num);
+    add_env(out, "GPUYIELD_MODEL", m->pid_name); /* status and metrics name the process after it */
     add_env(out, "GPUYIELD_MODE", m->mode);
     add_env_prepend(out, "PYTHONPATH", in->python_dir);
     snprintf(num, sizeof num, "%d", PROTO_STATUS_FD);
