@@ -11,9 +11,9 @@ ROOT=$PWD
 
 # Build-time dependencies (Debian names): compiler and make, jansson (run_exp's JSON), SQLite
 # (nsight-parser), Python headers (the extension), pytest, matplotlib and numpy (tests, plots),
-# setuptools and venv (`pip install --no-build-isolation .` offline, and its test), PyYAML (the deploy/
+# setuptools, wheel and venv (`pip install --no-build-isolation .` offline, and its test), PyYAML (the deploy/
 # manifests' test), clang with its sanitizer/fuzzer runtimes (fuzz targets).
-DEBIAN_PACKAGES="build-essential pkg-config libjansson-dev libsqlite3-dev python3 python3-dev python3-pytest python3-matplotlib python3-numpy python3-setuptools python3-venv python3-yaml clang libclang-rt-dev"
+DEBIAN_PACKAGES="build-essential pkg-config libjansson-dev libsqlite3-dev python3 python3-dev python3-pytest python3-matplotlib python3-numpy python3-setuptools python3-wheel python3-venv python3-yaml clang libclang-rt-dev"
 
 # A usable CUDA toolkit has an nvcc that runs and the driver and runtime API headers. Tried in
 # order: $CUDA_HOME (CUDA_HOME=none skips CUDA), the toolkit of the nvcc on PATH, /usr/local/cuda.
