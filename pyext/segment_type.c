@@ -330,8 +330,11 @@ static PyObject *status_dict(const struct gy_status *st)
     }
     for (int i = 0; i < st->nprocs; i++) {
         const struct gy_status_proc *p = &st->procs[i];
+        PyObject *name = PyUnicode_DecodeUTF8(p->name, (Py_ssize_t)strlen(p->name), "replace");
+        if (!name)
+            goto fail;
         PyObject *proc = Py_BuildValue(
-            "{s:i,s:i,s:s,s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:K}", "pid", p->pid, "priority", p->priority, "state",
+            "{s:i,s:N,s:i,s:s,s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:K}", "pid", p->pid, "name", name, "priority", p->priority, "state",
             p->state, "inflight", bool_object(p->inflight), "launches", (unsigned long long)p->launches,
             "graph_launches", (unsigned long long)p->graph_launches, "sync_points",
             (unsigned long long)p->sync_points, "waits", (unsigned long long)p->waits, "blocked_ns",
@@ -342,7 +345,9 @@ static PyObject *status_dict(const struct gy_status *st)
         PyList_SET_ITEM(procs, i, proc);
     }
     /* Same keys, same order as gy_status_json (`expcontroller status --json`). */
-    return Py_BuildValue("{s:s,s:s,s:O,s:N,s:K,s:K,s:K,s:N}", "segment", st->name, "policy",
+    char stamp[48];
+    gy_rfc3339(&st->taken, stamp, sizeof stamp);
+    return Py_BuildValue("{s:s,s:s,s:s,s:O,s:N,s:K,s:K,s:K,s:N}", "segment", st->name, "timestamp", stamp, "policy",
                          gy_policy_name(st->policy), "mps", st->mps ? Py_True : Py_False, "jobs", jobs, "job_epoch",
                          (unsigned long long)st->job_epoch, "drain_timeouts",
                          (unsigned long long)st->total_drain_timeouts, "reaped", (unsigned long long)st->reaped,
