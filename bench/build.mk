@@ -19,6 +19,13 @@ $(O)/bin/preempt-bench: bench/gpu/preempt_bench.cu bench/gpu/spin_kernels.cuh $(
 $(O)/bin/launch-cost: bench/gpu/launch_cost.cu bench/gpu/spin_kernels.cuh
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) $< -ldl -o $@
-ALL += $(O)/bin/launch-rate $(O)/bin/preempt-bench $(O)/bin/launch-cost
+# The partition policy's proof: green-context facts (driver API: libcuda) and the LP/HP sides.
+$(O)/bin/green-probe: bench/gpu/green_probe.cu bench/gpu/smid_kernels.cuh bench/gpu/spin_kernels.cuh
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) $< -lcuda -o $@
+$(O)/bin/partition-bench: bench/gpu/partition_bench.cu bench/gpu/smid_kernels.cuh $(O)/obj/bench/gpu/job_shim.o $(CONTROLLER_LIB)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) $< $(O)/obj/bench/gpu/job_shim.o $(CONTROLLER_LIB) -o $@
+ALL += $(O)/bin/launch-rate $(O)/bin/preempt-bench $(O)/bin/launch-cost $(O)/bin/green-probe $(O)/bin/partition-bench
 endif
 endif
