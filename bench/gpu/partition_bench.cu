@@ -232,7 +232,7 @@ static int run_calibrate(long target_us, const options &o)
         CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
         us = ms * 1000.0 / 5;
         if (round < 5)
-            iters = std::max(1.0, iters * target_us / us);
+            iters = std::min(2e9, std::max(1.0, iters * target_us / us));
     }
     std::printf("{\"iters\": %.0f, \"kernel_us\": %.1f, \"target_us\": %ld, \"blocks\": %ld, \"threads\": %ld, "
                 "\"smem_bytes\": %ld}\n",

@@ -97,6 +97,21 @@ def lp_throughput(launches, start_ns, end_ns):
             "span_s": round(span, 3)}
 
 
+def lp_throughput_inside(launches, windows):
+    """LP launches and blocks completed per second of HP job time (ends inside a job's window)."""
+    total = sum(we - ws for ws, we in windows) / 1e9
+    if total <= 0:
+        return None
+    starts = [w[0] for w in windows]
+    done = []
+    for l in launches:
+        i = bisect.bisect_right(starts, l.last_end) - 1
+        if i >= 0 and l.last_end <= windows[i][1]:
+            done.append(l)
+    return {"launches_per_s": round(len(done) / total, 2), "blocks_per_s": round(sum(l.blocks for l in done) / total, 1),
+            "job_s": round(total, 4)}
+
+
 def lp_alone_span(launches, settle_ns=200_000_000):
     """The span an LP-alone run is measured over: from settle_ns after its first launch to its last end."""
     if not launches:
@@ -190,6 +205,11 @@ def sm_proof(kernels, windows, partition_sms, sm_total=None, max_listed=20):
     return result
 
 
+def fmt(s):
+    """p50/p99/n of a summary, or '-'."""
+    return f"p50 {s['p50']} p99 {s['p99']} (n {s['n']})" if s else "-"
+
+
 def proof_lines(name, r):
     """Human-readable lines for one proof result."""
     lines = [f"{name}: {r['jobs_in_records']} HP jobs within the LP's records, {r['kernels']} LP launches, "
@@ -199,7 +219,7 @@ def proof_lines(name, r):
              f"({r['distinct_sms_inside_jobs_on_partition']} distinct SMs), {r['blocks_inside_jobs_queued_before']} "
              f"queued before the job ({r['distinct_sms_inside_jobs_queued_before']} SMs); outside jobs: "
              f"{r['blocks_outside_jobs']} blocks on {r['distinct_sms_outside_jobs']} SMs",
-             f"  switch delay (job start -> first partition launch) {r['switch_delay_us']} us; launches queued "
+             f"  switch delay (job start -> first partition launch) {fmt(r['switch_delay_us'])} us; launches queued "
              f"before a job starting inside it: max {r['queued_before_launches_per_job']['max']}, last start "
              f"{r['queued_before_last_start_us_max']} us into the job; jobs without a partition launch "
              f"{r['jobs_without_partition_launch']}"]
@@ -228,10 +248,12 @@ def sweep_table(runs, sizes):
         rs = by.get(f"partition_{n}", [])
         jobs = [x for r in rs for x in r["job_ms"]]
         thr = [r["lp"]["blocks_per_s"] for r in rs if r.get("lp")]
+        inside = [r["lp_inside_jobs"]["blocks_per_s"] for r in rs if r.get("lp_inside_jobs")]
         row = {"jobs": len(jobs), "job_ms": summary(jobs),
                "round_p50_ms": [round(nearest_rank(r["job_ms"], 50), 4) for r in rs if r["job_ms"]],
                "partition_launches": [r.get("partition_launches") for r in rs],
-               "lp_blocks_per_s": round(sum(thr) / len(thr), 1) if thr else None}
+               "lp_blocks_per_s": round(sum(thr) / len(thr), 1) if thr else None,
+               "lp_blocks_per_s_inside_jobs": round(sum(inside) / len(inside), 1) if inside else None}
         if jobs and a50:
             row["hp_p50_ratio"] = round(nearest_rank(jobs, 50) / a50, 4)
             row["hp_p99_ratio"] = round(nearest_rank(jobs, 99) / a99, 4)
@@ -245,13 +267,14 @@ def sweep_table(runs, sizes):
 def suggest(sizes, p50_max=1.02, p99_max=1.05):
     """The size with the highest LP throughput among those that keep the HP within p50_max and
     p99_max of alone; else the one with the lowest HP p50 ratio. None without data."""
-    ok = [(row.get("lp_blocks_per_s") or 0, n) for n, row in sizes.items()
+    # ties go to the smaller partition: the same LP throughput for less risk to the HP
+    ok = [(row.get("lp_blocks_per_s") or 0, -int(n)) for n, row in sizes.items()
           if row.get("hp_p50_ratio") is not None and row["hp_p50_ratio"] <= p50_max and row["hp_p99_ratio"] <= p99_max]
     if ok:
-        return {"sms": int(max(ok)[1]), "rule": f"highest LP throughput with HP p50 <= {p50_max} and p99 <= {p99_max} of alone"}
-    rated = [(row["hp_p50_ratio"], n) for n, row in sizes.items() if row.get("hp_p50_ratio") is not None]
+        return {"sms": -max(ok)[1], "rule": f"highest LP throughput with HP p50 <= {p50_max} and p99 <= {p99_max} of alone"}
+    rated = [(row["hp_p50_ratio"], int(n)) for n, row in sizes.items() if row.get("hp_p50_ratio") is not None]
     if rated:
-        return {"sms": int(min(rated)[1]), "rule": f"no size kept HP p50 <= {p50_max} and p99 <= {p99_max}: the lowest HP p50 ratio"}
+        return {"sms": min(rated)[1], "rule": f"no size kept HP p50 <= {p50_max} and p99 <= {p99_max}: the lowest HP p50 ratio"}
     return None
 
 
@@ -264,7 +287,8 @@ def sweep_lines(table):
         j = row["job_ms"] or {}
         lines.append(f"{n:>4} {row['jobs']:>5} {j.get('p50', '-')!s:>8} {j.get('p99', '-')!s:>8} "
                      f"{row.get('hp_p50_ratio', '-')!s:>7} {row.get('hp_p99_ratio', '-')!s:>7} "
-                     f"{row.get('lp_blocks_per_s', '-')!s:>11} {row.get('lp_ratio', '-')!s:>6}  {row['partition_launches']}")
+                     f"{row.get('lp_blocks_per_s', '-')!s:>11} {row.get('lp_ratio', '-')!s:>6} "
+                     f"{row.get('lp_blocks_per_s_inside_jobs') or '-'!s:>11}  {row['partition_launches']}")
     s = table.get("suggested_default")
     lines.append(f"suggested GPUYIELD_PARTITION_SMS default: {s['sms']} ({s['rule']})" if s else "no suggestion: no data")
     return lines

@@ -188,6 +188,7 @@ def cmd_proof(args):
             windows = pr.hp_windows(run["hp"])
             entry["lp_meta"] = meta
             entry["lp_throughput"] = pr.lp_throughput(launches, windows[0][0], windows[-1][1])
+            entry["lp_throughput_inside_jobs"] = pr.lp_throughput_inside(launches, windows)
             proof = pr.sm_proof(kernels, windows, args.sms, sm_total=args.sm_total or None)
             result["proofs"][label] = proof
             name = label if label == "partition" else f"{label} (for contrast: the verdict is the partition run's)"
@@ -248,6 +249,7 @@ def cmd_sweep(args):
                 if run["hp"]:
                     windows = pr.hp_windows(run["hp"])
                     row["lp"] = pr.lp_throughput(launches, windows[0][0], windows[-1][1])
+                    row["lp_inside_jobs"] = pr.lp_throughput_inside(launches, windows)
                 else:
                     span = pr.lp_alone_span(launches)
                     row["lp"] = pr.lp_throughput(launches, *span) if span else None

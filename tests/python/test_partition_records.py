@@ -161,6 +161,9 @@ def test_hp_durations_and_lp_throughput():
     t = pr.lp_throughput(launches, 2 * MS, 12 * MS)  # ends at 2.5 .. 11.5 ms: 10 launches in 10 ms
     assert t["launches_per_s"] == 1000.0 and t["blocks_per_s"] == 100000.0
     assert pr.lp_alone_span(launches, settle_ns=MS) == (1 * MS, 19 * MS + 500_000)
+    # inside jobs: ends at 3.5 and 4.5 ms fall in [3, 5] ms, 7.5 in [7, 8]: 3 launches in 3 ms of jobs
+    inside = pr.lp_throughput_inside(launches, [(3 * MS, 5 * MS), (7 * MS, 8 * MS)])
+    assert inside["launches_per_s"] == 1000.0 and inside["job_s"] == 0.003
 
 
 def sweep_runs(alone_ms, by_size, lp_alone=1000.0):
@@ -185,6 +188,11 @@ def test_sweep_table_ratios_and_the_suggested_default():
     # 32 gives the LP the most but slows the HP by 20%: 16 is the largest throughput within bounds
     assert t["suggested_default"]["sms"] == 16
     assert any("suggested" in line for line in pr.sweep_lines(t))
+
+
+def test_sweep_breaks_a_throughput_tie_towards_the_smaller_partition():
+    by_size = {8: ([1.0] * 100, 500.0), 16: ([1.0] * 100, 500.0)}
+    assert pr.sweep_table(sweep_runs([1.0] * 100, by_size), [8, 16])["suggested_default"]["sms"] == 8
 
 
 def test_sweep_suggests_the_least_harmful_size_when_none_is_within_bounds():
