@@ -42,7 +42,7 @@ cleanup() {
         [ -e "$MPS_DIR/pipe/control" ] && echo "partition-proof: the MPS daemon of $MPS_DIR/pipe did not quit in 10 s"
     fi
     [ -n "$CLOCKS_PID" ] && kill "$CLOCKS_PID" 2> /dev/null
-    [ -d "$MPS_DIR/log" ] && cp -r "$MPS_DIR/log" "$D/mps-log" 2> /dev/null
+    [ -d "$MPS_DIR/log" ] && mkdir -p "$D/mps-log" && cp -r "$MPS_DIR/log/." "$D/mps-log/" 2> /dev/null
     rm -rf "$RAW"
     [ -e "$MPS_DIR/pipe/control" ] || rm -rf "$MPS_DIR"
 }

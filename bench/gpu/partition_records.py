@@ -282,7 +282,7 @@ def sweep_lines(table):
     a = table["hp_alone"]["job_ms"] or {}
     lines = [f"HP alone: {table['hp_alone']['jobs']} jobs, p50 {a.get('p50')} ms, p99 {a.get('p99')} ms; "
              f"LP alone {table['lp_alone']['blocks_per_s']} blocks/s",
-             f"{'SMs':>4} {'jobs':>5} {'p50 ms':>8} {'p99 ms':>8} {'p50 x':>7} {'p99 x':>7} {'LP blk/s':>11} {'LP x':>6}  partition launches"]
+             f"{'SMs':>4} {'jobs':>5} {'p50 ms':>8} {'p99 ms':>8} {'p50 x':>7} {'p99 x':>7} {'LP blk/s':>11} {'LP x':>6} {'in jobs':>11}  partition launches"]
     for n, row in table["sizes"].items():
         j = row["job_ms"] or {}
         lines.append(f"{n:>4} {row['jobs']:>5} {j.get('p50', '-')!s:>8} {j.get('p99', '-')!s:>8} "
