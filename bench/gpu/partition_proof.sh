@@ -89,7 +89,7 @@ for kind, p in probe.items():
 PY
 
 # The rest needs the partition policy in this build.
-why=$(PYTHONPATH=$HERE "$PY" -c "import partition_runs, sys; print(partition_runs.policy_supported(sys.argv[1]) or '')" "$B")
+why=$(PYTHONPATH=$HERE "$PY" -c "import partition_runs, sys; print(partition_runs.policy_supported(*sys.argv[1:3]) or '')" "$B" "$MPS_DIR/pipe")
 if [ -n "$why" ]; then
     echo "partition-proof: $why"
     exit 1

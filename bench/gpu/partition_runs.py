@@ -70,16 +70,22 @@ def tail(path, n=600):
         return ""
 
 
-def policy_supported(build):
-    """None if expcontroller accepts --policy partition, else the line saying why not."""
+def policy_supported(build, pipe):
+    """None if `expcontroller serve --policy partition` under the MPS daemon of pipe starts, else
+    the line saying why not (a build without the partition policy refuses the value)."""
     tag = f"pp-check-{os.getpid()}"
-    exe = os.path.join(build, "bin", "expcontroller")
-    p = subprocess.run([exe, "create", "--name", tag, "--policy", "partition"], capture_output=True, text=True)
-    if p.returncode == 0:
-        subprocess.run([exe, "remove", "--name", tag], capture_output=True)
+    serve = subprocess.Popen([os.path.join(build, "bin", "expcontroller"), "serve", "--name", tag, "--policy", "partition",
+                              "--mps-pipe", pipe], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        read_line(serve, 10, "serve")
         return None
-    return (f"this build's expcontroller refuses --policy partition ({p.stderr.strip()[:200]}): the partition "
-            f"policy is not in it (merge issue18-partition and rebuild); nothing measured")
+    except RunError:
+        stop(serve, 5)
+        why = serve.stderr.read().decode(errors="replace").strip().replace("\n", " ")[:300]
+        return (f"`expcontroller serve --policy partition --mps-pipe {pipe}` was refused ({why}): without the "
+                f"partition policy in this build (merge issue18-partition and rebuild) nothing is measured")
+    finally:
+        stop(serve, 5)
 
 
 def run_setup(label, policy, args, *, sms, lp, hp_jobs, record_blocks=False, lp_seconds=0.0, seed=1):
@@ -301,7 +307,7 @@ def main():
     if not sizes_ok or args.sms <= 0 or args.rounds <= 0 or args.jobs <= 0:
         ap.error("--sizes takes positive integers separated by commas; --sms, --rounds and --jobs must be positive")
     os.makedirs(args.out, exist_ok=True)
-    why = policy_supported(args.build)
+    why = policy_supported(args.build, args.pipe)
     if why:
         print(f"partition_runs: {why}", file=sys.stderr)
         return 1

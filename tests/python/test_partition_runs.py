@@ -27,6 +27,9 @@ if cmd == "create":
 if cmd == "remove":
     sys.exit(0)
 if cmd == "serve":
+    if opt.get("--policy") == "partition" and os.environ.get("FAKE_NO_PARTITION"):
+        print("expcontroller: --policy takes drain or corun, not 'partition'", file=sys.stderr)
+        sys.exit(2)
     open(os.path.join(state, tag + ".policy"), "w").write(opt["--policy"])
     open(os.path.join(state, tag + ".served"), "w").write(str(os.getpid()))
     stop = []
@@ -164,8 +167,9 @@ def test_a_build_without_the_partition_policy_is_one_line_and_nothing_measured(t
     p, out, raw, state = run(tmp_path, "proof", "--jobs", "5", env_extra={"FAKE_NO_PARTITION": "1"})
     assert p.returncode == 1
     lines = p.stderr.strip().splitlines()
-    assert len(lines) == 1 and "refuses --policy partition" in lines[0] and "nothing measured" in lines[0]
-    assert not (out / "proof.json").exists() and not os.listdir(state)
+    assert len(lines) == 1 and "--policy partition" in lines[0] and "was refused" in lines[0]
+    assert "takes drain or corun" in lines[0] and "nothing is measured" in lines[0]
+    assert not (out / "proof.json").exists() and not os.listdir(state)  # no run was served
 
 
 def test_a_hook_without_the_partition_counter_fails_the_proof(tmp_path):
