@@ -35,16 +35,21 @@ RAW=/tmp/gy-partition-raw-$$
 CLOCKS_PID=
 rc=0
 
+# The daemon leaves its sockets behind when it quits: wait for its pid (a zombie counts as gone).
+mps_alive() { [ -n "$MPS_PID" ] && [ -e "/proc/$MPS_PID" ] && ! grep -q '^[0-9]* (.*) Z' "/proc/$MPS_PID/stat" 2> /dev/null; }
+MPS_PID=
 cleanup() {
     if [ -e "$MPS_DIR/pipe/control" ]; then
         echo quit | CUDA_MPS_PIPE_DIRECTORY=$MPS_DIR/pipe nvidia-cuda-mps-control > /dev/null 2>&1
-        for _ in $(seq 50); do [ -e "$MPS_DIR/pipe/control" ] || break; sleep 0.2; done
-        [ -e "$MPS_DIR/pipe/control" ] && echo "partition-proof: the MPS daemon of $MPS_DIR/pipe did not quit in 10 s"
+        for _ in $(seq 50); do mps_alive || break; sleep 0.2; done
+        if mps_alive; then
+            echo "partition-proof: the MPS daemon (pid $MPS_PID) did not quit in 10 s: SIGTERM"
+            kill "$MPS_PID"
+        fi
     fi
     [ -n "$CLOCKS_PID" ] && kill "$CLOCKS_PID" 2> /dev/null
     [ -d "$MPS_DIR/log" ] && mkdir -p "$D/mps-log" && cp -r "$MPS_DIR/log/." "$D/mps-log/" 2> /dev/null
-    rm -rf "$RAW"
-    [ -e "$MPS_DIR/pipe/control" ] || rm -rf "$MPS_DIR"
+    rm -rf "$RAW" "$MPS_DIR"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -63,6 +68,9 @@ if ! CUDA_MPS_PIPE_DIRECTORY=$MPS_DIR/pipe CUDA_MPS_LOG_DIRECTORY=$MPS_DIR/log n
     echo "partition-proof: nvidia-cuda-mps-control -d failed (it needs root and a GPU): nothing more measured"
     exit 1
 fi
+for _ in $(seq 50); do [ -s "$MPS_DIR/pipe/nvidia-cuda-mps-control.pid" ] && break; sleep 0.1; done
+MPS_PID=$(cat "$MPS_DIR/pipe/nvidia-cuda-mps-control.pid" 2> /dev/null)
+echo "partition-proof: MPS control daemon ${MPS_PID:-(no pid file)} serving $MPS_DIR/pipe"
 export CUDA_MPS_PIPE_DIRECTORY=$MPS_DIR/pipe
 timeout 30 "$B/bin/green-probe" "$SMS" > "$D/probe_mps.json" 2> "$D/probe_mps.err" || { echo "partition-proof: green-probe (MPS) failed: $(tail -c 300 "$D/probe_mps.err")"; rc=1; }
 "$PY" - "$D" "$OUT/partition_probe.json" <<'PY'
@@ -78,6 +86,9 @@ json.dump(probe, open(out, "w"), indent=1)
 for kind, p in probe.items():
     if "error" in p:
         print(f"probe ({kind}): no result ({p['error']})")
+        continue
+    if "primary_sync_waits_for_green" not in p:
+        print(f"probe ({kind}): incomplete result: {json.dumps(p)[:300]}")
         continue
     sync = p["primary_sync_waits_for_green"]
     print(f"probe ({kind}): {p['green_sms']}-SM green context: cuLaunchKernel on {p['cuLaunchKernel_green']['distinct_sms']} SMs, "
