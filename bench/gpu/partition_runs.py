@@ -81,7 +81,7 @@ def policy_supported(build, pipe):
         return None
     except RunError:
         stop(serve, 5)
-        why = serve.stderr.read().decode(errors="replace").strip().replace("\n", " ")[:300]
+        why = (serve.stderr.read().decode(errors="replace").strip().splitlines() or ["no message"])[0][:300]
         return (f"`expcontroller serve --policy partition --mps-pipe {pipe}` was refused ({why}): without the "
                 f"partition policy in this build (merge issue18-partition and rebuild) nothing is measured")
     finally:
