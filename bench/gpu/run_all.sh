@@ -7,6 +7,8 @@
 # stages: partition-verdict pyext hookcount launch launch-cost corun-resnet corun-ref corun-nsight preempt preempt-quick smoke proof contention-ref contention-resnet
 #         modes-cost nsight clocks lpcost gating nsight-alone fixture hpcost faults
 #         compat (the drop-in for the original experiment: bench/gpu/compat_check.sh)
+#         partition-proof (green-context probe, SM-id proof and size sweep of the partition policy:
+#         bench/gpu/partition_proof.sh, about 3-4 minutes, its own MPS daemon)
 #   recheck = pyext hookcount launch gating preempt-quick: the re-proof after a change to the hooks
 #   or the gate.
 set -u
@@ -103,6 +105,8 @@ PY
     faults) ROUNDS=${ROUNDS:-2} OUT=$R/faults BUILD=$B bash bench/gpu/fault_injection.sh 2>&1 | tail -15 ;;
     compat) OUT=$R/compat BUILD=$B bash bench/gpu/compat_check.sh 2>&1 | grep -v '^\[\|Processing' | tail -40
             echo "compat check exit ${PIPESTATUS[0]}" ;;
+    partition-proof) PY=$PY bash bench/gpu/partition_proof.sh "$B" "$R/partition-proof" "$OUT" 2>&1
+            echo "partition-proof exit $?" ;;
     *) echo "run_all: unknown stage '$stage'" ;;
     esac
 done
