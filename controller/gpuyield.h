@@ -156,7 +156,9 @@ struct gy_status_proc {
     int priority;
     const char *state; /* "running", "blocked", "draining" */
     bool inflight;
-    uint64_t launches, graph_launches, sync_points, waits, blocked_ns, drains, drain_timeouts;
+#define GY_STATUS_COUNTER(name, what) uint64_t name;
+    GY_PROC_COUNTERS(GY_STATUS_COUNTER) /* segment_layout.h */
+#undef GY_STATUS_COUNTER
 };
 
 struct gy_status {

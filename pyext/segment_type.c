@@ -316,6 +316,31 @@ static PyObject *bool_object(bool value)
     return PyBool_FromLong(value);
 }
 
+static int set_counter(PyObject *dict, const char *key, uint64_t value)
+{
+    PyObject *number = PyLong_FromUnsignedLongLong(value);
+    int rc = number ? PyDict_SetItemString(dict, key, number) : -1;
+    Py_XDECREF(number);
+    return rc;
+}
+
+/* One process's dict: pid, priority, state, inflight, then the counters of GY_PROC_COUNTERS. */
+static PyObject *proc_dict(const struct gy_status_proc *p)
+{
+    PyObject *proc = Py_BuildValue("{s:i,s:i,s:s,s:N}", "pid", p->pid, "priority", p->priority, "state", p->state,
+                                   "inflight", bool_object(p->inflight));
+    if (!proc)
+        return NULL;
+#define SET_COUNTER(name, what)                                                                          \
+    if (set_counter(proc, #name, p->name)) {                                                             \
+        Py_DECREF(proc);                                                                                 \
+        return NULL;                                                                                     \
+    }
+    GY_PROC_COUNTERS(SET_COUNTER)
+#undef SET_COUNTER
+    return proc;
+}
+
 static PyObject *status_dict(const struct gy_status *st)
 {
     PyObject *jobs = PyList_New(GY_LEVELS);
@@ -330,13 +355,7 @@ static PyObject *status_dict(const struct gy_status *st)
     }
     for (int i = 0; i < st->nprocs; i++) {
         const struct gy_status_proc *p = &st->procs[i];
-        PyObject *proc = Py_BuildValue(
-            "{s:i,s:i,s:s,s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:K}", "pid", p->pid, "priority", p->priority, "state",
-            p->state, "inflight", bool_object(p->inflight), "launches", (unsigned long long)p->launches,
-            "graph_launches", (unsigned long long)p->graph_launches, "sync_points",
-            (unsigned long long)p->sync_points, "waits", (unsigned long long)p->waits, "blocked_ns",
-            (unsigned long long)p->blocked_ns, "drains", (unsigned long long)p->drains, "drain_timeouts",
-            (unsigned long long)p->drain_timeouts);
+        PyObject *proc = proc_dict(p);
         if (!proc)
             goto fail;
         PyList_SET_ITEM(procs, i, proc);
@@ -378,14 +397,15 @@ static struct gy_status *read_status(SegmentObject *self)
     return st;
 }
 
+/* The counters' names in the docstring, from the table: ", launches, graph_launches, ...". */
+#define COUNTER_DOC_NAME(name, what) ", " #name
 PyDoc_STRVAR(status_doc,
              "status($self, /)\n--\n\n"
              "A snapshot of the segment as a dict with exactly the fields of\n"
              "`expcontroller status --json`: segment (name), jobs (8 counts, one per priority),\n"
              "policy ('drain' or 'corun'), mps, job_epoch, drain_timeouts, reaped, and processes: a list of dicts with pid, priority,\n"
-             "state ('running', 'blocked', 'draining'), inflight, launches, graph_launches,\n"
-             "sync_points, waits, blocked_ns, drains, drain_timeouts. Works on a removed segment\n"
-             "too (it reads the memory this process still maps). Raises gpuyield.Error(EPROTO)\n"
+             "state ('running', 'blocked', 'draining'), inflight" GY_PROC_COUNTERS(COUNTER_DOC_NAME) ".\n"
+             "Works on a removed segment too (it reads the memory this process still maps). Raises gpuyield.Error(EPROTO)\n"
              "when the segment is corrupt.");
 
 static PyObject *segment_status(SegmentObject *self, PyObject *unused)

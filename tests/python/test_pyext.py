@@ -12,6 +12,7 @@ import itertools
 import json
 import multiprocessing
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -505,8 +506,35 @@ def test_forked_child_registers_on_its_own(segment):
 
 # ---- status --------------------------------------------------------------------------------------
 
-PROC_KEYS = ["pid", "priority", "state", "inflight", "launches", "graph_launches", "sync_points", "waits",
-             "blocked_ns", "drains", "drain_timeouts"]
+def table_counters():
+    """The counter names of GY_PROC_COUNTERS in controller/segment_layout.h, in order."""
+    layout = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "controller", "segment_layout.h")
+    with open(layout) as f:
+        text = f.read()
+    table = text[text.index("#define GY_PROC_COUNTERS(X)"):]
+    table = table[:table.index("\n\n")]
+    return re.findall(r"X\((\w+),", table)
+
+
+PROC_KEYS = ["pid", "priority", "state", "inflight"] + table_counters()
+
+
+def test_counter_table_is_what_status_lists(segment, agents):
+    counters = table_counters()
+    assert counters[:2] == ["launches", "graph_launches"] and counters[-1] == "drain_timeouts", counters
+    agents(segment.name, GPUYIELD_PRIORITY=1)("begin 2")
+    (proc,) = segment.status()["processes"]
+    assert list(proc)[4:] == counters
+    (proc,) = json.loads(segment.status_json())["processes"]
+    assert list(proc)[4:] == counters
+    build = os.environ.get("BUILD")
+    tool = os.path.join(build, "bin", "expcontroller") if build else None
+    if tool and os.access(tool, os.X_OK):
+        out = subprocess.run([tool, "status", "--json", "--name", segment.name], capture_output=True, text=True,
+                             timeout=60)
+        assert out.returncode == 0, out.stderr
+        (proc,) = json.loads(out.stdout)["processes"]
+        assert list(proc)[4:] == counters
 
 
 def test_status_has_the_fields_of_the_json_status(segment, agents):
