@@ -16,18 +16,19 @@
 #define EXIT_RUNTIME 1
 #define EXIT_USAGE 2
 
+/* A format: the two %s are the policy names (policies.h). */
 static const char usage_text[] =
     "usage: expcontroller COMMAND [options]\n"
-    "  create [--name TAG] [--drain-timeout-ms MS] [--policy drain|corun]\n"
+    "  create [--name TAG] [--drain-timeout-ms MS] [--policy %s]\n"
     "                                                create a segment, print its name\n"
-    "  serve  [--name TAG] [--drain-timeout-ms MS] [--policy drain|corun]\n"
+    "  serve  [--name TAG] [--drain-timeout-ms MS] [--policy %s]\n"
     "         [--mps [--mps-dir DIR] | --mps-pipe DIR]\n"
     "                                                create it if absent, reap dead processes,\n"
     "                                                remove it on SIGINT/SIGTERM; --mps starts an MPS\n"
     "                                                daemon for it (pipes and logs in DIR, default\n"
     "                                                /tmp/gpuyield-mps-<uid>-<tag>) and quits it at the\n"
     "                                                end; --mps-pipe joins a running one. Policy\n"
-    "                                                default: corun with MPS, else drain\n"
+    "                                                default: " GY_POLICY_DEFAULT_TEXT "\n"
     "  status [--name TAG] [--json] [--watch [SEC]]  processes and jobs in progress\n"
     "  remove [--name TAG]                           remove a segment\n"
     "  clean                                         remove your segments whose creator is dead\n"
@@ -37,7 +38,10 @@ static int usage_error(const char *fmt, const char *arg)
 {
     fprintf(stderr, "expcontroller: ");
     fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n%s", usage_text);
+    char choices[128];
+    gy_policy_choices(choices, sizeof choices, "|", "|");
+    fputc('\n', stderr);
+    fprintf(stderr, usage_text, choices, choices);
     return EXIT_USAGE;
 }
 
@@ -116,8 +120,12 @@ static int parse_options(int argc, char **argv, const char *command, struct opti
             enum gy_policy policy;
             if (!makes)
                 return usage_error("--policy goes with 'create' or 'serve', not '%s'", command);
-            if (gy_policy_parse(optarg, &policy))
-                return usage_error("--policy takes drain or corun, not '%s'", optarg);
+            if (gy_policy_parse(optarg, &policy)) {
+                char choices[128], fmt[192];
+                snprintf(fmt, sizeof fmt, "--policy takes %s, not '%%s'",
+                         gy_policy_choices(choices, sizeof choices, ", ", " or "));
+                return usage_error(fmt, optarg);
+            }
             opt->policy = optarg;
             break;
         }
@@ -161,7 +169,7 @@ static int fail(const gy_err *err)
 
 static enum gy_policy chosen_policy(const struct options *opt, bool mps)
 {
-    enum gy_policy policy = mps ? GY_POLICY_CORUN : GY_POLICY_DRAIN;
+    enum gy_policy policy = gy_policy_default(mps);
     if (opt->policy)
         gy_policy_parse(opt->policy, &policy);
     return policy;

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "policies.h"
 #include "segment_layout.h"
 
 /* ---- errors ---------------------------------------------------------------------------- */
@@ -46,16 +47,19 @@ void gy_close(gy_shm *shm);
 /* Unlink the segment by name. */
 int gy_remove(const char *tag_or_name, gy_err *err);
 
-/* ---- policy (segment.c) ----------------------------------------------------------------------- */
-/* What a begin does about lower-priority work already queued on the GPU. Both close the gate.
- *   drain: wait until it has finished, so the job runs alone (any GPU, no MPS needed);
- *   corun: return at once and let the job's kernels run beside it. Under MPS (with the lower
- *          processes at MPS client priority below normal) the job's blocks take SMs as the lower
- *          kernels' blocks retire instead of waiting for the whole queue to drain. */
-enum gy_policy { GY_POLICY_DRAIN = 0, GY_POLICY_CORUN = 1 };
+/* ---- policy (policies.c, from the table of policies.h; stored by segment.c) ------------------- */
 const char *gy_policy_name(enum gy_policy policy);
-/* "drain" or "corun" -> *out; -1 on anything else. */
+/* A policy's name (a row of policies.h) -> *out; -1 on anything else, NULL included. */
 int gy_policy_parse(const char *text, enum gy_policy *out);
+/* What a job does under it (the table's description). */
+const char *gy_policy_what(enum gy_policy policy);
+/* Whether it is meant for MPS (its lower processes run at MPS client priority below normal). */
+bool gy_policy_wants_mps(enum gy_policy policy);
+/* The default rule, written once: corun under MPS, else drain (GY_POLICY_DEFAULT_TEXT). */
+enum gy_policy gy_policy_default(bool mps);
+/* The names joined for a message: "drain|corun" with ("|", "|"), "drain or corun" with
+ * (", ", " or "). Returns buf. */
+const char *gy_policy_choices(char *buf, size_t len, const char *sep, const char *last_sep);
 /* The creator sets these before workers start; readers see them at once. */
 void gy_set_policy(gy_shm *shm, enum gy_policy policy, bool mps);
 enum gy_policy gy_get_policy(const gy_shm *shm);

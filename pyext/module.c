@@ -251,6 +251,21 @@ static int add_object(PyObject *module, const char *name, PyObject *obj)
     return 0;
 }
 
+/* gpuyield.POLICIES: the policy names of the table (policies.h), in the order of their values. */
+static PyObject *policy_names(void)
+{
+    PyObject *names = PyTuple_New(GY_POLICY_COUNT);
+    for (int i = 0; names && i < GY_POLICY_COUNT; i++) {
+        PyObject *name = PyUnicode_FromString(gy_policy_name((enum gy_policy)i));
+        if (!name) {
+            Py_CLEAR(names);
+            break;
+        }
+        PyTuple_SET_ITEM(names, i, name);
+    }
+    return names;
+}
+
 PyMODINIT_FUNC PyInit__gpuyield(void)
 {
     if (PyType_Ready(&gyp_SegmentType) < 0 || PyType_Ready(&gyp_JobType) < 0)
@@ -275,6 +290,7 @@ PyMODINIT_FUNC PyInit__gpuyield(void)
     if (add_object(module, "Error", gyp_Error) || add_object(module, "ArgumentError", gyp_ArgumentError) ||
         add_object(module, "Segment", (PyObject *)&gyp_SegmentType) ||
         add_object(module, "Job", (PyObject *)&gyp_JobType) ||
+        add_object(module, "POLICIES", policy_names()) ||
         PyModule_AddIntConstant(module, "LEVELS", GY_LEVELS) < 0 ||
         PyModule_AddIntConstant(module, "MAX_PROCS", GY_MAX_PROCS) < 0 ||
         PyModule_AddIntConstant(module, "DEFAULT_DRAIN_TIMEOUT_MS",

@@ -403,7 +403,7 @@ PyDoc_STRVAR(status_doc,
              "status($self, /)\n--\n\n"
              "A snapshot of the segment as a dict with exactly the fields of\n"
              "`expcontroller status --json`: segment (name), jobs (8 counts, one per priority),\n"
-             "policy ('drain' or 'corun'), mps, job_epoch, drain_timeouts, reaped, and processes: a list of dicts with pid, priority,\n"
+             "policy (one of gpuyield.POLICIES), mps, job_epoch, drain_timeouts, reaped, and processes: a list of dicts with pid, priority,\n"
              "state ('running', 'blocked', 'draining'), inflight" GY_PROC_COUNTERS(COUNTER_DOC_NAME) ".\n"
              "Works on a removed segment too (it reads the memory this process still maps). Raises gpuyield.Error(EPROTO)\n"
              "when the segment is corrupt.");

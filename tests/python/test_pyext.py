@@ -549,6 +549,29 @@ def test_status_has_the_fields_of_the_json_status(segment, agents):
     segment.end(4)
 
 
+def test_every_policy_of_the_table_reaches_status(tags):
+    assert gpuyield.POLICIES[:2] == ("drain", "corun")
+    build = os.environ.get("BUILD")
+    tool = os.path.join(build, "bin", "expcontroller") if build else None
+    if not tool or not os.access(tool, os.X_OK):
+        pytest.skip("no expcontroller in $BUILD/bin (set BUILD to a build directory to compare)")
+    for policy in gpuyield.POLICIES:
+        tag = tags()
+        out = subprocess.run([tool, "create", "--name", tag, "--policy", policy], capture_output=True, text=True,
+                             timeout=60)
+        assert out.returncode == 0, out.stderr
+        seg = gpuyield.connect(tag)
+        try:
+            assert seg.status()["policy"] == policy
+        finally:
+            seg.close()
+    out = subprocess.run([tool, "create", "--name", tags(), "--policy", "fast"], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 2
+    assert out.stderr.splitlines()[0] == "expcontroller: --policy takes %s or %s, not 'fast'" % (
+        ", ".join(gpuyield.POLICIES[:-1]), gpuyield.POLICIES[-1])
+
+
 def test_status_equals_expcontroller_status_json(segment, agents):
     build = os.environ.get("BUILD")
     tool = os.path.join(build, "bin", "expcontroller") if build else None
