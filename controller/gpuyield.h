@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "policies.h"
 #include "segment_layout.h"
@@ -46,6 +47,10 @@ int gy_open(const char *tag_or_name, gy_shm *out, gy_err *err);
 void gy_close(gy_shm *shm);
 /* Unlink the segment by name. */
 int gy_remove(const char *tag_or_name, gy_err *err);
+/* Which file the full segment name leads to now, so that a holder can tell its segment removed
+ * (0: gone) or removed and created anew (1 with another dev/ino). -1 when it cannot tell: callers
+ * count that as present, never inventing a removal. */
+int gy_segment_identity(const char *name, dev_t *dev, ino_t *ino);
 
 /* ---- policy (policies.c, from the table of policies.h; stored by segment.c) ------------------- */
 const char *gy_policy_name(enum gy_policy policy);

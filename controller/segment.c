@@ -216,6 +216,21 @@ int gy_remove(const char *tag_or_name, gy_err *err)
     return 0;
 }
 
+int gy_segment_identity(const char *name, dev_t *dev, ino_t *ino)
+{
+    int fd = shm_open(name, O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : -1;
+    struct stat st;
+    int rc = fstat(fd, &st);
+    close(fd);
+    if (rc != 0)
+        return -1;
+    *dev = st.st_dev;
+    *ino = st.st_ino;
+    return 1;
+}
+
 void gy_set_policy(gy_shm *shm, enum gy_policy policy, bool mps)
 {
     atomic_store(&shm->seg->policy, (uint32_t)policy);

@@ -10,23 +10,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* What the segment's name leads to now: 1 and (dev, ino) when present, 0 when gone. Errors other
- * than "gone" count as present: this check must never invent a removal. */
-static int lookup_identity(const char *name, dev_t *dev, ino_t *ino)
-{
-    int fd = shm_open(name, O_RDONLY | O_CLOEXEC, 0);
-    if (fd < 0)
-        return errno == ENOENT ? 0 : -1;
-    struct stat st;
-    int rc = fstat(fd, &st);
-    close(fd);
-    if (rc != 0)
-        return -1;
-    *dev = st.st_dev;
-    *ino = st.st_ino;
-    return 1;
-}
-
 PyObject *gyp_segment_new(gy_shm *shm)
 {
     SegmentObject *self = PyObject_GC_New(SegmentObject, &gyp_SegmentType);
@@ -41,7 +24,7 @@ PyObject *gyp_segment_new(gy_shm *shm)
     self->dev = 0;
     self->ino = 0;
     /* Recorded right after the open; a replacement in between is not told apart (documented). */
-    lookup_identity(self->shm.name, &self->dev, &self->ino);
+    gy_segment_identity(self->shm.name, &self->dev, &self->ino);
     for (int level = 0; level < GY_LEVELS; level++)
         self->begun[level] = NULL;
     for (int level = 0; level < GY_LEVELS; level++) {
@@ -88,7 +71,7 @@ int gyp_segment_check_present(SegmentObject *self)
 {
     dev_t dev;
     ino_t ino;
-    int present = lookup_identity(self->shm.name, &dev, &ino);
+    int present = gy_segment_identity(self->shm.name, &dev, &ino);
     if (present == 0 || (present == 1 && (dev != self->dev || ino != self->ino))) {
         gyp_raise(ENOENT,
                   "segment %s was removed%s while this process had it open: its experiment is over, so no "
@@ -619,7 +602,7 @@ static PyObject *get_removed(SegmentObject *self, void *closure)
     (void)closure;
     dev_t dev;
     ino_t ino;
-    int present = lookup_identity(self->shm.name, &dev, &ino);
+    int present = gy_segment_identity(self->shm.name, &dev, &ino);
     return PyBool_FromLong(present == 0 || (present == 1 && (dev != self->dev || ino != self->ino)));
 }
 
