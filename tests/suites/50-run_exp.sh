@@ -424,13 +424,6 @@ for lib_mode in libcuinterpose_sync.so:sync:2 libcuinterpose_event.so:event:3 li
 done
 
 # ---- the Python worker's logic (no torch: the job is a stand-in) -----------------------------
-out=$(PYTHONPATH="$BUILD/python" "$PYTHON" -m pytest -q -p no:cacheprovider "$HERE/test_worker.py" 2>&1)
-echo "$out" | sed 's/^/  [worker.py] /'
-last=$(printf '%s\n' "$out" | tail -n 1)
-p=$(grep -o '[0-9]* passed' <<< "$last" | grep -o '[0-9]*' || true)
-f=$(grep -o '[0-9]* failed' <<< "$last" | grep -o '[0-9]*' || true)
-e=$(grep -o '[0-9]* error' <<< "$last" | grep -o '[0-9]*' || true)
-if [ -z "$p$f$e" ]; then fail worker_py "pytest gave no result line"; fi
-SUITE_PASSED=$((SUITE_PASSED + ${p:-0})); SUITE_FAILED=$((SUITE_FAILED + ${f:-0} + ${e:-0}))
+PYTHONPATH="$BUILD/python" run_pytest worker_py "$HERE/test_worker.py"
 
 finish
