@@ -11,16 +11,8 @@
 #include <cstdlib>
 #include <vector>
 
+#include "check_cuda.cuh"
 #include "spin_kernels.cuh"
-
-#define CHECK_CUDA(call)                                                                             \
-    do {                                                                                             \
-        cudaError_t e_ = (call);                                                                     \
-        if (e_ != cudaSuccess) {                                                                     \
-            std::fprintf(stderr, "launch-rate: %s failed: %s\n", #call, cudaGetErrorString(e_));     \
-            std::exit(1);                                                                            \
-        }                                                                                            \
-    } while (0)
 
 int main(int argc, char **argv)
 {
