@@ -82,6 +82,10 @@ uint64_t gy_now_ns(void); /* CLOCK_MONOTONIC */
 
 /* Claim a slot for this process at priority 0..7. Fails with ENOSPC when the table is full. */
 int gy_register(gy_shm *shm, int priority, gy_err *err);
+/* A process's priority as $GPUYIELD_PRIORITY gives it (priority_env.c): NULL (unset) is 0, else
+ * exactly a decimal 0..GY_LEVELS-1; anything else, the empty string included, is -1. The one rule
+ * of the hooks library and the Python extension. */
+int gy_priority_parse(const char *text, int *out);
 void gy_unregister(gy_shm *shm);
 /* Count out dead processes: their jobs, their slots. Returns how many were reaped. Safe to call
  * from anyone, at any time. */

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "gpuyield.h"
 #include "stderr_line.h"
 
 #define die gy_die
@@ -62,11 +63,11 @@ static void load(void)
             "name, or unset it to run without gating",
             (int)getpid());
     config.shm = shm;
-    unsigned long p = 0;
-    if (priority && !parse_ulong(priority, 0, 7, &p))
+    int p;
+    if (gy_priority_parse(priority, &p))
         die("gpuyield: GPUYIELD_PRIORITY=\"%s\" is invalid (pid %d): use an integer 0..7 (higher wins)",
             priority, (int)getpid());
-    config.priority = (int)p;
+    config.priority = p;
     parse_mode(mode);
     const char *verbose = getenv("GPUYIELD_VERBOSE");
     if (verbose && strcmp(verbose, "0") != 0 && strcmp(verbose, "1") != 0)

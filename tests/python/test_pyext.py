@@ -236,6 +236,11 @@ def test_registration_priority_from_environment(tags, agents):
         bad.send("begin 1")
         answer = bad.reply()
         assert answer.startswith("err ArgumentError 22") and "GPUYIELD_PRIORITY='9'" in answer
+        for value in ["", " 3", "+3", "3 ", "0x1"]:  # the hooks library refuses these too
+            bad = agents(tag, GPUYIELD_PRIORITY=value)
+            bad.send("begin 1")
+            answer = bad.reply()
+            assert answer.startswith("err ArgumentError 22") and "GPUYIELD_PRIORITY='%s'" % value in answer
         assert sorted(p["priority"] for p in seg.status()["processes"]) == [0, 3]
 
 
