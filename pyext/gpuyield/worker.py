@@ -127,7 +127,8 @@ def run_jobs(link, csv, run_job, priority=0, segment=None, sleep_time=0.0, progr
             with segment.job(priority) as marked:
                 mem = run_job()
             end_ns = time.monotonic_ns()
-            # drained: 1 drained, 0 the drain timed out, 2 co-run (the policy does not wait).
+            # drained (run_exp/protocol.h, enum job_drained): 1 drained, 0 the drain timed out,
+            # 2 co-run (the policy does not wait); -1 below: the job was not marked.
             wait_ns, drained = marked.wait_ns, 2 if marked.corun else 0 if marked.timed_out else 1
         else:
             mem = run_job()
