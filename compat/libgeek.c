@@ -28,7 +28,6 @@
 #include "gpuyield.h"
 #include "stderr_line.h"
 
-#define COMPAT_PRIORITY 1 /* the original's high-priority job: level 1 of gpuyield's 0..7 */
 #define MAX_SEGMENTS 16
 #define MAX_NESTED 16
 
@@ -69,13 +68,9 @@ static bool make_tag(const char *call, const char *suffix, char tag[GY_NAME_MAX]
         gy_say("libgeek.so: %s: suffix is NULL: pass the experiment's suffix as bytes (suffix.encode())", call);
         return false;
     }
-    char name[GY_NAME_MAX];
     gy_err err;
-    int len = snprintf(tag, GY_NAME_MAX, "compat%s", suffix);
-    if (!*suffix || len >= GY_NAME_MAX || gy_segment_name(tag, name, &err)) {
-        gy_say("libgeek.so: %s: suffix \"%.80s\" is invalid: \"compat\" + suffix must be 1..40 characters from "
-            "[A-Za-z0-9._-] (a uuid4 hex suffix fits)",
-            call, suffix);
+    if (gy_compat_tag(suffix, tag, &err)) {
+        gy_say("libgeek.so: %s: %s", call, err.msg);
         return false;
     }
     return true;
@@ -226,7 +221,7 @@ __attribute__((visibility("default"))) void setMem(int input, char *suffix)
         if (s->njobs >= MAX_NESTED)
             gy_say("libgeek.so: setMem(1, \"%s\"): %d jobs already begun and not ended: setMem(0) is missing", suffix,
                 s->njobs);
-        else if (gy_job_enter(&s->shm, COMPAT_PRIORITY, 0, &s->jobs[s->njobs], &err))
+        else if (gy_job_enter(&s->shm, GY_COMPAT_PRIORITY, 0, &s->jobs[s->njobs], &err))
             gy_say("libgeek.so: setMem(1, \"%s\"): %s", suffix, err.msg);
         else {
             pending_seg = s;

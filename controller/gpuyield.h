@@ -36,6 +36,13 @@ typedef struct gy_shm {
 /* "/gpuyield-<uid>-<tag>" from a tag, or a full name given back checked. A tag is 1..40 of
  * [A-Za-z0-9._-]. Returns 0, or -1 with err filled. */
 int gy_segment_name(const char *tag_or_name, char out[GY_NAME_MAX], gy_err *err);
+/* The original experiment's libgeek.so suffix S is the segment of tag "compat" + S, and its
+ * high-priority job is a job of priority 1 (compat_tag.c; libgeek.so, the hooks loaded as
+ * libcuinterpose*.so and gpuyield.compat all use these). */
+#define GY_COMPAT_TAG_PREFIX "compat"
+#define GY_COMPAT_PRIORITY 1
+/* The tag a suffix stands for; -1 with err filled (EINVAL) when it makes no valid tag. */
+int gy_compat_tag(const char *suffix, char tag[GY_NAME_MAX], gy_err *err);
 /* The tag/name to use when the caller gives none: $GPUYIELD_SHM, else GY_DEFAULT_TAG. */
 const char *gy_default_tag(void);
 

@@ -20,7 +20,7 @@
 #include "config.h"
 #include "gpuyield.h"
 
-static char compat_shm[64];
+static char compat_shm[GY_NAME_MAX];
 static char compat_mode[48];
 
 /* Which original name we were loaded under: "" when not one of them. */
@@ -70,10 +70,7 @@ void gy_compat_env(const char **shm, const char **priority, const char **mode)
     if (!*shm) {
         const char *suffix = getenv("SUFFIX");
         if (suffix) {
-            char name[GY_NAME_MAX];
-            gy_err err;
-            int len = snprintf(compat_shm, sizeof compat_shm, "compat%s", suffix);
-            if (!*suffix || len >= (int)sizeof compat_shm || gy_segment_name(compat_shm, name, &err))
+            if (gy_compat_tag(suffix, compat_shm, NULL))
                 gy_die("gpuyield: SUFFIX=\"%.80s\" is invalid (pid %d, loaded as %s): the segment tag "
                               "\"compat\" + SUFFIX must be 1..40 characters from [A-Za-z0-9._-] (a uuid4 hex "
                               "suffix fits), or set GPUYIELD_SHM",

@@ -16,7 +16,7 @@ import errno
 
 from . import _gpuyield
 
-COMPAT_PRIORITY = 1
+COMPAT_PRIORITY = _gpuyield.COMPAT_PRIORITY  # the mapping itself is C's: controller/compat_tag.c
 
 _segments = {}  # tag -> Segment opened (or created) by this process
 _pending = None  # the job begun by the last setMem(1), whose drain waitForEmptyGPU() waits for
@@ -33,9 +33,9 @@ def compat_tag(suffix):
         suffix = str(suffix)
     elif not isinstance(suffix, str):
         raise TypeError("suffix must be a str, bytes or int, not %s" % type(suffix).__name__)
-    tag = "compat" + suffix
-    _gpuyield.segment_name(tag)  # raises ArgumentError with the controller's message if invalid
-    return tag
+    if "\0" in suffix:
+        raise _gpuyield.ArgumentError(errno.EINVAL, "suffix %r holds a NUL character: use characters from [A-Za-z0-9._-]" % (suffix,))
+    return _gpuyield.compat_tag(suffix)  # ArgumentError with the C library's message if invalid
 
 
 def _segment(suffix):
