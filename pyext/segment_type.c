@@ -380,8 +380,8 @@ PyDoc_STRVAR(status_doc,
              "`expcontroller status --json`: segment (name), jobs (8 counts, one per priority),\n"
              "policy (one of gpuyield.POLICIES), mps, job_epoch, drain_timeouts, reaped, and processes: a list of dicts with pid, priority,\n"
              "state ('running', 'blocked', 'draining'), inflight" GY_PROC_COUNTERS(COUNTER_DOC_NAME) ".\n"
-             "Works on a removed segment too (it reads the memory this process still maps). Raises gpuyield.Error(EPROTO)\n"
-             "when the segment is corrupt.");
+             "Works on a removed segment too (it reads the memory this process still maps).\n"
+             "Raises gpuyield.Error(EPROTO) when the segment is corrupt.");
 
 static PyObject *segment_status(SegmentObject *self, PyObject *unused)
 {

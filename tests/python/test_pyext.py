@@ -183,8 +183,9 @@ def test_help_explains_each_call():
                  "class Segment", "job(self, priority, /)", "begin(self, /, priority, wait=True)",
                  "end(self, priority, /)", "status(self, /)", "launch_allowed(self, priority, /)", "close(self, /)",
                  "class Job", "wait_ns", "drained", "timed_out", "class Error", "class ArgumentError",
-                 "create_shared_mem_and_locks(suffix)", "setMem(value, suffix)", "waitForEmptyGPU()",
-                 "remove_shared_mem_and_locks(suffix)", "GPUYIELD_PRIORITY", "GPUYIELD_SHM"]:
+                 "create_shared_mem_and_locks(suffix: str | bytes | int) -> None",
+                 "setMem(value: int, suffix: str | bytes | int) -> None", "waitForEmptyGPU() -> None",
+                 "remove_shared_mem_and_locks(suffix: str | bytes | int) -> None", "GPUYIELD_PRIORITY", "GPUYIELD_SHM"]:
         assert name in text, "help(gpuyield) does not mention %r" % name
     for name in gpuyield.__all__:
         obj = getattr(gpuyield, name)
