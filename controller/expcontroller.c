@@ -18,16 +18,17 @@
 
 static const char usage_text[] =
     "usage: expcontroller COMMAND [options]\n"
-    "  create [--name TAG] [--drain-timeout-ms MS] [--policy drain|corun]\n"
+    "  create [--name TAG] [--drain-timeout-ms MS] [--policy drain|corun|partition]\n"
     "                                                create a segment, print its name\n"
-    "  serve  [--name TAG] [--drain-timeout-ms MS] [--policy drain|corun]\n"
+    "  serve  [--name TAG] [--drain-timeout-ms MS] [--policy drain|corun|partition]\n"
     "         [--mps [--mps-dir DIR] | --mps-pipe DIR]\n"
     "                                                create it if absent, reap dead processes,\n"
     "                                                remove it on SIGINT/SIGTERM; --mps starts an MPS\n"
     "                                                daemon for it (pipes and logs in DIR, default\n"
     "                                                /tmp/gpuyield-mps-<uid>-<tag>) and quits it at the\n"
     "                                                end; --mps-pipe joins a running one. Policy\n"
-    "                                                default: corun with MPS, else drain\n"
+    "                                                default: corun with MPS, else drain;\n"
+    "                                                partition needs MPS (else it drains)\n"
     "  status [--name TAG] [--json] [--watch [SEC]]  processes and jobs in progress\n"
     "  remove [--name TAG]                           remove a segment\n"
     "  clean                                         remove your segments whose creator is dead\n"
@@ -117,7 +118,7 @@ static int parse_options(int argc, char **argv, const char *command, struct opti
             if (!makes)
                 return usage_error("--policy goes with 'create' or 'serve', not '%s'", command);
             if (gy_policy_parse(optarg, &policy))
-                return usage_error("--policy takes drain or corun, not '%s'", optarg);
+                return usage_error("--policy takes " GY_POLICY_NAMES ", not '%s'", optarg);
             opt->policy = optarg;
             break;
         }
@@ -254,14 +255,14 @@ static void print_table(const struct gy_status *st)
         printf(" %u", st->jobs[level]);
     printf("\ndrain timeouts %llu, dead processes reaped %llu\n", (unsigned long long)st->total_drain_timeouts,
            (unsigned long long)st->reaped);
-    printf("%8s %4s %-9s %12s %8s %8s %12s %8s %8s\n", "pid", "prio", "state", "launches", "graphs", "waits",
-           "ms_blocked", "drains", "timeouts");
+    printf("%8s %4s %-9s %12s %8s %8s %12s %8s %8s %12s %s\n", "pid", "prio", "state", "launches", "graphs", "waits",
+           "ms_blocked", "drains", "timeouts", "partitioned", "partition");
     for (int i = 0; i < st->nprocs; i++) {
         const struct gy_status_proc *p = &st->procs[i];
-        printf("%8d %4d %-9s %12llu %8llu %8llu %12.1f %8llu %8llu\n", p->pid, p->priority, p->state,
+        printf("%8d %4d %-9s %12llu %8llu %8llu %12.1f %8llu %8llu %12llu %s\n", p->pid, p->priority, p->state,
                (unsigned long long)p->launches, (unsigned long long)p->graph_launches,
                (unsigned long long)p->waits, (double)p->blocked_ns / 1e6, (unsigned long long)p->drains,
-               (unsigned long long)p->drain_timeouts);
+               (unsigned long long)p->drain_timeouts, (unsigned long long)p->partition_launches, p->partition);
     }
     if (st->nprocs == 0)
         printf("(no registered processes)\n");

@@ -184,8 +184,10 @@ static bool drain_pending_locked(const gy_shm *shm, const gy_job *job)
 enum gy_wait_result gy_job_wait_drained(gy_shm *shm, gy_job *job, uint64_t slice_ns)
 {
     struct gy_segment *seg = shm->seg;
-    if (gy_get_policy(shm) == GY_POLICY_CORUN) {
-        /* The gate is closed; what lower processes had queued runs beside the job. */
+    enum gy_policy policy = gy_get_policy(shm);
+    if (policy == GY_POLICY_CORUN || (policy == GY_POLICY_PARTITION && gy_get_mps(shm))) {
+        /* The gate is closed; what lower processes had queued (and, under partition, what they
+         * launch into their green contexts) runs beside the job. Partition without MPS drains. */
         job->wait_ns = 0;
         job->drained = job->timed_out = false;
         job->corun = true;

@@ -52,9 +52,13 @@ int gy_remove(const char *tag_or_name, gy_err *err);
  *   corun: return at once and let the job's kernels run beside it. Under MPS (with the lower
  *          processes at MPS client priority below normal) the job's blocks take SMs as the lower
  *          kernels' blocks retire instead of waiting for the whole queue to drain. */
-enum gy_policy { GY_POLICY_DRAIN = 0, GY_POLICY_CORUN = 1 };
+/*   partition: (needs MPS) like corun, and lower processes keep launching during the job, their
+ *          kernels confined by their hook to a green context holding a few SMs; without MPS a
+ *          begin drains as under drain (hooks/partition.c says how a process falls back). */
+enum gy_policy { GY_POLICY_DRAIN = 0, GY_POLICY_CORUN = 1, GY_POLICY_PARTITION = 2 };
+#define GY_POLICY_NAMES "drain, corun or partition"
 const char *gy_policy_name(enum gy_policy policy);
-/* "drain" or "corun" -> *out; -1 on anything else. */
+/* "drain", "corun" or "partition" -> *out; -1 on anything else. */
 int gy_policy_parse(const char *text, enum gy_policy *out);
 /* The creator sets these before workers start; readers see them at once. */
 void gy_set_policy(gy_shm *shm, enum gy_policy policy, bool mps);
@@ -157,6 +161,8 @@ struct gy_status_proc {
     const char *state; /* "running", "blocked", "draining" */
     bool inflight;
     uint64_t launches, graph_launches, sync_points, waits, blocked_ns, drains, drain_timeouts;
+    uint64_t partition_launches;
+    const char *partition; /* "-" (not decided), "active", or "fallback: <why>" */
 };
 
 struct gy_status {

@@ -175,7 +175,7 @@ int gy_open(const char *tag_or_name, gy_shm *out, gy_err *err)
         why = "records another owner";
     else if (seg->drain_timeout_ns == 0 || seg->drain_timeout_ns > GY_MAX_DRAIN_TIMEOUT_NS)
         why = "holds a drain timeout out of range";
-    else if (atomic_load(&seg->policy) > GY_POLICY_CORUN || atomic_load(&seg->mps) > 1)
+    else if (atomic_load(&seg->policy) > GY_POLICY_PARTITION || atomic_load(&seg->mps) > 1)
         why = "holds a policy out of range";
     if (why) {
         int e = EPROTO;
@@ -216,7 +216,10 @@ int gy_remove(const char *tag_or_name, gy_err *err)
     return 0;
 }
 
-const char *gy_policy_name(enum gy_policy policy) { return policy == GY_POLICY_CORUN ? "corun" : "drain"; }
+const char *gy_policy_name(enum gy_policy policy)
+{
+    return policy == GY_POLICY_PARTITION ? "partition" : policy == GY_POLICY_CORUN ? "corun" : "drain";
+}
 
 int gy_policy_parse(const char *text, enum gy_policy *out)
 {
@@ -224,6 +227,8 @@ int gy_policy_parse(const char *text, enum gy_policy *out)
         *out = GY_POLICY_DRAIN;
     else if (text && strcmp(text, "corun") == 0)
         *out = GY_POLICY_CORUN;
+    else if (text && strcmp(text, "partition") == 0)
+        *out = GY_POLICY_PARTITION;
     else
         return -1;
     return 0;
@@ -237,7 +242,8 @@ void gy_set_policy(gy_shm *shm, enum gy_policy policy, bool mps)
 
 enum gy_policy gy_get_policy(const gy_shm *shm)
 {
-    return atomic_load(&shm->seg->policy) == GY_POLICY_CORUN ? GY_POLICY_CORUN : GY_POLICY_DRAIN;
+    uint32_t policy = atomic_load(&shm->seg->policy);
+    return policy <= GY_POLICY_PARTITION ? (enum gy_policy)policy : GY_POLICY_DRAIN;
 }
 
 bool gy_get_mps(const gy_shm *shm) { return atomic_load(&shm->seg->mps) == 1; }

@@ -20,6 +20,17 @@ static const char *state_name(uint32_t state)
     }
 }
 
+static const char *partition_name(uint32_t state)
+{
+    switch (state) {
+    case GY_PARTITION_ACTIVE: return "active";
+    case GY_PARTITION_NO_MPS: return "fallback: no MPS (drain)";
+    case GY_PARTITION_NO_SYMBOLS: return "fallback: the driver has no green contexts (corun)";
+    case GY_PARTITION_CREATE_FAILED: return "fallback: cannot create a green context (corun)";
+    default: return "-";
+    }
+}
+
 int gy_status_read(gy_shm *shm, struct gy_status *out, gy_err *err)
 {
     struct gy_segment *seg = shm->seg;
@@ -66,6 +77,8 @@ int gy_status_read(gy_shm *shm, struct gy_status *out, gy_err *err)
         p->blocked_ns = atomic_load(&slot->counters.blocked_ns);
         p->drains = atomic_load(&slot->counters.drains);
         p->drain_timeouts = atomic_load(&slot->counters.drain_timeouts);
+        p->partition_launches = atomic_load(&slot->counters.partition_launches);
+        p->partition = partition_name(atomic_load(&slot->partition_state));
     }
     if (locked)
         pthread_mutex_unlock(&seg->mutex);
@@ -104,11 +117,12 @@ int gy_status_json(const struct gy_status *st, char *buf, size_t len)
         const struct gy_status_proc *p = &st->procs[i];
         EMIT("%s{\"pid\": %d, \"priority\": %d, \"state\": \"%s\", \"inflight\": %s, \"launches\": %llu, "
              "\"graph_launches\": %llu, \"sync_points\": %llu, \"waits\": %llu, \"blocked_ns\": %llu, "
-             "\"drains\": %llu, \"drain_timeouts\": %llu}",
+             "\"drains\": %llu, \"drain_timeouts\": %llu, \"partition_launches\": %llu, \"partition\": \"%s\"}",
              i ? ", " : "", p->pid, p->priority, p->state, p->inflight ? "true" : "false",
              (unsigned long long)p->launches, (unsigned long long)p->graph_launches,
              (unsigned long long)p->sync_points, (unsigned long long)p->waits, (unsigned long long)p->blocked_ns,
-             (unsigned long long)p->drains, (unsigned long long)p->drain_timeouts);
+             (unsigned long long)p->drains, (unsigned long long)p->drain_timeouts,
+             (unsigned long long)p->partition_launches, p->partition);
     }
     EMIT("]}");
 #undef EMIT

@@ -331,12 +331,13 @@ static PyObject *status_dict(const struct gy_status *st)
     for (int i = 0; i < st->nprocs; i++) {
         const struct gy_status_proc *p = &st->procs[i];
         PyObject *proc = Py_BuildValue(
-            "{s:i,s:i,s:s,s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:K}", "pid", p->pid, "priority", p->priority, "state",
+            "{s:i,s:i,s:s,s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:s}", "pid", p->pid, "priority", p->priority, "state",
             p->state, "inflight", bool_object(p->inflight), "launches", (unsigned long long)p->launches,
             "graph_launches", (unsigned long long)p->graph_launches, "sync_points",
             (unsigned long long)p->sync_points, "waits", (unsigned long long)p->waits, "blocked_ns",
             (unsigned long long)p->blocked_ns, "drains", (unsigned long long)p->drains, "drain_timeouts",
-            (unsigned long long)p->drain_timeouts);
+            (unsigned long long)p->drain_timeouts, "partition_launches", (unsigned long long)p->partition_launches,
+            "partition", p->partition);
         if (!proc)
             goto fail;
         PyList_SET_ITEM(procs, i, proc);
@@ -382,9 +383,10 @@ PyDoc_STRVAR(status_doc,
              "status($self, /)\n--\n\n"
              "A snapshot of the segment as a dict with exactly the fields of\n"
              "`expcontroller status --json`: segment (name), jobs (8 counts, one per priority),\n"
-             "policy ('drain' or 'corun'), mps, job_epoch, drain_timeouts, reaped, and processes: a list of dicts with pid, priority,\n"
+             "policy ('drain', 'corun' or 'partition'), mps, job_epoch, drain_timeouts, reaped, and processes: a list of dicts with pid, priority,\n"
              "state ('running', 'blocked', 'draining'), inflight, launches, graph_launches,\n"
-             "sync_points, waits, blocked_ns, drains, drain_timeouts. Works on a removed segment\n"
+             "sync_points, waits, blocked_ns, drains, drain_timeouts, partition_launches, partition\n"
+             "('-', 'active' or 'fallback: <why>'). Works on a removed segment\n"
              "too (it reads the memory this process still maps). Raises gpuyield.Error(EPROTO)\n"
              "when the segment is corrupt.");
 

@@ -395,10 +395,11 @@ int config_load(const char *path, const char *out_dir_override, struct exp_confi
     get_number(&c, root, "", "exp_dur", true, 0.001, 86400, "seconds the experiment runs, e.g. 30", &cfg->exp_dur);
     get_int(&c, root, "", "device_id", true, 0, 1023, "the GPU index, as nvidia-smi numbers them", &cfg->device_id);
     get_bool(&c, root, "", "mps", false, &cfg->mps);
-    if (get_string(&c, root, "", "policy", false, "\"drain\" or \"corun\"", &cfg->policy) &&
-        strcmp(cfg->policy, "drain") != 0 && strcmp(cfg->policy, "corun") != 0)
-        error_at(&c, "policy", "must be \"drain\" (a job waits until lower work has drained) or \"corun\" (it runs "
-                 "beside it, under MPS), got \"%s\"", cfg->policy);
+    if (get_string(&c, root, "", "policy", false, "\"drain\", \"corun\" or \"partition\"", &cfg->policy) &&
+        strcmp(cfg->policy, "drain") != 0 && strcmp(cfg->policy, "corun") != 0 && strcmp(cfg->policy, "partition") != 0)
+        error_at(&c, "policy", "must be \"drain\" (a job waits until lower work has drained), \"corun\" (it runs "
+                 "beside it, under MPS) or \"partition\" (lower work keeps running on a few SMs, under MPS), got \"%s\"",
+                 cfg->policy);
     json_t *models = member(&c, root, "", "models", true, "an array with one object per model");
     if (models && (!json_is_array(models) || json_array_size(models) == 0 ||
                    json_array_size(models) > EXP_MAX_MODELS)) {

@@ -49,8 +49,11 @@ static void usage(FILE *to)
             "  --mps                    run the workers under an MPS daemon started for this run (pipes and\n"
             "                           log in OUTDIR/mps, quit at the end); also the file's \"mps\": true\n"
             "  --mps-pipe DIR           run them under the MPS daemon already serving DIR (left running)\n"
-            "  --policy drain|corun     drain: a job waits until lower work has drained; corun: it starts at\n"
-            "                           once beside it (under MPS). Default: corun under MPS, else drain\n"
+            "  --policy drain|corun|partition\n"
+            "                           drain: a job waits until lower work has drained; corun: it starts at\n"
+            "                           once beside it (under MPS); partition: lower work also keeps running\n"
+            "                           on a few SMs during it (under MPS; GPUYIELD_PARTITION_SMS, default 16).\n"
+            "                           Default: corun under MPS, else drain\n"
             "  --python PATH            the worker's interpreter (default: $GPUYIELD_PYTHON or python3)\n"
             "  --min-jobs N             jobs each worker runs at least (default 10)\n"
             "  --min-jobs-timeout S     how long past exp_dur to wait for them (default 120)\n"
@@ -118,7 +121,7 @@ static int parse_options(int argc, char **argv, struct options *o)
         case O_POLICY: {
             enum gy_policy policy;
             if (gy_policy_parse(optarg, &policy)) {
-                fprintf(stderr, "run_exp: error: --policy '%s' must be drain or corun\n", optarg);
+                fprintf(stderr, "run_exp: error: --policy '%s' must be " GY_POLICY_NAMES "\n", optarg);
                 return -1;
             }
             o->policy = optarg;
@@ -417,6 +420,9 @@ int main(int argc, char **argv)
     if (policy == GY_POLICY_CORUN && !use_mps)
         fprintf(stderr, "run_exp: warning: policy corun without MPS: a job starts while lower work is still queued, "
                         "and the GPU time-slices between them; corun is meant for MPS (--mps)\n");
+    if (policy == GY_POLICY_PARTITION && !use_mps)
+        fprintf(stderr, "run_exp: warning: policy partition without MPS falls back to drain (processes time-slice, a "
+                        "partition would not help): add --mps or \"mps\": true\n");
     char mps_dir[2 * PATH_MAX + 8], pipe_dir[2 * PATH_MAX + 16], log_dir[2 * PATH_MAX + 16];
     pipe_dir[0] = log_dir[0] = mps_dir[0] = '\0';
     if (o.mps_pipe) {
@@ -451,7 +457,7 @@ int main(int argc, char **argv)
     struct launch_settings ls = {.python = o.python, .segment = segment, .simulate = o.simulate,
                                  .fake_device_file = fake_device, .fake_log = fake_log,
                                  .mps_pipe_dir = use_mps ? pipe_dir : NULL, .mps_log_dir = log_dir[0] ? log_dir : NULL,
-                                 .mps_top_priority = policy == GY_POLICY_CORUN ? top_priority : -1};
+                                 .mps_top_priority = policy != GY_POLICY_DRAIN ? top_priority : -1};
     static struct launch launches[EXP_MAX_MODELS];
     for (int i = 0; i < cfg.nmodels; i++) {
         if (launch_build(&cfg, &cfg.models[i], &in, &ls, &launches[i]) != 0) {

@@ -506,7 +506,7 @@ def test_forked_child_registers_on_its_own(segment):
 # ---- status --------------------------------------------------------------------------------------
 
 PROC_KEYS = ["pid", "priority", "state", "inflight", "launches", "graph_launches", "sync_points", "waits",
-             "blocked_ns", "drains", "drain_timeouts"]
+             "blocked_ns", "drains", "drain_timeouts", "partition_launches", "partition"]
 
 
 def test_status_has_the_fields_of_the_json_status(segment, agents):
