@@ -125,6 +125,14 @@ uint64_t gy_wait_until_allowed(gy_shm *shm, int *allowed_at)
     return blocked;
 }
 
+bool gy_allowed_now(gy_shm *shm)
+{
+    gy_lock_and_recover(shm->seg);
+    bool allowed = gy_launch_allowed(shm, effective_priority_locked(shm->seg, gy_my_slot(shm)));
+    gy_unlock(shm->seg);
+    return allowed;
+}
+
 int gy_job_enter(gy_shm *shm, int priority, uint64_t timeout_ns, gy_job *job, gy_err *err)
 {
     memset(job, 0, sizeof *job);

@@ -102,6 +102,8 @@ static inline bool gy_launch_allowed(const gy_shm *shm, int priority)
  * own job, nor for peers at that level). Counts a wait and the time blocked in our slot, stores
  * the effective priority in *allowed_at (may be NULL) and returns the ns spent blocked. */
 uint64_t gy_wait_until_allowed(gy_shm *shm, int *allowed_at);
+/* Whether a launch is allowed now at our effective priority (see above), without waiting. */
+bool gy_allowed_now(gy_shm *shm);
 
 /* Mark that this process may now have GPU work in flight (called on each launch, cheap when
  * already marked). Must precede the gate check of the launch it covers. */

@@ -5,16 +5,21 @@
  * counters or the queue bound. Each calls the real function of its own exact name. */
 #include "client.h"
 #include "hook_functions.h"
+#include "partition.h"
 
 
-#define GATED_COPY(id, pfn_type, call)                                                               \
+/* Under the partition policy a copy on S first joins what S owes (partition.h), then passes the
+ * gate like any copy. */
+#define GATED_COPY(id, pfn_type, normalized, call)                                                   \
     do {                                                                                             \
         pfn_type real = (pfn_type)gy_real(id);                                                       \
         if (!real)                                                                                   \
-            return GY_CUDA_ERROR_NOT_INITIALIZED;                                                                        \
+            return GY_CUDA_ERROR_NOT_INITIALIZED;                                                    \
         if (!gy_client_gated())                                                                      \
             return call;                                                                             \
         gy_client_note_context();                                                                    \
+        if (gy_partition_owes())                                                                     \
+            gy_partition_before_use(normalized);                                                     \
         gy_gate_enter();                                                                             \
         gy_cu_result rc = call;                                                                      \
         gy_gate_leave(false, false);                                                                 \
@@ -29,8 +34,14 @@ typedef gy_cu_result (*pfn_set16)(gy_cu_deviceptr, unsigned short, size_t, gy_cu
 typedef gy_cu_result (*pfn_set32)(gy_cu_deviceptr, unsigned int, size_t, gy_cu_stream);
 
 #define COPY_PAIR(name, id, id_ptsz, type, params, args)                                             \
-    GY_EXPORT gy_cu_result name params { GATED_COPY(id, type, real args); }                           \
-    GY_EXPORT gy_cu_result name##_ptsz params { GATED_COPY(id_ptsz, type, real args); }
+    GY_EXPORT gy_cu_result name params                                                               \
+    {                                                                                                \
+        GATED_COPY(id, type, stream ? stream : GY_CU_STREAM_LEGACY, real args);                      \
+    }                                                                                                \
+    GY_EXPORT gy_cu_result name##_ptsz params                                                        \
+    {                                                                                                \
+        GATED_COPY(id_ptsz, type, stream ? stream : GY_CU_STREAM_PER_THREAD, real args);             \
+    }
 
 COPY_PAIR(cuMemcpyAsync, GY_FN_MEMCPY_ASYNC, GY_FN_MEMCPY_ASYNC_PTSZ, pfn_copy,
           (gy_cu_deviceptr dst, gy_cu_deviceptr src, size_t bytes, gy_cu_stream stream), (dst, src, bytes, stream))

@@ -54,4 +54,29 @@ GY_EXPORT gy_cu_result cuMemsetD16Async_ptsz(gy_cu_deviceptr dst, unsigned short
 GY_EXPORT gy_cu_result cuMemsetD32Async(gy_cu_deviceptr dst, unsigned int value, size_t n, gy_cu_stream stream);
 GY_EXPORT gy_cu_result cuMemsetD32Async_ptsz(gy_cu_deviceptr dst, unsigned int value, size_t n, gy_cu_stream stream);
 
+/* Uses of a stream that first join its partition stream (stream_use_hooks.c). */
+#define GY_STREAM_USE_PAIR(name, params) GY_EXPORT gy_cu_result name params; GY_EXPORT gy_cu_result name##_ptsz params;
+GY_STREAM_USE_PAIR(cuEventRecord, (gy_cu_event event, gy_cu_stream stream))
+GY_STREAM_USE_PAIR(cuEventRecordWithFlags, (gy_cu_event event, gy_cu_stream stream, unsigned flags))
+GY_STREAM_USE_PAIR(cuStreamSynchronize, (gy_cu_stream stream))
+GY_STREAM_USE_PAIR(cuStreamQuery, (gy_cu_stream stream))
+GY_STREAM_USE_PAIR(cuStreamWaitEvent, (gy_cu_stream stream, gy_cu_event event, unsigned flags))
+GY_STREAM_USE_PAIR(cuLaunchHostFunc, (gy_cu_stream stream, gy_cu_host_fn fn, void *data))
+GY_STREAM_USE_PAIR(cuStreamAddCallback, (gy_cu_stream stream, gy_cu_stream_callback fn, void *data, unsigned flags))
+GY_STREAM_USE_PAIR(cuMemFreeAsync, (gy_cu_deviceptr ptr, gy_cu_stream stream))
+GY_EXPORT gy_cu_result cuStreamDestroy_v2(gy_cu_stream stream);
+GY_EXPORT gy_cu_result cuStreamDestroy(gy_cu_stream stream);
+GY_EXPORT gy_cu_result cuCtxSynchronize(void);
+GY_EXPORT gy_cu_result cuMemFree_v2(gy_cu_deviceptr ptr);
+#define GY_SYNC_COPY_PAIR(name, params) GY_EXPORT gy_cu_result name params; GY_EXPORT gy_cu_result name##_ptds params;
+GY_SYNC_COPY_PAIR(cuMemcpy, (gy_cu_deviceptr dst, gy_cu_deviceptr src, size_t bytes))
+GY_SYNC_COPY_PAIR(cuMemcpyHtoD_v2, (gy_cu_deviceptr dst, const void *src, size_t bytes))
+GY_SYNC_COPY_PAIR(cuMemcpyDtoH_v2, (void *dst, gy_cu_deviceptr src, size_t bytes))
+GY_SYNC_COPY_PAIR(cuMemcpyDtoD_v2, (gy_cu_deviceptr dst, gy_cu_deviceptr src, size_t bytes))
+GY_SYNC_COPY_PAIR(cuMemsetD8_v2, (gy_cu_deviceptr dst, unsigned char value, size_t n))
+GY_SYNC_COPY_PAIR(cuMemsetD16_v2, (gy_cu_deviceptr dst, unsigned short value, size_t n))
+GY_SYNC_COPY_PAIR(cuMemsetD32_v2, (gy_cu_deviceptr dst, unsigned int value, size_t n))
+#undef GY_STREAM_USE_PAIR
+#undef GY_SYNC_COPY_PAIR
+
 #endif
