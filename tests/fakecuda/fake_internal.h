@@ -1,7 +1,8 @@
 /* Internals of the fake driver.
  *
  * A GPU simulated by time, with no threads of its own: a kernel launched at time `now` on a
- * stream starts at max(now, the stream's tail, the device's tail) and ends start + duration;
+ * stream starts at max(now, the stream's tail, the device's tail) and ends start + duration (on
+ * a green context's stream: max(now, the stream's tail), its SMs being its own);
  * synchronizing sleeps until the relevant tail. The device tail is per process unless
  * FAKECUDA_DEVICE_FILE names a file that several processes map (then they contend as on a real
  * GPU). FAKECUDA_LOG appends one line per executed kernel and one per illegal call. */

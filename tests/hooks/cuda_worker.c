@@ -16,6 +16,7 @@
 
 #include "fake_log.h"
 #include "fakecuda.h"
+#include "partition_scenarios.h"
 #include "gpuyield.h"
 
 static int failures;
@@ -566,8 +567,10 @@ int main(int argc, char **argv)
         scenario_thread_exit();
     else if (strcmp(what, "fork") == 0)
         scenario_fork((int)ARG(2, 7));
+    else if (strncmp(what, "partition", 9) == 0)
+        failures += partition_scenario(what, argc, argv);
     else {
-        fprintf(stderr, "usage: cuda_worker paths|plain|spin|copyspin|jobs|busy|bound|capture|capture_hold|rate|rtld_next|thread_exit|capture_two_threads|fork [args]\n");
+        fprintf(stderr, "usage: cuda_worker paths|plain|spin|copyspin|jobs|busy|bound|capture|capture_hold|rate|rtld_next|thread_exit|capture_two_threads|fork|partition* [args]\n");
         return 2;
     }
     if (strcmp(what, "jobs") != 0)
