@@ -291,6 +291,7 @@ static void scenario_order(void)
  * across the job's begin and end, with syncs and event records between. */
 #define THREADS 8
 #define PER_THREAD 40
+static uint64_t synced_at[THREADS][PER_THREAD]; /* when the sync after kernel i returned, or 0 */
 
 static void *thread_main(void *arg)
 {
@@ -307,16 +308,17 @@ static void *thread_main(void *arg)
     for (int i = 0; i < PER_THREAD; i++) {
         char tag[16];
         snprintf(tag, sizeof tag, "t%d_%d", t, i);
-        CUfunction f = tagged(200, tag);
+        CUfunction f = tagged(1000, tag);
         if (per_thread)
             CU(cuLaunchKernel_ptsz(f, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
         else
             CU(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL));
-        if (i % 10 == 9)
+        if (i % 10 == 9) {
             CU(per_thread ? cuStreamSynchronize_ptsz(NULL) : cuStreamSynchronize(s));
+            synced_at[t][i] = gy_now_ns();
+        }
         else if (i % 10 == 4)
             CU(per_thread ? cuEventRecord_ptsz(ev, NULL) : cuEventRecord(ev, s));
-        usleep(500);
     }
     CU(per_thread ? cuStreamSynchronize_ptsz(NULL) : cuStreamSynchronize(s));
     return NULL;
@@ -330,7 +332,7 @@ static void scenario_threads(void)
     hp_do('b');
     for (int t = 0; t < THREADS; t++)
         pthread_create(&threads[t], NULL, thread_main, (void *)(intptr_t)t);
-    usleep(20000);
+    usleep(30000);
     hp_do('e');
     for (int t = 0; t < THREADS; t++)
         pthread_join(threads[t], NULL);
@@ -345,6 +347,8 @@ static void scenario_threads(void)
             expect_after(now, before);
             const struct fake_kernel *k = find(now);
             green += k && k->stream >= GREEN_IDS;
+            if (synced_at[t][i])
+                expect_covered("cuStreamSynchronize", synced_at[t][i], now);
         }
     uint64_t launches;
     char state[80];
