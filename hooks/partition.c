@@ -36,6 +36,9 @@ static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 static struct green greens[MAX_GREENS];
 static int ngreens;
 static struct gy_partition_entry entries[MAX_ENTRIES];
+static int entries_end; /* no entry at or past this index is used: scans stop here */
+static pthread_key_t thread_exit_key; /* a thread with a per-thread entry: its exit drops them */
+static pthread_once_t thread_exit_once = PTHREAD_ONCE_INIT;
 static uint32_t state; /* enum gy_partition_state of this process */
 static bool graphs_refused, graphs_refusal_told;
 static uint64_t blocked_at_epoch; /* the job epoch at which our own jobs were found not to lift the gate */
@@ -48,6 +51,7 @@ static void after_fork_child(void)
 {
     memset(greens, 0, sizeof greens);
     memset(entries, 0, sizeof entries);
+    entries_end = 0;
     ngreens = 0;
     blocked_at_epoch = 0;
     state = GY_PARTITION_UNDECIDED;
@@ -171,6 +175,29 @@ static struct green *green_for_locked(gy_cu_context ctx)
     return g;
 }
 
+static void join_locked(struct gy_partition_entry *e);
+
+/* A thread that used its per-thread default stream exits: join what it owes while it still can
+ * name it, and free its entries (that stream is gone with the thread). */
+static void thread_exits(void *unused)
+{
+    (void)unused;
+    pthread_mutex_lock(&lock);
+    pthread_t self = pthread_self();
+    for (int i = 0; i < entries_end; i++)
+        if (entries[i].used && entries[i].stream == GY_CU_STREAM_PER_THREAD && pthread_equal(entries[i].thread, self)) {
+            join_locked(&entries[i]);
+            if (entries[i].event)
+                ((gy_pfn_event_destroy)gy_real(GY_FN_EVENT_DESTROY))(entries[i].event);
+            if (entries[i].green)
+                ((gy_pfn_stream_destroy)gy_real(GY_FN_STREAM_DESTROY))(entries[i].green);
+            entries[i] = (struct gy_partition_entry){0};
+        }
+    pthread_mutex_unlock(&lock);
+}
+
+static void create_thread_exit_key(void) { pthread_key_create(&thread_exit_key, thread_exits); }
+
 static bool same_key(const struct gy_partition_entry *e, gy_cu_context ctx, gy_cu_stream stream, pthread_t self)
 {
     if (!e->used || e->stream != stream)
@@ -186,15 +213,21 @@ static struct gy_partition_entry *find_locked(gy_cu_context ctx, gy_cu_stream st
 {
     pthread_t self = pthread_self();
     struct gy_partition_entry *free_entry = NULL;
-    for (int i = 0; i < MAX_ENTRIES; i++) {
+    for (int i = 0; i < entries_end; i++) {
         if (same_key(&entries[i], ctx, stream, self))
             return &entries[i];
         if (!entries[i].used && !free_entry)
             free_entry = &entries[i];
     }
+    if (!free_entry && entries_end < MAX_ENTRIES)
+        free_entry = &entries[entries_end++];
     if (!add || !free_entry)
         return NULL;
     *free_entry = (struct gy_partition_entry){.used = true, .ctx = ctx, .stream = stream, .thread = self};
+    if (stream == GY_CU_STREAM_PER_THREAD) { /* its thread's exit must not leave a join owed forever */
+        pthread_once(&thread_exit_once, create_thread_exit_key);
+        pthread_setspecific(thread_exit_key, (void *)1);
+    }
     return free_entry;
 }
 
@@ -239,7 +272,7 @@ static void join_locked(struct gy_partition_entry *e)
  * orders (and is ordered by) every blocking stream of its context; taken as every stream. */
 static void join_ordered_with_locked(gy_cu_context ctx, gy_cu_stream stream)
 {
-    for (int i = 0; i < MAX_ENTRIES; i++) {
+    for (int i = 0; i < entries_end; i++) {
         struct gy_partition_entry *e = &entries[i];
         if (!e->used || !e->owes || e->ctx != ctx || e->stream == stream)
             continue;
@@ -250,7 +283,7 @@ static void join_ordered_with_locked(gy_cu_context ctx, gy_cu_stream stream)
 
 static void join_all_locked(gy_cu_context ctx, bool every_context)
 {
-    for (int i = 0; i < MAX_ENTRIES; i++)
+    for (int i = 0; i < entries_end; i++)
         if (entries[i].used && entries[i].owes && (every_context || entries[i].ctx == ctx))
             join_locked(&entries[i]);
 }
