@@ -484,6 +484,42 @@ TEST(time_mode_bounds_queued_gpu_time)
     check_time_bound("time:200", 3);    /* one kernel per group */
 }
 
+/* Short kernels teach time:2000 a small time per launch; graph launches of 5 ms after them must
+ * be bounded by their own time (about two in flight), not queued like short kernels. */
+TEST(time_mode_bounds_graph_launches_by_their_own_gpu_time)
+{
+    struct setup s;
+    REQUIRE(setup_begin(&s, "graphmix", 2000000000ull));
+    char shm[96];
+    snprintf(shm, sizeof shm, "GPUYIELD_SHM=%s", s.tag);
+    const char *env[] = {shm, "GPUYIELD_MODE=time:2000", NULL}, *args[] = {"graph_mix", "3", NULL};
+    struct worker w;
+    if (spawn(&s, &w, env, args)) {
+        CHECK(wait_exit(&w) == 0, "graph_mix worker failed");
+        struct fake_log log;
+        if (read_log(&s, &log)) {
+            /* After the first round (learning), count the graphs still queued when each graph is submitted. */
+            int graphs = 0, worst = 0;
+            for (int i = 0; i < log.n; i++) {
+                const struct fake_kernel *k = &log.kernels[i];
+                if (k->pid != w.pid || strcmp(k->kind, "graph") != 0 || ++graphs <= 10)
+                    continue;
+                int queued = 0;
+                for (int j = 0; j < i; j++)
+                    queued += log.kernels[j].pid == w.pid && !strcmp(log.kernels[j].kind, "graph") &&
+                              log.kernels[j].end > k->submit;
+                worst = queued > worst ? queued : worst;
+            }
+            CHECK(graphs == 30, "%d graph launches ran", graphs);
+            CHECK(worst <= 2, "%d graphs of 5 ms were queued ahead of a graph (time:2000 allows about 2)", worst);
+            fake_log_free(&log);
+        }
+        if (gy_test_failures_in_current)
+            dump(&w);
+    }
+    setup_end(&s);
+}
+
 TEST(mode_none_leaves_the_queue_unbounded)
 {
     check_bound("none", 0, 0, "1000");
