@@ -486,7 +486,7 @@ TEST(time_mode_bounds_queued_gpu_time)
 
 /* Short kernels teach time:2000 a small time per launch; graph launches of 5 ms after them must
  * be bounded by their own time (about two in flight), not queued like short kernels. */
-TEST(time_mode_bounds_graph_launches_by_their_own_gpu_time)
+TEST(time_bound_counts_graph_launches_by_their_own_gpu_time)
 {
     struct setup s;
     REQUIRE(setup_begin(&s, "graphmix", 2000000000ull));
