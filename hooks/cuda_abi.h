@@ -86,6 +86,7 @@ typedef gy_cu_result (*gy_pfn_ctx_get_current)(gy_cu_context *);
 typedef gy_cu_result (*gy_pfn_ctx_push_current)(gy_cu_context);
 typedef gy_cu_result (*gy_pfn_ctx_pop_current)(gy_cu_context *);
 typedef gy_cu_result (*gy_pfn_ctx_synchronize)(void);
+typedef gy_cu_result (*gy_pfn_ctx_synchronize_v2)(gy_cu_context);
 typedef gy_cu_result (*gy_pfn_event_create)(gy_cu_event *, unsigned);
 typedef gy_cu_result (*gy_pfn_event_record)(gy_cu_event, gy_cu_stream);
 typedef gy_cu_result (*gy_pfn_event_synchronize)(gy_cu_event);

@@ -53,5 +53,7 @@ _Static_assert(__builtin_types_compatible_p(__typeof__(&cuDevSmResourceSplitByCo
 _Static_assert(__builtin_types_compatible_p(__typeof__(&cuGreenCtxStreamCreate),
                                             CUresult (*)(CUstream *, CUgreenCtx, unsigned, int)),
                "cuGreenCtxStreamCreate signature");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cuCtxSynchronize_v2), CUresult (*)(CUcontext)),
+               "cuCtxSynchronize_v2 signature");
 _Static_assert(__builtin_types_compatible_p(__typeof__(&cuStreamWaitEvent), CUresult (*)(CUstream, CUevent, unsigned)),
                "cuStreamWaitEvent signature");

@@ -66,6 +66,7 @@ static const struct fn_name fn_names[GY_FN_COUNT] = {
     [GY_FN_STREAM_DESTROY] = HOOKED(cuStreamDestroy_v2),
     [GY_FN_STREAM_DESTROY_V1] = HOOKED(cuStreamDestroy),
     [GY_FN_CTX_SYNCHRONIZE] = HOOKED(cuCtxSynchronize),
+    [GY_FN_CTX_SYNCHRONIZE_V2] = HOOKED(cuCtxSynchronize_v2),
     [GY_FN_MEM_FREE] = HOOKED(cuMemFree_v2),
     [GY_FN_MEM_FREE_ASYNC] = HOOKED(cuMemFreeAsync),
     [GY_FN_MEM_FREE_ASYNC_PTSZ] = HOOKED(cuMemFreeAsync_ptsz),

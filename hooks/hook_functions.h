@@ -67,6 +67,7 @@ GY_STREAM_USE_PAIR(cuMemFreeAsync, (gy_cu_deviceptr ptr, gy_cu_stream stream))
 GY_EXPORT gy_cu_result cuStreamDestroy_v2(gy_cu_stream stream);
 GY_EXPORT gy_cu_result cuStreamDestroy(gy_cu_stream stream);
 GY_EXPORT gy_cu_result cuCtxSynchronize(void);
+GY_EXPORT gy_cu_result cuCtxSynchronize_v2(gy_cu_context ctx);
 GY_EXPORT gy_cu_result cuMemFree_v2(gy_cu_deviceptr ptr);
 #define GY_SYNC_COPY_PAIR(name, params) GY_EXPORT gy_cu_result name params; GY_EXPORT gy_cu_result name##_ptds params;
 GY_SYNC_COPY_PAIR(cuMemcpy, (gy_cu_deviceptr dst, gy_cu_deviceptr src, size_t bytes))

@@ -398,6 +398,15 @@ void gy_partition_before_use(gy_cu_stream stream)
     pthread_mutex_unlock(&lock);
 }
 
+void gy_partition_before_context(gy_cu_context ctx)
+{
+    if (!ctx)
+        ctx = current_context();
+    pthread_mutex_lock(&lock);
+    join_all_locked(ctx, false);
+    pthread_mutex_unlock(&lock);
+}
+
 void gy_partition_before_all(bool every_context)
 {
     gy_cu_context ctx = current_context();

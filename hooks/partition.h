@@ -45,6 +45,8 @@ void gy_partition_before_use(gy_cu_stream stream);
 /* Before a call that covers every stream of the current context (cuCtxSynchronize), or of every
  * context (every_context: cuMemFree). Call only when gy_partition_owes(). */
 void gy_partition_before_all(bool every_context);
+/* Before cuCtxSynchronize_v2(ctx): every stream of ctx (NULL: the current context). */
+void gy_partition_before_context(gy_cu_context ctx);
 /* At registration: decide what can be decided before any job (MPS, the driver's symbols), so
  * that status and GPUYIELD_VERBOSE say it early. */
 void gy_partition_check_static(void);

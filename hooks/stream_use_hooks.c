@@ -68,6 +68,12 @@ GY_EXPORT gy_cu_result cuCtxSynchronize(void)
     JOIN_THEN_CALL(GY_FN_CTX_SYNCHRONIZE, gy_pfn_ctx_synchronize, gy_partition_before_all(false), real());
 }
 
+/* CUDA 13's resolver hands this out for "cuCtxSynchronize": covers every stream of ctx. */
+GY_EXPORT gy_cu_result cuCtxSynchronize_v2(gy_cu_context ctx)
+{
+    JOIN_THEN_CALL(GY_FN_CTX_SYNCHRONIZE_V2, gy_pfn_ctx_synchronize_v2, gy_partition_before_context(ctx), real(ctx));
+}
+
 /* cuMemFree waits for the work that may use the memory, in whatever context. */
 GY_EXPORT gy_cu_result cuMemFree_v2(gy_cu_deviceptr ptr)
 {

@@ -211,6 +211,19 @@ FK_EXPORT CUresult cuCtxSynchronize(void)
     return CUDA_SUCCESS;
 }
 
+/* CUDA 13: the context to synchronize named (NULL: the current one). */
+FK_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx)
+{
+    if (!ctx)
+        return cuCtxSynchronize();
+    CUresult rc = cuCtxPushCurrent_v2(ctx);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    rc = cuCtxSynchronize();
+    cuCtxPopCurrent_v2(NULL);
+    return rc;
+}
+
 FK_EXPORT CUresult cuStreamCreate(CUstream *stream, unsigned int flags)
 {
     if (!stream)
