@@ -131,7 +131,7 @@ typedef struct gy_job {
     uint64_t wait_ns;    /* how long the drain wait took */
     bool drained;
     bool timed_out;
-    bool corun;          /* the begin did not wait: the segment's policy is corun */
+    bool corun;          /* the begin did not wait: the policy is corun, or partition under MPS */
     bool active;         /* counted in and not yet out */
 } gy_job;
 
