@@ -219,9 +219,11 @@ static struct gy_partition_entry *find_locked(gy_cu_context ctx, gy_cu_stream st
         if (!entries[i].used && !free_entry)
             free_entry = &entries[i];
     }
+    if (!add)
+        return NULL;
     if (!free_entry && entries_end < MAX_ENTRIES)
         free_entry = &entries[entries_end++];
-    if (!add || !free_entry)
+    if (!free_entry)
         return NULL;
     *free_entry = (struct gy_partition_entry){.used = true, .ctx = ctx, .stream = stream, .thread = self};
     if (stream == GY_CU_STREAM_PER_THREAD) { /* its thread's exit must not leave a join owed forever */
