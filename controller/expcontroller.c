@@ -11,34 +11,45 @@
 #include <unistd.h>
 
 #include "gpuyield.h"
+#include "metrics.h"
 #include "mps_daemon.h"
 
 #define EXIT_RUNTIME 1
 #define EXIT_USAGE 2
 
+/* A format: the two %s are the policy names (policies.h). */
 static const char usage_text[] =
     "usage: expcontroller COMMAND [options]\n"
-    "  create [--name TAG] [--drain-timeout-ms MS] [--policy drain|corun|partition]\n"
+    "  create [--name TAG] [--drain-timeout-ms MS] [--policy %s]\n"
     "                                                create a segment, print its name\n"
-    "  serve  [--name TAG] [--drain-timeout-ms MS] [--policy drain|corun|partition]\n"
+    "  serve  [--name TAG] [--drain-timeout-ms MS] [--policy %s]\n"
     "         [--mps [--mps-dir DIR] | --mps-pipe DIR]\n"
+    "         [--metrics [ADDR:]PORT] [--metrics-textfile PATH]\n"
     "                                                create it if absent, reap dead processes,\n"
     "                                                remove it on SIGINT/SIGTERM; --mps starts an MPS\n"
     "                                                daemon for it (pipes and logs in DIR, default\n"
     "                                                /tmp/gpuyield-mps-<uid>-<tag>) and quits it at the\n"
     "                                                end; --mps-pipe joins a running one. Policy\n"
-    "                                                default: corun with MPS, else drain;\n"
+    "                                                default: " GY_POLICY_DEFAULT_TEXT ";\n"
     "                                                partition needs MPS (else it drains)\n"
+    "                                                --metrics serves GET /metrics (Prometheus text) on\n"
+    "                                                PORT of 127.0.0.1, or of ADDR (0.0.0.0: every\n"
+    "                                                interface); --metrics-textfile rewrites PATH every\n"
+    "                                                second for node_exporter's textfile collector\n"
     "  status [--name TAG] [--json] [--watch [SEC]]  processes and jobs in progress\n"
     "  remove [--name TAG]                           remove a segment\n"
     "  clean                                         remove your segments whose creator is dead\n"
+    "  --version                                     print the gpuyield version\n"
     "TAG defaults to $GPUYIELD_SHM, else \"" GY_DEFAULT_TAG "\"; a full name /gpuyield-<uid>-<tag> works too.\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
     fprintf(stderr, "expcontroller: ");
     fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n%s", usage_text);
+    char choices[128];
+    gy_policy_choices(choices, sizeof choices, "|", "|");
+    fputc('\n', stderr);
+    fprintf(stderr, usage_text, choices, choices);
     return EXIT_USAGE;
 }
 
@@ -51,6 +62,8 @@ struct options {
     bool mps;             /* serve: start a daemon */
     const char *mps_dir;  /* serve --mps: its directories */
     const char *mps_pipe; /* serve: join the daemon of this pipe directory */
+    const char *metrics;  /* serve: [ADDR:]PORT to answer GET /metrics on */
+    const char *metrics_textfile; /* serve: a file to keep the metrics in */
 };
 
 static volatile sig_atomic_t stop_requested;
@@ -68,6 +81,7 @@ static int parse_options(int argc, char **argv, const char *command, struct opti
         {"watch", optional_argument, NULL, 'w'},     {"drain-timeout-ms", required_argument, NULL, 't'},
         {"policy", required_argument, NULL, 'p'},    {"mps", no_argument, NULL, 'm'},
         {"mps-dir", required_argument, NULL, 'd'},   {"mps-pipe", required_argument, NULL, 'P'},
+        {"metrics", required_argument, NULL, 'M'},   {"metrics-textfile", required_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},            {NULL, 0, NULL, 0},
     };
     bool is_status = strcmp(command, "status") == 0;
@@ -117,8 +131,12 @@ static int parse_options(int argc, char **argv, const char *command, struct opti
             enum gy_policy policy;
             if (!makes)
                 return usage_error("--policy goes with 'create' or 'serve', not '%s'", command);
-            if (gy_policy_parse(optarg, &policy))
-                return usage_error("--policy takes " GY_POLICY_NAMES ", not '%s'", optarg);
+            if (gy_policy_parse(optarg, &policy)) {
+                char choices[128], fmt[192];
+                snprintf(fmt, sizeof fmt, "--policy takes %s, not '%%s'",
+                         gy_policy_choices(choices, sizeof choices, ", ", " or "));
+                return usage_error(fmt, optarg);
+            }
             opt->policy = optarg;
             break;
         }
@@ -133,6 +151,18 @@ static int parse_options(int argc, char **argv, const char *command, struct opti
                 opt->mps_dir = optarg;
             else
                 opt->mps_pipe = optarg;
+            break;
+        case 'M':
+        case 'T':
+            if (strcmp(command, "serve") != 0)
+                return usage_error("--metrics and --metrics-textfile go with 'serve', not '%s'", command);
+            if (c == 'M')
+                opt->metrics = optarg;
+            else if (!*optarg)
+                return usage_error("%s", "--metrics-textfile is empty: give a file path (e.g. "
+                                         "/var/lib/node_exporter/gpuyield.prom)");
+            else
+                opt->metrics_textfile = optarg;
             break;
         case 'h':
             fputs(usage_text, stdout);
@@ -162,7 +192,7 @@ static int fail(const gy_err *err)
 
 static enum gy_policy chosen_policy(const struct options *opt, bool mps)
 {
-    enum gy_policy policy = mps ? GY_POLICY_CORUN : GY_POLICY_DRAIN;
+    enum gy_policy policy = gy_policy_default(mps);
     if (opt->policy)
         gy_policy_parse(opt->policy, &policy);
     return policy;
@@ -180,17 +210,47 @@ static int cmd_create(const struct options *opt)
     return 0;
 }
 
+/* What GET /metrics and the textfile show: a fresh snapshot each time. */
+static const char *render_metrics(void *ctx)
+{
+    static struct gy_status st;
+    static char text[512 * 1024];
+    gy_err err;
+    if (gy_status_read(ctx, &st, &err)) {
+        snprintf(text, sizeof text, "# gpuyield: %s\n", err.msg);
+        return text;
+    }
+    gy_metrics_text(&st, text, sizeof text);
+    return text;
+}
+
 static int cmd_serve(const struct options *opt)
 {
     gy_shm shm;
     gy_err err;
     bool created = true;
+    /* The port first: a bad address or a taken port leaves no segment behind. */
+    gy_metrics_http http = {.fd = -1};
+    if (opt->metrics && gy_metrics_http_listen(&http, opt->metrics, &err)) {
+        if (err.code == EINVAL)
+            return usage_error("%s", err.msg);
+        return fail(&err);
+    }
     if (gy_create(opt->name, opt->drain_timeout_ns, &shm, &err)) {
-        if (err.code != EEXIST)
+        if (err.code != EEXIST || gy_open(opt->name, &shm, &err)) {
+            gy_metrics_http_close(&http);
             return fail(&err);
-        if (gy_open(opt->name, &shm, &err))
-            return fail(&err);
+        }
         created = false;
+    }
+    if (opt->metrics_textfile && gy_metrics_write_file(opt->metrics_textfile, render_metrics(&shm), &err)) {
+        char name[GY_NAME_MAX];
+        snprintf(name, sizeof name, "%s", shm.name);
+        gy_close(&shm);
+        if (created)
+            gy_remove(name, NULL);
+        gy_metrics_http_close(&http);
+        return fail(&err);
     }
     struct sigaction sa = {.sa_handler = on_stop_signal};
     sigemptyset(&sa.sa_mask);
@@ -212,6 +272,9 @@ static int cmd_serve(const struct options *opt)
             gy_close(&shm);
             if (created)
                 gy_remove(name, NULL);
+            gy_metrics_http_close(&http);
+            if (opt->metrics_textfile)
+                unlink(opt->metrics_textfile);
             return fail(&err);
         }
         fprintf(stderr, "expcontroller: MPS daemon %s %s: give workers CUDA_MPS_PIPE_DIRECTORY=%s\n",
@@ -223,14 +286,34 @@ static int cmd_serve(const struct options *opt)
     fprintf(stderr, "expcontroller: serving %s (%s, policy %s%s); reaping dead processes every 200 ms; Ctrl-C removes it\n",
             shm.name, created ? "created" : "already existed", gy_policy_name(gy_get_policy(&shm)),
             gy_get_mps(&shm) ? ", under MPS" : "");
+    if (http.fd >= 0)
+        fprintf(stderr, "expcontroller: metrics at http://%s/metrics\n", http.bound);
     fflush(stdout);
+    uint64_t next_reap = 0, next_textfile = 0;
     while (!stop_requested) {
-        int reaped = gy_reap(&shm);
-        if (reaped)
-            fprintf(stderr, "expcontroller: reaped %d dead process%s\n", reaped, reaped == 1 ? "" : "es");
-        struct timespec ts = {0, 200000000};
-        nanosleep(&ts, NULL);
+        uint64_t now = gy_now_ns();
+        if (now >= next_reap) {
+            int reaped = gy_reap(&shm);
+            if (reaped)
+                fprintf(stderr, "expcontroller: reaped %d dead process%s\n", reaped, reaped == 1 ? "" : "es");
+            next_reap = now + 200000000ull;
+        }
+        if (opt->metrics_textfile && now >= next_textfile) {
+            if (gy_metrics_write_file(opt->metrics_textfile, render_metrics(&shm), &err))
+                fprintf(stderr, "expcontroller: %s\n", err.msg); /* a full disk now and then: keep serving */
+            next_textfile = now + 1000000000ull;
+        }
+        int wait_ms = (int)((next_reap - now) / 1000000ull) + 1;
+        if (http.fd >= 0) {
+            gy_metrics_http_poll(&http, wait_ms, render_metrics, &shm); /* a signal ends the poll */
+        } else {
+            struct timespec ts = {0, (long)wait_ms * 1000000L};
+            nanosleep(&ts, NULL);
+        }
     }
+    gy_metrics_http_close(&http);
+    if (opt->metrics_textfile)
+        unlink(opt->metrics_textfile); /* the segment goes: so do its metrics */
     char name[GY_NAME_MAX];
     snprintf(name, sizeof name, "%s", shm.name);
     gy_close(&shm);
@@ -380,6 +463,10 @@ int main(int argc, char **argv)
     const char *command = argv[1];
     if (!strcmp(command, "-h") || !strcmp(command, "--help") || !strcmp(command, "help")) {
         fputs(usage_text, stdout);
+        return 0;
+    }
+    if (!strcmp(command, "--version")) {
+        printf("expcontroller (gpuyield) %s\n", gy_version());
         return 0;
     }
     static const char *const commands[] = {"create", "serve", "status", "remove", "clean"};

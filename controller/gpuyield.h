@@ -6,8 +6,16 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
+#include <sys/types.h>
 
+#include "policies.h"
 #include "segment_layout.h"
+
+/* ---- version (version.c) -------------------------------------------------------------------- */
+
+/* "MAJOR.MINOR.PATCH", from the top-level VERSION file. */
+const char *gy_version(void);
 
 /* ---- errors ---------------------------------------------------------------------------- */
 
@@ -34,6 +42,13 @@ typedef struct gy_shm {
 /* "/gpuyield-<uid>-<tag>" from a tag, or a full name given back checked. A tag is 1..40 of
  * [A-Za-z0-9._-]. Returns 0, or -1 with err filled. */
 int gy_segment_name(const char *tag_or_name, char out[GY_NAME_MAX], gy_err *err);
+/* The original experiment's libgeek.so suffix S is the segment of tag "compat" + S, and its
+ * high-priority job is a job of priority 1 (compat_tag.c; libgeek.so, the hooks loaded as
+ * libcuinterpose*.so and gpuyield.compat all use these). */
+#define GY_COMPAT_TAG_PREFIX "compat"
+#define GY_COMPAT_PRIORITY 1
+/* The tag a suffix stands for; -1 with err filled (EINVAL) when it makes no valid tag. */
+int gy_compat_tag(const char *suffix, char tag[GY_NAME_MAX], gy_err *err);
 /* The tag/name to use when the caller gives none: $GPUYIELD_SHM, else GY_DEFAULT_TAG. */
 const char *gy_default_tag(void);
 
@@ -45,21 +60,24 @@ int gy_open(const char *tag_or_name, gy_shm *out, gy_err *err);
 void gy_close(gy_shm *shm);
 /* Unlink the segment by name. */
 int gy_remove(const char *tag_or_name, gy_err *err);
+/* Which file the full segment name leads to now, so that a holder can tell its segment removed
+ * (0: gone) or removed and created anew (1 with another dev/ino). -1 when it cannot tell: callers
+ * count that as present, never inventing a removal. */
+int gy_segment_identity(const char *name, dev_t *dev, ino_t *ino);
 
-/* ---- policy (segment.c) ----------------------------------------------------------------------- */
-/* What a begin does about lower-priority work already queued on the GPU. Both close the gate.
- *   drain: wait until it has finished, so the job runs alone (any GPU, no MPS needed);
- *   corun: return at once and let the job's kernels run beside it. Under MPS (with the lower
- *          processes at MPS client priority below normal) the job's blocks take SMs as the lower
- *          kernels' blocks retire instead of waiting for the whole queue to drain. */
-/*   partition: (needs MPS) like corun, and lower processes keep launching during the job, their
- *          kernels confined by their hook to a green context holding a few SMs; without MPS a
- *          begin drains as under drain (hooks/partition.c says how a process falls back). */
-enum gy_policy { GY_POLICY_DRAIN = 0, GY_POLICY_CORUN = 1, GY_POLICY_PARTITION = 2 };
-#define GY_POLICY_NAMES "drain, corun or partition"
+/* ---- policy (policies.c, from the table of policies.h; stored by segment.c) ------------------- */
 const char *gy_policy_name(enum gy_policy policy);
-/* "drain", "corun" or "partition" -> *out; -1 on anything else. */
+/* A policy's name (a row of policies.h) -> *out; -1 on anything else, NULL included. */
 int gy_policy_parse(const char *text, enum gy_policy *out);
+/* What a job does under it (the table's description). */
+const char *gy_policy_what(enum gy_policy policy);
+/* Whether it is meant for MPS (its lower processes run at MPS client priority below normal). */
+bool gy_policy_wants_mps(enum gy_policy policy);
+/* The default rule, written once: corun under MPS, else drain (GY_POLICY_DEFAULT_TEXT). */
+enum gy_policy gy_policy_default(bool mps);
+/* The names joined for a message: "drain|corun" with ("|", "|"), "drain or corun" with
+ * (", ", " or "). Returns buf. */
+const char *gy_policy_choices(char *buf, size_t len, const char *sep, const char *last_sep);
 /* The creator sets these before workers start; readers see them at once. */
 void gy_set_policy(gy_shm *shm, enum gy_policy policy, bool mps);
 enum gy_policy gy_get_policy(const gy_shm *shm);
@@ -69,6 +87,9 @@ bool gy_get_mps(const gy_shm *shm);
 
 /* starttime of /proc/<pid>/stat (clock ticks since boot), 0 if the process does not exist. */
 uint64_t gy_proc_start_time(int pid);
+/* Its name for status and metrics: $GPUYIELD_MODEL of its environment, else /proc/PID/comm;
+ * "" when neither can be read (proc_name.c). */
+void gy_proc_name(int pid, char *out, size_t len);
 /* True while the process (pid, start_time) is the same live process. */
 bool gy_proc_alive(int pid, uint64_t start_time);
 uint64_t gy_now_ns(void); /* CLOCK_MONOTONIC */
@@ -77,6 +98,10 @@ uint64_t gy_now_ns(void); /* CLOCK_MONOTONIC */
 
 /* Claim a slot for this process at priority 0..7. Fails with ENOSPC when the table is full. */
 int gy_register(gy_shm *shm, int priority, gy_err *err);
+/* A process's priority as $GPUYIELD_PRIORITY gives it (priority_env.c): NULL (unset) is 0, else
+ * exactly a decimal 0..GY_LEVELS-1; anything else, the empty string included, is -1. The one rule
+ * of the hooks library and the Python extension. */
+int gy_priority_parse(const char *text, int *out);
 void gy_unregister(gy_shm *shm);
 /* Count out dead processes: their jobs, their slots. Returns how many were reaped. Safe to call
  * from anyone, at any time. */
@@ -161,14 +186,17 @@ struct gy_status_proc {
     int pid;
     int priority;
     const char *state; /* "running", "blocked", "draining" */
+    char name[64];     /* gy_proc_name(): the model or command name, "" if unknown */
     bool inflight;
-    uint64_t launches, graph_launches, sync_points, waits, blocked_ns, drains, drain_timeouts;
-    uint64_t partition_launches;
+#define GY_STATUS_COUNTER(name, what) uint64_t name;
+    GY_PROC_COUNTERS(GY_STATUS_COUNTER) /* segment_layout.h */
+#undef GY_STATUS_COUNTER
     const char *partition; /* "-" (not decided), "active", or "fallback: <why>" */
 };
 
 struct gy_status {
     char name[GY_NAME_MAX];
+    struct timespec taken; /* CLOCK_REALTIME when the snapshot was read */
     enum gy_policy policy;
     bool mps;
     uint32_t jobs[GY_LEVELS];
@@ -180,6 +208,8 @@ struct gy_status {
 /* A consistent snapshot; every field read from the segment is range-checked (a corrupt segment
  * gives -1 and an error, never a crash). */
 int gy_status_read(gy_shm *shm, struct gy_status *out, gy_err *err);
+/* "2026-11-23T16:55:01.123Z" (UTC). */
+void gy_rfc3339(const struct timespec *when, char *out, size_t len);
 /* One JSON object, as `expcontroller status --json` prints it. Returns bytes written (or that
  * would be written, snprintf-style). */
 int gy_status_json(const struct gy_status *st, char *buf, size_t len);

@@ -70,18 +70,16 @@ int gy_status_read(gy_shm *shm, struct gy_status *out, gy_err *err)
         p->priority = slot->priority;
         p->state = state_name(state);
         p->inflight = atomic_load(&slot->inflight) != 0;
-        p->launches = atomic_load(&slot->counters.launches);
-        p->graph_launches = atomic_load(&slot->counters.graph_launches);
-        p->sync_points = atomic_load(&slot->counters.sync_points);
-        p->waits = atomic_load(&slot->counters.waits);
-        p->blocked_ns = atomic_load(&slot->counters.blocked_ns);
-        p->drains = atomic_load(&slot->counters.drains);
-        p->drain_timeouts = atomic_load(&slot->counters.drain_timeouts);
-        p->partition_launches = atomic_load(&slot->counters.partition_launches);
+#define COPY_COUNTER(name, what) p->name = atomic_load(&slot->counters.name);
+        GY_PROC_COUNTERS(COPY_COUNTER)
+#undef COPY_COUNTER
         p->partition = partition_name(atomic_load(&slot->partition_state));
     }
     if (locked)
         pthread_mutex_unlock(&seg->mutex);
+    clock_gettime(CLOCK_REALTIME, &out->taken);
+    for (int i = 0; i < out->nprocs && bad_slot == -1; i++) /* /proc reads outside the mutex */
+        gy_proc_name(out->procs[i].pid, out->procs[i].name, sizeof out->procs[i].name);
     if (bad_slot >= 0) {
         const struct gy_proc_slot *slot = &seg->procs[bad_slot];
         return gy_fail(err, EPROTO,
@@ -98,16 +96,44 @@ int gy_status_read(gy_shm *shm, struct gy_status *out, gy_err *err)
     return 0;
 }
 
+/* A JSON string body: quotes, backslashes and control characters escaped. */
+static void json_escape(const char *in, char *out, size_t len)
+{
+    size_t o = 0;
+    for (; *in && o + 7 < len; in++) {
+        unsigned char c = (unsigned char)*in;
+        if (c == '"' || c == '\\')
+            o += (size_t)snprintf(out + o, len - o, "\\%c", c);
+        else if (c < 0x20)
+            o += (size_t)snprintf(out + o, len - o, "\\u%04x", c);
+        else
+            out[o++] = (char)c;
+    }
+    out[o] = '\0';
+}
+
+/* RFC 3339 UTC with milliseconds: 2026-11-23T16:55:01.123Z */
+void gy_rfc3339(const struct timespec *when, char *out, size_t len)
+{
+    struct tm tm;
+    gmtime_r(&when->tv_sec, &tm);
+    char day[32];
+    strftime(day, sizeof day, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out, len, "%s.%03ldZ", day, when->tv_nsec / 1000000L);
+}
+
 int gy_status_json(const struct gy_status *st, char *buf, size_t len)
 {
     size_t used = 0;
+    char stamp[48], name[sizeof st->procs[0].name * 6 + 8];
+    gy_rfc3339(&st->taken, stamp, sizeof stamp);
 #define EMIT(...)                                                                                        \
     do {                                                                                                 \
         int n_ = snprintf(used < len ? buf + used : NULL, used < len ? len - used : 0, __VA_ARGS__);     \
         used += n_ > 0 ? (size_t)n_ : 0;                                                                 \
     } while (0)
-    EMIT("{\"segment\": \"%s\", \"policy\": \"%s\", \"mps\": %s, \"jobs\": [", st->name, gy_policy_name(st->policy),
-         st->mps ? "true" : "false");
+    EMIT("{\"segment\": \"%s\", \"timestamp\": \"%s\", \"policy\": \"%s\", \"mps\": %s, \"jobs\": [", st->name, stamp,
+         gy_policy_name(st->policy), st->mps ? "true" : "false");
     for (int level = 0; level < GY_LEVELS; level++)
         EMIT("%s%u", level ? ", " : "", st->jobs[level]);
     EMIT("], \"job_epoch\": %llu, \"drain_timeouts\": %llu, \"reaped\": %llu, \"processes\": [",
@@ -115,14 +141,13 @@ int gy_status_json(const struct gy_status *st, char *buf, size_t len)
          (unsigned long long)st->reaped);
     for (int i = 0; i < st->nprocs; i++) {
         const struct gy_status_proc *p = &st->procs[i];
-        EMIT("%s{\"pid\": %d, \"priority\": %d, \"state\": \"%s\", \"inflight\": %s, \"launches\": %llu, "
-             "\"graph_launches\": %llu, \"sync_points\": %llu, \"waits\": %llu, \"blocked_ns\": %llu, "
-             "\"drains\": %llu, \"drain_timeouts\": %llu, \"partition_launches\": %llu, \"partition\": \"%s\"}",
-             i ? ", " : "", p->pid, p->priority, p->state, p->inflight ? "true" : "false",
-             (unsigned long long)p->launches, (unsigned long long)p->graph_launches,
-             (unsigned long long)p->sync_points, (unsigned long long)p->waits, (unsigned long long)p->blocked_ns,
-             (unsigned long long)p->drains, (unsigned long long)p->drain_timeouts,
-             (unsigned long long)p->partition_launches, p->partition);
+        json_escape(p->name, name, sizeof name);
+        EMIT("%s{\"pid\": %d, \"name\": \"%s\", \"priority\": %d, \"state\": \"%s\", \"inflight\": %s", i ? ", " : "", p->pid, name,
+             p->priority, p->state, p->inflight ? "true" : "false");
+#define EMIT_COUNTER(name, what) EMIT(", \"" #name "\": %llu", (unsigned long long)p->name);
+        GY_PROC_COUNTERS(EMIT_COUNTER)
+#undef EMIT_COUNTER
+        EMIT(", \"partition\": \"%s\"}", p->partition);
     }
     EMIT("]}");
 #undef EMIT

@@ -19,6 +19,7 @@ if [ -z "$CLANG" ]; then
 fi
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 CFLAGS="-std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -g -O1 -pthread $SAN"
+CFLAGS="$CFLAGS -DGY_VERSION=\"$(cat "$ROOT/VERSION")\"" # controller/version.c
 if ! echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { (void)d; (void)n; return 0; }' |
         "$CLANG" -x c -fsanitize=fuzzer - -o "$OUT/.probe" 2> /dev/null; then
     echo "fuzz/build.sh: $CLANG cannot link -fsanitize=fuzzer: install its fuzzer runtime (Debian: libclang-rt-dev)" >&2
@@ -49,5 +50,6 @@ link() { # link TARGET OBJECTS... LIBS...
 }
 O=$OUT/obj
 link segment_open "$O/fuzz/segment_open_fuzz.o" "$O"/controller/*.o
-link run_exp_config "$O/fuzz/run_exp_config_fuzz.o" "$O/fuzz/fuzz_file.o" "$O"/run_exp/*.o -ljansson -lm
+link run_exp_config "$O/fuzz/run_exp_config_fuzz.o" "$O/fuzz/fuzz_file.o" "$O"/run_exp/*.o "$O/controller/policies.o" \
+    -ljansson -lm
 link nsight_csv "$O/fuzz/nsight_csv_fuzz.o" "$O/fuzz/fuzz_file.o" "$O"/nsight-parser/*.o -lsqlite3 -ljansson -lm

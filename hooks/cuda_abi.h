@@ -80,6 +80,12 @@ typedef gy_cu_result (*gy_pfn_begin_capture_v2)(gy_cu_stream, int);
 typedef gy_cu_result (*gy_pfn_begin_capture_to_graph)(gy_cu_stream, gy_cu_graph, const gy_cu_graph_node *,
                                                       const gy_cu_graph_edge_data *, size_t, int);
 typedef gy_cu_result (*gy_pfn_end_capture)(gy_cu_stream, gy_cu_graph *);
+typedef gy_cu_result (*gy_pfn_memcpy_async)(gy_cu_deviceptr, gy_cu_deviceptr, size_t, gy_cu_stream);
+typedef gy_cu_result (*gy_pfn_memcpy_htod_async)(gy_cu_deviceptr, const void *, size_t, gy_cu_stream);
+typedef gy_cu_result (*gy_pfn_memcpy_dtoh_async)(void *, gy_cu_deviceptr, size_t, gy_cu_stream);
+typedef gy_cu_result (*gy_pfn_memset_d8_async)(gy_cu_deviceptr, unsigned char, size_t, gy_cu_stream);
+typedef gy_cu_result (*gy_pfn_memset_d16_async)(gy_cu_deviceptr, unsigned short, size_t, gy_cu_stream);
+typedef gy_cu_result (*gy_pfn_memset_d32_async)(gy_cu_deviceptr, unsigned int, size_t, gy_cu_stream);
 typedef gy_cu_result (*gy_pfn_is_capturing)(gy_cu_stream, int *);
 typedef gy_cu_result (*gy_pfn_stream_synchronize)(gy_cu_stream);
 typedef gy_cu_result (*gy_pfn_ctx_get_current)(gy_cu_context *);
@@ -101,6 +107,12 @@ typedef gy_cu_result (*gy_pfn_stream_add_callback)(gy_cu_stream, gy_cu_stream_ca
 typedef gy_cu_result (*gy_pfn_stream_destroy)(gy_cu_stream);
 typedef gy_cu_result (*gy_pfn_mem_free)(gy_cu_deviceptr);
 typedef gy_cu_result (*gy_pfn_mem_free_async)(gy_cu_deviceptr, gy_cu_stream);
+typedef gy_cu_result (*gy_pfn_memcpy_sync)(gy_cu_deviceptr, gy_cu_deviceptr, size_t);
+typedef gy_cu_result (*gy_pfn_memcpy_htod_sync)(gy_cu_deviceptr, const void *, size_t);
+typedef gy_cu_result (*gy_pfn_memcpy_dtoh_sync)(void *, gy_cu_deviceptr, size_t);
+typedef gy_cu_result (*gy_pfn_memset_d8_sync)(gy_cu_deviceptr, unsigned char, size_t);
+typedef gy_cu_result (*gy_pfn_memset_d16_sync)(gy_cu_deviceptr, unsigned short, size_t);
+typedef gy_cu_result (*gy_pfn_memset_d32_sync)(gy_cu_deviceptr, unsigned int, size_t);
 typedef gy_cu_result (*gy_pfn_ctx_get_device)(gy_cu_device *);
 typedef gy_cu_result (*gy_pfn_device_get_dev_resource)(gy_cu_device, gy_cu_dev_resource *, int);
 typedef gy_cu_result (*gy_pfn_dev_sm_resource_split_by_count)(gy_cu_dev_resource *, unsigned *,

@@ -82,13 +82,6 @@ GY_EXPORT gy_cu_result cuMemFree_v2(gy_cu_deviceptr ptr)
 
 /* Synchronous copies and memsets run on the legacy stream (the _ptds twins on the per-thread one),
  * after the work of the context's blocking streams. */
-typedef gy_cu_result (*pfn_copy_sync)(gy_cu_deviceptr, gy_cu_deviceptr, size_t);
-typedef gy_cu_result (*pfn_htod_sync)(gy_cu_deviceptr, const void *, size_t);
-typedef gy_cu_result (*pfn_dtoh_sync)(void *, gy_cu_deviceptr, size_t);
-typedef gy_cu_result (*pfn_set8_sync)(gy_cu_deviceptr, unsigned char, size_t);
-typedef gy_cu_result (*pfn_set16_sync)(gy_cu_deviceptr, unsigned short, size_t);
-typedef gy_cu_result (*pfn_set32_sync)(gy_cu_deviceptr, unsigned int, size_t);
-
 #define SYNC_PAIR(name, id, id_ptds, type, params, args)                                             \
     GY_EXPORT gy_cu_result name params                                                               \
     {                                                                                                \
@@ -102,17 +95,17 @@ typedef gy_cu_result (*pfn_set32_sync)(gy_cu_deviceptr, unsigned int, size_t);
                        real args);                                                                   \
     }
 
-SYNC_PAIR(cuMemcpy, GY_FN_MEMCPY, GY_FN_MEMCPY_PTDS, pfn_copy_sync,
+SYNC_PAIR(cuMemcpy, GY_FN_MEMCPY, GY_FN_MEMCPY_PTDS, gy_pfn_memcpy_sync,
           (gy_cu_deviceptr dst, gy_cu_deviceptr src, size_t bytes), (dst, src, bytes))
-SYNC_PAIR(cuMemcpyHtoD_v2, GY_FN_MEMCPY_HTOD, GY_FN_MEMCPY_HTOD_PTDS, pfn_htod_sync,
+SYNC_PAIR(cuMemcpyHtoD_v2, GY_FN_MEMCPY_HTOD, GY_FN_MEMCPY_HTOD_PTDS, gy_pfn_memcpy_htod_sync,
           (gy_cu_deviceptr dst, const void *src, size_t bytes), (dst, src, bytes))
-SYNC_PAIR(cuMemcpyDtoH_v2, GY_FN_MEMCPY_DTOH, GY_FN_MEMCPY_DTOH_PTDS, pfn_dtoh_sync,
+SYNC_PAIR(cuMemcpyDtoH_v2, GY_FN_MEMCPY_DTOH, GY_FN_MEMCPY_DTOH_PTDS, gy_pfn_memcpy_dtoh_sync,
           (void *dst, gy_cu_deviceptr src, size_t bytes), (dst, src, bytes))
-SYNC_PAIR(cuMemcpyDtoD_v2, GY_FN_MEMCPY_DTOD, GY_FN_MEMCPY_DTOD_PTDS, pfn_copy_sync,
+SYNC_PAIR(cuMemcpyDtoD_v2, GY_FN_MEMCPY_DTOD, GY_FN_MEMCPY_DTOD_PTDS, gy_pfn_memcpy_sync,
           (gy_cu_deviceptr dst, gy_cu_deviceptr src, size_t bytes), (dst, src, bytes))
-SYNC_PAIR(cuMemsetD8_v2, GY_FN_MEMSET_D8, GY_FN_MEMSET_D8_PTDS, pfn_set8_sync,
+SYNC_PAIR(cuMemsetD8_v2, GY_FN_MEMSET_D8, GY_FN_MEMSET_D8_PTDS, gy_pfn_memset_d8_sync,
           (gy_cu_deviceptr dst, unsigned char value, size_t n), (dst, value, n))
-SYNC_PAIR(cuMemsetD16_v2, GY_FN_MEMSET_D16, GY_FN_MEMSET_D16_PTDS, pfn_set16_sync,
+SYNC_PAIR(cuMemsetD16_v2, GY_FN_MEMSET_D16, GY_FN_MEMSET_D16_PTDS, gy_pfn_memset_d16_sync,
           (gy_cu_deviceptr dst, unsigned short value, size_t n), (dst, value, n))
-SYNC_PAIR(cuMemsetD32_v2, GY_FN_MEMSET_D32, GY_FN_MEMSET_D32_PTDS, pfn_set32_sync,
+SYNC_PAIR(cuMemsetD32_v2, GY_FN_MEMSET_D32, GY_FN_MEMSET_D32_PTDS, gy_pfn_memset_d32_sync,
           (gy_cu_deviceptr dst, unsigned int value, size_t n), (dst, value, n))

@@ -10,23 +10,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* What the segment's name leads to now: 1 and (dev, ino) when present, 0 when gone. Errors other
- * than "gone" count as present: this check must never invent a removal. */
-static int lookup_identity(const char *name, dev_t *dev, ino_t *ino)
-{
-    int fd = shm_open(name, O_RDONLY | O_CLOEXEC, 0);
-    if (fd < 0)
-        return errno == ENOENT ? 0 : -1;
-    struct stat st;
-    int rc = fstat(fd, &st);
-    close(fd);
-    if (rc != 0)
-        return -1;
-    *dev = st.st_dev;
-    *ino = st.st_ino;
-    return 1;
-}
-
 PyObject *gyp_segment_new(gy_shm *shm)
 {
     SegmentObject *self = PyObject_GC_New(SegmentObject, &gyp_SegmentType);
@@ -41,7 +24,7 @@ PyObject *gyp_segment_new(gy_shm *shm)
     self->dev = 0;
     self->ino = 0;
     /* Recorded right after the open; a replacement in between is not told apart (documented). */
-    lookup_identity(self->shm.name, &self->dev, &self->ino);
+    gy_segment_identity(self->shm.name, &self->dev, &self->ino);
     for (int level = 0; level < GY_LEVELS; level++)
         self->begun[level] = NULL;
     for (int level = 0; level < GY_LEVELS; level++) {
@@ -88,7 +71,7 @@ int gyp_segment_check_present(SegmentObject *self)
 {
     dev_t dev;
     ino_t ino;
-    int present = lookup_identity(self->shm.name, &dev, &ino);
+    int present = gy_segment_identity(self->shm.name, &dev, &ino);
     if (present == 0 || (present == 1 && (dev != self->dev || ino != self->ino))) {
         gyp_raise(ENOENT,
                   "segment %s was removed%s while this process had it open: its experiment is over, so no "
@@ -103,20 +86,12 @@ int gyp_segment_check_present(SegmentObject *self)
 static int registration_priority(int *out)
 {
     const char *env = getenv("GPUYIELD_PRIORITY");
-    if (!env || !*env) {
-        *out = 0;
-        return 0;
-    }
-    char *end;
-    errno = 0;
-    long value = strtol(env, &end, 10);
-    if (errno || *end || end == env || value < 0 || value >= GY_LEVELS) {
+    if (gy_priority_parse(env, out)) {
         gyp_raise(EINVAL, "GPUYIELD_PRIORITY='%.40s' is not a priority: set it to an integer in 0..%d, or unset it "
                           "(default 0)",
                   env, GY_LEVELS - 1);
         return -1;
     }
-    *out = (int)value;
     return 0;
 }
 
@@ -316,6 +291,42 @@ static PyObject *bool_object(bool value)
     return PyBool_FromLong(value);
 }
 
+static int set_counter(PyObject *dict, const char *key, uint64_t value)
+{
+    PyObject *number = PyLong_FromUnsignedLongLong(value);
+    int rc = number ? PyDict_SetItemString(dict, key, number) : -1;
+    Py_XDECREF(number);
+    return rc;
+}
+
+/* One process's dict: pid, priority, state, inflight, then the counters of GY_PROC_COUNTERS. */
+static PyObject *proc_dict(const struct gy_status_proc *p)
+{
+    PyObject *name = PyUnicode_DecodeUTF8(p->name, (Py_ssize_t)strlen(p->name), "replace");
+    if (!name)
+        return NULL;
+    PyObject *proc = Py_BuildValue("{s:i,s:N,s:i,s:s,s:N}", "pid", p->pid, "name", name, "priority", p->priority,
+                                   "state", p->state, "inflight", bool_object(p->inflight));
+    if (!proc)
+        return NULL;
+#define SET_COUNTER(name, what)                                                                          \
+    if (set_counter(proc, #name, p->name)) {                                                             \
+        Py_DECREF(proc);                                                                                 \
+        return NULL;                                                                                     \
+    }
+    GY_PROC_COUNTERS(SET_COUNTER)
+#undef SET_COUNTER
+    /* Beside the counters, as in gy_status_json: where the process stands with partition. */
+    PyObject *partition = PyUnicode_FromString(p->partition);
+    if (!partition || PyDict_SetItemString(proc, "partition", partition)) {
+        Py_XDECREF(partition);
+        Py_DECREF(proc);
+        return NULL;
+    }
+    Py_DECREF(partition);
+    return proc;
+}
+
 static PyObject *status_dict(const struct gy_status *st)
 {
     PyObject *jobs = PyList_New(GY_LEVELS);
@@ -330,20 +341,15 @@ static PyObject *status_dict(const struct gy_status *st)
     }
     for (int i = 0; i < st->nprocs; i++) {
         const struct gy_status_proc *p = &st->procs[i];
-        PyObject *proc = Py_BuildValue(
-            "{s:i,s:i,s:s,s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:s}", "pid", p->pid, "priority", p->priority, "state",
-            p->state, "inflight", bool_object(p->inflight), "launches", (unsigned long long)p->launches,
-            "graph_launches", (unsigned long long)p->graph_launches, "sync_points",
-            (unsigned long long)p->sync_points, "waits", (unsigned long long)p->waits, "blocked_ns",
-            (unsigned long long)p->blocked_ns, "drains", (unsigned long long)p->drains, "drain_timeouts",
-            (unsigned long long)p->drain_timeouts, "partition_launches", (unsigned long long)p->partition_launches,
-            "partition", p->partition);
+        PyObject *proc = proc_dict(p);
         if (!proc)
             goto fail;
         PyList_SET_ITEM(procs, i, proc);
     }
     /* Same keys, same order as gy_status_json (`expcontroller status --json`). */
-    return Py_BuildValue("{s:s,s:s,s:O,s:N,s:K,s:K,s:K,s:N}", "segment", st->name, "policy",
+    char stamp[48];
+    gy_rfc3339(&st->taken, stamp, sizeof stamp);
+    return Py_BuildValue("{s:s,s:s,s:s,s:O,s:N,s:K,s:K,s:K,s:N}", "segment", st->name, "timestamp", stamp, "policy",
                          gy_policy_name(st->policy), "mps", st->mps ? Py_True : Py_False, "jobs", jobs, "job_epoch",
                          (unsigned long long)st->job_epoch, "drain_timeouts",
                          (unsigned long long)st->total_drain_timeouts, "reaped", (unsigned long long)st->reaped,
@@ -379,16 +385,17 @@ static struct gy_status *read_status(SegmentObject *self)
     return st;
 }
 
+/* The counters' names in the docstring, from the table: ", launches, graph_launches, ...". */
+#define COUNTER_DOC_NAME(name, what) ", " #name
 PyDoc_STRVAR(status_doc,
              "status($self, /)\n--\n\n"
              "A snapshot of the segment as a dict with exactly the fields of\n"
              "`expcontroller status --json`: segment (name), jobs (8 counts, one per priority),\n"
-             "policy ('drain', 'corun' or 'partition'), mps, job_epoch, drain_timeouts, reaped, and processes: a list of dicts with pid, priority,\n"
-             "state ('running', 'blocked', 'draining'), inflight, launches, graph_launches,\n"
-             "sync_points, waits, blocked_ns, drains, drain_timeouts, partition_launches, partition\n"
-             "('-', 'active' or 'fallback: <why>'). Works on a removed segment\n"
-             "too (it reads the memory this process still maps). Raises gpuyield.Error(EPROTO)\n"
-             "when the segment is corrupt.");
+             "policy (one of gpuyield.POLICIES), mps, job_epoch, drain_timeouts, reaped, and processes: a list of dicts with pid, priority,\n"
+             "state ('running', 'blocked', 'draining'), inflight" GY_PROC_COUNTERS(COUNTER_DOC_NAME) ", partition\n"
+             "('-', 'active' or 'fallback: <why>').\n"
+             "Works on a removed segment too (it reads the memory this process still maps).\n"
+             "Raises gpuyield.Error(EPROTO) when the segment is corrupt.");
 
 static PyObject *segment_status(SegmentObject *self, PyObject *unused)
 {
@@ -601,7 +608,7 @@ static PyObject *get_removed(SegmentObject *self, void *closure)
     (void)closure;
     dev_t dev;
     ino_t ino;
-    int present = lookup_identity(self->shm.name, &dev, &ino);
+    int present = gy_segment_identity(self->shm.name, &dev, &ino);
     return PyBool_FromLong(present == 0 || (present == 1 && (dev != self->dev || ino != self->ino)));
 }
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "protocol.h"
+#include "provenance.h"
 
 struct model_stats {
     long rows, partial_rows;
@@ -78,9 +79,9 @@ static void read_stats(const char *csv, struct model_stats *s)
         sum += (double)(r.end_ns - r.start_ns) / 1e6;
         first_start = r.start_ns < first_start ? r.start_ns : first_start;
         last_end = r.end_ns > last_end ? r.end_ns : last_end;
-        if (r.drained >= 0) {
+        if (r.drained != JOB_NOT_MARKED) {
             drain[s->marked++] = (double)r.drain_wait_ns / 1e6;
-            if (r.drained == 0)
+            if (r.drained == JOB_DRAIN_TIMED_OUT)
                 s->drain_timeouts++;
         }
     }
@@ -137,7 +138,8 @@ static int dump_json(json_t *doc, const char *dir, const char *name)
     char path[PATH_MAX + 64], tmp[PATH_MAX + 80];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
-    if (json_dump_file(doc, tmp, JSON_INDENT(2)) != 0 || rename(tmp, path) != 0) {
+    /* Ten significant digits: 32.534, not 32.533999999999999 (values are rounded to 3 decimals). */
+    if (json_dump_file(doc, tmp, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) != 0 || rename(tmp, path) != 0) {
         fprintf(stderr, "run_exp: error: cannot write %s: %s; check the directory's space and permissions\n", path,
                 strerror(errno));
         unlink(tmp);
@@ -219,7 +221,7 @@ int results_write(const struct exp_config *cfg, const struct worker_result *res,
                                       num_or_null(st[i].drain_p99)));
         json_object_set_new(jm, "drain_timeouts", json_integer(st[i].drain_timeouts));
         json_object_set_new(jm, "preempted_launches", json_integer((json_int_t)res[i].waits));
-        json_object_set_new(jm, "blocked_ms", json_real((double)res[i].blocked_ns / 1e6));
+        json_object_set_new(jm, "blocked_ms", num_or_null((double)res[i].blocked_ns / 1e6));
         json_object_set_new(jm, "drains_acknowledged", json_integer((json_int_t)res[i].drains));
         json_object_set_new(jm, "partial_rows", json_integer(st[i].partial_rows));
         json_array_append_new(models, jm);
@@ -229,6 +231,7 @@ int results_write(const struct exp_config *cfg, const struct worker_result *res,
                                 "exp_dur_s", cfg->exp_dur, "device_id", cfg->device_id, "models", models);
     json_object_set_new(summary, "policy", json_string(info->policy ? info->policy : "drain"));
     json_object_set_new(summary, "mps", json_boolean(info->mps));
+    json_object_set_new(summary, "provenance", provenance_json(cfg->path, cfg->device_id, info->simulated));
     if (info->simulated) {
         json_object_set_new(summary, "note", json_string("simulated: a stand-in worker on the fake GPU driver; the "
                                                          "figures show the pipeline, not a GPU's behaviour"));

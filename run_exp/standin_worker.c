@@ -110,7 +110,7 @@ static void parse_args(int argc, char **argv, struct args *a)
         {"resize", required_argument, 0, 'r'},     {"batch-size", required_argument, 0, 'b'},
         {"sleep-time", required_argument, 0, 's'}, {"priority", required_argument, 0, 'p'},
         {"device-id", required_argument, 0, 'd'},  {"csv", required_argument, 0, 'c'},
-        {0, 0, 0, 0}};
+        {"version", no_argument, 0, 'V'},          {0, 0, 0, 0}};
     memset(a, 0, sizeof *a);
     a->batch = 1;
     int c;
@@ -129,6 +129,7 @@ static void parse_args(int argc, char **argv, struct args *a)
         case 'p': a->priority = parse_int("--priority", optarg, 0, GY_LEVELS - 1); break;
         case 'd': a->device = parse_int("--device-id", optarg, 0, 1023); break;
         case 'c': a->csv = optarg; break;
+        case 'V': printf("gpuyield-standin (gpuyield) %s\n", gy_version()); exit(0);
         default: die("unknown option%s%s (it takes run_exp's worker arguments)", "", "");
         }
     }
@@ -182,14 +183,14 @@ int main(int argc, char **argv)
         return 0;
     }
     for (long job = 1;; job++) {
-        struct job_row row = {.job = job, .drained = -1};
+        struct job_row row = {.job = job, .drained = JOB_NOT_MARKED};
         row.start_ns = gy_now_ns();
         gy_job gj;
         if (mark) {
             if (gy_begin(&shm, a.priority, &gj, &err) != 0)
                 die("cannot begin a job: %s%s", err.msg, "");
             row.drain_wait_ns = gj.wait_ns;
-            row.drained = gj.drained ? 1 : 0;
+            row.drained = gj.corun ? JOB_CORUN : gj.drained ? JOB_DRAINED : JOB_DRAIN_TIMED_OUT;
         }
         run_kernels(&d, kernels);
         if (mark && gy_job_exit(&shm, &gj, &err) != 0)

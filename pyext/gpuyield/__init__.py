@@ -13,6 +13,9 @@ A worker only marks where its job begins and ends:
 Priorities are 0..7, higher wins. A process registers in the segment on its first begin, at
 priority $GPUYIELD_PRIORITY (default 0): that is the priority its own launches are gated at.
 
+gpuyield.__version__ is the version of the whole project (its VERSION file), as the tools'
+--version print it.
+
 Calls:
     connect(name=None)                    open an existing segment -> Segment
     create(name=None, drain_timeout_ms=None)  create one (without run_exp) -> Segment
@@ -23,6 +26,9 @@ Calls:
     Segment.status()                      dict, the fields of `expcontroller status --json`
     Segment.launch_allowed(p)             may a priority-p process launch now?
     Segment.close()                       unregister (counting out held jobs) and unmap
+
+Constants: LEVELS (8), MAX_PROCS, DEFAULT_DRAIN_TIMEOUT_MS, POLICIES (the policy names a
+segment may hold, as status()['policy'] gives them: the table of controller/policies.h).
 
 Errors: gpuyield.Error (an OSError; .errno says what kind, the message says what to do) and
 gpuyield.ArgumentError (an Error and a ValueError) for bad values; TypeError for wrong types.
@@ -38,11 +44,13 @@ Compatibility with the original experiment's libgeek.so (segment tag "compat" + 
 from ._gpuyield import (
     DEFAULT_DRAIN_TIMEOUT_MS,
     LEVELS,
+    POLICIES,
     MAX_PROCS,
     ArgumentError,
     Error,
     Job,
     Segment,
+    __version__,
     connect,
     create,
     remove,
@@ -57,6 +65,7 @@ from .compat import (
 )
 
 __all__ = [
+    "__version__",
     "connect",
     "create",
     "remove",
@@ -66,6 +75,7 @@ __all__ = [
     "Error",
     "ArgumentError",
     "LEVELS",
+    "POLICIES",
     "MAX_PROCS",
     "DEFAULT_DRAIN_TIMEOUT_MS",
     "compat_tag",

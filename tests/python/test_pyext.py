@@ -12,6 +12,7 @@ import itertools
 import json
 import multiprocessing
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -71,6 +72,7 @@ def child_env(**extra):
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
     env.pop("GPUYIELD_PRIORITY", None)
+    env.pop("GPUYIELD_MODEL", None)
     env.update({k: str(v) for k, v in extra.items()})
     return env
 
@@ -177,13 +179,14 @@ def test_help_explains_each_call():
     out = subprocess.run([sys.executable, "-c", "import gpuyield; help(gpuyield)"], env=child_env(PAGER="cat"),
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
-    text = out.stdout
+    text = out.stdout.replace("'", "")  # postponed annotations show as strings on some versions
     for name in ["connect(name=None)", "create(name=None, drain_timeout_ms=None)", "remove(name)",
                  "class Segment", "job(self, priority, /)", "begin(self, /, priority, wait=True)",
                  "end(self, priority, /)", "status(self, /)", "launch_allowed(self, priority, /)", "close(self, /)",
                  "class Job", "wait_ns", "drained", "timed_out", "class Error", "class ArgumentError",
-                 "create_shared_mem_and_locks(suffix)", "setMem(value, suffix)", "waitForEmptyGPU()",
-                 "remove_shared_mem_and_locks(suffix)", "GPUYIELD_PRIORITY", "GPUYIELD_SHM"]:
+                 "create_shared_mem_and_locks(suffix: str | bytes | int) -> None",
+                 "setMem(value: int, suffix: str | bytes | int) -> None", "waitForEmptyGPU() -> None",
+                 "remove_shared_mem_and_locks(suffix: str | bytes | int) -> None", "GPUYIELD_PRIORITY", "GPUYIELD_SHM"]:
         assert name in text, "help(gpuyield) does not mention %r" % name
     for name in gpuyield.__all__:
         obj = getattr(gpuyield, name)
@@ -235,6 +238,11 @@ def test_registration_priority_from_environment(tags, agents):
         bad.send("begin 1")
         answer = bad.reply()
         assert answer.startswith("err ArgumentError 22") and "GPUYIELD_PRIORITY='9'" in answer
+        for value in ["", " 3", "+3", "3 ", "0x1"]:  # the hooks library refuses these too
+            bad = agents(tag, GPUYIELD_PRIORITY=value)
+            bad.send("begin 1")
+            answer = bad.reply()
+            assert answer.startswith("err ArgumentError 22") and "GPUYIELD_PRIORITY='%s'" % value in answer
         assert sorted(p["priority"] for p in seg.status()["processes"]) == [0, 3]
 
 
@@ -247,6 +255,31 @@ def test_lazy_registration_on_first_begin(segment):
         assert proc["pid"] == os.getpid() and proc["priority"] == 0 and proc["state"] == "running"
     segment.close()
     assert not segment.registered
+
+
+def test_version_is_the_projects():
+    here = os.path.dirname(os.path.abspath(__file__))
+    with open(os.path.join(here, "..", "..", "VERSION")) as f:
+        assert gpuyield.__version__ == f.read().strip()
+
+
+def test_status_has_timestamp_and_process_names(segment, agents):
+    import datetime
+    import re
+
+    model = agents(segment.name, GPUYIELD_MODEL='resnet"50 b1')  # a quote: escaped in the JSON
+    model("begin 1")
+    plain = agents(segment.name)
+    plain("begin 0")
+    status = segment.status()
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", status["timestamp"])
+    taken = datetime.datetime.strptime(status["timestamp"], "%Y-%m-%dT%H:%M:%S.%fZ")
+    assert abs((datetime.datetime.utcnow() - taken).total_seconds()) < 600
+    names = {p["pid"]: p["name"] for p in status["processes"]}
+    with open("/proc/%d/comm" % plain.pid) as f:
+        comm = f.read().strip()
+    assert names == {model.pid: 'resnet"50 b1', plain.pid: comm}
+    assert {p["pid"]: p["name"] for p in json.loads(segment.status_json())["processes"]} == names
 
 
 # ---- begin / end semantics -----------------------------------------------------------------------
@@ -505,20 +538,75 @@ def test_forked_child_registers_on_its_own(segment):
 
 # ---- status --------------------------------------------------------------------------------------
 
-PROC_KEYS = ["pid", "priority", "state", "inflight", "launches", "graph_launches", "sync_points", "waits",
-             "blocked_ns", "drains", "drain_timeouts", "partition_launches", "partition"]
+def table_counters():
+    """The counter names of GY_PROC_COUNTERS in controller/segment_layout.h, in order."""
+    layout = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "controller", "segment_layout.h")
+    with open(layout) as f:
+        text = f.read()
+    table = text[text.index("#define GY_PROC_COUNTERS(X)"):]
+    table = table[:table.index("\n\n")]
+    return re.findall(r"X\((\w+),", table)
+
+
+PROC_KEYS = ["pid", "name", "priority", "state", "inflight"] + table_counters() + ["partition"]
+
+
+def test_counter_table_is_what_status_lists(segment, agents):
+    counters = table_counters()
+    assert counters[:2] == ["launches", "graph_launches"] and counters[-1] == "partition_launches", counters
+    agents(segment.name, GPUYIELD_PRIORITY=1)("begin 2")
+    (proc,) = segment.status()["processes"]
+    assert list(proc)[5:] == counters + ["partition"]
+    (proc,) = json.loads(segment.status_json())["processes"]
+    assert list(proc)[5:] == counters + ["partition"]
+    build = os.environ.get("BUILD")
+    tool = os.path.join(build, "bin", "expcontroller") if build else None
+    if tool and os.access(tool, os.X_OK):
+        out = subprocess.run([tool, "status", "--json", "--name", segment.name], capture_output=True, text=True,
+                             timeout=60)
+        assert out.returncode == 0, out.stderr
+        (proc,) = json.loads(out.stdout)["processes"]
+        assert list(proc)[5:] == counters + ["partition"]
+
+
+def without_timestamp(status):
+    """Two snapshots taken one after the other differ in their time only."""
+    return {k: v for k, v in status.items() if k != "timestamp"}
 
 
 def test_status_has_the_fields_of_the_json_status(segment, agents):
     agents(segment.name, GPUYIELD_PRIORITY=1)("inflight")
     segment.begin(4, wait=False)  # the agent never drains: do not wait for it
     status = segment.status()
-    assert list(status) == ["segment", "policy", "mps", "jobs", "job_epoch", "drain_timeouts", "reaped", "processes"]
+    assert list(status) == ["segment", "timestamp", "policy", "mps", "jobs", "job_epoch", "drain_timeouts", "reaped", "processes"]
     assert status["segment"] == segment.name and status["job_epoch"] == 1
     assert status["policy"] == "drain" and status["mps"] is False
     assert [list(p) for p in status["processes"]] == [PROC_KEYS, PROC_KEYS]
-    assert json.loads(segment.status_json()) == status
+    assert without_timestamp(json.loads(segment.status_json())) == without_timestamp(status)
     segment.end(4)
+
+
+def test_every_policy_of_the_table_reaches_status(tags):
+    assert gpuyield.POLICIES[:2] == ("drain", "corun")
+    build = os.environ.get("BUILD")
+    tool = os.path.join(build, "bin", "expcontroller") if build else None
+    if not tool or not os.access(tool, os.X_OK):
+        pytest.skip("no expcontroller in $BUILD/bin (set BUILD to a build directory to compare)")
+    for policy in gpuyield.POLICIES:
+        tag = tags()
+        out = subprocess.run([tool, "create", "--name", tag, "--policy", policy], capture_output=True, text=True,
+                             timeout=60)
+        assert out.returncode == 0, out.stderr
+        seg = gpuyield.connect(tag)
+        try:
+            assert seg.status()["policy"] == policy
+        finally:
+            seg.close()
+    out = subprocess.run([tool, "create", "--name", tags(), "--policy", "fast"], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 2
+    assert out.stderr.splitlines()[0] == "expcontroller: --policy takes %s or %s, not 'fast'" % (
+        ", ".join(gpuyield.POLICIES[:-1]), gpuyield.POLICIES[-1])
 
 
 def test_status_equals_expcontroller_status_json(segment, agents):
@@ -530,7 +618,7 @@ def test_status_equals_expcontroller_status_json(segment, agents):
     out = subprocess.run([tool, "status", "--json", "--name", segment.name], capture_output=True, text=True,
                          timeout=60)
     assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout) == segment.status()
+    assert without_timestamp(json.loads(out.stdout)) == without_timestamp(segment.status())
 
 
 # ---- the libgeek compatibility layer -------------------------------------------------------------

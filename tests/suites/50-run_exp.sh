@@ -186,6 +186,18 @@ assert d["outcome"] == "completed" and d["simulated"] is False, d
 m = d["models"]
 assert [x["name"] for x in m] == ["model_A", "model_B"] and all(x["jobs"] >= 10 for x in m), m
 assert all(x["jct_ms"]["p50"] > 0 and x["throughput_jobs_per_s"] > 0 and x["exit"] == "exited with status 0" for x in m), m' "$T/out/summary.json"
+check run_summary_provenance "$PYTHON" -c '
+import json, re, sys
+p = json.load(open(sys.argv[1]))["provenance"]
+assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", p["time"]), p
+assert p["host"] and p["gpu"] == {"name": "Fake GPU", "driver": "999.99"}, p
+assert p["gpuyield_version"] == open(sys.argv[2]).read().strip(), p
+assert p["config"] == sys.argv[3], p
+assert p["git_commit"] == (sys.argv[4] or None), p' "$T/out/summary.json" "$ROOT/VERSION" "$(realpath "$T/run.json")" \
+    "$(git -C "$ROOT" rev-parse --verify -q HEAD 2>/dev/null)"
+# Floats are rounded to 3 decimals and printed short: no 32.533999999999999.
+check run_summary_floats_short bash -c "! grep -qE '[0-9]\.[0-9]{4,}' '$T/out/summary.json'"
+check run_env_model_name grep -qx "GPUYIELD_MODEL=resnet50_224" "$T/out/model_B.csv.env"
 check run_no_process_left none_alive $(pids_of "$T/out/models_pid.json")
 check run_no_segment_left test "$(segments_of "$RUN_PID")" -eq 0
 check run_env_priority grep -qx "GPUYIELD_PRIORITY=1" "$T/out/model_B.csv.env"
@@ -385,6 +397,18 @@ PY
     else
         echo "note: gpuyield.plot is not there yet: the plot step of the pipeline is not tested"
     fi
+    # The same under corun: the stand-in writes drained=2 (co-run, run_exp/protocol.h), and a
+    # begin that does not wait is no drain timeout.
+    rm -rf "$T/out"
+    cfg "$T/simcorun.json" --set exp_dur=1 --set models.0.control.control=true --set models.1.control.control=true \
+        --set models.1.sleep_time=0.1
+    FAKE_GPUS=0 runx "$RUN_EXP" -f "$T/simcorun.json" --simulate --min-jobs 3 --policy corun
+    check simulate_corun_exit_zero test "$rc" -eq 0 || echo "$out" | tail -n 20
+    check simulate_corun_drained_2 bash -c "tail -n +2 '$T/out/model_B.csv' | cut -d, -f6 | sort -u | grep -qx 2"
+    check simulate_corun_no_timeouts "$PYTHON" -c '
+import json, sys
+b = json.load(open(sys.argv[1]))["models"][1]
+assert b["marked_jobs"] == b["jobs"] >= 3 and b["drain_timeouts"] == 0, b' "$T/out/summary.json"
 fi
 
 # ---- --layout-compat: the drop-in for the original experiment's harness ------------------------
@@ -424,13 +448,6 @@ for lib_mode in libcuinterpose_sync.so:sync:2 libcuinterpose_event.so:event:3 li
 done
 
 # ---- the Python worker's logic (no torch: the job is a stand-in) -----------------------------
-out=$(PYTHONPATH="$BUILD/python" "$PYTHON" -m pytest -q -p no:cacheprovider "$HERE/test_worker.py" 2>&1)
-echo "$out" | sed 's/^/  [worker.py] /'
-last=$(printf '%s\n' "$out" | tail -n 1)
-p=$(grep -o '[0-9]* passed' <<< "$last" | grep -o '[0-9]*' || true)
-f=$(grep -o '[0-9]* failed' <<< "$last" | grep -o '[0-9]*' || true)
-e=$(grep -o '[0-9]* error' <<< "$last" | grep -o '[0-9]*' || true)
-if [ -z "$p$f$e" ]; then fail worker_py "pytest gave no result line"; fi
-SUITE_PASSED=$((SUITE_PASSED + ${p:-0})); SUITE_FAILED=$((SUITE_FAILED + ${f:-0} + ${e:-0}))
+PYTHONPATH="$BUILD/python" run_pytest worker_py "$HERE/test_worker.py"
 
 finish
