@@ -38,7 +38,8 @@ enum gy_proc_state {
     X(blocked_ns, "total time those launches were blocked")                                            \
     X(drains, "drain requests this process acknowledged")                                              \
     X(drain_timeouts, "jobs begun here whose drain hit the timeout")                                   \
-    X(partition_launches, "launches sent to the partition (policy partition)")
+    X(partition_launches, "launches sent to the partition (policy partition)")                         \
+    X(partition_copies, "async copies and memsets sent to the partition (policy partition)")
 
 #define GY_COUNTER_FIELD(name, what) _Atomic uint64_t name;
 struct gy_proc_counters {

@@ -23,20 +23,6 @@ static inline void launch_epilogue(gy_cu_stream stream, struct gy_stream_state *
 static inline gy_cu_stream plain_stream(gy_cu_stream s) { return s ? s : GY_CU_STREAM_LEGACY; }
 static inline gy_cu_stream ptsz_stream(gy_cu_stream s) { return s ? s : GY_CU_STREAM_PER_THREAD; }
 
-/* The gate for a launch: open, or a partition stream to launch on, or wait for the job's end.
- * A stream that owes a join is joined before a launch that runs on it. */
-static inline void gate_enter_launch(gy_cu_stream stream, bool graph, struct gy_partition_route *route)
-{
-    route->green = NULL;
-    route->pass = false;
-    atomic_fetch_add_explicit(&gy_client.entered, 1, memory_order_seq_cst);
-    gy_mark_inflight(&gy_client.shm);
-    if (!gy_launch_allowed(&gy_client.shm, gy_client.priority) && !gy_partition_route(stream, graph, route))
-        gy_client_block();
-    if (!route->green && !route->pass && gy_partition_owes())
-        gy_partition_before_use(stream);
-}
-
 /* `call` launches on `target`: the user's stream argument, or the partition stream. */
 #define GATED_CALL(user_stream, stream_for_bound, graph, call)                                       \
     do {                                                                                             \
@@ -49,12 +35,12 @@ static inline void gate_enter_launch(gy_cu_stream stream, bool graph, struct gy_
         gy_client_note_context(); /* first: the queue bound keys default streams by context */      \
         struct gy_stream_state *bound = gy_bound_before(bound_stream, graph);                        \
         struct gy_partition_route route;                                                             \
-        gate_enter_launch(bound_stream, graph, &route);                                              \
+        gy_partition_gate_enter(bound_stream, graph, &route);                                              \
         if (route.green) {                                                                           \
             target = route.green;                                                                    \
             gy_cu_result rc = call;                                                                  \
             if (rc == GY_CUDA_SUCCESS || !graph) {                                                   \
-                gy_partition_launched(&route, rc == GY_CUDA_SUCCESS);                                \
+                gy_partition_launched(&route, rc == GY_CUDA_SUCCESS, false);                                \
                 gy_gate_leave(rc == GY_CUDA_SUCCESS, graph);                                         \
                 return rc;                                                                           \
             }                                                                                        \

@@ -362,11 +362,12 @@ block:
     return false;
 }
 
-void gy_partition_launched(struct gy_partition_route *route, bool ok)
+void gy_partition_launched(struct gy_partition_route *route, bool ok, bool copy)
 {
     struct gy_proc_slot *slot = gy_my_slot(&gy_client.shm);
     if (ok && slot)
-        atomic_fetch_add_explicit(&slot->counters.partition_launches, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(copy ? &slot->counters.partition_copies : &slot->counters.partition_launches, 1,
+                                  memory_order_relaxed);
     route->entry = NULL;
     pthread_mutex_unlock(&lock);
 }

@@ -120,6 +120,8 @@ CUresult cuMemAlloc_v2(CUdeviceptr *ptr, size_t bytes);
 CUresult cuMemFree_v2(CUdeviceptr ptr);
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t bytes, CUstream stream);
 CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dst, const void *src, size_t bytes, CUstream stream);
+CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream);
+CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned int value, size_t n, CUstream stream);
 CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t bytes);
 CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes);
 CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int flags);

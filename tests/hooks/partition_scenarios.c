@@ -6,6 +6,7 @@
  * kernels beside the rest of the device, so only the hook's events order them. */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -147,12 +148,13 @@ static void read_the_log(void)
 
 static const struct fake_kernel *find(const char *tag)
 {
-    size_t len = strlen(tag);
+    size_t len = strlen(tag); /* "#kind": the first of that kind; "=name": by its full name */
     for (int i = 0; i < the_log.n; i++) {
         const struct fake_kernel *k = &the_log.kernels[i];
         const char *slash = strrchr(k->name, '/');
-        if (k->pid == getpid() && (tag[0] == '#' ? strcmp(k->kind, tag + 1) == 0
-                                                 : slash && strlen(slash + 1) == len && !strcmp(slash + 1, tag)))
+        if (k->pid == getpid() && (tag[0] == '#'   ? strcmp(k->kind, tag + 1) == 0
+                                   : tag[0] == '=' ? strcmp(k->name, tag + 1) == 0
+                                                   : slash && strlen(slash + 1) == len && !strcmp(slash + 1, tag)))
             return k;
     }
     fail("kernel %s is not in the log", tag);
@@ -183,12 +185,14 @@ static void expect_covered(const char *what, uint64_t t, const char *tag)
              (unsigned long long)k->end);
 }
 
+static uint64_t own_partition_copies;
+
 static void own_status(uint64_t *partition_launches, char *partition, size_t len)
 {
     gy_shm shm;
     gy_err err;
     static struct gy_status st;
-    *partition_launches = 0;
+    *partition_launches = own_partition_copies = 0;
     snprintf(partition, len, "?");
     if (gy_open(getenv("GPUYIELD_SHM"), &shm, &err) || gy_status_read(&shm, &st, &err)) {
         fail("cannot read the status: %s", err.msg);
@@ -198,6 +202,7 @@ static void own_status(uint64_t *partition_launches, char *partition, size_t len
     for (int i = 0; i < st.nprocs; i++)
         if (st.procs[i].pid == getpid()) {
             *partition_launches = st.procs[i].partition_launches;
+            own_partition_copies = st.procs[i].partition_copies;
             snprintf(partition, len, "%s", st.procs[i].partition);
         }
     printf("partition pid=%d launches=%llu state=%s\n", (int)getpid(), (unsigned long long)*partition_launches,
@@ -295,6 +300,81 @@ static void scenario_order(void)
     if (launches != 13 || strcmp(state, "active") != 0)
         fail("status: %llu launches sent to the partition (expected 13), partition '%s' (expected active)",
              (unsigned long long)launches, state);
+    fake_log_free(&the_log);
+}
+
+/* Jobs in progress at the higher level, read from the segment. */
+static unsigned higher_jobs(void)
+{
+    gy_shm shm;
+    gy_err err;
+    static struct gy_status st;
+    if (gy_open(getenv("GPUYIELD_SHM"), &shm, &err) || gy_status_read(&shm, &st, &err)) {
+        fail("cannot read the status: %s", err.msg);
+        return 0;
+    }
+    gy_close(&shm);
+    return st.jobs[1];
+}
+
+/* Async copies and memsets during a job go to the partition stream with the kernels, in order,
+ * without waiting for the job's end (a lower worker that copies its input every iteration). A
+ * synchronous copy still joins. A copy that waited at the gate would block until a helper ends
+ * the job after 10 s: the job is then over when the copy returns, which the check sees. */
+#define COPY_BYTES 20000000 /* 2 ms on the fake driver */
+static void scenario_copies(void)
+{
+    hp_start();
+    cuda_init();
+    CUstream s;
+    CU(cuStreamCreate(&s, 0));
+    CUdeviceptr dev;
+    CU(cuMemAlloc_v2(&dev, COPY_BYTES));
+    static char host[64];
+    CU(run("b0", s));
+    hp_do('b');
+    pid_t ender = fork();
+    if (ender == 0) { /* only if a copy waits at the gate: ends the job so the test ends */
+        sleep(10);
+        char c = 'e';
+        _exit(write(to_hp, &c, 1) == 1 ? 0 : 1);
+    }
+    CU(cuMemcpyHtoDAsync_v2(dev, host, COPY_BYTES, s)); /* first in the job: it forks */
+    CU(run("d0", s));
+    CU(cuMemsetD32Async(dev, 7, COPY_BYTES / 4, s));
+    CU(run("d1", s));
+    CU(cuMemcpyDtoDAsync_v2_ptsz(dev, dev, COPY_BYTES, NULL));
+    unsigned jobs_after_copies = higher_jobs();
+    kill(ender, SIGKILL);
+    waitpid(ender, NULL, 0);
+    if (jobs_after_copies != 1) {
+        fail("the async copies returned after the job ended (%u higher jobs in progress): they waited", jobs_after_copies);
+        char ack;
+        if (read(from_hp, &ack, 1) != 1)
+            fail("no end of the job");
+    } else {
+        hp_do('e');
+    }
+    CU(run("a0", s));
+    CU(cuStreamSynchronize(s));
+    CU(cuStreamSynchronize_ptsz(NULL));
+    hp_stop();
+
+    read_the_log();
+    const char *redirected[] = {"=cuMemcpyHtoDAsync_v2", "d0", "=cuMemsetD32Async", "d1", "=cuMemcpyDtoDAsync_v2_ptsz"};
+    for (size_t i = 0; i < sizeof redirected / sizeof *redirected; i++)
+        expect_green(redirected[i], true);
+    expect_green("b0", false), expect_green("a0", false);
+    const char *order[] = {"b0", "=cuMemcpyHtoDAsync_v2", "d0", "=cuMemsetD32Async", "d1", "a0"};
+    for (size_t i = 1; i < sizeof order / sizeof *order; i++)
+        expect_after(order[i], order[i - 1]);
+    uint64_t launches;
+    char state[80];
+    own_status(&launches, state, sizeof state);
+    if (launches != 2 || own_partition_copies != 3)
+        fail("status: %llu launches and %llu copies sent to the partition (expected 2 and 3)",
+             (unsigned long long)launches, (unsigned long long)own_partition_copies);
+    CU(cuMemFree_v2(dev));
     fake_log_free(&the_log);
 }
 
@@ -451,6 +531,8 @@ int partition_scenario(const char *what, int argc, char **argv)
     (void)argc, (void)argv;
     if (strcmp(what, "partition") == 0)
         scenario_order();
+    else if (strcmp(what, "partition_copies") == 0)
+        scenario_copies();
     else if (strcmp(what, "partition_threads") == 0)
         scenario_threads();
     else if (strcmp(what, "partition_fork") == 0)

@@ -894,6 +894,11 @@ TEST(partition_keeps_each_stream_in_order_across_a_job)
     free(err);
 }
 
+TEST(partition_sends_async_copies_with_the_kernels_without_waiting)
+{
+    free(run_partition(true, "partition_copies", NULL, 0));
+}
+
 TEST(partition_many_threads_and_per_thread_default_streams)
 {
     free(run_partition(true, "partition_threads", NULL, 0));
