@@ -7,9 +7,9 @@
  *   corun: return at once and let the job's kernels run beside it. Under MPS (with the lower
  *          processes at MPS client priority below normal) the job's blocks take SMs as the lower
  *          kernels' blocks retire instead of waiting for the whole queue to drain;
- *   partition: like corun, and lower processes keep launching during the job, their kernels and
- *          async copies confined by their hook to a green context holding a few SMs
- *          (hooks/partition.c); without MPS a begin drains as under drain (gate.c).
+ *   partition: like corun, and lower processes keep launching during the job, their kernels
+ *          confined by their hook to a green context holding a few SMs (their async copies go
+ *          there too; hooks/partition.c); without MPS a begin drains as under drain (gate.c).
  * X(enum suffix, name, what a job does under it, meant for MPS) */
 #ifndef GY_POLICIES_H
 #define GY_POLICIES_H
