@@ -316,6 +316,14 @@ static PyObject *proc_dict(const struct gy_status_proc *p)
     }
     GY_PROC_COUNTERS(SET_COUNTER)
 #undef SET_COUNTER
+    /* Beside the counters, as in gy_status_json: where the process stands with partition. */
+    PyObject *partition = PyUnicode_FromString(p->partition);
+    if (!partition || PyDict_SetItemString(proc, "partition", partition)) {
+        Py_XDECREF(partition);
+        Py_DECREF(proc);
+        return NULL;
+    }
+    Py_DECREF(partition);
     return proc;
 }
 
@@ -384,7 +392,8 @@ PyDoc_STRVAR(status_doc,
              "A snapshot of the segment as a dict with exactly the fields of\n"
              "`expcontroller status --json`: segment (name), jobs (8 counts, one per priority),\n"
              "policy (one of gpuyield.POLICIES), mps, job_epoch, drain_timeouts, reaped, and processes: a list of dicts with pid, priority,\n"
-             "state ('running', 'blocked', 'draining'), inflight" GY_PROC_COUNTERS(COUNTER_DOC_NAME) ".\n"
+             "state ('running', 'blocked', 'draining'), inflight" GY_PROC_COUNTERS(COUNTER_DOC_NAME) ", partition\n"
+             "('-', 'active' or 'fallback: <why>').\n"
              "Works on a removed segment too (it reads the memory this process still maps).\n"
              "Raises gpuyield.Error(EPROTO) when the segment is corrupt.");
 
