@@ -4,8 +4,10 @@
  *   gate (one atomic load when nothing above us runs, plus one relaxed load of the partition's
  *   owed-joins count) -> driver -> left++, counters -> queue bound (sync:N waits / event:N records).
  * Under the partition policy a launch that finds a higher job running goes to the partition
- * stream of its stream instead of waiting (partition.h), and skips the queue bound (that bounds
- * what is queued on the whole GPU). */
+ * stream of its stream instead of waiting (partition.h). The partition stream has its own queue
+ * bound, applied after the launch (no wait under the partition lock): without it a lower process
+ * queued hundreds of ms of work on a few SMs during a short job, and after the job every launch of
+ * its stream waited for that backlog. Graph launches are never redirected: they wait. */
 #include "client.h"
 #include "hook_functions.h"
 #include "partition.h"
@@ -39,16 +41,11 @@ static inline gy_cu_stream ptsz_stream(gy_cu_stream s) { return s ? s : GY_CU_ST
         if (route.green) {                                                                           \
             target = route.green;                                                                    \
             gy_cu_result rc = call;                                                                  \
-            if (rc == GY_CUDA_SUCCESS || !graph) {                                                   \
-                gy_partition_launched(&route, rc == GY_CUDA_SUCCESS, false);                                \
-                gy_gate_leave(rc == GY_CUDA_SUCCESS, graph);                                         \
-                return rc;                                                                           \
-            }                                                                                        \
-            /* a graph refused on a green stream: it waits for the job on its own stream */          \
-            gy_partition_graph_refused(&route);                                                      \
-            target = user_stream;                                                                    \
-            if (!gy_launch_allowed(&gy_client.shm, gy_client.priority))                              \
-                gy_client_block();                                                                   \
+            gy_partition_launched(&route, rc == GY_CUDA_SUCCESS, false);                             \
+            gy_gate_leave(rc == GY_CUDA_SUCCESS, graph);                                             \
+            if (rc == GY_CUDA_SUCCESS) /* the partition's queue is bounded too (outside the lock) */ \
+                gy_bound_after(target, gy_bound_before(target, graph));                              \
+            return rc;                                                                               \
         }                                                                                            \
         gy_cu_result rc = call;                                                                      \
         launch_epilogue(bound_stream, bound, rc, graph);                                             \

@@ -40,7 +40,6 @@ static int entries_end; /* no entry at or past this index is used: scans stop he
 static pthread_key_t thread_exit_key; /* a thread with a per-thread entry: its exit drops them */
 static pthread_once_t thread_exit_once = PTHREAD_ONCE_INIT;
 static uint32_t state; /* enum gy_partition_state of this process */
-static bool graphs_refused, graphs_refusal_told;
 static uint64_t blocked_at_epoch; /* the job epoch at which our own jobs were found not to lift the gate */
 
 static void before_fork(void) { pthread_mutex_lock(&lock); }
@@ -55,7 +54,6 @@ static void after_fork_child(void)
     ngreens = 0;
     blocked_at_epoch = 0;
     state = GY_PARTITION_UNDECIDED;
-    graphs_refused = graphs_refusal_told = false;
     atomic_store(&gy_partition_owed, 0);
     pthread_mutex_unlock(&lock);
 }
@@ -344,7 +342,10 @@ bool gy_partition_route(gy_cu_stream stream, bool graph, struct gy_partition_rou
             goto block; /* gy_client_block() returns at once and counts no wait */
         blocked_at_epoch = epoch;
     }
-    if (graph && graphs_refused)
+    /* A graph is not confined by a green stream: on the H100 (driver 580) a graph instantiated in
+     * the primary context and launched on a 16-SM green stream ran on all 132 SMs
+     * (bench/results/2026-11-23-partition/partition_probe.json). So graphs wait for the job. */
+    if (graph)
         goto block;
     gy_cu_context ctx = gy_thread_context;
     struct green *g = ctx ? green_for_locked(ctx) : NULL;
@@ -369,20 +370,6 @@ void gy_partition_launched(struct gy_partition_route *route, bool ok, bool copy)
         atomic_fetch_add_explicit(copy ? &slot->counters.partition_copies : &slot->counters.partition_launches, 1,
                                   memory_order_relaxed);
     route->entry = NULL;
-    pthread_mutex_unlock(&lock);
-}
-
-void gy_partition_graph_refused(struct gy_partition_route *route)
-{
-    graphs_refused = true;
-    join_locked(route->entry);
-    if (!graphs_refusal_told && gy_config()->verbose)
-        fprintf(stderr, "gpuyield: pid %d: the driver refused a graph launch on a green-context stream: its graph "
-                        "launches wait for higher jobs instead\n",
-                (int)getpid());
-    graphs_refusal_told = true;
-    route->entry = NULL;
-    route->green = NULL;
     pthread_mutex_unlock(&lock);
 }
 

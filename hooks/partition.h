@@ -10,7 +10,8 @@
  * The legacy default stream orders every blocking stream of its context, so (conservatively)
  * an owed legacy stream is joined before any use of another stream of that context, and every
  * owed stream of the context before a use of the legacy stream. A stream being captured is left
- * alone. Nothing here runs while no stream owes a join: the hooks read one counter. */
+ * alone. Graph launches are not redirected (a green stream does not confine a graph's kernels):
+ * they wait for the job. Nothing here runs while no stream owes a join: the hooks read one counter. */
 #ifndef GY_PARTITION_H
 #define GY_PARTITION_H
 
@@ -39,9 +40,6 @@ bool gy_partition_route(gy_cu_stream stream, bool graph, struct gy_partition_rou
 /* The launch (copy: an async copy or memset) went to route->green: count it in partition_launches
  * (copy: partition_copies) when ok, and release the lock. */
 void gy_partition_launched(struct gy_partition_route *route, bool ok, bool copy);
-/* The driver refused a graph launch on route->green: join S, remember that graphs stay on their
- * own streams in this process, release the lock. */
-void gy_partition_graph_refused(struct gy_partition_route *route);
 /* Before a use of `stream` (normalized) other than a launch sent to its partition: join what it
  * and the streams it is ordered with owe. When no higher job runs, everything joinable is joined
  * (so the fast path comes back). Call only when gy_partition_owes(). */
