@@ -24,9 +24,10 @@ static const char usage_text[] =
     "         [--mps [--mps-dir DIR] | --mps-pipe DIR]\n"
     "                                                create it if absent, reap dead processes,\n"
     "                                                remove it on SIGINT/SIGTERM; --mps starts an MPS\n"
-    "                                                daemon for it (pipes and logs in DIR, default\n"
-    "                                                /tmp/gpuyield-mps-<uid>-<tag>) and quits it at the\n"
-    "                                                end; --mps-pipe joins a running one. Policy\n"
+    "                                                daemon for it (pipes and logs in DIR, private:\n"
+    "                                                made 0700; default gpuyield-mps-<uid>-<tag> in\n"
+    "                                                $XDG_RUNTIME_DIR if yours, else /tmp) and quits\n"
+    "                                                it at the end; --mps-pipe joins a running one. Policy\n"
     "                                                default: corun with MPS, else drain\n"
     "  status [--name TAG] [--json] [--watch [SEC]]  processes and jobs in progress\n"
     "  remove [--name TAG]                           remove a segment\n"
@@ -201,11 +202,8 @@ static int cmd_serve(const struct options *opt)
         char dir[PATH_MAX];
         snprintf(dir, sizeof dir, "%s", opt->mps_dir ? opt->mps_dir : "");
         if (!opt->mps_dir)
-            snprintf(dir, sizeof dir, "/tmp/gpuyield-mps%s", shm.name + strlen("/gpuyield"));
-        char pipe_dir[PATH_MAX + 8], log_dir[PATH_MAX + 8];
-        snprintf(pipe_dir, sizeof pipe_dir, "%s/pipe", dir);
-        snprintf(log_dir, sizeof log_dir, "%s/log", dir);
-        if (opt->mps_pipe ? gy_mps_join(&mps, opt->mps_pipe, &err) : gy_mps_start(&mps, pipe_dir, log_dir, &err)) {
+            gy_mps_default_dir(shm.name, dir, sizeof dir);
+        if (opt->mps_pipe ? gy_mps_join(&mps, opt->mps_pipe, &err) : gy_mps_start(&mps, dir, &err)) {
             char name[GY_NAME_MAX];
             snprintf(name, sizeof name, "%s", shm.name);
             gy_close(&shm);
