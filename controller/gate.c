@@ -157,6 +157,7 @@ int gy_job_enter(gy_shm *shm, int priority, uint64_t timeout_ns, gy_job *job, gy
     job->priority = priority;
     job->entered_ns = gy_now_ns();
     job->deadline_ns = deadline_after(job->entered_ns, timeout_ns ? timeout_ns : seg->drain_timeout_ns);
+    job->next_reap_ns = job->entered_ns + REAP_INTERVAL_NS;
     job->active = true;
     return 0;
 }
@@ -193,7 +194,8 @@ enum gy_wait_result gy_job_wait_drained(gy_shm *shm, gy_job *job, uint64_t slice
     }
     uint64_t now = gy_now_ns();
     uint64_t slice_end = slice_ns ? now + slice_ns : UINT64_MAX;
-    uint64_t next_reap = now + REAP_INTERVAL_NS;
+    if (!job->next_reap_ns)
+        job->next_reap_ns = now + REAP_INTERVAL_NS;
     enum gy_wait_result result;
     gy_lock_and_recover(seg);
     for (;;) {
@@ -212,10 +214,10 @@ enum gy_wait_result gy_job_wait_drained(gy_shm *shm, gy_job *job, uint64_t slice
             return GY_WAIT_PENDING;
         }
         uint64_t until = job->deadline_ns < slice_end ? job->deadline_ns : slice_end;
-        if (until > next_reap)
-            until = next_reap;
+        if (until > job->next_reap_ns)
+            until = job->next_reap_ns;
         wait_and_recover(seg, seq, until > now ? until - now : 1);
-        reap_if_due(seg, &next_reap);
+        reap_if_due(seg, &job->next_reap_ns);
     }
     gy_unlock(seg);
     job->wait_ns = gy_now_ns() - job->entered_ns;

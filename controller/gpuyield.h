@@ -74,6 +74,10 @@ uint64_t gy_now_ns(void); /* CLOCK_MONOTONIC */
 /* Claim a slot for this process at priority 0..7. Fails with ENOSPC when the table is full. */
 int gy_register(gy_shm *shm, int priority, gy_err *err);
 void gy_unregister(gy_shm *shm);
+/* At a normal exit (atexit): free this process's slot at once, counting out its jobs and its
+ * in-flight mark, so nobody waits for a reap or a drain timeout. Leaves the handle itself alone:
+ * other threads of the exiting process may still read it. Only our own slot (same pid) goes. */
+void gy_release_at_exit(gy_shm *shm);
 /* Count out dead processes: their jobs, their slots. Returns how many were reaped. Safe to call
  * from anyone, at any time. */
 int gy_reap(gy_shm *shm);
@@ -123,6 +127,8 @@ typedef struct gy_job {
     uint64_t entered_ns; /* when the job was counted in */
     uint64_t deadline_ns;
     uint64_t wait_ns;    /* how long the drain wait took */
+    uint64_t next_reap_ns; /* when this job's wait reaps next: kept across slices, so a caller that
+                            * waits in short slices still reaps on schedule */
     bool drained;
     bool timed_out;
     bool corun;          /* the begin did not wait: the segment's policy is corun */

@@ -139,6 +139,20 @@ int gy_register(gy_shm *shm, int priority, gy_err *err)
     return 0;
 }
 
+void gy_release_at_exit(gy_shm *shm)
+{
+    int index = shm->slot;
+    if (!shm->seg || index < 0 || index >= GY_MAX_PROCS)
+        return;
+    struct gy_segment *seg = shm->seg;
+    struct gy_proc_slot *slot = &seg->procs[index];
+    gy_lock_and_recover(seg);
+    if (slot->pid == getpid() && atomic_load_explicit(&slot->state, memory_order_acquire) != GY_PROC_FREE)
+        free_slot_locked(seg, slot);
+    gy_unlock(seg);
+    gy_wake_all(seg);
+}
+
 void gy_unregister(gy_shm *shm)
 {
     if (shm->slot < 0)

@@ -27,6 +27,41 @@ static int lookup_identity(const char *name, dev_t *dev, ino_t *ino)
     return 1;
 }
 
+/* The open handles of this process, linked so that a normal exit frees their slots at once (a
+ * handle still referenced at exit is never deallocated). Touched with the GIL held, and by the
+ * C atexit handler after the interpreter is finalized. */
+static SegmentObject *open_handles;
+static bool exit_handler_installed;
+
+static void release_open_handles_at_exit(void)
+{
+    for (SegmentObject *h = open_handles; h; h = h->open_next)
+        if (h->open && h->owner_pid == getpid())
+            gy_release_at_exit(&h->shm);
+}
+
+static void link_open(SegmentObject *self)
+{
+    if (!exit_handler_installed)
+        exit_handler_installed = atexit(release_open_handles_at_exit) == 0;
+    self->open_prev = NULL;
+    self->open_next = open_handles;
+    if (open_handles)
+        open_handles->open_prev = self;
+    open_handles = self;
+}
+
+static void unlink_open(SegmentObject *self)
+{
+    if (self->open_prev)
+        self->open_prev->open_next = self->open_next;
+    else if (open_handles == self)
+        open_handles = self->open_next;
+    if (self->open_next)
+        self->open_next->open_prev = self->open_prev;
+    self->open_prev = self->open_next = NULL;
+}
+
 PyObject *gyp_segment_new(gy_shm *shm)
 {
     SegmentObject *self = PyObject_GC_New(SegmentObject, &gyp_SegmentType);
@@ -40,6 +75,7 @@ PyObject *gyp_segment_new(gy_shm *shm)
     self->busy = 0;
     self->dev = 0;
     self->ino = 0;
+    link_open(self);
     /* Recorded right after the open; a replacement in between is not told apart (documented). */
     lookup_identity(self->shm.name, &self->dev, &self->ino);
     for (int level = 0; level < GY_LEVELS; level++)
@@ -151,6 +187,7 @@ static void close_segment(SegmentObject *self)
         self->shm.slot = -1; /* never unregister the parent's slot from a forked child */
     /* Unregistering counts out every job this process still holds (begun ones included). */
     forget_begun_jobs(self);
+    unlink_open(self);
     gy_close(&self->shm);
     self->open = false;
 }

@@ -750,6 +750,42 @@ TEST(a_launch_from_a_late_thread_destructor_is_safe)
     setup_end(&s);
 }
 
+/* issue 19: a worker that launched (so it is marked in flight) and exits normally frees its slot
+ * at exit; a job begun right after is drained at once and nothing is reaped or timed out. Before,
+ * the slot stayed with work in flight until a reap noticed the death. */
+TEST(a_normal_exit_deregisters_at_once)
+{
+    struct setup s;
+    REQUIRE(setup_begin(&s, "exit", 2000000000ull));
+    char shm_env[96];
+    snprintf(shm_env, sizeof shm_env, "GPUYIELD_SHM=%s", s.tag);
+    const char *env[] = {shm_env, NULL}, *args[] = {"plain", "5", NULL};
+    struct worker w;
+    gy_shm shm;
+    gy_err err;
+    if (spawn(&s, &w, env, args)) {
+        CHECK(wait_exit(&w) == 0, "worker failed");
+        REQUIRE(gy_open(s.tag, &shm, &err) == 0, "%s", err.msg);
+        struct gy_status *st = calloc(1, sizeof *st);
+        REQUIRE(st && gy_status_read(&shm, st, &err) == 0, "%s", err.msg);
+        CHECK(st->nprocs == 0 && st->reaped == 0, "after a normal exit: %d processes registered, %llu reaped",
+              st->nprocs, (unsigned long long)st->reaped);
+        REQUIRE(gy_register(&shm, 1, &err) == 0, "%s", err.msg);
+        gy_job job;
+        REQUIRE(gy_begin(&shm, 1, &job, &err) == 0, "%s", err.msg);
+        CHECK(job.drained && !job.timed_out, "drained %d, timed out %d", job.drained, job.timed_out);
+        gy_job_exit(&shm, &job, &err);
+        REQUIRE(gy_status_read(&shm, st, &err) == 0, "%s", err.msg);
+        CHECK(st->total_drain_timeouts == 0 && st->reaped == 0, "%llu drain timeouts, %llu reaped",
+              (unsigned long long)st->total_drain_timeouts, (unsigned long long)st->reaped);
+        free(st);
+        gy_close(&shm);
+        if (gy_test_failures_in_current)
+            dump(&w);
+    }
+    setup_end(&s);
+}
+
 TEST(a_forked_child_registers_and_counts_for_itself)
 {
     struct setup s;

@@ -469,6 +469,37 @@ def test_process_killed_inside_a_job_is_reaped(segment, agents):
     assert doomed.pid not in [p["pid"] for p in status["processes"]]
 
 
+def test_normal_exit_deregisters_at_once(tags, agents):
+    """issue 19: a process that exits normally with work marked in flight frees its slot at exit:
+    the next job drains at once, with nothing reaped and no drain timeout."""
+    with gpuyield.create(tags(), drain_timeout_ms=2000) as seg:
+        low = agents(seg.name)
+        low("inflight")
+        low.send("exit")
+        assert low.reply() == "ok"
+        assert low.proc.wait(timeout=15) == 0
+        status = seg.status()
+        assert low.pid not in [p["pid"] for p in status["processes"]] and status["reaped"] == 0
+        with seg.job(1) as job:
+            assert job.drained and not job.timed_out
+        status = seg.status()
+        assert status["drain_timeouts"] == 0 and status["reaped"] == 0
+
+
+def test_begin_reaps_a_dead_lower_process_while_it_waits(tags, agents):
+    """issue 19: begin() waits in 50 ms slices; the reap must still come every 100 ms (each slice
+    used to restart the timer, so a killed lower process cost the whole drain timeout)."""
+    with gpuyield.create(tags(), drain_timeout_ms=2000) as seg:
+        low = agents(seg.name)
+        low("inflight")
+        os.kill(low.pid, signal.SIGKILL)
+        low.proc.wait()
+        with seg.job(1) as job:
+            assert job.drained and not job.timed_out
+        status = seg.status()
+        assert status["drain_timeouts"] == 0 and status["reaped"] == 1
+
+
 def test_reap_counts_out_a_dead_job_holder(segment, agents):
     doomed = agents(segment.name)
     doomed("begin 2")
