@@ -250,8 +250,11 @@ static void print_table(const struct gy_status *st)
            st->mps ? "under MPS" : "no MPS");
     for (int level = 0; level < GY_LEVELS; level++)
         printf(" %u", st->jobs[level]);
-    printf("\ndrain timeouts %llu, dead processes reaped %llu\n", (unsigned long long)st->total_drain_timeouts,
-           (unsigned long long)st->reaped);
+    printf("\ndrain timeouts %llu, dead processes reaped %llu, mutex waits given up %llu\n",
+           (unsigned long long)st->total_drain_timeouts, (unsigned long long)st->reaped,
+           (unsigned long long)st->lock_timeouts);
+    if (st->mutex_holder[0])
+        printf("the segment's mutex is held by %s: this snapshot was read without it\n", st->mutex_holder);
     printf("%8s %4s %-9s %12s %8s %8s %12s %8s %8s\n", "pid", "prio", "state", "launches", "graphs", "waits",
            "ms_blocked", "drains", "timeouts");
     for (int i = 0; i < st->nprocs; i++) {

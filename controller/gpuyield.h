@@ -43,8 +43,14 @@ int gy_create(const char *tag_or_name, uint64_t drain_timeout_ns, gy_shm *out, g
 int gy_open(const char *tag_or_name, gy_shm *out, gy_err *err);
 /* Unregister (if registered) and unmap. The segment itself stays. */
 void gy_close(gy_shm *shm);
-/* Unlink the segment by name. */
+/* Unlink the segment by name. A segment of ours that opens cleanly is first marked removed
+ * (GY_REMOVED_BIT): every process still attached finds it on its next launch's slow path. */
 int gy_remove(const char *tag_or_name, gy_err *err);
+/* True once the segment was removed (see gy_remove); read on slow paths only. */
+static inline bool gy_segment_removed(const gy_shm *shm)
+{
+    return atomic_load_explicit(&shm->seg->active_levels, memory_order_acquire) & GY_REMOVED_BIT;
+}
 
 /* ---- policy (segment.c) ----------------------------------------------------------------------- */
 /* What a begin does about lower-priority work already queued on the GPU. Both close the gate.
@@ -99,7 +105,8 @@ static inline bool gy_launch_allowed(const gy_shm *shm, int priority)
 
 /* The slow path: block until a launch at our effective priority is allowed: the registered one,
  * or the level of the highest job this process holds if that is higher (it never waits for its
- * own job, nor for peers at that level). Counts a wait and the time blocked in our slot, stores
+ * own job, nor for peers at that level), or until the segment is removed (gy_segment_removed:
+ * then the launch must not go ahead on it). Counts a wait and the time blocked in our slot, stores
  * the effective priority in *allowed_at (may be NULL) and returns the ns spent blocked. */
 uint64_t gy_wait_until_allowed(gy_shm *shm, int *allowed_at);
 
@@ -171,6 +178,10 @@ struct gy_status {
     bool mps;
     uint32_t jobs[GY_LEVELS];
     uint64_t job_epoch, total_drain_timeouts, reaped;
+    uint64_t lock_timeouts; /* lock attempts on the segment's mutex that gave up after their bound */
+    /* Empty when the snapshot took the mutex; else who held it past the bound (pid, thread,
+     * registered priority, STOPPED) or that it is corrupted. Plain text, no quotes. */
+    char mutex_holder[160];
     int nprocs;
     struct gy_status_proc procs[GY_MAX_PROCS];
 };

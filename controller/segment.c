@@ -207,6 +207,20 @@ int gy_remove(const char *tag_or_name, gy_err *err)
     char name[GY_NAME_MAX];
     if (gy_segment_name(tag_or_name, name, err))
         return -1;
+    /* Mark it first: hooked processes still attached must not go on launching ungated on a
+     * segment nobody can join any more (a new one of the same name may be made next). A segment
+     * that does not open cleanly (another user's, corrupted) is only unlinked. */
+    gy_shm old;
+    if (gy_open(name, &old, NULL) == 0) {
+        /* Under the mutex, so that no level update racing with us drops the bit; without it when
+         * the mutex cannot be had (a stopped holder): the bit still goes in. */
+        bool locked = gy_lock(old.seg) >= 0;
+        atomic_fetch_or_explicit(&old.seg->active_levels, GY_REMOVED_BIT, memory_order_seq_cst);
+        if (locked)
+            gy_unlock(old.seg);
+        gy_wake_all(old.seg);
+        gy_close(&old);
+    }
     if (shm_unlink(name) != 0) {
         int e = errno;
         if (e == ENOENT)

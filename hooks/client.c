@@ -180,6 +180,9 @@ void gy_client_block(void)
         gy_range_push("preemption");
         gy_wait_until_allowed(&gy_client.shm, &allowed_at);
         gy_range_pop();
+        if (gy_segment_removed(&gy_client.shm))
+            die("stops: its segment was removed while it ran (expcontroller remove, or its experiment ended)",
+                "no launch goes ahead ungated; restart the worker to join the experiment's new segment");
         atomic_fetch_add_explicit(&gy_client.entered, 1, memory_order_seq_cst);
         gy_mark_inflight(&gy_client.shm);
         /* allowed_at is above our priority while this process holds a job above it (begun through

@@ -379,10 +379,14 @@ static PyObject *status_dict(const struct gy_status *st)
         PyList_SET_ITEM(procs, i, proc);
     }
     /* Same keys, same order as gy_status_json (`expcontroller status --json`). */
-    return Py_BuildValue("{s:s,s:s,s:O,s:N,s:K,s:K,s:K,s:N}", "segment", st->name, "policy",
+    PyObject *holder = st->mutex_holder[0] ? PyUnicode_FromString(st->mutex_holder) : (Py_INCREF(Py_None), Py_None);
+    if (!holder)
+        goto fail;
+    return Py_BuildValue("{s:s,s:s,s:O,s:N,s:K,s:K,s:K,s:K,s:N,s:N}", "segment", st->name, "policy",
                          gy_policy_name(st->policy), "mps", st->mps ? Py_True : Py_False, "jobs", jobs, "job_epoch",
                          (unsigned long long)st->job_epoch, "drain_timeouts",
                          (unsigned long long)st->total_drain_timeouts, "reaped", (unsigned long long)st->reaped,
+                         "lock_timeouts", (unsigned long long)st->lock_timeouts, "mutex_holder", holder,
                          "processes", procs);
 fail:
     Py_XDECREF(jobs);
@@ -419,7 +423,8 @@ PyDoc_STRVAR(status_doc,
              "status($self, /)\n--\n\n"
              "A snapshot of the segment as a dict with exactly the fields of\n"
              "`expcontroller status --json`: segment (name), jobs (8 counts, one per priority),\n"
-             "policy ('drain' or 'corun'), mps, job_epoch, drain_timeouts, reaped, and processes: a list of dicts with pid, priority,\n"
+             "policy ('drain' or 'corun'), mps, job_epoch, drain_timeouts, reaped, lock_timeouts, mutex_holder\n"
+             "(None, or who held the segment's mutex past its bound), and processes: a list of dicts with pid, priority,\n"
              "state ('running', 'blocked', 'draining'), inflight, launches, graph_launches,\n"
              "sync_points, waits, blocked_ns, drains, drain_timeouts. Works on a removed segment\n"
              "too (it reads the memory this process still maps). Raises gpuyield.Error(EPROTO)\n"

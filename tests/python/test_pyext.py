@@ -544,7 +544,9 @@ def test_status_has_the_fields_of_the_json_status(segment, agents):
     agents(segment.name, GPUYIELD_PRIORITY=1)("inflight")
     segment.begin(4, wait=False)  # the agent never drains: do not wait for it
     status = segment.status()
-    assert list(status) == ["segment", "policy", "mps", "jobs", "job_epoch", "drain_timeouts", "reaped", "processes"]
+    assert list(status) == ["segment", "policy", "mps", "jobs", "job_epoch", "drain_timeouts", "reaped",
+                            "lock_timeouts", "mutex_holder", "processes"]
+    assert status["lock_timeouts"] == 0 and status["mutex_holder"] is None
     assert status["segment"] == segment.name and status["job_epoch"] == 1
     assert status["policy"] == "drain" and status["mps"] is False
     assert [list(p) for p in status["processes"]] == [PROC_KEYS, PROC_KEYS]
