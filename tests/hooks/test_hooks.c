@@ -786,6 +786,58 @@ TEST(a_normal_exit_deregisters_at_once)
     setup_end(&s);
 }
 
+static uint64_t launches_of(gy_shm *shm, int pid)
+{
+    uint64_t n = 0;
+    for (int i = 0; i < GY_MAX_PROCS; i++)
+        if (atomic_load(&shm->seg->procs[i].state) != GY_PROC_FREE && shm->seg->procs[i].pid == pid)
+            n += atomic_load(&shm->seg->procs[i].counters.launches);
+    return n;
+}
+
+/* issue 19: `remove` then `create` of the same tag while a hooked worker launches. The worker
+ * must not go on launching ungated on the removed segment beside a job of the new one: it stops
+ * at its next launch with one line (exit 2), at most the launch already past the gate after. */
+TEST(a_removed_segment_stops_its_hooked_workers)
+{
+    struct setup s;
+    REQUIRE(setup_begin(&s, "removed", 2000000000ull));
+    char shm_env[96];
+    snprintf(shm_env, sizeof shm_env, "GPUYIELD_SHM=%s", s.tag);
+    const char *env[] = {shm_env, NULL}, *args[] = {"spin", "1000", "5", "30", NULL};
+    struct worker w;
+    gy_shm old, fresh;
+    gy_err err;
+    REQUIRE(gy_open(s.tag, &old, &err) == 0, "%s", err.msg);
+    if (spawn(&s, &w, env, args)) {
+        uint64_t until = gy_now_ns() + 30000000000ull;
+        while (launches_of(&old, w.pid) == 0 && gy_now_ns() < until)
+            usleep(2000);
+        CHECK(launches_of(&old, w.pid) > 0, "the worker never launched");
+        REQUIRE(gy_remove(s.tag, &err) == 0, "%s", err.msg);
+        uint64_t before = launches_of(&old, w.pid); /* the gate is marked closed from here on */
+        REQUIRE(gy_create(s.tag, 2000000000ull, &fresh, &err) == 0, "%s", err.msg);
+        int rc = wait_exit(&w);
+        uint64_t after = launches_of(&old, w.pid);
+        CHECK(rc == 2, "worker ended with %d, not 2 (it went on launching on the removed segment)", rc);
+        CHECK(after <= before + 1, "%llu launches on the removed segment after its removal",
+              (unsigned long long)(after - before));
+        char *text = slurp(w.err);
+        CHECK(text && strstr(text, "segment was removed") && count_lines(text) == 1, "stderr: %s", text ? text : "");
+        free(text);
+        REQUIRE(gy_register(&fresh, 1, &err) == 0, "%s", err.msg);
+        gy_job job;
+        REQUIRE(gy_begin(&fresh, 1, &job, &err) == 0, "%s", err.msg);
+        CHECK(job.drained && !job.timed_out);
+        gy_job_exit(&fresh, &job, &err);
+        gy_close(&fresh);
+        if (gy_test_failures_in_current)
+            dump(&w);
+    }
+    gy_close(&old);
+    setup_end(&s);
+}
+
 TEST(a_forked_child_registers_and_counts_for_itself)
 {
     struct setup s;
