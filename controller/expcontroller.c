@@ -99,7 +99,7 @@ static int parse_options(int argc, char **argv, const char *command, struct opti
             if (optarg) {
                 errno = 0;
                 opt->watch_s = strtod(optarg, &end);
-                if (errno || *end || opt->watch_s < 0.05 || opt->watch_s > 3600)
+                if (errno || *end || end == optarg || !(opt->watch_s >= 0.05 && opt->watch_s <= 3600)) /* NaN too */
                     return usage_error("--watch takes seconds between 0.05 and 3600, not '%s'", optarg);
             }
             break;

@@ -77,6 +77,9 @@ uint64_t gy_now_ns(void); /* CLOCK_MONOTONIC */
 
 /* ---- registration and reaping (registry.c) --------------------------------------------------- */
 
+/* $GPUYIELD_PRIORITY's rule (priority.c): NULL (unset) gives 0; otherwise decimal digits only
+ * with a value in 0..7: "" , " 1", "+1", "8" are refused. 0, or -1 when refused. */
+int gy_priority_parse(const char *text, int *out);
 /* Claim a slot for this process at priority 0..7. Fails with ENOSPC when the table is full. */
 int gy_register(gy_shm *shm, int priority, gy_err *err);
 void gy_unregister(gy_shm *shm);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "gpuyield.h"
 
 #define die gy_config_die
 
@@ -78,11 +79,10 @@ static void load(void)
             "name, or unset it to run without gating",
             (int)getpid());
     config.shm = shm;
-    unsigned long p = 0;
-    if (priority && !parse_ulong(priority, 0, 7, &p))
-        die("gpuyield: GPUYIELD_PRIORITY=\"%s\" is invalid (pid %d): use an integer 0..7 (higher wins)",
+    if (gy_priority_parse(priority, &config.priority))
+        die("gpuyield: GPUYIELD_PRIORITY=\"%s\" is invalid (pid %d): use an integer 0..7 (higher wins), or unset "
+            "it (default 0)",
             priority, (int)getpid());
-    config.priority = (int)p;
     parse_mode(mode);
     const char *verbose = getenv("GPUYIELD_VERBOSE");
     if (verbose && strcmp(verbose, "0") != 0 && strcmp(verbose, "1") != 0)

@@ -139,20 +139,12 @@ int gyp_segment_check_present(SegmentObject *self)
 static int registration_priority(int *out)
 {
     const char *env = getenv("GPUYIELD_PRIORITY");
-    if (!env || !*env) {
-        *out = 0;
-        return 0;
-    }
-    char *end;
-    errno = 0;
-    long value = strtol(env, &end, 10);
-    if (errno || *end || end == env || value < 0 || value >= GY_LEVELS) {
+    if (gy_priority_parse(env, out)) {
         gyp_raise(EINVAL, "GPUYIELD_PRIORITY='%.40s' is not a priority: set it to an integer in 0..%d, or unset it "
                           "(default 0)",
                   env, GY_LEVELS - 1);
         return -1;
     }
-    *out = (int)value;
     return 0;
 }
 

@@ -86,7 +86,9 @@ class JobCsv:
     """CSV of one row per job, each row written whole with one write() when its job ends."""
 
     def __init__(self, path):
-        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_CLOEXEC, 0o644)
+        # Never through a link planted at the name (O_NOFOLLOW): it would write wherever it points.
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW,
+                          0o644)
         os.write(self.fd, CSV_HEADER.encode())
 
     def write(self, job, start_ns, end_ns, drain_wait_ns=0, drained=-1, mem_peak=0, mem_reserved_peak=0):

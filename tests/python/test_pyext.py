@@ -700,6 +700,15 @@ def test_priority_errors(segment):
     assert jobs(segment) == [0] * 8 and not segment.registered
 
 
+@pytest.mark.parametrize("value", ["", " 1", "+1", "8", "1 "])
+def test_priority_from_environment_one_rule_with_the_hook(tags, agents, value):
+    """issue 19: GPUYIELD_PRIORITY="" (and any form the hook refuses) is refused here too."""
+    with gpuyield.create(tags()) as seg:
+        agent = agents(seg.name, GPUYIELD_PRIORITY=value)
+        answer = agent.send("register") or agent.reply()
+        assert answer.startswith("err ArgumentError") and "GPUYIELD_PRIORITY" in answer, answer
+
+
 def test_closed_segment_errors(segment):
     job = segment.begin(2)
     segment.close()
