@@ -57,6 +57,9 @@ for line in sys.stdin:
             gpuyield.setMem(int(args[0]), args[1].encode()); out = ""
         elif cmd == "waitempty":
             gpuyield.waitForEmptyGPU(); out = ""
+        elif cmd == "pin":  # a daemon thread keeps seg referenced: it is never deallocated at exit
+            import threading, time
+            threading.Thread(target=lambda s=seg: time.sleep(3600), daemon=True).start(); out = ""
         elif cmd == "exit":
             print("ok", flush=True); break
         else:
@@ -475,6 +478,7 @@ def test_normal_exit_deregisters_at_once(tags, agents):
     with gpuyield.create(tags(), drain_timeout_ms=2000) as seg:
         low = agents(seg.name)
         low("inflight")
+        low("pin")  # so that no deallocation at exit frees the slot: only the exit handler does
         low.send("exit")
         assert low.reply() == "ok"
         assert low.proc.wait(timeout=15) == 0
