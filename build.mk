@@ -16,6 +16,11 @@ CFLAGS := $(BASE_CFLAGS) $(SAN_FLAGS) -Icontroller
 LDFLAGS := $(SAN_FLAGS) -pthread
 ALL :=
 CONTROLLER_LIB := $(O)/lib/libgycontrol.a
+# The one place the version lives; controller/version.c turns it into gy_version().
+GY_VERSION := $(shell cat VERSION)
+ifeq ($(shell grep -Ex '[0-9]+\.[0-9]+\.[0-9]+' VERSION),)
+$(error VERSION must hold one line MAJOR.MINOR.PATCH, not '$(GY_VERSION)')
+endif
 
 # make.sh passes CUDA_HOME only for a toolkit that has cuda.h; say so if a direct call does not.
 ifneq ($(CUDA_HOME),)

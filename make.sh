@@ -11,8 +11,9 @@ ROOT=$PWD
 
 # Build-time dependencies (Debian names): compiler and make, jansson (run_exp's JSON), SQLite
 # (nsight-parser), Python headers (the extension), pytest, matplotlib and numpy (tests, plots),
-# clang with its sanitizer/fuzzer runtimes (fuzz targets).
-DEBIAN_PACKAGES="build-essential pkg-config libjansson-dev libsqlite3-dev python3 python3-dev python3-pytest python3-matplotlib python3-numpy clang libclang-rt-dev"
+# setuptools, wheel and venv (`pip install --no-build-isolation .` offline, and its test), PyYAML (the deploy/
+# manifests' test), clang with its sanitizer/fuzzer runtimes (fuzz targets).
+DEBIAN_PACKAGES="build-essential pkg-config libjansson-dev libsqlite3-dev python3 python3-dev python3-pytest python3-matplotlib python3-numpy python3-setuptools python3-wheel python3-venv python3-yaml clang libclang-rt-dev"
 
 # A usable CUDA toolkit has an nvcc that runs and the driver and runtime API headers. Tried in
 # order: $CUDA_HOME (CUDA_HOME=none skips CUDA), the toolkit of the nvcc on PATH, /usr/local/cuda.
@@ -30,12 +31,24 @@ find_cuda() {
     done
 }
 
-# The Python the user runs builds the extension; tests need one that also has pytest.
+# The interpreters tried, in order: $PYTHON (then the only one), else the python3 on PATH (a pyenv,
+# conda or venv one) and the system's /usr/bin/python3 (where Debian's packages go).
+python_candidates() {
+    if [ -n "${PYTHON:-}" ]; then echo "$PYTHON"; return; fi
+    local seen="" py exe
+    for py in python3 /usr/bin/python3; do
+        exe=$("$py" -c 'import sys; print(sys.executable)' 2>/dev/null) || continue
+        case " $seen " in *" $exe "*) continue ;; esac
+        seen="$seen $exe"; echo "$exe"
+    done
+}
+has_python_headers() { "$1" -c 'import os, sysconfig; os.stat(sysconfig.get_paths()["include"] + "/Python.h")' >/dev/null 2>&1; }
+# The first candidate that has the C headers and imports every module named.
 pick_python() {
-    local want=${1:-}
-    for py in ${PYTHON:-} python3 /usr/bin/python3; do
-        command -v "$py" >/dev/null 2>&1 || continue
-        if [ -z "$want" ] || "$py" -c "import $want" >/dev/null 2>&1; then echo "$py"; return; fi
+    local py modules; modules=$(IFS=,; echo "$*")
+    for py in $(python_candidates); do
+        has_python_headers "$py" || continue
+        if [ -z "$modules" ] || "$py" -c "import $modules" >/dev/null 2>&1; then echo "$py"; return; fi
     done
 }
 
@@ -54,15 +67,33 @@ build_python_ext() {
     PYTHON_BIN="$py" bash pyext/build_ext.sh "$ROOT/build"
 }
 
-# So that `import gpuyield` works for that interpreter without PYTHONPATH.
-install_pth() {
-    local py=$1 dir
-    dir=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-    if mkdir -p "$dir" 2>/dev/null && echo "$ROOT/build/python" > "$dir/gpuyield.pth" 2>/dev/null; then
-        echo "make.sh: built; 'import gpuyield' works for $py ($dir/gpuyield.pth)"
-    else
-        echo "make.sh: built; to import gpuyield: export PYTHONPATH=$ROOT/build/python"
+# The package goes into build/python for every candidate interpreter with C headers (run_exp's
+# workers may run under another one than the plots). Nothing is written outside build/: to import
+# it, `pip install .` or PYTHONPATH=build/python. build/bin/gpuyield-python runs the interpreter
+# chosen for the plots (the first with matplotlib and numpy) with build/python on its path.
+build_python_package() {
+    local py built="" plot_py
+    for py in $(python_candidates); do
+        has_python_headers "$py" || continue
+        build_python_ext "$py" && built="$built $py"
+    done
+    if [ -z "$built" ]; then
+        echo "make.sh: no python3 with its C headers (Python.h): the gpuyield Python package is not built; run ./make.sh deps (Debian: python3-dev)" >&2
+        return 1
     fi
+    plot_py=$(pick_python matplotlib numpy)
+    [ -n "$plot_py" ] || plot_py=${built# }; plot_py=${plot_py%% *}
+    cat > build/bin/gpuyield-python <<EOS
+#!/bin/sh
+# Written by make.sh: the Python it built the gpuyield package for, with build/python on its path.
+PYTHONPATH="$ROOT/build/python\${PYTHONPATH:+:\$PYTHONPATH}" exec "$plot_py" "\$@"
+EOS
+    chmod +x build/bin/gpuyield-python
+    echo "make.sh: Python package built into build/python for$built"
+    echo "make.sh: build/bin/gpuyield-python runs $plot_py with it (plots: build/bin/gpuyield-python -m gpuyield.plot ...);"
+    echo "         elsewhere: PYTHONPATH=$ROOT/build/python, or install it: python3 -m pip install ."
+    "$plot_py" -c 'import matplotlib, numpy' >/dev/null 2>&1 ||
+        echo "make.sh: note: $plot_py has no matplotlib/numpy, which plots need: ./make.sh deps (Debian: python3-matplotlib python3-numpy)"
 }
 
 run_suites() {
@@ -103,8 +134,7 @@ run_suites() {
 case "${1:-build}" in
     build|"")
         build
-        py=$(pick_python)
-        if [ -n "$py" ]; then build_python_ext "$py" && install_pth "$py"; fi
+        build_python_package
         ;;
     test)
         build; build asan; build tsan
@@ -118,7 +148,9 @@ case "${1:-build}" in
             as_root=(sudo DEBIAN_FRONTEND=noninteractive)
         fi
         echo "make.sh: installing $DEBIAN_PACKAGES"
-        "${as_root[@]}" apt-get update -q && "${as_root[@]}" apt-get install -y -q $DEBIAN_PACKAGES
+        # Another apt (unattended-upgrades on a fresh machine) may hold the lock: wait for it.
+        apt_cmd=(apt-get -o DPkg::Lock::Timeout=300)
+        "${as_root[@]}" "${apt_cmd[@]}" update -q && "${as_root[@]}" "${apt_cmd[@]}" install -y -q $DEBIAN_PACKAGES
         ;;
     clean) rm -rf build ;;
     *) echo "usage: ./make.sh [build|test|suites|deps|clean]" >&2; exit 2 ;;

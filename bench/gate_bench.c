@@ -4,6 +4,7 @@
  * Prints one JSON object; medians of several repetitions. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "gpuyield.h"
@@ -22,8 +23,19 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    /* It takes no arguments: --help (or anything else) must not start a 10 s benchmark. */
+    if (argc > 1) {
+        bool help = !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h");
+        if (!strcmp(argv[1], "--version")) {
+            printf("gate-bench (gpuyield) %s\n", gy_version());
+            return 0;
+        }
+        fprintf(help ? stdout : stderr, "%susage: gate-bench   (no arguments; prints one JSON object)\n",
+                help ? "" : "gate-bench: it takes no arguments\n");
+        return help ? 0 : 2;
+    }
     char tag[64];
     snprintf(tag, sizeof tag, "bench-gate-%d", getpid());
     gy_shm shm, lower;

@@ -1,6 +1,8 @@
 # The controller library (static, linked by everything) and expcontroller.
 CONTROLLER_SRC := $(filter-out controller/expcontroller.c,$(wildcard controller/*.c))
 # CONTROLLER_LIB is defined in build.mk (other fragments may be read first)
+$(O)/obj/controller/version.o: CFLAGS += -DGY_VERSION='"$(GY_VERSION)"'
+$(O)/obj/controller/version.o: VERSION
 
 $(CONTROLLER_LIB): $(CONTROLLER_SRC:%.c=$(O)/obj/%.o)
 	@mkdir -p $(dir $@)

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "gpuyield.h"
+#include "metrics.h"
 #include "mps_daemon.h"
 
 #define EXIT_RUNTIME 1
@@ -22,16 +23,22 @@ static const char usage_text[] =
     "                                                create a segment, print its name\n"
     "  serve  [--name TAG] [--drain-timeout-ms MS] [--policy drain|corun]\n"
     "         [--mps [--mps-dir DIR] | --mps-pipe DIR]\n"
+    "         [--metrics [ADDR:]PORT] [--metrics-textfile PATH]\n"
     "                                                create it if absent, reap dead processes,\n"
     "                                                remove it on SIGINT/SIGTERM; --mps starts an MPS\n"
     "                                                daemon for it (pipes and logs in DIR, private:\n"
     "                                                made 0700; default gpuyield-mps-<uid>-<tag> in\n"
     "                                                $XDG_RUNTIME_DIR if yours, else /tmp) and quits\n"
     "                                                it at the end; --mps-pipe joins a running one. Policy\n"
-    "                                                default: corun with MPS, else drain\n"
+    "                                                default: corun with MPS, else drain.\n"
+    "                                                --metrics serves GET /metrics (Prometheus text) on\n"
+    "                                                PORT of 127.0.0.1, or of ADDR (0.0.0.0: every\n"
+    "                                                interface); --metrics-textfile rewrites PATH every\n"
+    "                                                second for node_exporter's textfile collector\n"
     "  status [--name TAG] [--json] [--watch [SEC]]  processes and jobs in progress\n"
     "  remove [--name TAG]                           remove a segment\n"
     "  clean                                         remove your segments whose creator is dead\n"
+    "  --version                                     print the gpuyield version\n"
     "TAG defaults to $GPUYIELD_SHM, else \"" GY_DEFAULT_TAG "\"; a full name /gpuyield-<uid>-<tag> works too.\n";
 
 static int usage_error(const char *fmt, const char *arg)
@@ -51,6 +58,8 @@ struct options {
     bool mps;             /* serve: start a daemon */
     const char *mps_dir;  /* serve --mps: its directories */
     const char *mps_pipe; /* serve: join the daemon of this pipe directory */
+    const char *metrics;  /* serve: [ADDR:]PORT to answer GET /metrics on */
+    const char *metrics_textfile; /* serve: a file to keep the metrics in */
 };
 
 static volatile sig_atomic_t stop_requested;
@@ -68,6 +77,7 @@ static int parse_options(int argc, char **argv, const char *command, struct opti
         {"watch", optional_argument, NULL, 'w'},     {"drain-timeout-ms", required_argument, NULL, 't'},
         {"policy", required_argument, NULL, 'p'},    {"mps", no_argument, NULL, 'm'},
         {"mps-dir", required_argument, NULL, 'd'},   {"mps-pipe", required_argument, NULL, 'P'},
+        {"metrics", required_argument, NULL, 'M'},   {"metrics-textfile", required_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},            {NULL, 0, NULL, 0},
     };
     bool is_status = strcmp(command, "status") == 0;
@@ -134,6 +144,18 @@ static int parse_options(int argc, char **argv, const char *command, struct opti
             else
                 opt->mps_pipe = optarg;
             break;
+        case 'M':
+        case 'T':
+            if (strcmp(command, "serve") != 0)
+                return usage_error("--metrics and --metrics-textfile go with 'serve', not '%s'", command);
+            if (c == 'M')
+                opt->metrics = optarg;
+            else if (!*optarg)
+                return usage_error("%s", "--metrics-textfile is empty: give a file path (e.g. "
+                                         "/var/lib/node_exporter/gpuyield.prom)");
+            else
+                opt->metrics_textfile = optarg;
+            break;
         case 'h':
             fputs(usage_text, stdout);
             exit(0);
@@ -180,17 +202,47 @@ static int cmd_create(const struct options *opt)
     return 0;
 }
 
+/* What GET /metrics and the textfile show: a fresh snapshot each time. */
+static const char *render_metrics(void *ctx)
+{
+    static struct gy_status st;
+    static char text[512 * 1024];
+    gy_err err;
+    if (gy_status_read(ctx, &st, &err)) {
+        snprintf(text, sizeof text, "# gpuyield: %s\n", err.msg);
+        return text;
+    }
+    gy_metrics_text(&st, text, sizeof text);
+    return text;
+}
+
 static int cmd_serve(const struct options *opt)
 {
     gy_shm shm;
     gy_err err;
     bool created = true;
+    /* The port first: a bad address or a taken port leaves no segment behind. */
+    gy_metrics_http http = {.fd = -1};
+    if (opt->metrics && gy_metrics_http_listen(&http, opt->metrics, &err)) {
+        if (err.code == EINVAL)
+            return usage_error("%s", err.msg);
+        return fail(&err);
+    }
     if (gy_create(opt->name, opt->drain_timeout_ns, &shm, &err)) {
-        if (err.code != EEXIST)
+        if (err.code != EEXIST || gy_open(opt->name, &shm, &err)) {
+            gy_metrics_http_close(&http);
             return fail(&err);
-        if (gy_open(opt->name, &shm, &err))
-            return fail(&err);
+        }
         created = false;
+    }
+    if (opt->metrics_textfile && gy_metrics_write_file(opt->metrics_textfile, render_metrics(&shm), &err)) {
+        char name[GY_NAME_MAX];
+        snprintf(name, sizeof name, "%s", shm.name);
+        gy_close(&shm);
+        if (created)
+            gy_remove(name, NULL);
+        gy_metrics_http_close(&http);
+        return fail(&err);
     }
     struct sigaction sa = {.sa_handler = on_stop_signal};
     sigemptyset(&sa.sa_mask);
@@ -209,6 +261,9 @@ static int cmd_serve(const struct options *opt)
             gy_close(&shm);
             if (created)
                 gy_remove(name, NULL);
+            gy_metrics_http_close(&http);
+            if (opt->metrics_textfile)
+                unlink(opt->metrics_textfile);
             return fail(&err);
         }
         fprintf(stderr, "expcontroller: MPS daemon %s %s: give workers CUDA_MPS_PIPE_DIRECTORY=%s\n",
@@ -220,14 +275,34 @@ static int cmd_serve(const struct options *opt)
     fprintf(stderr, "expcontroller: serving %s (%s, policy %s%s); reaping dead processes every 200 ms; Ctrl-C removes it\n",
             shm.name, created ? "created" : "already existed", gy_policy_name(gy_get_policy(&shm)),
             gy_get_mps(&shm) ? ", under MPS" : "");
+    if (http.fd >= 0)
+        fprintf(stderr, "expcontroller: metrics at http://%s/metrics\n", http.bound);
     fflush(stdout);
+    uint64_t next_reap = 0, next_textfile = 0;
     while (!stop_requested) {
-        int reaped = gy_reap(&shm);
-        if (reaped)
-            fprintf(stderr, "expcontroller: reaped %d dead process%s\n", reaped, reaped == 1 ? "" : "es");
-        struct timespec ts = {0, 200000000};
-        nanosleep(&ts, NULL);
+        uint64_t now = gy_now_ns();
+        if (now >= next_reap) {
+            int reaped = gy_reap(&shm);
+            if (reaped)
+                fprintf(stderr, "expcontroller: reaped %d dead process%s\n", reaped, reaped == 1 ? "" : "es");
+            next_reap = now + 200000000ull;
+        }
+        if (opt->metrics_textfile && now >= next_textfile) {
+            if (gy_metrics_write_file(opt->metrics_textfile, render_metrics(&shm), &err))
+                fprintf(stderr, "expcontroller: %s\n", err.msg); /* a full disk now and then: keep serving */
+            next_textfile = now + 1000000000ull;
+        }
+        int wait_ms = (int)((next_reap - now) / 1000000ull) + 1;
+        if (http.fd >= 0) {
+            gy_metrics_http_poll(&http, wait_ms, render_metrics, &shm); /* a signal ends the poll */
+        } else {
+            struct timespec ts = {0, (long)wait_ms * 1000000L};
+            nanosleep(&ts, NULL);
+        }
     }
+    gy_metrics_http_close(&http);
+    if (opt->metrics_textfile)
+        unlink(opt->metrics_textfile); /* the segment goes: so do its metrics */
     char name[GY_NAME_MAX];
     snprintf(name, sizeof name, "%s", shm.name);
     gy_close(&shm);
@@ -380,6 +455,10 @@ int main(int argc, char **argv)
     const char *command = argv[1];
     if (!strcmp(command, "-h") || !strcmp(command, "--help") || !strcmp(command, "help")) {
         fputs(usage_text, stdout);
+        return 0;
+    }
+    if (!strcmp(command, "--version")) {
+        printf("expcontroller (gpuyield) %s\n", gy_version());
         return 0;
     }
     static const char *const commands[] = {"create", "serve", "status", "remove", "clean"};

@@ -6,8 +6,14 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "segment_layout.h"
+
+/* ---- version (version.c) -------------------------------------------------------------------- */
+
+/* "MAJOR.MINOR.PATCH", from the top-level VERSION file. */
+const char *gy_version(void);
 
 /* ---- errors ---------------------------------------------------------------------------- */
 
@@ -71,6 +77,9 @@ bool gy_get_mps(const gy_shm *shm);
 
 /* starttime of /proc/<pid>/stat (clock ticks since boot), 0 if the process does not exist. */
 uint64_t gy_proc_start_time(int pid);
+/* Its name for status and metrics: $GPUYIELD_MODEL of its environment, else /proc/PID/comm;
+ * "" when neither can be read (proc_name.c). */
+void gy_proc_name(int pid, char *out, size_t len);
 /* True while the process (pid, start_time) is the same live process. */
 bool gy_proc_alive(int pid, uint64_t start_time);
 uint64_t gy_now_ns(void); /* CLOCK_MONOTONIC */
@@ -171,12 +180,14 @@ struct gy_status_proc {
     int pid;
     int priority;
     const char *state; /* "running", "blocked", "draining" */
+    char name[64];     /* gy_proc_name(): the model or command name, "" if unknown */
     bool inflight;
     uint64_t launches, graph_launches, sync_points, waits, blocked_ns, drains, drain_timeouts;
 };
 
 struct gy_status {
     char name[GY_NAME_MAX];
+    struct timespec taken; /* CLOCK_REALTIME when the snapshot was read */
     enum gy_policy policy;
     bool mps;
     uint32_t jobs[GY_LEVELS];
@@ -192,6 +203,8 @@ struct gy_status {
 /* A consistent snapshot; every field read from the segment is range-checked (a corrupt segment
  * gives -1 and an error, never a crash). */
 int gy_status_read(gy_shm *shm, struct gy_status *out, gy_err *err);
+/* "2026-11-23T16:55:01.123Z" (UTC). */
+void gy_rfc3339(const struct timespec *when, char *out, size_t len);
 /* One JSON object, as `expcontroller status --json` prints it. Returns bytes written (or that
  * would be written, snprintf-style). */
 int gy_status_json(const struct gy_status *st, char *buf, size_t len);

@@ -72,6 +72,9 @@ int gy_status_read(gy_shm *shm, struct gy_status *out, gy_err *err)
     }
     if (locked)
         gy_unlock(seg);
+    clock_gettime(CLOCK_REALTIME, &out->taken);
+    for (int i = 0; i < out->nprocs && bad_slot == -1; i++) /* /proc reads outside the mutex */
+        gy_proc_name(out->procs[i].pid, out->procs[i].name, sizeof out->procs[i].name);
     if (bad_slot >= 0) {
         const struct gy_proc_slot *slot = &seg->procs[bad_slot];
         return gy_fail(err, EPROTO,
@@ -88,16 +91,44 @@ int gy_status_read(gy_shm *shm, struct gy_status *out, gy_err *err)
     return 0;
 }
 
+/* A JSON string body: quotes, backslashes and control characters escaped. */
+static void json_escape(const char *in, char *out, size_t len)
+{
+    size_t o = 0;
+    for (; *in && o + 7 < len; in++) {
+        unsigned char c = (unsigned char)*in;
+        if (c == '"' || c == '\\')
+            o += (size_t)snprintf(out + o, len - o, "\\%c", c);
+        else if (c < 0x20)
+            o += (size_t)snprintf(out + o, len - o, "\\u%04x", c);
+        else
+            out[o++] = (char)c;
+    }
+    out[o] = '\0';
+}
+
+/* RFC 3339 UTC with milliseconds: 2026-11-23T16:55:01.123Z */
+void gy_rfc3339(const struct timespec *when, char *out, size_t len)
+{
+    struct tm tm;
+    gmtime_r(&when->tv_sec, &tm);
+    char day[32];
+    strftime(day, sizeof day, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out, len, "%s.%03ldZ", day, when->tv_nsec / 1000000L);
+}
+
 int gy_status_json(const struct gy_status *st, char *buf, size_t len)
 {
     size_t used = 0;
+    char stamp[48], name[sizeof st->procs[0].name * 6 + 8];
+    gy_rfc3339(&st->taken, stamp, sizeof stamp);
 #define EMIT(...)                                                                                        \
     do {                                                                                                 \
         int n_ = snprintf(used < len ? buf + used : NULL, used < len ? len - used : 0, __VA_ARGS__);     \
         used += n_ > 0 ? (size_t)n_ : 0;                                                                 \
     } while (0)
-    EMIT("{\"segment\": \"%s\", \"policy\": \"%s\", \"mps\": %s, \"jobs\": [", st->name, gy_policy_name(st->policy),
-         st->mps ? "true" : "false");
+    EMIT("{\"segment\": \"%s\", \"timestamp\": \"%s\", \"policy\": \"%s\", \"mps\": %s, \"jobs\": [", st->name, stamp,
+         gy_policy_name(st->policy), st->mps ? "true" : "false");
     for (int level = 0; level < GY_LEVELS; level++)
         EMIT("%s%u", level ? ", " : "", st->jobs[level]);
     EMIT("], \"job_epoch\": %llu, \"drain_timeouts\": %llu, \"reaped\": %llu, \"lock_timeouts\": %llu, "
@@ -107,10 +138,11 @@ int gy_status_json(const struct gy_status *st, char *buf, size_t len)
     EMIT(st->mutex_holder[0] ? "\"%s\", \"processes\": [" : "null%s, \"processes\": [", st->mutex_holder);
     for (int i = 0; i < st->nprocs; i++) {
         const struct gy_status_proc *p = &st->procs[i];
-        EMIT("%s{\"pid\": %d, \"priority\": %d, \"state\": \"%s\", \"inflight\": %s, \"launches\": %llu, "
+        json_escape(p->name, name, sizeof name);
+        EMIT("%s{\"pid\": %d, \"name\": \"%s\", \"priority\": %d, \"state\": \"%s\", \"inflight\": %s, \"launches\": %llu, "
              "\"graph_launches\": %llu, \"sync_points\": %llu, \"waits\": %llu, \"blocked_ns\": %llu, "
              "\"drains\": %llu, \"drain_timeouts\": %llu}",
-             i ? ", " : "", p->pid, p->priority, p->state, p->inflight ? "true" : "false",
+             i ? ", " : "", p->pid, name, p->priority, p->state, p->inflight ? "true" : "false",
              (unsigned long long)p->launches, (unsigned long long)p->graph_launches,
              (unsigned long long)p->sync_points, (unsigned long long)p->waits, (unsigned long long)p->blocked_ns,
              (unsigned long long)p->drains, (unsigned long long)p->drain_timeouts);

@@ -19,6 +19,7 @@ if [ -z "$CLANG" ]; then
 fi
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 CFLAGS="-std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -g -O1 -pthread $SAN"
+CFLAGS="$CFLAGS -DGY_VERSION=\"$(cat "$ROOT/VERSION")\"" # controller/version.c
 if ! echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { (void)d; (void)n; return 0; }' |
         "$CLANG" -x c -fsanitize=fuzzer - -o "$OUT/.probe" 2> /dev/null; then
     echo "fuzz/build.sh: $CLANG cannot link -fsanitize=fuzzer: install its fuzzer runtime (Debian: libclang-rt-dev)" >&2

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpuyield.h"
 #include "inputs.h"
 #include "model_list.h"
 #include "models_pid.h"
@@ -24,7 +25,8 @@ static void usage(FILE *out)
             "           found on PATH or given with --nsys), or the CSV of\n"
             "           nsys stats --report cuda_kern_exec_trace --format csv\n"
             "  -p FILE  models_pid.json ([[name, pid], ...]): name each process after its model\n"
-            "  -o DIR   output directory: <name>_<pid>.csv per model, summary.log, summary.json\n");
+            "  -o DIR   output directory: <name>_<pid>.csv per model, summary.log, summary.json\n"
+            "  --version  print the gpuyield version\n");
 }
 
 static bool ends_with(const char *s, const char *suffix)
@@ -72,6 +74,7 @@ int main(int argc, char **argv)
     static const struct option long_options[] = {
         {"nsys", required_argument, NULL, 'n'},
         {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
         {0, 0, 0, 0},
     };
     int opt;
@@ -81,6 +84,7 @@ int main(int argc, char **argv)
         case 'o': outdir = optarg; break;
         case 'n': nsys = optarg; break;
         case 'h': usage(stdout); return 0;
+        case 'V': printf("nsight-parser (gpuyield) %s\n", gy_version()); return 0;
         default: usage(stderr); return 2;
         }
     }

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the gpuyield Python package into BUILD/python for $PYTHON_BIN (default python3):
 # the C extension gpuyield._gpuyield (pyext/*.c, linked with the controller library) plus the
-# pure-Python modules of pyext/gpuyield/. Put BUILD/python on PYTHONPATH (make.sh also drops a
-# gpuyield.pth into the interpreter's site-packages when it may).
+# pure-Python modules of pyext/gpuyield/. Put BUILD/python on PYTHONPATH to import it (or install
+# the package instead: `pip install .`, see pyproject.toml).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-$PWD/build}

@@ -278,7 +278,8 @@ PyMODINIT_FUNC PyInit__gpuyield(void)
         PyModule_AddIntConstant(module, "LEVELS", GY_LEVELS) < 0 ||
         PyModule_AddIntConstant(module, "MAX_PROCS", GY_MAX_PROCS) < 0 ||
         PyModule_AddIntConstant(module, "DEFAULT_DRAIN_TIMEOUT_MS",
-                                (long)(GY_DEFAULT_DRAIN_TIMEOUT_NS / 1000000ull)) < 0)
+                                (long)(GY_DEFAULT_DRAIN_TIMEOUT_NS / 1000000ull)) < 0 ||
+        PyModule_AddStringConstant(module, "__version__", gy_version()) < 0)
         goto fail;
     return module;
 fail:

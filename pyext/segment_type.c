@@ -359,8 +359,11 @@ static PyObject *status_dict(const struct gy_status *st)
     }
     for (int i = 0; i < st->nprocs; i++) {
         const struct gy_status_proc *p = &st->procs[i];
+        PyObject *name = PyUnicode_DecodeUTF8(p->name, (Py_ssize_t)strlen(p->name), "replace");
+        if (!name)
+            goto fail;
         PyObject *proc = Py_BuildValue(
-            "{s:i,s:i,s:s,s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:K}", "pid", p->pid, "priority", p->priority, "state",
+            "{s:i,s:N,s:i,s:s,s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:K}", "pid", p->pid, "name", name, "priority", p->priority, "state",
             p->state, "inflight", bool_object(p->inflight), "launches", (unsigned long long)p->launches,
             "graph_launches", (unsigned long long)p->graph_launches, "sync_points",
             (unsigned long long)p->sync_points, "waits", (unsigned long long)p->waits, "blocked_ns",
@@ -374,7 +377,9 @@ static PyObject *status_dict(const struct gy_status *st)
     PyObject *holder = st->mutex_holder[0] ? PyUnicode_FromString(st->mutex_holder) : (Py_INCREF(Py_None), Py_None);
     if (!holder)
         goto fail;
-    return Py_BuildValue("{s:s,s:s,s:O,s:N,s:K,s:K,s:K,s:K,s:N,s:N}", "segment", st->name, "policy",
+    char stamp[48];
+    gy_rfc3339(&st->taken, stamp, sizeof stamp);
+    return Py_BuildValue("{s:s,s:s,s:s,s:O,s:N,s:K,s:K,s:K,s:K,s:N,s:N}", "segment", st->name, "timestamp", stamp, "policy",
                          gy_policy_name(st->policy), "mps", st->mps ? Py_True : Py_False, "jobs", jobs, "job_epoch",
                          (unsigned long long)st->job_epoch, "drain_timeouts",
                          (unsigned long long)st->total_drain_timeouts, "reaped", (unsigned long long)st->reaped,

@@ -42,6 +42,13 @@ int install_locate(struct install *in)
     snprintf(in->build, sizeof in->build, "%s", exe);
     snprintf(in->hooks_lib, sizeof in->hooks_lib, "%s/lib/libgpuyield.so", exe);
     snprintf(in->python_dir, sizeof in->python_dir, "%s/python", exe);
+    /* Installed (make install): PREFIX/lib/gpuyield/python instead of a build's python/. */
+    if (access(in->python_dir, F_OK) != 0) {
+        char installed[sizeof in->python_dir];
+        if (snprintf(installed, sizeof installed, "%s/lib/gpuyield/python", exe) < (int)sizeof installed &&
+            access(installed, F_OK) == 0)
+            memcpy(in->python_dir, installed, sizeof installed);
+    }
     snprintf(in->standin, sizeof in->standin, "%s/bin/gpuyield-standin", exe);
     snprintf(in->fakecuda_dir, sizeof in->fakecuda_dir, "%s/fakecuda", exe);
     return 0;
@@ -130,6 +137,7 @@ int launch_build(const struct exp_config *cfg, const struct exp_model *m, const 
     }
     snprintf(num, sizeof num, "%d", m->priority);
     add_env(out, "GPUYIELD_PRIORITY", num);
+    add_env(out, "GPUYIELD_MODEL", m->pid_name); /* status and metrics name the process after it */
     add_env(out, "GPUYIELD_MODE", m->mode);
     add_env_prepend(out, "PYTHONPATH", in->python_dir);
     snprintf(num, sizeof num, "%d", PROTO_STATUS_FD);

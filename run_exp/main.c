@@ -56,6 +56,7 @@ static void usage(FILE *to)
             "  --min-jobs-timeout S     how long past exp_dur to wait for them (default 120)\n"
             "  --ready-timeout S        bound on loading and warm-up (default 600)\n"
             "  --stop-timeout S         bound from the stop request to the worker's exit (default 30)\n"
+            "  --version                print the gpuyield version\n"
             "or: run_exp --layout-compat DIR\n"
             "  place libgeek.so and libcuinterpose*.so where the original experiment's harness, checked out\n"
             "  at DIR/gpu-tester, loads them (DIR/pytcppexp, DIR/intercept-lib/build/lib)\n");
@@ -77,7 +78,7 @@ static int parse_seconds(const char *opt, const char *s, double *out)
 static int parse_options(int argc, char **argv, struct options *o)
 {
     enum { O_OUT = 256, O_DRY, O_NSYS, O_NSYS_PATH, O_SIM, O_SHM, O_PY, O_MIN, O_MINT, O_READY, O_STOP, O_MPS,
-           O_MPS_PIPE, O_POLICY };
+           O_MPS_PIPE, O_POLICY, O_VERSION };
     static const struct option longopts[] = {
         {"file", required_argument, 0, 'f'},       {"out", required_argument, 0, O_OUT},
         {"dry-run", no_argument, 0, O_DRY},         {"nsys", no_argument, 0, O_NSYS},
@@ -87,6 +88,7 @@ static int parse_options(int argc, char **argv, struct options *o)
         {"ready-timeout", required_argument, 0, O_READY}, {"stop-timeout", required_argument, 0, O_STOP},
         {"mps", no_argument, 0, O_MPS},             {"mps-pipe", required_argument, 0, O_MPS_PIPE},
         {"policy", required_argument, 0, O_POLICY}, {"help", no_argument, 0, 'h'},
+        {"version", no_argument, 0, O_VERSION},
         {0, 0, 0, 0}};
     memset(o, 0, sizeof *o);
     o->ready_timeout = 600;
@@ -138,6 +140,7 @@ static int parse_options(int argc, char **argv, struct options *o)
         case O_READY: if (parse_seconds("--ready-timeout", optarg, &o->ready_timeout)) return -1; break;
         case O_STOP: if (parse_seconds("--stop-timeout", optarg, &o->stop_timeout)) return -1; break;
         case 'h': usage(stdout); exit(0);
+        case O_VERSION: printf("run_exp (gpuyield) %s\n", gy_version()); exit(0);
         default:
             fprintf(stderr, "run_exp: error: unknown or incomplete option '%s'\n", argv[optind - 1]);
             usage(stderr);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "protocol.h"
+#include "provenance.h"
 
 struct model_stats {
     long rows, partial_rows;
@@ -140,11 +141,12 @@ static int dump_json(json_t *doc, const char *dir, const char *name)
     snprintf(path, sizeof path, "%s/%s", dir, name);
     snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
     /* The temporary name is made anew (O_EXCL, no link followed); rename replaces a link at the
-     * final name rather than writing through it. */
+     * final name rather than writing through it. Ten significant digits: 32.534, not
+     * 32.533999999999999 (values are rounded to 3 decimals). */
     unlink(tmp);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-    bool ok = f && json_dumpf(doc, f, JSON_INDENT(2)) == 0;
+    bool ok = f && json_dumpf(doc, f, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) == 0;
     if (f)
         ok = fclose(f) == 0 && ok;
     else if (fd >= 0)
@@ -232,7 +234,7 @@ int results_write(const struct exp_config *cfg, const struct worker_result *res,
                                       num_or_null(st[i].drain_p99)));
         json_object_set_new(jm, "drain_timeouts", json_integer(st[i].drain_timeouts));
         json_object_set_new(jm, "preempted_launches", json_integer((json_int_t)res[i].waits));
-        json_object_set_new(jm, "blocked_ms", json_real((double)res[i].blocked_ns / 1e6));
+        json_object_set_new(jm, "blocked_ms", num_or_null((double)res[i].blocked_ns / 1e6));
         json_object_set_new(jm, "drains_acknowledged", json_integer((json_int_t)res[i].drains));
         json_object_set_new(jm, "partial_rows", json_integer(st[i].partial_rows));
         json_array_append_new(models, jm);
@@ -242,6 +244,7 @@ int results_write(const struct exp_config *cfg, const struct worker_result *res,
                                 "exp_dur_s", cfg->exp_dur, "device_id", cfg->device_id, "models", models);
     json_object_set_new(summary, "policy", json_string(info->policy ? info->policy : "drain"));
     json_object_set_new(summary, "mps", json_boolean(info->mps));
+    json_object_set_new(summary, "provenance", provenance_json(cfg->path, cfg->device_id, info->simulated));
     if (info->simulated) {
         json_object_set_new(summary, "note", json_string("simulated: a stand-in worker on the fake GPU driver; the "
                                                          "figures show the pipeline, not a GPU's behaviour"));

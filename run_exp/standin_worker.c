@@ -111,7 +111,7 @@ static void parse_args(int argc, char **argv, struct args *a)
         {"resize", required_argument, 0, 'r'},     {"batch-size", required_argument, 0, 'b'},
         {"sleep-time", required_argument, 0, 's'}, {"priority", required_argument, 0, 'p'},
         {"device-id", required_argument, 0, 'd'},  {"csv", required_argument, 0, 'c'},
-        {0, 0, 0, 0}};
+        {"version", no_argument, 0, 'V'},          {0, 0, 0, 0}};
     memset(a, 0, sizeof *a);
     a->batch = 1;
     int c;
@@ -130,6 +130,7 @@ static void parse_args(int argc, char **argv, struct args *a)
         case 'p': a->priority = parse_int("--priority", optarg, 0, GY_LEVELS - 1); break;
         case 'd': a->device = parse_int("--device-id", optarg, 0, 1023); break;
         case 'c': a->csv = optarg; break;
+        case 'V': printf("gpuyield-standin (gpuyield) %s\n", gy_version()); exit(0);
         default: die("unknown option%s%s (it takes run_exp's worker arguments)", "", "");
         }
     }

@@ -1,25 +1,25 @@
-"""How far a contention run's high-priority JCT ratios can be trusted: a bootstrap (resampling
-the jobs of the setup and of the standalone run, seed fixed) of the p50 and p90 ratios, with a
-95% interval, from a contention.py result file.
-  python3 bench/gpu/bootstrap_ratio.py RESULTS.json [ROUNDS]
+"""How far a contention run's high-priority JCT ratios can be trusted: a block bootstrap
+(bench.gpu.stats: runs of BLOCK consecutive jobs of the setup and of the standalone run resampled
+whole, since consecutive jobs correlate; seed fixed) of the p50 and p90 ratios, with a 95%
+interval, from a contention.py result file.
+  python3 -m bench.gpu.bootstrap_ratio RESULTS.json [RESAMPLES] [BLOCK]
 """
 import json
-import random
 import sys
 
-from contention import nearest_rank
+from .stats import block_bootstrap, consecutive_blocks, nearest_rank, pooled
 
 
-def interval(hp, alone, q, rounds, rng):
-    ratios = sorted(nearest_rank([rng.choice(hp) for _ in hp], q) / nearest_rank([rng.choice(alone) for _ in alone], q)
-                    for _ in range(rounds))
-    return ratios[int(0.025 * rounds)], ratios[int(0.975 * rounds) - 1]
+def interval(hp, alone, q, resamples, block):
+    ci = block_bootstrap([consecutive_blocks(hp, block), consecutive_blocks(alone, block)],
+                         lambda s: nearest_rank(pooled(s[0], list), q) / nearest_rank(pooled(s[1], list), q),
+                         resamples)
+    return ci
 
 
-def main(path, rounds=2000):
+def main(path, resamples=2000, block=50):
     runs = json.load(open(path))["runs"]
     alone = runs["alone_hp"]["hp"]["jct_list_ms"]
-    rng = random.Random(1)
     print(f"{'setup':<16}{'jobs':>6}{'p50 ratio':>11}{'95% interval':>18}{'p90 ratio':>11}{'95% interval':>18}")
     for label, run in runs.items():
         if "hp" not in run or label == "alone_hp":
@@ -27,10 +27,10 @@ def main(path, rounds=2000):
         hp = run["hp"]["jct_list_ms"]
         row = f"{label:<16}{len(hp):>6}"
         for q in (50, 90):
-            lo, hi = interval(hp, alone, q, rounds, rng)
+            lo, hi = interval(hp, alone, q, resamples, block)
             row += f"{nearest_rank(hp, q) / nearest_rank(alone, q):>11.3f}{f'[{lo:.2f}, {hi:.2f}]':>18}"
         print(row)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], *(int(a) for a in sys.argv[2:3]))
+    main(sys.argv[1], *(int(a) for a in sys.argv[2:4]))

@@ -3,7 +3,7 @@ run_exp under each setup (each model alone, no control, MPS, the reference's syn
 gpuyield's modes), side by side in one invocation. Writes raw per-setup figures and the derived
 ratios as JSON, and prints a table.
 
-  python3 bench/gpu/contention.py --pair reference --setups alone,nocontrol,sync:1,event:2 \
+  python3 -m bench.gpu.contention --pair reference --setups alone,nocontrol,sync:1,event:2 \
       --dur 20 --out results.json --logs DIR
 
 Metrics (see issue 6):
@@ -28,6 +28,8 @@ import subprocess
 import sys
 import time
 
+from .stats import nearest_rank
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 IMAGE = os.path.join(ROOT, "exp_configs", "images", "street.png")
 
@@ -47,14 +49,6 @@ PAIRS = {
                "batch_size": 1},
     },
 }
-
-
-def nearest_rank(values, q):
-    if not values:
-        return None
-    ordered = sorted(values)
-    rank = max(1, -(-len(ordered) * q // 100))  # ceil(n*q/100)
-    return ordered[int(rank) - 1]
 
 
 def model_entry(spec, name, priority, control):

@@ -5,7 +5,7 @@ setup, then, from the SQLite export, per high-priority job (its NVTX range "hp j
   - the job's own GPU busy time (union of its kernels) over the job's length;
 and between jobs, the share of the gap the lower process kept the GPU busy (its harvest of the
 time the job leaves). Medians over jobs; one JSON line per setup.
-  python3 bench/gpu/corun_nsight.py --pair reference --build BUILD --out DIR [--dur 8]
+  python3 -m bench.gpu.corun_nsight --pair reference --build BUILD --out DIR [--dur 8]
       [--setups drain:event:8,corun:time:500] [--hp-sleep 0.01]
 """
 import argparse
@@ -16,8 +16,8 @@ import statistics
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from contention import PAIRS, control_block, model_entry  # noqa: E402
+from .contention import PAIRS, control_block, model_entry
+from .stats import nearest_rank
 
 
 def merged(intervals):
@@ -65,7 +65,7 @@ def analyse(db_path):
     gap_busy = [covered(lp, s, e) / (e - s) for s, e in gaps]
     med = lambda xs: round(statistics.median(xs), 4) if xs else None
     return {"hp_jobs": len(jobs), "job_ms_p50": med(lengths), "lp_gpu_ms_in_job_p50": med(lp_in_job),
-            "lp_gpu_ms_in_job_p90": round(sorted(lp_in_job)[max(0, -(-9 * len(lp_in_job) // 10) - 1)], 4) if lp_in_job else None,
+            "lp_gpu_ms_in_job_p90": round(nearest_rank(lp_in_job, 90), 4) if lp_in_job else None,
             "lp_kernels_in_job_p50": med(lp_kernels_in_job), "hp_gpu_busy_in_job_p50": med(hp_busy),
             "gap_ms_p50": med([(e - s) / 1e6 for s, e in gaps]), "lp_gpu_busy_in_gap_p50": med(gap_busy),
             "lp_gpu_busy_in_gap_mean": round(sum(gap_busy) / len(gap_busy), 4) if gap_busy else None}

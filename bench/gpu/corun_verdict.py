@@ -3,7 +3,7 @@ interleaved with the contention setups (A B A B ...), each setup run by run_exp 
 invocation, >= 1000 high-priority jobs per setup, nearest-rank percentiles with bootstrap 95%
 intervals.
 
-  python3 bench/gpu/corun_verdict.py --pair resnet --build BUILD --out DIR \
+  python3 -m bench.gpu.corun_verdict --pair resnet --build BUILD --out DIR \
       --drain-mode time:1000 --corun-mode time:500 [--setups LIST] [--dur 60] [--alone-dur 15] \
       [--hp-sleep 0.035]
 
@@ -17,7 +17,9 @@ drift between rounds shows.
   hp_p50_ratio / hp_p99_ratio  HP JCT percentile under contention / pooled standalone percentile
   lp_harvest                   LP throughput under contention / (LP standalone throughput x the
                                fraction of time outside HP jobs at standalone speed)
-Each with a bootstrap 95% interval (resampling jobs of both sides, 2000 resamples, fixed seed).
+Each with a block-bootstrap 95% interval (bench.gpu.stats: runs of 50 consecutive jobs on each
+side resampled whole, each standalone round a block, 2000 resamples, fixed seed). For the verdict
+a skeptic accepts (plain standalone processes, whole rounds resampled) see partition_verdict.py.
 
 --phased ON,OFF: the baseline is taken inside each setup's own run instead of from separate
 processes. The low-priority worker runs jobs for ON seconds, idles OFF seconds, and again
@@ -38,10 +40,10 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from contention import PAIRS, control_block, model_entry, nearest_rank, read_jobs  # noqa: E402
+from .contention import PAIRS, control_block, model_entry, read_jobs
+from .stats import block_bootstrap, consecutive_blocks, nearest_rank
 
-BOOTSTRAP = 2000
+BLOCK_JOBS = 50  # jobs per bootstrap block: consecutive jobs correlate, so they are resampled together
 
 
 def run_setup(label, models, extra_args, args, env=None):
@@ -110,15 +112,15 @@ def harvest(lp_jct, lp_span, hp_jobs, alone_lp_jct, alone_hp_p50):
     return thr / (alone_thr * idle)
 
 
-def interval(stat, rng):
-    values = sorted(v for v in (stat(rng) for _ in range(BOOTSTRAP)) if v is not None)
-    if not values:
-        return None
-    return [round(values[int(0.025 * len(values))], 4), round(values[int(0.975 * len(values)) - 1], 4)]
+def blocks_of(jobs):
+    return consecutive_blocks(jobs, BLOCK_JOBS)
 
 
-def resample(xs, rng):
-    return [xs[rng.randrange(len(xs))] for _ in xs]
+def interval(strata, stat, rng):
+    """Block bootstrap over strata (lists of blocks of JCTs); stat gets the pooled JCTs per stratum."""
+    ci = block_bootstrap(strata, lambda s: stat(*[[x for b in blocks for x in b] for blocks in s]),
+                         seed=rng.randrange(2 ** 31))
+    return [round(ci[0], 4), round(ci[1], 4)] if ci else None
 
 
 def verdict_for(setup_jobs, alone_hp, alone_lp, rng, phased=None):
@@ -138,13 +140,16 @@ def verdict_for(setup_jobs, alone_hp, alone_lp, rng, phased=None):
     if phased:
         out.update(hp_alone_jobs=len(alone_hp), hp_alone_p50_ms=p50_alone, hp_alone_p99_ms=p99_alone,
                    lp_burst_s=round(span, 3))
+    # Blocks: each side's jobs in runs of consecutive jobs.
+    alone_blocks = blocks_of(alone_hp)
+    hp_blocks, lp_blocks, alone_lp_blocks = blocks_of(hp), blocks_of(lp), blocks_of(alone_lp)
     out["hp_p50_ratio"]["ci95"] = interval(
-        lambda r: nearest_rank(resample(hp, r), 50) / nearest_rank(resample(alone_hp, r), 50), rng)
+        [hp_blocks, alone_blocks], lambda h, a: nearest_rank(h, 50) / nearest_rank(a, 50), rng)
     out["hp_p99_ratio"]["ci95"] = interval(
-        lambda r: nearest_rank(resample(hp, r), 99) / nearest_rank(resample(alone_hp, r), 99), rng)
+        [hp_blocks, alone_blocks], lambda h, a: nearest_rank(h, 99) / nearest_rank(a, 99), rng)
     out["lp_harvest"]["ci95"] = interval(
-        lambda r: harvest(resample(lp, r), span, len(hp), resample(alone_lp, r),
-                          nearest_rank(resample(alone_hp, r), 50)), rng)
+        [lp_blocks, alone_lp_blocks, alone_blocks],
+        lambda l, al, a: harvest(l, span, len(hp), al, nearest_rank(a, 50)), rng)
     return out
 
 

@@ -3,7 +3,7 @@ low-priority kernel runs while a high-priority job runs. A high-priority job's N
 ("<name> job N", pushed by the worker inside `with seg.job(p)`, i.e. after the drained begin)
 must contain no kernel, copy or memset of a lower-priority process: none starting inside it,
 none still running when it starts. Exit status 1 on any such overlap.
-  python3 bench/gpu/gating_proof.py REPORT.sqlite models_pid.json CONFIG.json OUT.json
+  python3 -m bench.gpu.gating_proof REPORT.sqlite models_pid.json CONFIG.json OUT.json
 """
 import bisect
 import json

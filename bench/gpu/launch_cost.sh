@@ -4,7 +4,7 @@
 # time:1000), each variant a fresh process, interleaved so drift hits every variant alike;
 # optionally the same modes with an earlier build's hook library side by side (OLD_LIB). Then the
 # driver-level components once, without the hook. Writes JSON lines; summarize with
-#   python3 bench/gpu/summarize.py launch-cost OUT_JSONL RESULT_JSON DEVICE
+#   python3 -m bench.gpu.summarize launch-cost OUT_JSONL RESULT_JSON DEVICE
 # usage: bench/gpu/launch_cost.sh BUILD_DIR OUT_JSONL [ROUNDS] [LAUNCHES]
 set -euo pipefail
 B=$1; OUT=$2; ROUNDS=${3:-7}; LAUNCHES=${4:-20480}
@@ -16,7 +16,7 @@ trap '"$B/bin/expcontroller" remove --name "$TAG" > /dev/null 2>&1 || true' EXIT
 variants="nohook none event:8 event:64 time:1000"
 if [ -n "$OLD_LIB" ]; then
     # An earlier build joins only a segment of its own layout version: check before timing anything.
-    if LD_PRELOAD="$OLD_LIB" GPUYIELD_SHM="$TAG" GPUYIELD_MODE=none "$B/bin/launch-cost" paired 16 > /dev/null; then
+    if LD_PRELOAD="$OLD_LIB" GPUYIELD_SHM="$TAG" GPUYIELD_MODE=none "$B/bench/launch-cost" paired 16 > /dev/null; then
         variants="$variants old:none old:event:8 old:event:64 old:time:1000"
     else
         echo "launch_cost: OLD_LIB=$OLD_LIB cannot join this build's segment (see above): its variants are left out" >&2
@@ -27,12 +27,12 @@ for round in $(seq "$ROUNDS"); do
         lib=$B/lib/libgpuyield.so mode=$variant
         case $variant in old:*) lib=$OLD_LIB mode=${variant#old:} ;; esac
         if [ "$variant" = nohook ]; then
-            line=$("$B/bin/launch-cost" paired "$LAUNCHES")
+            line=$("$B/bench/launch-cost" paired "$LAUNCHES")
         else
-            line=$(LD_PRELOAD="$lib" GPUYIELD_SHM="$TAG" GPUYIELD_MODE="$mode" "$B/bin/launch-cost" paired "$LAUNCHES")
+            line=$(LD_PRELOAD="$lib" GPUYIELD_SHM="$TAG" GPUYIELD_MODE="$mode" "$B/bench/launch-cost" paired "$LAUNCHES")
         fi
         echo "{\"round\": $round, \"variant\": \"$variant\", \"result\": $line}" | tee -a "$OUT"
     done
 done
-line=$("$B/bin/launch-cost" components "$((LAUNCHES * 5))")
+line=$("$B/bench/launch-cost" components "$((LAUNCHES * 5))")
 echo "{\"round\": 0, \"variant\": \"components\", \"result\": $line}" | tee -a "$OUT"

@@ -11,10 +11,10 @@ trap '"$B/bin/expcontroller" remove --name "$TAG" > /dev/null 2>&1 || true' EXIT
 for round in $(seq "$ROUNDS"); do
     for variant in nohook none event:8 event:64 sync:64; do
         if [ "$variant" = nohook ]; then
-            line=$("$B/bin/launch-rate" 200000 5)
+            line=$("$B/bench/launch-rate" 200000 5)
         else
             line=$(LD_PRELOAD="$B/lib/libgpuyield.so" GPUYIELD_SHM="$TAG" GPUYIELD_MODE="$variant" \
-                   "$B/bin/launch-rate" 200000 5)
+                   "$B/bench/launch-rate" 200000 5)
         fi
         echo "{\"round\": $round, \"variant\": \"$variant\", \"result\": $line}" | tee -a "$OUT"
     done

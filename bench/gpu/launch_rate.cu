@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "spin_kernels.cuh"
@@ -22,10 +23,23 @@
         }                                                                                            \
     } while (0)
 
+// A whole number in [1, max], or -1.
+static long parse_count(const char *s, long max)
+{
+    char *end;
+    long v = std::strtol(s, &end, 10);
+    return (*end || end == s || v < 1 || v > max) ? -1 : v;
+}
+
 int main(int argc, char **argv)
 {
-    long launches = argc > 1 ? std::atol(argv[1]) : 200000;
-    int reps = argc > 2 ? std::atoi(argv[2]) : 7;
+    long launches = argc > 1 ? parse_count(argv[1], 100000000) : 200000;
+    int reps = argc > 2 ? (int)parse_count(argv[2], 1000) : 7;
+    if (argc > 3 || launches < 0 || reps < 0) { // --help included: no benchmark on a bad command line
+        bool help = argc > 1 && (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h"));
+        std::fprintf(help ? stdout : stderr, "usage: launch-rate [LAUNCHES [REPS]]  (default 200000 7)\n");
+        return help ? 0 : 2;
+    }
     cudaStream_t stream;
     CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     gy_empty_kernel<<<1, 32, 0, stream>>>();

@@ -13,11 +13,11 @@ for dur in $DURS; do
         TAG=bench-preempt-$$
         "$B/bin/expcontroller" create --name "$TAG" --drain-timeout-ms 3000 > /dev/null
         LD_PRELOAD="$B/lib/libgpuyield.so" GPUYIELD_SHM="$TAG" GPUYIELD_PRIORITY=0 GPUYIELD_MODE="$mode" \
-            "$B/bin/preempt-bench" lp "$dur" 30 > /tmp/lp.json 2>/tmp/lp.err &
+            "$B/bench/preempt-bench" lp "$dur" 30 > /tmp/lp.json 2>/tmp/lp.err &
         LP=$!
         sleep 1.5   # CUDA init and a full queue
         hp=$(LD_PRELOAD="$B/lib/libgpuyield.so" GPUYIELD_SHM="$TAG" GPUYIELD_PRIORITY=1 \
-             "$B/bin/preempt-bench" hp "$JOBS" 20 40 2>/tmp/hp.err)
+             "$B/bench/preempt-bench" hp "$JOBS" 20 40 2>/tmp/hp.err)
         kill "$LP" 2>/dev/null; wait "$LP" 2>/dev/null
         "$B/bin/expcontroller" remove --name "$TAG" > /dev/null
         echo "{\"dur_us\": $dur, \"mode\": \"$mode\", \"hp\": ${hp:-null}}" >> "$OUT"

@@ -1,8 +1,8 @@
 """The sweep: the trade-off between high-priority latency and low-priority throughput as the
 queue bound N (or the time budget) varies, from a contention run's results, as the points
 `python3 -m gpuyield.plot sweep` draws. Run the contention benchmark with the modes to sweep, e.g.
-  python3 bench/gpu/contention.py --setups alone,event:1,event:2,event:4,event:8,event:16,sync:1,sync:4,time:500,time:1000,time:2000 --out c.json
-  python3 bench/gpu/sweep.py c.json -o sweep.json && python3 -m gpuyield.plot sweep sweep.json -o sweep.png
+  python3 -m bench.gpu.contention --setups alone,event:1,event:2,event:4,event:8,event:16,sync:1,sync:4,time:500,time:1000,time:2000 --out c.json
+  python3 -m bench.gpu.sweep c.json -o sweep.json && python3 -m gpuyield.plot sweep sweep.json -o sweep.png
 """
 import argparse
 import json

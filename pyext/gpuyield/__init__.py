@@ -13,6 +13,9 @@ A worker only marks where its job begins and ends:
 Priorities are 0..7, higher wins. A process registers in the segment on its first begin, at
 priority $GPUYIELD_PRIORITY (default 0): that is the priority its own launches are gated at.
 
+gpuyield.__version__ is the version of the whole project (its VERSION file), as the tools'
+--version print it.
+
 Calls:
     connect(name=None)                    open an existing segment -> Segment
     create(name=None, drain_timeout_ms=None)  create one (without run_exp) -> Segment
@@ -43,6 +46,7 @@ from ._gpuyield import (
     Error,
     Job,
     Segment,
+    __version__,
     connect,
     create,
     remove,
@@ -57,6 +61,7 @@ from .compat import (
 )
 
 __all__ = [
+    "__version__",
     "connect",
     "create",
     "remove",

@@ -13,6 +13,7 @@ run_exp) marks each job with `with seg.job(priority):` so lower-priority work yi
 
 import argparse
 import os
+import random
 import select
 import sys
 import time
@@ -64,20 +65,77 @@ class Link:
         return data.decode().strip()
 
     def wait_go(self):
-        """True on "go"; False on "stop" or EOF."""
-        return self._read_command() == "go"
+        """True on "go" (its options, if any, in self.go_options); False on "stop" or EOF."""
+        return self._take_go(self._read_command())
+
+    def _take_go(self, command):
+        word, _, rest = command.partition(" ")
+        if word != "go":
+            return False
+        self.go_options = parse_go_options(rest)
+        return True
 
     def stop_requested(self, timeout_s=0.0):
-        """True once "stop" or EOF arrived; waits up to timeout_s for it (the sleep between jobs)."""
+        """True once "stop" or EOF arrived; waits up to timeout_s for it (the sleep between jobs).
+        "pause" (a benchmark harness's, between its segments; run_exp never sends it) answers
+        "paused" and blocks until "go [OPTIONS]" (answered "running"; the options replace
+        self.go_options) or "stop"."""
         deadline = time.monotonic() + max(timeout_s, 0.0)
         while True:
             left = max(deadline - time.monotonic(), 0.0)
             ready, _, _ = select.select([self.control_fd], [], [], left)
             if ready:
-                self._read_command()
-                return True  # nothing but "stop" (or EOF) is sent after "go"
+                if self._read_command() != "pause":
+                    return True  # "stop" or EOF
+                self.send("paused")
+                if not self._take_go(self._read_command()):
+                    return True
+                self.send("running")
+                return False
             if time.monotonic() >= deadline:
                 return False
+
+
+def parse_go_options(text):
+    """'gap=exp:0.05 seed=3 probe=1' -> {"gap": "exp:0.05", "seed": "3", "probe": "1"}; WorkerError
+    for a word that is not KEY=VALUE or an unknown key."""
+    options = {}
+    for word in text.split():
+        key, eq, value = word.partition("=")
+        if not eq or key not in GO_OPTIONS:
+            raise WorkerError(f"go option '{word}' is not one of {', '.join(k + '=...' for k in GO_OPTIONS)}")
+        options[key] = value
+    return options
+
+
+# gap: the idle time between jobs, "S" seconds or "exp:MEAN" (exponential, random arrivals);
+# seed: of those gaps; probe: 1 = time each job's first kernel (see Pacing).
+# profile: 1 = profile 3 jobs' kernels first (--kernel-profile names the trace).
+GO_OPTIONS = ("gap", "seed", "probe", "profile")
+
+
+class Pacing:
+    """The idle time between jobs: fixed (--sleep-time, or go option gap=S) or exponential with a
+    mean (gap=exp:MEAN, seeded: the same arrivals in every run), and whether jobs are probed."""
+
+    def __init__(self, sleep_time=0.0, options=None):
+        options = options or {}
+        gap = options.get("gap", str(sleep_time))
+        self.probe = options.get("probe", "0") == "1"
+        self.profile = options.get("profile", "0") == "1"
+        try:
+            self.mean = float(gap[4:]) if gap.startswith("exp:") else float(gap)
+            seed = int(options.get("seed", "0"))
+        except ValueError:
+            raise WorkerError(f"go option gap='{gap}' seed='{options.get('seed')}': give gap=SECONDS or "
+                              "gap=exp:MEAN_SECONDS and an integer seed") from None
+        if self.mean < 0:
+            raise WorkerError(f"go option gap='{gap}' is negative")
+        self.exponential = gap.startswith("exp:")
+        self.rng = random.Random(seed)
+
+    def gap(self):
+        return self.rng.expovariate(1 / self.mean) if self.exponential and self.mean > 0 else self.mean
 
 
 # ---- the per-job CSV -------------------------------------------------------------------------
@@ -111,39 +169,72 @@ def job_marker(priority, env=os.environ):
     return gpuyield.connect(env["GPUYIELD_SHM"])
 
 
-def run_jobs(link, csv, run_job, priority=0, segment=None, sleep_time=0.0, progress=None, duty=None):
+def run_jobs(link, csv, run_job, priority=0, segment=None, sleep_time=0.0, progress=None, duty=None,
+             probe=None, latency=None, profiler=None):
     """Wait for "go", then run jobs until "stop". run_job() does one job (GPU synchronised before
     it returns) and returns (mem_peak, mem_reserved_peak). duty=(on_s, off_s): run jobs for on_s,
-    then idle off_s, and again (a benchmark's load that comes and goes). Returns the number of
-    jobs run."""
+    then idle off_s, and again (a benchmark's load that comes and goes). A harness may pause and
+    resume the loop and change the pacing with go options (Link.stop_requested, Pacing). When a
+    go option asks for probe=1, probe() runs first in each job (inside its mark) and returns the
+    host time its first kernel was seen done; latency(job, begin_ns, first_kernel_ns) records it.
+    With profile=1, profiler() runs once first (its jobs are not recorded). Returns the number of jobs run."""
     link.send("ready")
     if not link.wait_go():
         return 0
+    pacing = Pacing(sleep_time, getattr(link, "go_options", None))
+    if pacing.profile and profiler:
+        profiler()
     job = 0
     phase_start = time.monotonic()
     while True:
         job += 1
+        probing = pacing.probe and probe is not None
         start_ns = time.monotonic_ns()
         if segment is not None:
             # The JCT includes the drain wait: it is what the high-priority job's caller waits.
             with segment.job(priority) as marked:
+                first_ns = probe() if probing else None
                 mem = run_job()
             end_ns = time.monotonic_ns()
             # drained: 1 drained, 0 the drain timed out, 2 co-run (the policy does not wait).
             wait_ns, drained = marked.wait_ns, 2 if marked.corun else 0 if marked.timed_out else 1
         else:
+            first_ns = probe() if probing else None
             mem = run_job()
             end_ns = time.monotonic_ns()
             wait_ns, drained = 0, -1
         csv.write(job, start_ns, end_ns, wait_ns, drained, *mem)
+        if probing and latency is not None:
+            latency(job, start_ns, first_ns)
         link.send(f"job {job} {(end_ns - start_ns) / 1e6:.3f}")
         if progress:
             progress(job)
         off_phase = duty is not None and time.monotonic() - phase_start >= duty[0]
-        if link.stop_requested(max(sleep_time, duty[1]) if off_phase else sleep_time):
+        options = getattr(link, "go_options", None)
+        if link.stop_requested(max(pacing.gap(), duty[1]) if off_phase else pacing.gap()):
             return job
+        if getattr(link, "go_options", None) is not options:  # resumed after a pause
+            pacing = Pacing(sleep_time, link.go_options)
+            if pacing.profile and profiler:
+                profiler()
+            phase_start = time.monotonic()
         if off_phase:
             phase_start = time.monotonic()
+
+
+class LatencyCsv:
+    """job,begin_ns,first_kernel_ns: when each probed job began (before its mark) and when its first
+    kernel, a one-thread probe, was seen done on the host (CLOCK_MONOTONIC)."""
+
+    def __init__(self, path):
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_CLOEXEC, 0o644)
+        os.write(self.fd, b"job,begin_ns,first_kernel_ns\n")
+
+    def __call__(self, job, begin_ns, first_ns):
+        os.write(self.fd, f"{job},{begin_ns},{first_ns}\n".encode())
+
+    def close(self):
+        os.close(self.fd)
 
 
 # ---- the model (torch and torchvision are imported only here) ----------------------------------
@@ -211,36 +302,114 @@ def fix_detection_size(model, h, w):
         log("this detection model resizes to a fixed size of its own: the input size is not pinned")
 
 
+ENCODER = "transformer_encoder"  # BERT-base-sized: 12 layers, d_model 768, 12 heads, FFN 3072
+
+
+def build_encoder(args, torch):
+    """A BERT-base-sized encoder (torch.nn.TransformerEncoder, random weights, no download) and its
+    input: random embeddings [batch, --seq-len, 768]."""
+    torch.manual_seed(args.seed)
+    layer = torch.nn.TransformerEncoderLayer(d_model=768, nhead=12, dim_feedforward=3072, dropout=0.0,
+                                             batch_first=True)
+    model = torch.nn.TransformerEncoder(layer, num_layers=12, enable_nested_tensor=False)
+    return model.eval(), torch.randn(args.batch_size, args.seq_len, 768)
+
+
 def make_job(args, torch, torchvision):
     device = torch.device(f"cuda:{args.device_id}")
     torch.cuda.set_device(device)
-    model, task = build_model(args, torch, torchvision)
+    if args.model == ENCODER:
+        model, host = build_encoder(args, torch)
+        task, shape = "encoder", f"sequence {args.seq_len}"
+    else:
+        model, task = build_model(args, torch, torchvision)
+        if args.train and task != "classification":
+            raise WorkerError(f"--train runs classification models only; {args.model} is a {task} model")
+        img = load_input(args, torch, torchvision)
+        h, w = img.shape[1], img.shape[2]
+        if task == "detection":
+            fix_detection_size(model, h, w)
+        host, shape = img, f"{h}x{w}"
     model = model.to(device)
-    img = load_input(args, torch, torchvision)
-    h, w = img.shape[1], img.shape[2]
-    if task == "detection":
-        fix_detection_size(model, h, w)
-    host = img.pin_memory()
-    log(f"{args.model} ({task}) at {h}x{w}, batch {args.batch_size}, on {torch.cuda.get_device_name(device)}")
+    host = host.pin_memory()
+    log(f"{args.model} ({task}{', training' if args.train else ''}) at {shape}, batch {args.batch_size}, "
+        f"on {torch.cuda.get_device_name(device)}")
     nvtx = torch.cuda.nvtx
     counter = [0]
+    step = training_step(args, model, torch, device, host) if args.train else None
+
+    def forward(x):
+        if task == "detection":
+            model([x] * args.batch_size)
+        elif task == "encoder":
+            model(x)
+        else:
+            model(x.unsqueeze(0).expand(args.batch_size, -1, -1, -1).contiguous())
 
     def run_job(kind="job"):
         """One job; kind "warmup" for the unrecorded ones (named apart in the Nsight timeline)."""
         counter[0] += kind == "job"
         torch.cuda.reset_peak_memory_stats(device)
         nvtx.range_push(f"{args.name} {kind}" if kind != "job" else f"{args.name} job {counter[0]}")
-        with torch.inference_mode():
-            x = host.to(device, non_blocking=True)
-            if task == "detection":
-                model([x] * args.batch_size)
-            else:
-                model(x.unsqueeze(0).expand(args.batch_size, -1, -1, -1).contiguous())
+        if step:
+            step()
+        else:
+            with torch.inference_mode():
+                forward(host.to(device, non_blocking=True))
         torch.cuda.synchronize(device)  # the job ends when the GPU is done, not when launches return
         nvtx.range_pop()
         return torch.cuda.max_memory_allocated(device), torch.cuda.max_memory_reserved(device)
 
     return run_job
+
+
+def training_step(args, model, torch, device, host):
+    """One SGD step (forward, cross-entropy, backward, step) on a random batch of --batch-size
+    images of the input's size and random labels: training load, not learning."""
+    model.train()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    generator = torch.Generator(device="cpu").manual_seed(args.seed)
+    x = torch.rand((args.batch_size,) + tuple(host.shape), generator=generator).to(device)
+    y = torch.randint(0, 1000, (args.batch_size,), generator=generator).to(device)
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        optimizer.step()
+
+    return step
+
+
+def make_probe(args, torch):
+    """The first kernel of a probed job: one element incremented (one block), then a synchronize;
+    returns the host time it was seen done. Why the host clock: CUDA events time only against other
+    events of the same context, and those are themselves held back while the context waits for the
+    GPU (time-slicing), so they would hide the very wait measured; a one-thread kernel runs in
+    microseconds once it gets an SM, so its completion seen on the host bounds its start from above
+    by the probe's own round trip (measured alone: the hp_alone setup's latency rows)."""
+    device = torch.device(f"cuda:{args.device_id}")
+    cell = torch.zeros(1, device=device)
+
+    def probe():
+        cell.add_(1)
+        torch.cuda.synchronize(device)
+        return time.monotonic_ns()
+
+    return probe
+
+
+def profile_kernels(run_job, torch, path, jobs=3):
+    """GPU time of every kernel of `jobs` jobs (torch.profiler, CUPTI), written as a Chrome trace to
+    path: the longest kernel a higher job may wait behind. Best effort: a profiler that fails is
+    one line in the log."""
+    try:
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(jobs):
+                run_job("profile")
+        prof.export_chrome_trace(path)
+    except Exception as e:  # noqa: BLE001 - the benchmark goes on without kernel times
+        log(f"kernel profile failed: {e}")
 
 
 # ---- command line ---------------------------------------------------------------------------
@@ -262,6 +431,16 @@ def _size(text):
     raise argparse.ArgumentTypeError(f"'{text}' is not HEIGHTxWIDTH, e.g. 720x1280")
 
 
+def _positive(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a positive integer")
+    return value
+
+
 def _duty(text):
     try:
         on, off = (float(v) for v in text.split(","))
@@ -276,7 +455,7 @@ def parse_args(argv):
     p = argparse.ArgumentParser(prog="python3 -m gpuyield.worker",
                                 description="one model's worker of a gpuyield experiment (started by run_exp)")
     p.add_argument("--name", default="worker", help="the output name (labels NVTX ranges)")
-    p.add_argument("--model", required=True, help="torchvision model name")
+    p.add_argument("--model", required=True, help=f"torchvision model name, or {ENCODER} (BERT-base-sized)")
     p.add_argument("--weights", help="a local .pth file; anything else means random weights")
     p.add_argument("--input", required=True, help="PNG or JPEG image")
     p.add_argument("--resize", type=_size, help="HEIGHTxWIDTH to resize the input to")
@@ -287,9 +466,18 @@ def parse_args(argv):
     p.add_argument("--csv", required=True, help="per-job CSV to write")
     p.add_argument("--warmup", type=int, default=3, help="jobs run before 'ready', not recorded")
     p.add_argument("--seed", type=int, default=0, help="seed of the random weights (the same in every run)")
+    p.add_argument("--seq-len", type=_positive, default=128, help=f"sequence length of --model {ENCODER}")
+    p.add_argument("--train", action="store_true",
+                   help="each job is a training step (forward, backward, SGD) of a classification model on a "
+                        "random batch of the input's size")
+    p.add_argument("--latency-csv", help="where probed jobs' first-kernel times go (go option probe=1)")
+    p.add_argument("--kernel-profile", help="where go option profile=1 writes 3 jobs' kernels (Chrome trace)")
     p.add_argument("--duty", type=_duty, help="ON,OFF: run jobs for ON seconds, idle OFF seconds, repeat "
                    "(benchmarks: a load that comes and goes inside one run)")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.train and args.model == ENCODER:
+        p.error(f"--train runs torchvision classification models; {ENCODER} runs inference only")
+    return args
 
 
 def main(argv=None):
@@ -307,11 +495,17 @@ def main(argv=None):
         run_job = make_job(args, torch, torchvision)
         for _ in range(args.warmup):
             run_job("warmup")
+        profiler = (lambda: profile_kernels(run_job, torch, args.kernel_profile)) if args.kernel_profile else None
+        probe = make_probe(args, torch)
         csv = JobCsv(args.csv)
+        latency = LatencyCsv(args.latency_csv) if args.latency_csv else None
         try:
-            jobs = run_jobs(link, csv, run_job, args.priority, segment, args.sleep_time, duty=args.duty)
+            jobs = run_jobs(link, csv, run_job, args.priority, segment, args.sleep_time, duty=args.duty,
+                            probe=probe, latency=latency, profiler=profiler)
         finally:
             csv.close()
+            if latency:
+                latency.close()
         log(f"stopped after {jobs} jobs")
         return 0
     except WorkerError as e:

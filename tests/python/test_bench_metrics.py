@@ -2,18 +2,10 @@
 (bench/gpu/contention.py), the paired launch-overhead table (bench/gpu/summarize.py) and the
 gating proof over an Nsight export (bench/gpu/gating_proof.py)."""
 import json
-import os
 import random
 import sqlite3
-import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "bench", "gpu"))
-
-import contention  # noqa: E402
-import corun_verdict  # noqa: E402
-import gating_proof  # noqa: E402
-import summarize  # noqa: E402
+from bench.gpu import contention, corun_verdict, gating_proof, summarize
 
 
 def role(jct, span_s, drains=None):

@@ -74,6 +74,7 @@ def child_env(**extra):
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
     env.pop("GPUYIELD_PRIORITY", None)
+    env.pop("GPUYIELD_MODEL", None)
     env.update({k: str(v) for k, v in extra.items()})
     return env
 
@@ -250,6 +251,31 @@ def test_lazy_registration_on_first_begin(segment):
         assert proc["pid"] == os.getpid() and proc["priority"] == 0 and proc["state"] == "running"
     segment.close()
     assert not segment.registered
+
+
+def test_version_is_the_projects():
+    here = os.path.dirname(os.path.abspath(__file__))
+    with open(os.path.join(here, "..", "..", "VERSION")) as f:
+        assert gpuyield.__version__ == f.read().strip()
+
+
+def test_status_has_timestamp_and_process_names(segment, agents):
+    import datetime
+    import re
+
+    model = agents(segment.name, GPUYIELD_MODEL='resnet"50 b1')  # a quote: escaped in the JSON
+    model("begin 1")
+    plain = agents(segment.name)
+    plain("begin 0")
+    status = segment.status()
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", status["timestamp"])
+    taken = datetime.datetime.strptime(status["timestamp"], "%Y-%m-%dT%H:%M:%S.%fZ")
+    assert abs((datetime.datetime.utcnow() - taken).total_seconds()) < 600
+    names = {p["pid"]: p["name"] for p in status["processes"]}
+    with open("/proc/%d/comm" % plain.pid) as f:
+        comm = f.read().strip()
+    assert names == {model.pid: 'resnet"50 b1', plain.pid: comm}
+    assert {p["pid"]: p["name"] for p in json.loads(segment.status_json())["processes"]} == names
 
 
 # ---- begin / end semantics -----------------------------------------------------------------------
@@ -540,21 +566,26 @@ def test_forked_child_registers_on_its_own(segment):
 
 # ---- status --------------------------------------------------------------------------------------
 
-PROC_KEYS = ["pid", "priority", "state", "inflight", "launches", "graph_launches", "sync_points", "waits",
+PROC_KEYS = ["pid", "name", "priority", "state", "inflight", "launches", "graph_launches", "sync_points", "waits",
              "blocked_ns", "drains", "drain_timeouts"]
+
+
+def without_timestamp(status):
+    """Two snapshots taken one after the other differ in their time only."""
+    return {k: v for k, v in status.items() if k != "timestamp"}
 
 
 def test_status_has_the_fields_of_the_json_status(segment, agents):
     agents(segment.name, GPUYIELD_PRIORITY=1)("inflight")
     segment.begin(4, wait=False)  # the agent never drains: do not wait for it
     status = segment.status()
-    assert list(status) == ["segment", "policy", "mps", "jobs", "job_epoch", "drain_timeouts", "reaped",
+    assert list(status) == ["segment", "timestamp", "policy", "mps", "jobs", "job_epoch", "drain_timeouts", "reaped",
                             "lock_timeouts", "mutex_holder", "processes"]
     assert status["lock_timeouts"] == 0 and status["mutex_holder"] is None
     assert status["segment"] == segment.name and status["job_epoch"] == 1
     assert status["policy"] == "drain" and status["mps"] is False
     assert [list(p) for p in status["processes"]] == [PROC_KEYS, PROC_KEYS]
-    assert json.loads(segment.status_json()) == status
+    assert without_timestamp(json.loads(segment.status_json())) == without_timestamp(status)
     segment.end(4)
 
 
@@ -567,7 +598,7 @@ def test_status_equals_expcontroller_status_json(segment, agents):
     out = subprocess.run([tool, "status", "--json", "--name", segment.name], capture_output=True, text=True,
                          timeout=60)
     assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout) == segment.status()
+    assert without_timestamp(json.loads(out.stdout)) == without_timestamp(segment.status())
 
 
 # ---- the libgeek compatibility layer -------------------------------------------------------------

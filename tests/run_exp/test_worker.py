@@ -248,3 +248,57 @@ def test_high_priority_jobs_are_marked(tmp_path):
     finally:
         owner.close()
         gpuyield.remove(tag)
+
+
+def test_pause_waits_for_the_job_then_go_resumes(tmp_path):
+    rx, csv, t, result = start_loop(tmp_path, sleeper(0.01))
+    assert rx.read_line() == "ready"
+    rx.send("go")
+    rx.send("pause")
+    lines = []
+    while not lines or lines[-1] != "paused":
+        lines.append(rx.read_line())
+    before = len(rows(tmp_path))
+    time.sleep(0.1)
+    assert len(rows(tmp_path)) == before  # nothing runs while paused
+    rx.send("go")
+    assert rx.read_line() == "running"
+    rx.send("stop")
+    t.join(10)
+    csv.close()
+    assert result["jobs"] > before
+
+
+def test_go_options_probe_jobs_with_seeded_exponential_gaps(tmp_path):
+    seen = []
+    rx, csv, t, result = start_loop(tmp_path, sleeper(0.001), probe=lambda: time.monotonic_ns(),
+                                    latency=lambda job, begin, first: seen.append((job, begin, first)))
+    assert rx.read_line() == "ready"
+    rx.send("go gap=exp:0.001 seed=3 probe=1")
+    while len(seen) < 5:
+        rx.read_line()
+    rx.send("stop")
+    t.join(10)
+    csv.close()
+    assert all(first >= begin for _, begin, first in seen)
+    a, b = worker.Pacing(0, {"gap": "exp:0.05", "seed": "3"}), worker.Pacing(0, {"gap": "exp:0.05", "seed": "3"})
+    gaps = [a.gap() for _ in range(50)]
+    assert gaps == [b.gap() for _ in range(50)] and len(set(gaps)) == 50 and min(gaps) >= 0
+
+
+def test_go_options_are_checked():
+    with pytest.raises(worker.WorkerError):
+        worker.parse_go_options("gap=0.1 speed=2")
+    with pytest.raises(worker.WorkerError):
+        worker.Pacing(0, {"gap": "exp:soon"})
+    assert worker.Pacing(0.2, {}).gap() == 0.2 and not worker.Pacing(0.2, {}).probe
+
+
+def test_encoder_and_training_arguments(capsys):
+    a = worker.parse_args(["--model", "transformer_encoder", "--input", "x", "--csv", "c"])
+    assert a.seq_len == 128 and not a.train
+    b = worker.parse_args(["--model", "resnet50", "--train", "--batch-size", "64", "--input", "x", "--csv", "c"])
+    assert b.train
+    for bad in (["--model", "transformer_encoder", "--train"], ["--model", "transformer_encoder", "--seq-len", "0"]):
+        with pytest.raises(SystemExit):
+            worker.parse_args(bad + ["--input", "x", "--csv", "c"])

@@ -25,13 +25,14 @@ expect cli_bad_drain_timeout 2 "--drain-timeout-ms takes" "$EXP" create --drain-
 expect cli_clean_takes_no_name 2 "takes no --name" "$EXP" clean --name x
 expect cli_extra_argument 2 "unexpected argument 'extra'" "$EXP" remove extra
 expect cli_help 0 'usage: expcontroller' "$EXP" --help
+expect cli_version 0 "^expcontroller \(gpuyield\) $(cat "$ROOT/VERSION")\$" "$EXP" --version
 clean_lock # from create to remove: a created segment has no live creator
 expect cli_status_missing 1 "no segment $NAME" "$EXP" status --name "$TAG"
 expect cli_remove_missing 1 "no segment $NAME to remove" "$EXP" remove --name "$TAG"
 expect cli_create_prints_name 0 "^$NAME\$" "$EXP" create --name "$TAG" --drain-timeout-ms 500
 expect cli_create_twice 1 "already exists" "$EXP" create --name "$TAG"
 expect cli_status_table 0 'no registered processes' "$EXP" status --name "$TAG"
-expect cli_status_json 0 "^\{\"segment\": \"$NAME\", \"policy\": \"drain\", \"mps\": false, \"jobs\": \[0, 0, 0, 0, 0, 0, 0, 0\].*\"processes\": \[\]\}\$" "$EXP" status --name "$TAG" --json
+expect cli_status_json 0 "^\{\"segment\": \"$NAME\", \"timestamp\": \"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z\", \"policy\": \"drain\", \"mps\": false, \"jobs\": \[0, 0, 0, 0, 0, 0, 0, 0\].*\"processes\": \[\]\}\$" "$EXP" status --name "$TAG" --json
 expect cli_default_tag_from_env 0 "\"segment\": \"$NAME\"" env GPUYIELD_SHM="$TAG" "$EXP" status --json
 expect cli_status_json_parses 0 '^ok$' bash -c "\"$EXP\" status --name $TAG --json | \"$PYTHON\" -c 'import json,sys; d=json.load(sys.stdin); assert len(d[\"jobs\"])==8; print(\"ok\")'"
 expect cli_watch_stops_on_sigint 0 '"segment"' timeout --preserve-status -s INT 3 "$EXP" status --name "$TAG" --json --watch 0.2

@@ -186,6 +186,18 @@ assert d["outcome"] == "completed" and d["simulated"] is False, d
 m = d["models"]
 assert [x["name"] for x in m] == ["model_A", "model_B"] and all(x["jobs"] >= 10 for x in m), m
 assert all(x["jct_ms"]["p50"] > 0 and x["throughput_jobs_per_s"] > 0 and x["exit"] == "exited with status 0" for x in m), m' "$T/out/summary.json"
+check run_summary_provenance "$PYTHON" -c '
+import json, re, sys
+p = json.load(open(sys.argv[1]))["provenance"]
+assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", p["time"]), p
+assert p["host"] and p["gpu"] == {"name": "Fake GPU", "driver": "999.99"}, p
+assert p["gpuyield_version"] == open(sys.argv[2]).read().strip(), p
+assert p["config"] == sys.argv[3], p
+assert p["git_commit"] == (sys.argv[4] or None), p' "$T/out/summary.json" "$ROOT/VERSION" "$(realpath "$T/run.json")" \
+    "$(git -C "$ROOT" rev-parse --verify -q HEAD 2>/dev/null)"
+# Floats are rounded to 3 decimals and printed short: no 32.533999999999999.
+check run_summary_floats_short bash -c "! grep -qE '[0-9]\.[0-9]{4,}' '$T/out/summary.json'"
+check run_env_model_name grep -qx "GPUYIELD_MODEL=resnet50_224" "$T/out/model_B.csv.env"
 check run_no_process_left none_alive $(pids_of "$T/out/models_pid.json")
 check run_no_segment_left test "$(segments_of "$RUN_PID")" -eq 0
 check run_env_priority grep -qx "GPUYIELD_PRIORITY=1" "$T/out/model_B.csv.env"

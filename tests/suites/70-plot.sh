@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Suite 70: gpuyield.plot and the benchmarks' metric code. tests/python/test_plot.py with the
 # package built into $BUILD/python (and the kernels plot end to end through $BUILD/bin/nsight-parser
-# when it is built), and tests/python/test_bench_metrics.py (bench/gpu's Python on synthetic
-# inputs). Ends with
+# when it is built), tests/python/test_bench_metrics.py (bench/gpu's Python on synthetic
+# inputs), tests/python/test_partition_records.py and test_partition_runs.py (the partition
+# proof's analysis on synthetic records, its runs on fake programs). Ends with
 # "N passed, N failed" converted from pytest's summary (errors count as failures).
 set -uo pipefail
 ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -19,7 +20,7 @@ fi
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 PYTHONPATH="$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" PYTHONDONTWRITEBYTECODE=1 MPLBACKEND=Agg \
-    NSIGHT_PARSER=$BUILD/bin/nsight-parser "$PYTHON" -m pytest -q -p no:cacheprovider tests/python/test_plot.py tests/python/test_bench_metrics.py \
+    NSIGHT_PARSER=$BUILD/bin/nsight-parser "$PYTHON" -m pytest -q -p no:cacheprovider tests/python/test_plot.py tests/python/test_bench_metrics.py tests/python/test_bench_stats.py tests/python/test_partition_records.py tests/python/test_partition_runs.py \
     2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
 summary=$(grep -E '^=*[ ]*[0-9]+ (passed|failed|error|errors|skipped)|no tests ran' "$log" | tail -n 1)

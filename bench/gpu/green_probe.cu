@@ -1,0 +1,301 @@
+// The green-context facts the partition policy relies on, measured with no hook involved:
+//   green-probe [SMS]      (default 16)
+// Creates a green context of SMS SMs beside the primary context and checks that work of the
+// primary context runs on its stream (cuLaunchKernel, cuLaunchKernelEx, a graph instantiated in
+// the primary context and launched with cuGraphLaunch), on which SMs, that events order the two
+// streams both ways, whether cuCtxSynchronize / cudaDeviceSynchronize in the primary context
+// wait for green-stream work, and which group sizes cuDevSmResourceSplitByCount returns.
+// Prints one JSON object; exit 1 when a fact the hook relies on does not hold, 2 on bad usage.
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "smid_kernels.cuh"
+#include "spin_kernels.cuh"
+
+#define CHECK_CUDA(call)                                                                             \
+    do {                                                                                             \
+        cudaError_t e_ = (call);                                                                     \
+        if (e_ != cudaSuccess) {                                                                     \
+            std::fprintf(stderr, "green-probe: %s failed: %s\n", #call, cudaGetErrorString(e_));     \
+            std::exit(1);                                                                            \
+        }                                                                                            \
+    } while (0)
+#define CHECK_CU(call)                                                                               \
+    do {                                                                                             \
+        CUresult r_ = (call);                                                                        \
+        if (r_ != CUDA_SUCCESS) {                                                                    \
+            const char *s_ = nullptr;                                                                \
+            cuGetErrorString(r_, &s_);                                                               \
+            std::fprintf(stderr, "green-probe: %s failed: %s\n", #call, s_ ? s_ : "unknown error");  \
+            std::exit(1);                                                                            \
+        }                                                                                            \
+    } while (0)
+
+static const unsigned long long BLOCK_SPIN_NS = 20000; // long enough for blocks to spread over SMs
+
+// Device buffers for one recorded launch of `blocks` blocks.
+struct recorded {
+    int blocks;
+    unsigned long long *starts;
+    unsigned *smids;
+    gy_launch_record *rec;
+    gy_launch_counters *cnt;
+};
+
+static recorded make_recorded(int blocks)
+{
+    recorded r{blocks, nullptr, nullptr, nullptr, nullptr};
+    CHECK_CUDA(cudaMalloc(&r.starts, blocks * sizeof *r.starts));
+    CHECK_CUDA(cudaMalloc(&r.smids, blocks * sizeof *r.smids));
+    CHECK_CUDA(cudaMalloc(&r.rec, sizeof *r.rec));
+    CHECK_CUDA(cudaMalloc(&r.cnt, sizeof *r.cnt));
+    CHECK_CUDA(cudaMemset(r.cnt, 0, sizeof *r.cnt));
+    CHECK_CUDA(cudaMemset(r.starts, 0, blocks * sizeof *r.starts));
+    return r;
+}
+
+// The distinct SMs the recorded launch ran on; empty when a block did not run.
+static std::set<unsigned> sm_set(const recorded &r)
+{
+    std::vector<unsigned long long> starts(r.blocks);
+    std::vector<unsigned> smids(r.blocks);
+    CHECK_CUDA(cudaMemcpy(starts.data(), r.starts, r.blocks * sizeof starts[0], cudaMemcpyDeviceToHost));
+    CHECK_CUDA(cudaMemcpy(smids.data(), r.smids, r.blocks * sizeof smids[0], cudaMemcpyDeviceToHost));
+    std::set<unsigned> sms;
+    for (int i = 0; i < r.blocks; i++) {
+        if (!starts[i])
+            return {};
+        sms.insert(smids[i]);
+    }
+    CHECK_CUDA(cudaMemset(r.starts, 0, r.blocks * sizeof *r.starts));
+    return sms;
+}
+
+static std::string json_set(const std::set<unsigned> &s)
+{
+    std::string out = "[";
+    for (unsigned v : s)
+        out += (out.size() > 1 ? ", " : "") + std::to_string(v);
+    return out + "]";
+}
+
+static bool subset(const std::set<unsigned> &a, const std::set<unsigned> &b)
+{
+    return std::includes(b.begin(), b.end(), a.begin(), a.end());
+}
+
+__global__ void write_after_spin(unsigned long long spin_ns, int *flag, int value)
+{
+    unsigned long long start = gy_globaltimer();
+    while (gy_globaltimer() - start < spin_ns) {
+    }
+    *flag = value;
+}
+
+__global__ void read_flag(const int *flag, int *out)
+{
+    *out = *flag;
+}
+
+// A writer kernel on `first` (spins, then writes), an event recorded there, `second` waits for it,
+// a reader kernel on `second` copies the flag: the value read says whether the wait ordered them.
+static int read_across(CUstream first, CUstream second, bool wait, int value, int *flag, int *out)
+{
+    CHECK_CUDA(cudaMemset(flag, 0, sizeof *flag));
+    CHECK_CUDA(cudaMemset(out, 0, sizeof *out));
+    CHECK_CUDA(cudaDeviceSynchronize());
+    CUevent ev;
+    CHECK_CU(cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
+    write_after_spin<<<1, 1, 0, (cudaStream_t)first>>>(5000000ull, flag, value);
+    CHECK_CUDA(cudaGetLastError());
+    CHECK_CU(cuEventRecord(ev, first));
+    if (wait)
+        CHECK_CU(cuStreamWaitEvent(second, ev, 0));
+    read_flag<<<1, 1, 0, (cudaStream_t)second>>>(flag, out);
+    CHECK_CUDA(cudaGetLastError());
+    CHECK_CU(cuStreamSynchronize(first));
+    CHECK_CU(cuStreamSynchronize(second));
+    CHECK_CU(cuEventDestroy(ev));
+    int got = 0;
+    CHECK_CUDA(cudaMemcpy(&got, out, sizeof got, cudaMemcpyDeviceToHost));
+    return got;
+}
+
+// Seconds a synchronize call took while a long spin kernel ran on the green stream.
+template <typename F> static double sync_seconds(CUstream green, unsigned long long spin_ns, F sync)
+{
+    CHECK_CUDA(cudaDeviceSynchronize());
+    CHECK_CU(cuStreamSynchronize(green));
+    gy_spin_kernel<<<1, 1, 0, (cudaStream_t)green>>>(spin_ns);
+    CHECK_CUDA(cudaGetLastError());
+    auto t0 = std::chrono::steady_clock::now();
+    sync();
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    CHECK_CU(cuStreamSynchronize(green));
+    return s;
+}
+
+int main(int argc, char **argv)
+{
+    int want = 16;
+    if (argc > 2 || (argc == 2 && ((want = std::atoi(argv[1])) <= 0))) {
+        std::fprintf(stderr, "usage: green-probe [SMS] (SMS: the green context's SM count, > 0; default 16)\n");
+        return 2;
+    }
+    CHECK_CUDA(cudaSetDevice(0));
+    CHECK_CUDA(cudaFree(nullptr)); // the primary context, current
+    CUcontext primary;
+    CUdevice dev;
+    CHECK_CU(cuCtxGetCurrent(&primary));
+    CHECK_CU(cuCtxGetDevice(&dev));
+    int driver = 0;
+    CHECK_CU(cuDriverGetVersion(&driver));
+    char name[256] = {0};
+    CHECK_CU(cuDeviceGetName(name, sizeof name - 1, dev));
+
+    CUdevResource all;
+    CHECK_CU(cuDeviceGetDevResource(dev, &all, CU_DEV_RESOURCE_TYPE_SM));
+    std::string granularity = "[";
+    for (unsigned min_count : {8u, 12u, 16u, 24u, 32u}) {
+        CUdevResource part, rest;
+        unsigned groups = 1;
+        CUresult r = cuDevSmResourceSplitByCount(&part, &groups, &all, &rest, 0, min_count);
+        char item[200];
+        if (r == CUDA_SUCCESS)
+            std::snprintf(item, sizeof item, "{\"min_count\": %u, \"groups\": %u, \"group_sms\": %u, \"rest_sms\": %u}",
+                          min_count, groups, groups ? part.sm.smCount : 0, rest.sm.smCount);
+        else
+            std::snprintf(item, sizeof item, "{\"min_count\": %u, \"error\": %d}", min_count, (int)r);
+        granularity += (granularity.size() > 1 ? ", " : "") + std::string(item);
+    }
+    granularity += "]";
+
+    CUdevResource part, rest;
+    unsigned groups = 1;
+    CHECK_CU(cuDevSmResourceSplitByCount(&part, &groups, &all, &rest, 0, (unsigned)want));
+    if (groups != 1) {
+        std::fprintf(stderr, "green-probe: no group of %d SMs out of %u\n", want, all.sm.smCount);
+        return 1;
+    }
+    CUdevResourceDesc desc;
+    CHECK_CU(cuDevResourceGenerateDesc(&desc, &part, 1));
+    CUgreenCtx green_ctx;
+    CHECK_CU(cuGreenCtxCreate(&green_ctx, desc, dev, CU_GREEN_CTX_DEFAULT_STREAM));
+    CUstream green;
+    CHECK_CU(cuGreenCtxStreamCreate(&green, green_ctx, CU_STREAM_NON_BLOCKING, 0));
+    CHECK_CU(cuCtxSetCurrent(primary)); // everything below runs with the primary context current
+    cudaStream_t ordinary;
+    CHECK_CUDA(cudaStreamCreateWithFlags(&ordinary, cudaStreamNonBlocking));
+
+    int sm_total = 0;
+    CHECK_CUDA(cudaDeviceGetAttribute(&sm_total, cudaDevAttrMultiProcessorCount, 0));
+    int blocks = sm_total * 4;
+    recorded r = make_recorded(blocks);
+    unsigned long long spin = BLOCK_SPIN_NS, launch_no = 0;
+
+    // The reference: the primary context's own stream uses the whole GPU.
+    gy_record_spin_kernel<<<blocks, 128, 0, ordinary>>>(spin, launch_no, r.rec, r.cnt, r.starts, r.smids);
+    CHECK_CUDA(cudaStreamSynchronize(ordinary));
+    std::set<unsigned> ordinary_sms = sm_set(r);
+
+    // A CUfunction of the primary context, launched on the green stream with cuLaunchKernel.
+    cudaFunction_t fn_rt;
+    CHECK_CUDA(cudaGetFuncBySymbol(&fn_rt, (const void *)gy_record_spin_kernel));
+    CUfunction fn = (CUfunction)fn_rt;
+    void *params[] = {&spin, &launch_no, &r.rec, &r.cnt, &r.starts, &r.smids};
+    CUresult launch_rc = cuLaunchKernel(fn, blocks, 1, 1, 128, 1, 1, 0, green, params, nullptr);
+    CUresult sync_rc = cuStreamSynchronize(green);
+    std::set<unsigned> launch_sms = launch_rc == CUDA_SUCCESS && sync_rc == CUDA_SUCCESS ? sm_set(r) : std::set<unsigned>{};
+
+    // cuLaunchKernelEx with the green stream in its config.
+    CUlaunchConfig cfg = {};
+    cfg.gridDimX = blocks, cfg.gridDimY = 1, cfg.gridDimZ = 1;
+    cfg.blockDimX = 128, cfg.blockDimY = 1, cfg.blockDimZ = 1;
+    cfg.hStream = green;
+    CUresult ex_rc = cuLaunchKernelEx(&cfg, fn, params, nullptr);
+    sync_rc = cuStreamSynchronize(green);
+    std::set<unsigned> ex_sms = ex_rc == CUDA_SUCCESS && sync_rc == CUDA_SUCCESS ? sm_set(r) : std::set<unsigned>{};
+
+    // A runtime <<<>>> launch on the green stream (the primary context current).
+    gy_record_spin_kernel<<<blocks, 128, 0, (cudaStream_t)green>>>(spin, launch_no, r.rec, r.cnt, r.starts, r.smids);
+    cudaError_t rt_rc = cudaGetLastError();
+    sync_rc = cuStreamSynchronize(green);
+    std::set<unsigned> rt_sms = rt_rc == cudaSuccess && sync_rc == CUDA_SUCCESS ? sm_set(r) : std::set<unsigned>{};
+
+    // A graph captured and instantiated in the primary context, launched on the green stream; the
+    // same graph on the ordinary stream for contrast.
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    CHECK_CUDA(cudaStreamBeginCapture(ordinary, cudaStreamCaptureModeThreadLocal));
+    gy_record_spin_kernel<<<blocks, 128, 0, ordinary>>>(spin, launch_no, r.rec, r.cnt, r.starts, r.smids);
+    CHECK_CUDA(cudaStreamEndCapture(ordinary, &graph));
+    CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+    CUresult graph_rc = cuGraphLaunch((CUgraphExec)exec, green);
+    sync_rc = cuStreamSynchronize(green);
+    std::set<unsigned> graph_sms = graph_rc == CUDA_SUCCESS && sync_rc == CUDA_SUCCESS ? sm_set(r) : std::set<unsigned>{};
+    CHECK_CUDA(cudaGraphLaunch(exec, ordinary));
+    CHECK_CUDA(cudaStreamSynchronize(ordinary));
+    std::set<unsigned> graph_ordinary_sms = sm_set(r);
+
+    // Events both ways; without the wait the reader overtakes the writer (the check can fail).
+    int *flag, *out;
+    CHECK_CUDA(cudaMalloc(&flag, sizeof *flag));
+    CHECK_CUDA(cudaMalloc(&out, sizeof *out));
+    int green_after_ordinary = read_across((CUstream)ordinary, green, true, 11, flag, out);
+    int ordinary_after_green = read_across(green, (CUstream)ordinary, true, 22, flag, out);
+    int unordered = read_across((CUstream)ordinary, green, false, 33, flag, out);
+
+    // Do the primary context's synchronize calls wait for the green stream's work?
+    const unsigned long long long_ns = 300000000ull; // 300 ms
+    double ctx_sync_s = sync_seconds(green, long_ns, [] { CHECK_CU(cuCtxSynchronize()); });
+    double dev_sync_s = sync_seconds(green, long_ns, [] { CHECK_CUDA(cudaDeviceSynchronize()); });
+    double legacy_sync_s = sync_seconds(green, long_ns, [] { CHECK_CUDA(cudaStreamSynchronize(0)); });
+
+    bool in_partition_launch = !launch_sms.empty() && (int)launch_sms.size() <= (int)part.sm.smCount;
+    bool in_partition_ex = !ex_sms.empty() && subset(ex_sms, launch_sms);
+    bool in_partition_rt = !rt_sms.empty() && subset(rt_sms, launch_sms);
+    bool in_partition_graph = !graph_sms.empty() && subset(graph_sms, launch_sms);
+    bool events_order = green_after_ordinary == 11 && ordinary_after_green == 22;
+    bool ok = in_partition_launch && in_partition_ex && in_partition_rt && in_partition_graph && events_order;
+    auto waits = [&](double s) { return s >= 0.9 * long_ns / 1e9 ? "true" : "false"; };
+
+    std::printf("{\"device\": \"%s\", \"driver_version\": %d, \"sm_count\": %d, \"requested_sms\": %d, "
+                "\"green_sms\": %u, \"blocks_per_launch\": %d,\n",
+                name, driver, sm_total, want, part.sm.smCount, blocks);
+    std::printf(" \"split_by_count\": %s,\n", granularity.c_str());
+    std::printf(" \"ordinary_stream\": {\"distinct_sms\": %zu},\n", ordinary_sms.size());
+    std::printf(" \"cuLaunchKernel_green\": {\"rc\": %d, \"runs\": %s, \"distinct_sms\": %zu, \"sms\": %s},\n",
+                (int)launch_rc, launch_sms.empty() ? "false" : "true", launch_sms.size(), json_set(launch_sms).c_str());
+    std::printf(" \"cuLaunchKernelEx_green\": {\"rc\": %d, \"runs\": %s, \"distinct_sms\": %zu, \"same_sms\": %s},\n",
+                (int)ex_rc, ex_sms.empty() ? "false" : "true", ex_sms.size(), in_partition_ex ? "true" : "false");
+    std::printf(" \"runtime_launch_green\": {\"rc\": %d, \"runs\": %s, \"distinct_sms\": %zu, \"same_sms\": %s},\n",
+                (int)rt_rc, rt_sms.empty() ? "false" : "true", rt_sms.size(), in_partition_rt ? "true" : "false");
+    std::printf(" \"cuGraphLaunch_green\": {\"rc\": %d, \"runs\": %s, \"distinct_sms\": %zu, \"in_partition\": %s, "
+                "\"same_graph_ordinary_stream_distinct_sms\": %zu},\n",
+                (int)graph_rc, graph_sms.empty() ? "false" : "true", graph_sms.size(),
+                in_partition_graph ? "true" : "false", graph_ordinary_sms.size());
+    std::printf(" \"events\": {\"green_waits_ordinary_read\": %d, \"ordinary_waits_green_read\": %d, "
+                "\"expected\": [11, 22], \"no_wait_read\": %d, \"order\": %s},\n",
+                green_after_ordinary, ordinary_after_green, unordered, events_order ? "true" : "false");
+    std::printf(" \"primary_sync_waits_for_green\": {\"spin_s\": %.3f, \"cuCtxSynchronize_s\": %.4f, "
+                "\"cuCtxSynchronize_waits\": %s, \"cudaDeviceSynchronize_s\": %.4f, \"cudaDeviceSynchronize_waits\": %s, "
+                "\"legacy_stream_sync_s\": %.4f, \"legacy_stream_sync_waits\": %s},\n",
+                long_ns / 1e9, ctx_sync_s, waits(ctx_sync_s), dev_sync_s, waits(dev_sync_s), legacy_sync_s,
+                waits(legacy_sync_s));
+    std::printf(" \"ok\": %s}\n", ok ? "true" : "false");
+    CHECK_CUDA(cudaGraphExecDestroy(exec));
+    CHECK_CUDA(cudaGraphDestroy(graph));
+    CHECK_CU(cuStreamDestroy(green));
+    CHECK_CU(cuGreenCtxDestroy(green_ctx));
+    if (!ok)
+        std::fprintf(stderr, "green-probe: a fact the partition policy relies on does not hold (see \"ok\")\n");
+    return ok ? 0 : 1;
+}

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Stops the job's serve started by prolog.sh; serve removes the segment on SIGTERM.
+set -eu
+RUN=/run/gpuyield
+pidfile=$RUN/job$SLURM_JOB_ID.pid
+if [ -f "$pidfile" ]; then
+    kill -TERM "$(cat "$pidfile")" 2>/dev/null || true
+    rm -f "$pidfile"
+fi

@@ -1,0 +1,26 @@
+"""The C extension gpuyield._gpuyield, which pyproject.toml cannot describe by itself: pyext/*.c
+and the controller library's sources, compiled for the interpreter that runs pip. The version
+comes from the top-level VERSION file (pyproject.toml reads it too)."""
+from pathlib import Path
+
+from setuptools import Extension, setup
+
+HERE = Path(__file__).resolve().parent
+VERSION = (HERE / "VERSION").read_text().strip()
+
+
+def sources(folder, leave_out=()):
+    return sorted(f"{folder}/{p.name}" for p in (HERE / folder).glob("*.c") if p.name not in leave_out)
+
+
+extension = Extension(
+    "gpuyield._gpuyield",
+    sources=sources("pyext") + sources("controller", leave_out={"expcontroller.c"}),
+    include_dirs=["controller"],
+    define_macros=[("_GNU_SOURCE", None), ("GY_VERSION", f'"{VERSION}"')],
+    extra_compile_args=["-std=c11", "-pthread", "-Wall", "-Wextra"],
+    extra_link_args=["-pthread"],
+)
+
+# Intermediate files under build/setuptools, beside make.sh's outputs, not at the top of the tree.
+setup(ext_modules=[extension], options={"build": {"build_base": "build/setuptools"}})

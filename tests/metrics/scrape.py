@@ -1,0 +1,55 @@
+"""Scrapes `expcontroller serve --metrics` over real HTTP (urllib) and checks the Prometheus text:
+every sample belongs to a family announced by HELP and TYPE lines, the jobs in progress and the
+per-process counters match what the agent did, other paths get 404.
+
+usage: scrape.py URL SEGMENT AGENT_PID  (the agent holds one job at level 3, named GPUYIELD_MODEL=agent-model)
+"""
+import re
+import sys
+import urllib.error
+import urllib.request
+
+url, segment, agent_pid = sys.argv[1], sys.argv[2], sys.argv[3]
+with urllib.request.urlopen(url + "/metrics", timeout=30) as reply:
+    assert reply.status == 200, reply.status
+    assert reply.headers["Content-Type"].startswith("text/plain; version=0.0.4"), reply.headers["Content-Type"]
+    text = reply.read().decode()
+
+SAMPLE = re.compile(r'^([a-z_]+)\{((?:[a-z_]+="(?:[^"\\]|\\.)*",?)*)\} (\S+)$')
+helps, types, samples = set(), {}, []
+for line in text.splitlines():
+    if line.startswith("# HELP "):
+        helps.add(line.split()[2])
+    elif line.startswith("# TYPE "):
+        _, _, name, kind = line.split()
+        assert kind in ("counter", "gauge"), line
+        types[name] = kind
+    else:
+        m = SAMPLE.match(line)
+        assert m, "not a sample line: %r" % line
+        labels = dict(re.findall(r'([a-z_]+)="((?:[^"\\]|\\.)*)"', m.group(2)))
+        samples.append((m.group(1), labels, float(m.group(3))))
+        assert m.group(1) in types and m.group(1) in helps, "no HELP/TYPE before %s" % m.group(1)
+        if types[m.group(1)] == "counter":
+            assert m.group(1).endswith("_total"), m.group(1)
+
+
+def value(family, **labels):
+    found = [v for n, l, v in samples if n == family and all(l.get(k) == str(x) for k, x in labels.items())]
+    assert len(found) == 1, (family, labels, found)
+    return found[0]
+
+
+assert value("gpuyield_info", segment=segment, policy="drain") == 1
+assert [value("gpuyield_jobs_in_progress", segment=segment, level=lv) for lv in range(8)] == [0, 0, 0, 1, 0, 0, 0, 0]
+assert value("gpuyield_reaped_processes_total", segment=segment) == 0
+assert value("gpuyield_registered_processes", segment=segment) == 1
+for family in ("launches", "graph_launches", "waits", "blocked_seconds", "drains", "drain_timeouts"):
+    assert value("gpuyield_%s_total" % family, segment=segment, pid=agent_pid, name="agent-model", level=0) == 0
+
+try:
+    urllib.request.urlopen(url + "/other", timeout=30)
+    raise AssertionError("/other answered")
+except urllib.error.HTTPError as e:
+    assert e.code == 404, e.code
+print("ok %d samples" % len(samples))

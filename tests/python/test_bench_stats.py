@@ -1,0 +1,136 @@
+"""bench.gpu.stats (the benchmarks' one statistics module) and partition_verdict's plan and
+verdict shape, on synthetic inputs."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from bench.gpu import partition_verdict as pv
+from bench.gpu import stats
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def test_nearest_rank_on_known_inputs():
+    assert stats.nearest_rank([40, 10, 30, 20], 50) == 20
+    assert stats.nearest_rank(list(range(1, 101)), 99) == 99
+    assert stats.nearest_rank(list(range(1, 91)), 99) == 90  # under 100 values: the maximum
+    assert stats.nearest_rank([5.0], 0) == 5.0 and stats.nearest_rank([], 50) is None
+    with pytest.raises(ValueError):
+        stats.nearest_rank([1], 101)
+
+
+def test_block_bootstrap_keeps_blocks_together():
+    # Two blocks, each of one repeated value: a resample holds whole blocks, so the pooled
+    # values come only in multiples of a block (never a mixture inside one block).
+    blocks = [[1.0] * 5, [2.0] * 5]
+    seen = set()
+
+    def stat(strata):
+        pooled = stats.pooled(strata[0], list)
+        assert len(pooled) == 10 and pooled.count(1.0) % 5 == 0
+        seen.add(pooled.count(1.0))
+        return sum(pooled)
+
+    stats.block_bootstrap([blocks], stat, resamples=200)
+    assert seen == {0, 5, 10}
+
+
+def test_ratio_interval_contains_the_point_and_is_deterministic():
+    blocks = [{"n": [10 + i + r for i in range(20)], "d": [10 + i for i in range(20)]} for r in range(6)]
+    a = stats.ratio_with_interval(blocks, stats.percentile_of(lambda b: b["n"], 50),
+                                  stats.percentile_of(lambda b: b["d"], 50))
+    b = stats.ratio_with_interval(blocks, stats.percentile_of(lambda b: b["n"], 50),
+                                  stats.percentile_of(lambda b: b["d"], 50))
+    assert a == b
+    assert a["ci"][0] <= a["value"] <= a["ci"][1] and a["ci"][0] < a["ci"][1]
+    other = stats.ratio_with_interval(blocks, stats.percentile_of(lambda b: b["n"], 50),
+                                      stats.percentile_of(lambda b: b["d"], 50), seed=2)
+    assert other["value"] == a["value"]
+
+
+def test_rate_pools_counts_over_seconds():
+    rate = stats.rate_of(lambda b: b)
+    assert rate([(10, 1.0), (30, 3.0)]) == 10.0 and rate([(1, 0.0)]) is None
+
+
+def test_consecutive_blocks_and_spread():
+    assert stats.consecutive_blocks([1, 2, 3, 4, 5], 2) == [[1, 2], [3, 4], [5]]
+    assert stats.spread([1.02, None, 0.98]) == {"min": 0.98, "max": 1.02, "n": 2}
+
+
+def test_schedule_runs_every_setup_once_per_round_in_a_seeded_order():
+    plan = pv.schedule(3, 7)
+    assert len(plan) == 3 * len(pv.SETUPS)
+    for r in range(3):
+        assert sorted(s for rr, s in plan if rr == r) == sorted(pv.SETUPS)
+    assert plan == pv.schedule(3, 7)
+    assert [s for _, s in plan[:6]] != [s for _, s in plan[6:12]] or [s for _, s in plan[6:12]] != [s for _, s in plan[12:]]
+
+
+def segment(hp_ms, lp_jobs, lp_s):
+    return {"hp_jct": hp_ms, "lp_jobs": lp_jobs, "lp_span_s": lp_s}
+
+
+def fake_invocation(slow):
+    rounds = []
+    for r in range(3):
+        rnd = {"hp_alone": segment([10.0 + r] * 100, 0, 0.0), "lp_alone": segment([], 100, 1.0)}
+        for setup in pv.CONTENDED:
+            rnd[setup] = segment([(10.0 + r) * slow] * 100, 60, 1.0)
+        rounds.append(rnd)
+    return {"device": "fake", "pairs": {"resnet": {"rounds": rounds, "latency": {"corun": [0.1, 0.2]}}}}
+
+
+def test_verdict_has_the_issue_format_and_one_lp_denominator():
+    result, summary = pv.verdict([fake_invocation(1.5)], "fake GPU", "method")
+    assert set(result) == {"device", "method", "pairs"}
+    assert set(result["pairs"]["resnet"]) == set(pv.CONTENDED)
+    for v in result["pairs"]["resnet"].values():
+        assert set(v) == {"hp_jobs", "invocations", "hp_p50_ratio", "hp_p99_ratio", "lp_throughput_ratio"}
+        assert v["hp_jobs"] == 300 and v["invocations"] == 1
+        assert v["hp_p50_ratio"]["value"] == 1.5 and v["lp_throughput_ratio"]["value"] == 0.6
+        assert v["lp_throughput_ratio"]["ci"] == [0.6, 0.6]
+    assert summary["resnet"]["latency_ms"]["corun"]["p99"] == 0.2
+
+
+def test_merged_invocations_report_their_spread():
+    result, summary = pv.verdict([fake_invocation(1.2), fake_invocation(1.4)], "fake GPU", "method")
+    corun = result["pairs"]["resnet"]["corun"]
+    assert corun["invocations"] == 2 and corun["hp_jobs"] == 600
+    spread = summary["resnet"]["setups"]["corun"]["spread_between_invocations"]["hp_p50_ratio"]
+    assert spread == {"min": 1.2, "max": 1.4, "n": 2}
+    assert corun["hp_p50_ratio"]["ci"][0] >= 1.2 and corun["hp_p50_ratio"]["ci"][1] <= 1.4
+
+
+def test_fewer_rounds_than_asked_say_so_in_the_method():
+    args = pv.parse_args(["--out", "x", "--rounds", "2"])
+    assert "FEWER THAN THE 3" in pv.method_text(args)
+    with pytest.raises(SystemExit):
+        pv.parse_args(["--out", "x", "--setups", "nocontrol,corun"])  # no alone baselines
+
+
+def test_dry_run_end_to_end_with_a_stand_in_worker(tmp_path):
+    build = os.environ.get("BUILD", os.path.join(ROOT, "build"))
+    if not os.path.exists(os.path.join(build, "bin", "expcontroller")):
+        pytest.skip("no build")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "tests", "bench"), os.path.join(build, "python"),
+                                                       ROOT]))
+    out = tmp_path / "v"
+    r = subprocess.run([sys.executable, "-m", "bench.gpu.partition_verdict", "--build", build, "--out", str(out),
+                        "--worker-module", "fake_verdict_worker", "--no-mps", "--pairs", "resnet",
+                        "--setups", "hp_alone,lp_alone,nocontrol,corun", "--rounds", "2", "--contended-s", "0.3",
+                        "--hp-alone-s", "0.2", "--lp-alone-s", "0.2", "--latency-pairs", "resnet",
+                        "--latency-jobs", "5"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stdout
+    verdict = json.loads((out / "verdict.json").read_text())
+    assert set(verdict["pairs"]["resnet"]) == {"nocontrol", "corun"}
+    assert verdict["pairs"]["resnet"]["corun"]["hp_jobs"] > 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["resnet"]["latency_ms"]["drain"]["jobs"] == 5
+    assert summary["resnet"]["lp_kernels"][0]["longest_ms"] == 1.0
+    assert "ETA" in r.stdout and "estimated" in r.stdout
+    assert not [n for n in os.listdir("/dev/shm") if "verdict" in n]  # segments removed

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Suite 15: expcontroller serve --metrics (GET /metrics over real HTTP, Prometheus text parsed by
+# tests/metrics/scrape.py), --metrics-textfile, and their bad inputs.
+set -u
+. "$ROOT/tests/lib/suite.sh"
+PYTHON=${PYTHON:-python3}
+EXP=$BUILD/bin/expcontroller
+TAG=test-metrics-$$
+NAME=/gpuyield-$(id -u)-$TAG
+T=$(mktemp -d)
+SERVE=; AGENT=
+cleanup() {
+    [ -n "$AGENT" ] && kill -KILL "$AGENT" 2>/dev/null
+    [ -n "$SERVE" ] && kill -TERM "$SERVE" 2>/dev/null && wait "$SERVE" 2>/dev/null
+    rm -rf "$T"
+}
+trap cleanup EXIT
+
+# Bad inputs: one line, exit 2 (usage) or 1 (runtime), no segment left behind.
+expect metrics_bad_address 2 "'1.2.3' is not an IPv4 address" "$EXP" serve --name "$TAG" --metrics 1.2.3:9400
+expect metrics_bad_port 2 "the port must be a number 0..65535" "$EXP" serve --name "$TAG" --metrics 127.0.0.1:99999
+expect metrics_only_with_serve 2 "go with 'serve', not 'status'" "$EXP" status --name "$TAG" --metrics 9400
+expect metrics_textfile_empty 2 "--metrics-textfile is empty" "$EXP" serve --name "$TAG" --metrics-textfile ''
+expect metrics_textfile_bad_dir 1 "cannot write $T/no/such/dir/gy.prom.tmp" "$EXP" serve --name "$TAG" --metrics-textfile "$T/no/such/dir/gy.prom"
+check metrics_bad_inputs_leave_no_segment test ! -e "/dev/shm$NAME"
+
+# Serve with both; port 0: the kernel picks one, the line says which (loopback by default).
+"$EXP" serve --name "$TAG" --metrics 0 --metrics-textfile "$T/gy.prom" > "$T/serve.out" 2> "$T/serve.err" &
+SERVE=$!
+wait_until 60 grep -q "metrics at http://" "$T/serve.err"
+URL=$(sed -n 's#.*metrics at \(http://[0-9.:]*\)/metrics#\1#p' "$T/serve.err")
+check metrics_binds_loopback_by_default grep -q "^http://127\.0\.0\.1:[0-9][0-9]*\$" <<< "$URL"
+PORT=${URL##*:}
+expect metrics_port_in_use 1 "cannot listen: Address already in use" "$EXP" serve --name "$TAG-2" --metrics "$PORT"
+check metrics_port_in_use_leaves_no_segment test ! -e "/dev/shm$NAME-2"
+
+# An agent holding a job at level 3 (registered at priority 0), named by GPUYIELD_MODEL.
+GPUYIELD_MODEL=agent-model PYTHONPATH="$BUILD/python" "$PYTHON" -c '
+import sys, time, gpuyield
+seg = gpuyield.connect(sys.argv[1]); seg.begin(3); print("in", flush=True); time.sleep(600)' "$TAG" > "$T/agent.out" &
+AGENT=$!
+wait_until 60 grep -q in "$T/agent.out"
+expect metrics_scrape 0 "^ok [0-9]+ samples" "$PYTHON" "$ROOT/tests/metrics/scrape.py" "$URL" "$NAME" "$AGENT"
+# A request without an end (over 8 KiB of header) is refused, and the server goes on serving.
+expect metrics_oversized_request 0 "^400 then 200$" "$PYTHON" -c '
+import socket, sys, urllib.request
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=30)
+s.sendall(b"GET /metrics HTTP/1.0\r\nX-Filler: " + b"a" * 9000)
+status = s.recv(64).split()[1].decode()
+print(status, "then", urllib.request.urlopen(sys.argv[2] + "/metrics", timeout=30).status)' "$PORT" "$URL"
+check metrics_textfile_written wait_until 30 grep -q "gpuyield_jobs_in_progress{segment=\"$NAME\",level=\"3\"} 1" "$T/gy.prom"
+check metrics_textfile_no_temp_left bash -c "! ls '$T' | grep -q 'gy.prom.tmp'"
+
+kill -KILL "$AGENT"; wait "$AGENT" 2>/dev/null; AGENT=
+check metrics_counts_the_reaped wait_until 30 bash -c "'$PYTHON' -c 'import urllib.request,sys; print(urllib.request.urlopen(sys.argv[1]).read().decode())' '$URL/metrics' | grep -q 'gpuyield_reaped_processes_total{segment=\"$NAME\"} 1'"
+kill -TERM "$SERVE"; wait "$SERVE"; rc=$?; SERVE=
+check metrics_serve_exits_zero test "$rc" -eq 0
+check metrics_serve_removes_segment test ! -e "/dev/shm$NAME"
+check metrics_serve_removes_textfile test ! -e "$T/gy.prom"
+finish

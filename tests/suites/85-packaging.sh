@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Suite 85: packaging and deployment. The version in one place (VERSION: --version of every tool,
+# gpuyield.__version__, gpuyield.pc), the licence, bench programs out of bin/, `pip install`
+# (--target and editable, offline: --no-build-isolation --no-index) on a copy of the tree,
+# `make install` into a DESTDIR with pkg-config, and the example manifests in deploy/.
+set -u
+. "$ROOT/tests/lib/suite.sh"
+PYTHON=${PYTHON:-python3}
+cd "$ROOT"
+VERSION=$(cat VERSION)
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+
+check version_file_is_semver grep -qxE '[0-9]+\.[0-9]+\.[0-9]+' VERSION
+check licence_is_apache_2 grep -q "Apache License" LICENSE
+check licence_is_whole grep -q "END OF TERMS AND CONDITIONS" LICENSE
+for tool in expcontroller run_exp nsight-parser gpuyield-standin; do
+    expect "version_$tool" 0 "^$tool \(gpuyield\) $VERSION\$" "$BUILD/bin/$tool" --version
+done
+expect version_python 0 "^$VERSION\$" env PYTHONPATH="$BUILD/python" "$PYTHON" -c 'import gpuyield; print(gpuyield.__version__)'
+
+# Benchmark programs live in build/bench, and none of them runs its benchmark on --help.
+check bench_not_in_bin bash -c "! ls '$BUILD/bin' | grep -qE 'bench|launch-rate|launch-cost'"
+expect bench_gate_help 0 "^usage: gate-bench" timeout 5 "$BUILD/bench/gate-bench" --help
+expect bench_gate_bad_argument 2 "takes no arguments" timeout 5 "$BUILD/bench/gate-bench" 100
+check make_sh_writes_no_pth bash -c "! grep -q '\.pth' '$ROOT/make.sh'"
+
+# pip, offline, on a copy of the tree (what git tracks plus what it does not ignore).
+copy_tree() {
+    mkdir -p "$1"
+    { git ls-files -z; git ls-files -z --others --exclude-standard; } | xargs -0 cp --parents -t "$1" 2> /dev/null
+}
+if ! "$PYTHON" -c 'import setuptools, wheel, venv' 2> /dev/null; then
+    echo "skip pip_install: $PYTHON lacks setuptools, wheel or venv (Debian: python3-setuptools python3-wheel python3-venv; ./make.sh deps)"
+else
+    copy_tree "$T/src"
+    if (cd "$T/src" && "$PYTHON" -m pip install -q --no-build-isolation --no-index --target "$T/site" . > "$T/pip.log" 2>&1); then
+        pass pip_install_target
+        expect pip_target_imports 0 "^$VERSION $T/site/gpuyield/__init__.py\$" \
+            bash -c "cd / && PYTHONPATH='$T/site' '$PYTHON' -c 'import gpuyield; print(gpuyield.__version__, gpuyield.__file__)'"
+        expect pip_target_extension_works 0 "^/gpuyield-$(id -u)-x\$" \
+            bash -c "cd / && PYTHONPATH='$T/site' '$PYTHON' -c 'import gpuyield; print(gpuyield.segment_name(\"x\"))'"
+    else
+        fail pip_install_target "$(tail -n 20 "$T/pip.log")"
+    fi
+    "$PYTHON" -m venv --system-site-packages "$T/venv"
+    if (cd "$T/src" && "$T/venv/bin/python" -m pip install -q --no-build-isolation --no-index -e . > "$T/pip-e.log" 2>&1); then
+        pass pip_install_editable
+        expect pip_editable_imports_the_tree 0 "^$VERSION $T/src/pyext/gpuyield/__init__.py\$" \
+            bash -c "cd / && '$T/venv/bin/python' -c 'import gpuyield; print(gpuyield.__version__, gpuyield.__file__)'"
+    else
+        fail pip_install_editable "$(tail -n 20 "$T/pip-e.log")"
+    fi
+fi
+
+# make install into a DESTDIR: tools, libraries, header, pkg-config file, the Python package.
+if make -s install PREFIX=/opt/gy DESTDIR="$T/dest" > "$T/install.log" 2>&1; then
+    pass make_install
+    D=$T/dest/opt/gy
+    for f in bin/expcontroller bin/run_exp bin/nsight-parser bin/gpuyield-standin lib/libgpuyield.so lib/libgeek.so \
+             lib/libcuinterpose.so lib/libgycontrol.a include/gpuyield/gpuyield.h include/gpuyield/segment_layout.h \
+             lib/pkgconfig/gpuyield.pc lib/gpuyield/python/gpuyield/__init__.py share/doc/gpuyield/LICENSE; do
+        check "install_has_$f" test -e "$D/$f"
+    done
+    expect install_tool_runs 0 "^expcontroller \(gpuyield\) $VERSION\$" "$D/bin/expcontroller" --version
+    expect install_pkg_config 0 "^-I/opt/gy/include/gpuyield -L/opt/gy/lib -lgycontrol -pthread *\$" \
+        env PKG_CONFIG_PATH="$D/lib/pkgconfig" pkg-config --cflags --libs gpuyield
+    expect install_pkg_config_version 0 "^$VERSION\$" env PKG_CONFIG_PATH="$D/lib/pkgconfig" pkg-config --modversion gpuyield
+    # A program built against the installed header and library (DESTDIR: pkg-config's sysroot).
+    printf '#include "gpuyield.h"\n#include <stdio.h>\nint main(void) { puts(gy_version()); return 0; }\n' > "$T/use.c"
+    expect install_header_and_library_link 0 "^$VERSION\$" bash -c \
+        "gcc -std=c11 '$T/use.c' \$(PKG_CONFIG_PATH='$D/lib/pkgconfig' PKG_CONFIG_SYSROOT_DIR='$T/dest' pkg-config --cflags --libs gpuyield) -o '$T/use' && '$T/use'"
+    expect install_run_exp_finds_package 0 "PYTHONPATH=$D/lib/gpuyield/python" \
+        "$D/bin/run_exp" -f exp_configs/input_control.json --dry-run
+    expect install_bad_prefix 2 "PREFIX must be an absolute path" make -s install PREFIX=relative DESTDIR="$T/dest2"
+    check install_bad_prefix_wrote_nothing test ! -e "$T/dest2"
+else
+    fail make_install "$(tail -n 20 "$T/install.log")"
+fi
+
+# deploy/: valid YAML and the fields each example needs; the checker fails on a broken one.
+if ! "$PYTHON" -c 'import yaml' 2> /dev/null; then
+    echo "skip deploy_manifests: $PYTHON has no yaml module (Debian: python3-yaml; ./make.sh deps)"
+else
+    run_checker() { "$PYTHON" tests/deploy/check_manifests.py "$1" > "$T/manifests.out" 2>&1; local rc=$?; cat "$T/manifests.out"; return $rc; }
+    if run_checker deploy; then pass deploy_manifests; else fail deploy_manifests; fi
+    cp -r deploy "$T/broken"
+    sed -i '/shareProcessNamespace/d' "$T/broken/k8s/pod.yaml"
+    sed -i '/LD_PRELOAD/d' "$T/broken/docker-compose.yml"
+    run_checker "$T/broken" > /dev/null
+    check deploy_checker_catches_missing_pid_sharing grep -q "^FAIL pod.yaml/.*_shares_pids" "$T/manifests.out"
+    check deploy_checker_catches_missing_preload grep -q "^FAIL compose_.*_preloads_the_hook" "$T/manifests.out"
+fi
+check deploy_page_linked_from_readme grep -q "docs/deploy.md" README.md
+finish
