@@ -168,8 +168,8 @@ int gy_open(const char *tag_or_name, gy_shm *out, gy_err *err)
             char owner[160];
             gy_owner_text(other, owner, sizeof owner);
             return gy_fail(err, e,
-                           "segment %s belongs to %s, not to you (uid %u): gpuyield segments are private (0600); "
-                           "use your own tag",
+                           "segment %s belongs to another user, %s, not to you (uid %u): gpuyield segments are "
+                           "private (0600); use your own tag",
                            name, owner, (unsigned)geteuid());
         }
         if (e == EACCES)
