@@ -158,7 +158,12 @@ int gy_private_file_read(int dir_fd, const char *name, const char *shown, gy_err
         return gy_fail(err, e, "cannot open %s: %s", shown, strerror(e));
     }
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return gy_fail(err, e, "cannot stat %s: %s", shown, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
         char owner[160];
         gy_owner_text(st.st_uid, owner, sizeof owner);
         bool regular = S_ISREG(st.st_mode);
