@@ -11,13 +11,13 @@ ifneq ($(CUDA_HOME),)
 ifeq ($(SAN),)
 NVCC := $(CUDA_HOME)/bin/nvcc
 NVCCFLAGS := -O2 -std=c++17 -arch=sm_90 -Xcompiler -Wall,-Werror -Icontroller -Ibench/gpu
-$(O)/bench/launch-rate: bench/gpu/launch_rate.cu bench/gpu/spin_kernels.cuh
+$(O)/bench/launch-rate: bench/gpu/launch_rate.cu bench/gpu/spin_kernels.cuh bench/gpu/check_cuda.cuh
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) $< -o $@
-$(O)/bench/preempt-bench: bench/gpu/preempt_bench.cu bench/gpu/spin_kernels.cuh $(O)/obj/bench/gpu/job_shim.o $(CONTROLLER_LIB)
+$(O)/bench/preempt-bench: bench/gpu/preempt_bench.cu bench/gpu/spin_kernels.cuh bench/gpu/check_cuda.cuh $(O)/obj/bench/gpu/job_shim.o $(CONTROLLER_LIB)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) $< $(O)/obj/bench/gpu/job_shim.o $(CONTROLLER_LIB) -o $@
-$(O)/bench/launch-cost: bench/gpu/launch_cost.cu bench/gpu/spin_kernels.cuh
+$(O)/bench/launch-cost: bench/gpu/launch_cost.cu bench/gpu/spin_kernels.cuh bench/gpu/check_cuda.cuh
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) $< -ldl -o $@
 # The partition policy's proof: green-context facts (driver API: libcuda) and the LP/HP sides.

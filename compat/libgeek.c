@@ -26,8 +26,8 @@
 #include <unistd.h>
 
 #include "gpuyield.h"
+#include "stderr_line.h"
 
-#define COMPAT_PRIORITY 1 /* the original's high-priority job: level 1 of gpuyield's 0..7 */
 #define MAX_SEGMENTS 16
 #define MAX_NESTED 16
 
@@ -48,23 +48,6 @@ static struct compat_segment segments[MAX_SEGMENTS];
 static struct compat_segment *pending_seg; /* the job of the last setMem(1), for waitForEmptyGPU */
 static int pending_index = -1;
 
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void say(const char *fmt, ...)
-{
-    char line[600];
-    va_list ap;
-    va_start(ap, fmt);
-    int len = vsnprintf(line, sizeof line - 1, fmt, ap);
-    va_end(ap);
-    if (len < 0)
-        return;
-    if (len > (int)sizeof line - 2)
-        len = (int)sizeof line - 2;
-    line[len++] = '\n';
-    if (write(2, line, (size_t)len) < 0) {
-    }
-}
-
 static void before_fork(void) { pthread_mutex_lock(&lock); }
 static void after_fork_parent(void) { pthread_mutex_unlock(&lock); }
 static void after_fork_child(void) { pthread_mutex_unlock(&lock); }
@@ -82,35 +65,15 @@ static void leave(void) { pthread_mutex_unlock(&lock); }
 static bool make_tag(const char *call, const char *suffix, char tag[GY_NAME_MAX])
 {
     if (!suffix) {
-        say("libgeek.so: %s: suffix is NULL: pass the experiment's suffix as bytes (suffix.encode())", call);
+        gy_say("libgeek.so: %s: suffix is NULL: pass the experiment's suffix as bytes (suffix.encode())", call);
         return false;
     }
-    char name[GY_NAME_MAX];
     gy_err err;
-    int len = snprintf(tag, GY_NAME_MAX, "compat%s", suffix);
-    if (!*suffix || len >= GY_NAME_MAX || gy_segment_name(tag, name, &err)) {
-        say("libgeek.so: %s: suffix \"%.80s\" is invalid: \"compat\" + suffix must be 1..40 characters from "
-            "[A-Za-z0-9._-] (a uuid4 hex suffix fits)",
-            call, suffix);
+    if (gy_compat_tag(suffix, tag, &err)) {
+        gy_say("libgeek.so: %s: %s", call, err.msg);
         return false;
     }
     return true;
-}
-
-/* dev/ino of the segment file now: 1 found, 0 absent, -1 unknown. */
-static int identity(const char *name, dev_t *dev, ino_t *ino)
-{
-    int fd = shm_open(name, O_RDONLY | O_CLOEXEC, 0);
-    if (fd < 0)
-        return errno == ENOENT ? 0 : -1;
-    struct stat st;
-    int rc = fstat(fd, &st);
-    close(fd);
-    if (rc)
-        return -1;
-    *dev = st.st_dev;
-    *ino = st.st_ino;
-    return 1;
 }
 
 static struct compat_segment *find(const char *tag)
@@ -145,7 +108,7 @@ static struct compat_segment *store(const char *tag, gy_shm *shm)
         snprintf(s->tag, sizeof s->tag, "%s", tag);
         s->shm = *shm;
         s->owner_pid = getpid();
-        identity(s->shm.name, &s->dev, &s->ino);
+        gy_segment_identity(s->shm.name, &s->dev, &s->ino);
         return s;
     }
     gy_close(shm);
@@ -175,7 +138,7 @@ static struct compat_segment *segment_for(const char *call, const char *tag)
     if (s && s->njobs == 0) {
         dev_t dev;
         ino_t ino;
-        int present = identity(s->shm.name, &dev, &ino);
+        int present = gy_segment_identity(s->shm.name, &dev, &ino);
         if (present == 0 || (present == 1 && (dev != s->dev || ino != s->ino)))
             drop(s); /* removed (and perhaps created anew) since: reconnect */
         s = find(tag);
@@ -184,21 +147,21 @@ static struct compat_segment *segment_for(const char *call, const char *tag)
     if (!s) {
         gy_shm shm;
         if (gy_open(tag, &shm, &err)) {
-            say("libgeek.so: %s: %s (libgeek.so's segment for a suffix is gpuyield tag \"compat\" + suffix: "
+            gy_say("libgeek.so: %s: %s (libgeek.so's segment for a suffix is gpuyield tag \"compat\" + suffix: "
                 "create_shared_mem_and_locks(suffix) first)",
                 call, err.msg);
             return NULL;
         }
         s = store(tag, &shm);
         if (!s) {
-            say("libgeek.so: %s: this process already uses %d segments: remove_shared_mem_and_locks() the ones "
+            gy_say("libgeek.so: %s: this process already uses %d segments: remove_shared_mem_and_locks() the ones "
                 "it is done with",
                 call, MAX_SEGMENTS);
             return NULL;
         }
     }
     if (s->shm.slot < 0 && gy_register(&s->shm, 0, &err)) {
-        say("libgeek.so: %s: %s", call, err.msg);
+        gy_say("libgeek.so: %s: %s", call, err.msg);
         return NULL;
     }
     return s;
@@ -216,9 +179,9 @@ __attribute__((visibility("default"))) void create_shared_mem_and_locks(char *su
     gy_shm shm;
     gy_err err;
     if (gy_create(tag, 0, &shm, &err))
-        say("libgeek.so: create_shared_mem_and_locks(\"%s\"): %s", suffix, err.msg);
+        gy_say("libgeek.so: create_shared_mem_and_locks(\"%s\"): %s", suffix, err.msg);
     else if (!store(tag, &shm))
-        say("libgeek.so: create_shared_mem_and_locks(\"%s\"): created %s, but this process already uses %d "
+        gy_say("libgeek.so: create_shared_mem_and_locks(\"%s\"): created %s, but this process already uses %d "
             "segments: it is not kept open",
             suffix, shm.name, MAX_SEGMENTS);
     leave();
@@ -235,7 +198,7 @@ __attribute__((visibility("default"))) void remove_shared_mem_and_locks(char *su
         drop(s);
     gy_err err;
     if (gy_remove(tag, &err))
-        say("libgeek.so: remove_shared_mem_and_locks(\"%s\"): %s", suffix, err.msg);
+        gy_say("libgeek.so: remove_shared_mem_and_locks(\"%s\"): %s", suffix, err.msg);
     leave();
 }
 
@@ -244,7 +207,7 @@ __attribute__((visibility("default"))) void setMem(int input, char *suffix)
     char call[64];
     snprintf(call, sizeof call, "setMem(%d, ...)", input);
     if (input != 0 && input != 1) {
-        say("libgeek.so: setMem(%d, ...): the value must be 1 (a high-priority job begins) or 0 (it ends)", input);
+        gy_say("libgeek.so: setMem(%d, ...): the value must be 1 (a high-priority job begins) or 0 (it ends)", input);
         return;
     }
     char tag[GY_NAME_MAX];
@@ -256,22 +219,22 @@ __attribute__((visibility("default"))) void setMem(int input, char *suffix)
     if (!s) {
     } else if (input == 1) {
         if (s->njobs >= MAX_NESTED)
-            say("libgeek.so: setMem(1, \"%s\"): %d jobs already begun and not ended: setMem(0) is missing", suffix,
+            gy_say("libgeek.so: setMem(1, \"%s\"): %d jobs already begun and not ended: setMem(0) is missing", suffix,
                 s->njobs);
-        else if (gy_job_enter(&s->shm, COMPAT_PRIORITY, 0, &s->jobs[s->njobs], &err))
-            say("libgeek.so: setMem(1, \"%s\"): %s", suffix, err.msg);
+        else if (gy_job_enter(&s->shm, GY_COMPAT_PRIORITY, 0, &s->jobs[s->njobs], &err))
+            gy_say("libgeek.so: setMem(1, \"%s\"): %s", suffix, err.msg);
         else {
             pending_seg = s;
             pending_index = s->njobs++;
         }
     } else if (s->njobs == 0) {
-        say("libgeek.so: setMem(0, \"%s\"): no job of this process is in progress on %s: setMem(0) ends what "
+        gy_say("libgeek.so: setMem(0, \"%s\"): no job of this process is in progress on %s: setMem(0) ends what "
             "setMem(1) began",
             suffix, s->shm.name);
     } else {
         s->njobs--;
         if (gy_job_exit(&s->shm, &s->jobs[s->njobs], &err))
-            say("libgeek.so: setMem(0, \"%s\"): %s", suffix, err.msg);
+            gy_say("libgeek.so: setMem(0, \"%s\"): %s", suffix, err.msg);
         if (pending_seg == s && pending_index >= s->njobs) {
             pending_seg = NULL;
             pending_index = -1;

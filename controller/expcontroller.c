@@ -17,11 +17,12 @@
 #define EXIT_RUNTIME 1
 #define EXIT_USAGE 2
 
+/* A format: the two %s are the policy names (policies.h). */
 static const char usage_text[] =
     "usage: expcontroller COMMAND [options]\n"
-    "  create [--name TAG] [--drain-timeout-ms MS] [--policy drain|corun]\n"
+    "  create [--name TAG] [--drain-timeout-ms MS] [--policy %s]\n"
     "                                                create a segment, print its name\n"
-    "  serve  [--name TAG] [--drain-timeout-ms MS] [--policy drain|corun]\n"
+    "  serve  [--name TAG] [--drain-timeout-ms MS] [--policy %s]\n"
     "         [--mps [--mps-dir DIR] | --mps-pipe DIR]\n"
     "         [--metrics [ADDR:]PORT] [--metrics-textfile PATH]\n"
     "                                                create it if absent, reap dead processes,\n"
@@ -30,7 +31,7 @@ static const char usage_text[] =
     "                                                made 0700; default gpuyield-mps-<uid>-<tag> in\n"
     "                                                $XDG_RUNTIME_DIR if yours, else /tmp) and quits\n"
     "                                                it at the end; --mps-pipe joins a running one. Policy\n"
-    "                                                default: corun with MPS, else drain.\n"
+    "                                                default: " GY_POLICY_DEFAULT_TEXT "\n"
     "                                                --metrics serves GET /metrics (Prometheus text) on\n"
     "                                                PORT of 127.0.0.1, or of ADDR (0.0.0.0: every\n"
     "                                                interface); --metrics-textfile rewrites PATH every\n"
@@ -45,7 +46,10 @@ static int usage_error(const char *fmt, const char *arg)
 {
     fprintf(stderr, "expcontroller: ");
     fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n%s", usage_text);
+    char choices[128];
+    gy_policy_choices(choices, sizeof choices, "|", "|");
+    fputc('\n', stderr);
+    fprintf(stderr, usage_text, choices, choices);
     return EXIT_USAGE;
 }
 
@@ -127,8 +131,12 @@ static int parse_options(int argc, char **argv, const char *command, struct opti
             enum gy_policy policy;
             if (!makes)
                 return usage_error("--policy goes with 'create' or 'serve', not '%s'", command);
-            if (gy_policy_parse(optarg, &policy))
-                return usage_error("--policy takes drain or corun, not '%s'", optarg);
+            if (gy_policy_parse(optarg, &policy)) {
+                char choices[128], fmt[192];
+                snprintf(fmt, sizeof fmt, "--policy takes %s, not '%%s'",
+                         gy_policy_choices(choices, sizeof choices, ", ", " or "));
+                return usage_error(fmt, optarg);
+            }
             opt->policy = optarg;
             break;
         }
@@ -184,7 +192,7 @@ static int fail(const gy_err *err)
 
 static enum gy_policy chosen_policy(const struct options *opt, bool mps)
 {
-    enum gy_policy policy = mps ? GY_POLICY_CORUN : GY_POLICY_DRAIN;
+    enum gy_policy policy = gy_policy_default(mps);
     if (opt->policy)
         gy_policy_parse(opt->policy, &policy);
     return policy;

@@ -7,7 +7,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
+#include <sys/types.h>
 
+#include "policies.h"
 #include "segment_layout.h"
 
 /* ---- version (version.c) -------------------------------------------------------------------- */
@@ -40,6 +42,13 @@ typedef struct gy_shm {
 /* "/gpuyield-<uid>-<tag>" from a tag, or a full name given back checked. A tag is 1..40 of
  * [A-Za-z0-9._-]. Returns 0, or -1 with err filled. */
 int gy_segment_name(const char *tag_or_name, char out[GY_NAME_MAX], gy_err *err);
+/* The original experiment's libgeek.so suffix S is the segment of tag "compat" + S, and its
+ * high-priority job is a job of priority 1 (compat_tag.c; libgeek.so, the hooks loaded as
+ * libcuinterpose*.so and gpuyield.compat all use these). */
+#define GY_COMPAT_TAG_PREFIX "compat"
+#define GY_COMPAT_PRIORITY 1
+/* The tag a suffix stands for; -1 with err filled (EINVAL) when it makes no valid tag. */
+int gy_compat_tag(const char *suffix, char tag[GY_NAME_MAX], gy_err *err);
 /* The tag/name to use when the caller gives none: $GPUYIELD_SHM, else GY_DEFAULT_TAG. */
 const char *gy_default_tag(void);
 
@@ -58,16 +67,24 @@ static inline bool gy_segment_removed(const gy_shm *shm)
     return atomic_load_explicit(&shm->seg->active_levels, memory_order_acquire) & GY_REMOVED_BIT;
 }
 
-/* ---- policy (segment.c) ----------------------------------------------------------------------- */
-/* What a begin does about lower-priority work already queued on the GPU. Both close the gate.
- *   drain: wait until it has finished, so the job runs alone (any GPU, no MPS needed);
- *   corun: return at once and let the job's kernels run beside it. Under MPS (with the lower
- *          processes at MPS client priority below normal) the job's blocks take SMs as the lower
- *          kernels' blocks retire instead of waiting for the whole queue to drain. */
-enum gy_policy { GY_POLICY_DRAIN = 0, GY_POLICY_CORUN = 1 };
+/* Which file the full segment name leads to now, so that a holder can tell its segment removed
+ * (0: gone) or removed and created anew (1 with another dev/ino). -1 when it cannot tell: callers
+ * count that as present, never inventing a removal. */
+int gy_segment_identity(const char *name, dev_t *dev, ino_t *ino);
+
+/* ---- policy (policies.c, from the table of policies.h; stored by segment.c) ------------------- */
 const char *gy_policy_name(enum gy_policy policy);
-/* "drain" or "corun" -> *out; -1 on anything else. */
+/* A policy's name (a row of policies.h) -> *out; -1 on anything else, NULL included. */
 int gy_policy_parse(const char *text, enum gy_policy *out);
+/* What a job does under it (the table's description). */
+const char *gy_policy_what(enum gy_policy policy);
+/* Whether it is meant for MPS (its lower processes run at MPS client priority below normal). */
+bool gy_policy_wants_mps(enum gy_policy policy);
+/* The default rule, written once: corun under MPS, else drain (GY_POLICY_DEFAULT_TEXT). */
+enum gy_policy gy_policy_default(bool mps);
+/* The names joined for a message: "drain|corun" with ("|", "|"), "drain or corun" with
+ * (", ", " or "). Returns buf. */
+const char *gy_policy_choices(char *buf, size_t len, const char *sep, const char *last_sep);
 /* The creator sets these before workers start; readers see them at once. */
 void gy_set_policy(gy_shm *shm, enum gy_policy policy, bool mps);
 enum gy_policy gy_get_policy(const gy_shm *shm);
@@ -86,11 +103,12 @@ uint64_t gy_now_ns(void); /* CLOCK_MONOTONIC */
 
 /* ---- registration and reaping (registry.c) --------------------------------------------------- */
 
-/* $GPUYIELD_PRIORITY's rule (priority.c): NULL (unset) gives 0; otherwise decimal digits only
- * with a value in 0..7: "" , " 1", "+1", "8" are refused. 0, or -1 when refused. */
-int gy_priority_parse(const char *text, int *out);
 /* Claim a slot for this process at priority 0..7. Fails with ENOSPC when the table is full. */
 int gy_register(gy_shm *shm, int priority, gy_err *err);
+/* A process's priority as $GPUYIELD_PRIORITY gives it (priority_env.c): NULL (unset) is 0, else
+ * exactly a decimal 0..GY_LEVELS-1; anything else, the empty string included, is -1. The one rule
+ * of the hooks library and the Python extension. */
+int gy_priority_parse(const char *text, int *out);
 void gy_unregister(gy_shm *shm);
 /* At a normal exit (atexit): free this process's slot at once, counting out its jobs and its
  * in-flight mark, so nobody waits for a reap or a drain timeout. Leaves the handle itself alone:
@@ -182,7 +200,9 @@ struct gy_status_proc {
     const char *state; /* "running", "blocked", "draining" */
     char name[64];     /* gy_proc_name(): the model or command name, "" if unknown */
     bool inflight;
-    uint64_t launches, graph_launches, sync_points, waits, blocked_ns, drains, drain_timeouts;
+#define GY_STATUS_COUNTER(name, what) uint64_t name;
+    GY_PROC_COUNTERS(GY_STATUS_COUNTER) /* segment_layout.h */
+#undef GY_STATUS_COUNTER
 };
 
 struct gy_status {

@@ -216,7 +216,7 @@ int gy_open(const char *tag_or_name, gy_shm *out, gy_err *err)
         why = "records another owner";
     else if (seg->drain_timeout_ns == 0 || seg->drain_timeout_ns > GY_MAX_DRAIN_TIMEOUT_NS)
         why = "holds a drain timeout out of range";
-    else if (atomic_load(&seg->policy) > GY_POLICY_CORUN || atomic_load(&seg->mps) > 1)
+    else if (atomic_load(&seg->policy) >= GY_POLICY_COUNT || atomic_load(&seg->mps) > 1)
         why = "holds a policy out of range";
     if (why) {
         int e = EPROTO;
@@ -271,17 +271,19 @@ int gy_remove(const char *tag_or_name, gy_err *err)
     return 0;
 }
 
-const char *gy_policy_name(enum gy_policy policy) { return policy == GY_POLICY_CORUN ? "corun" : "drain"; }
-
-int gy_policy_parse(const char *text, enum gy_policy *out)
+int gy_segment_identity(const char *name, dev_t *dev, ino_t *ino)
 {
-    if (text && strcmp(text, "drain") == 0)
-        *out = GY_POLICY_DRAIN;
-    else if (text && strcmp(text, "corun") == 0)
-        *out = GY_POLICY_CORUN;
-    else
+    int fd = shm_open(name, O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : -1;
+    struct stat st;
+    int rc = fstat(fd, &st);
+    close(fd);
+    if (rc != 0)
         return -1;
-    return 0;
+    *dev = st.st_dev;
+    *ino = st.st_ino;
+    return 1;
 }
 
 void gy_set_policy(gy_shm *shm, enum gy_policy policy, bool mps)
@@ -292,7 +294,8 @@ void gy_set_policy(gy_shm *shm, enum gy_policy policy, bool mps)
 
 enum gy_policy gy_get_policy(const gy_shm *shm)
 {
-    return atomic_load(&shm->seg->policy) == GY_POLICY_CORUN ? GY_POLICY_CORUN : GY_POLICY_DRAIN;
+    uint32_t policy = atomic_load(&shm->seg->policy);
+    return policy < GY_POLICY_COUNT ? (enum gy_policy)policy : GY_POLICY_DRAIN;
 }
 
 bool gy_get_mps(const gy_shm *shm) { return atomic_load(&shm->seg->mps) == 1; }

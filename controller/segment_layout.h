@@ -24,17 +24,26 @@ enum gy_proc_state {
     GY_PROC_DRAINING = 3, /* its helper waits for its in-flight GPU work to finish */
 };
 
-/* Counters kept per process. Each is written by its own process only (relaxed atomics) and read
- * by status readers; the launch counters sit on the launching thread's hot path. */
+/* Counters kept per process: the one list of them. The segment's slots, struct gy_status_proc,
+ * `expcontroller status --json` and the Python status dict all expand it, in this order. Adding a
+ * counter is one row here plus the line that increments it (and, as it grows the slot, a
+ * GY_LAYOUT_VERSION bump). Each is written by its own process only (relaxed atomics) and read by
+ * status readers; the launch counters sit on the launching thread's hot path.
+ * X(name, what it counts) */
+#define GY_PROC_COUNTERS(X)                                                                            \
+    X(launches, "kernel launches, graph launches excluded")                                            \
+    X(graph_launches, "cuGraphLaunch calls, one unit each")                                            \
+    X(sync_points, "sync points / event waits inserted by the queue bound")                            \
+    X(waits, "launches that had to block behind a higher job")                                         \
+    X(blocked_ns, "total time those launches were blocked")                                            \
+    X(drains, "drain requests this process acknowledged")                                              \
+    X(drain_timeouts, "jobs begun here whose drain hit the timeout")
+
+#define GY_COUNTER_FIELD(name, what) _Atomic uint64_t name;
 struct gy_proc_counters {
-    _Atomic uint64_t launches;       /* kernel launches, graph launches excluded */
-    _Atomic uint64_t graph_launches; /* cuGraphLaunch calls, one unit each */
-    _Atomic uint64_t sync_points;    /* sync points / event waits inserted by the queue bound */
-    _Atomic uint64_t waits;          /* launches that had to block behind a higher job */
-    _Atomic uint64_t blocked_ns;     /* total time those launches were blocked */
-    _Atomic uint64_t drains;         /* drain requests this process acknowledged */
-    _Atomic uint64_t drain_timeouts; /* jobs begun here whose drain hit the timeout */
+    GY_PROC_COUNTERS(GY_COUNTER_FIELD)
 };
+#undef GY_COUNTER_FIELD
 
 struct gy_proc_slot {
     _Atomic uint32_t state;       /* enum gy_proc_state */

@@ -62,13 +62,9 @@ int gy_status_read(gy_shm *shm, struct gy_status *out, gy_err *err)
         p->priority = slot->priority;
         p->state = state_name(state);
         p->inflight = atomic_load(&slot->inflight) != 0;
-        p->launches = atomic_load(&slot->counters.launches);
-        p->graph_launches = atomic_load(&slot->counters.graph_launches);
-        p->sync_points = atomic_load(&slot->counters.sync_points);
-        p->waits = atomic_load(&slot->counters.waits);
-        p->blocked_ns = atomic_load(&slot->counters.blocked_ns);
-        p->drains = atomic_load(&slot->counters.drains);
-        p->drain_timeouts = atomic_load(&slot->counters.drain_timeouts);
+#define COPY_COUNTER(name, what) p->name = atomic_load(&slot->counters.name);
+        GY_PROC_COUNTERS(COPY_COUNTER)
+#undef COPY_COUNTER
     }
     if (locked)
         gy_unlock(seg);
@@ -139,13 +135,12 @@ int gy_status_json(const struct gy_status *st, char *buf, size_t len)
     for (int i = 0; i < st->nprocs; i++) {
         const struct gy_status_proc *p = &st->procs[i];
         json_escape(p->name, name, sizeof name);
-        EMIT("%s{\"pid\": %d, \"name\": \"%s\", \"priority\": %d, \"state\": \"%s\", \"inflight\": %s, \"launches\": %llu, "
-             "\"graph_launches\": %llu, \"sync_points\": %llu, \"waits\": %llu, \"blocked_ns\": %llu, "
-             "\"drains\": %llu, \"drain_timeouts\": %llu}",
-             i ? ", " : "", p->pid, name, p->priority, p->state, p->inflight ? "true" : "false",
-             (unsigned long long)p->launches, (unsigned long long)p->graph_launches,
-             (unsigned long long)p->sync_points, (unsigned long long)p->waits, (unsigned long long)p->blocked_ns,
-             (unsigned long long)p->drains, (unsigned long long)p->drain_timeouts);
+        EMIT("%s{\"pid\": %d, \"name\": \"%s\", \"priority\": %d, \"state\": \"%s\", \"inflight\": %s", i ? ", " : "", p->pid, name,
+             p->priority, p->state, p->inflight ? "true" : "false");
+#define EMIT_COUNTER(name, what) EMIT(", \"" #name "\": %llu", (unsigned long long)p->name);
+        GY_PROC_COUNTERS(EMIT_COUNTER)
+#undef EMIT_COUNTER
+        EMIT("}");
     }
     EMIT("]}");
 #undef EMIT

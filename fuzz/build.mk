@@ -10,7 +10,7 @@ $(O)/fuzz/replay_segment_open: $(O)/obj/fuzz/segment_open_fuzz.o $(FUZZ_OBJ) $(C
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -o $@
 $(O)/fuzz/replay_run_exp_config: $(O)/obj/fuzz/run_exp_config_fuzz.o $(FUZZ_OBJ) $(O)/obj/run_exp/config.o \
-		$(O)/obj/run_exp/image.o $(O)/obj/run_exp/models.o
+		$(O)/obj/run_exp/image.o $(O)/obj/run_exp/models.o $(O)/obj/controller/policies.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -ljansson -lm -o $@
 $(O)/fuzz/replay_nsight_csv: $(O)/obj/fuzz/nsight_csv_fuzz.o $(FUZZ_OBJ) $(NSIGHT_PARSER_LIB_OBJ)

@@ -50,5 +50,6 @@ link() { # link TARGET OBJECTS... LIBS...
 }
 O=$OUT/obj
 link segment_open "$O/fuzz/segment_open_fuzz.o" "$O"/controller/*.o
-link run_exp_config "$O/fuzz/run_exp_config_fuzz.o" "$O/fuzz/fuzz_file.o" "$O"/run_exp/*.o -ljansson -lm
+link run_exp_config "$O/fuzz/run_exp_config_fuzz.o" "$O/fuzz/fuzz_file.o" "$O"/run_exp/*.o "$O/controller/policies.o" \
+    -ljansson -lm
 link nsight_csv "$O/fuzz/nsight_csv_fuzz.o" "$O/fuzz/fuzz_file.o" "$O"/nsight-parser/*.o -lsqlite3 -ljansson -lm

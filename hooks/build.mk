@@ -3,7 +3,7 @@
 HOOKS_SRC := $(filter-out hooks/cuda_abi_check.c,$(wildcard hooks/*.c))
 HOOKS_LIB := $(O)/lib/libgpuyield.so
 
-# Only the hooks are exported (exports.map); our own calls bind inside the library.
+# Only the hooks are exported (exports.map.in); our own calls bind inside the library.
 $(O)/obj/hooks/%.o: CFLAGS += -fvisibility=hidden -fno-semantic-interposition
 ifneq ($(CUDA_HOME),)
 ifneq ($(wildcard $(CUDA_HOME)/include/nvtx3/nvToolsExt.h),)
@@ -14,9 +14,15 @@ $(O)/obj/hooks/cuda_abi_check.o: CFLAGS += -isystem $(CUDA_HOME)/include
 ALL += $(O)/obj/hooks/cuda_abi_check.o
 endif
 
-$(HOOKS_LIB): $(HOOKS_SRC:%.c=$(O)/obj/%.o) $(CONTROLLER_LIB) hooks/exports.map
+# The version script, expanded from the table of hooked functions (hooked_functions.h).
+HOOKS_EXPORTS := $(O)/gen/hooks/exports.map
+$(HOOKS_EXPORTS): hooks/exports.map.in hooks/hooked_functions.h
 	@mkdir -p $(dir $@)
-	$(CC) -shared $(LDFLAGS) -Wl,--version-script=hooks/exports.map -Wl,-Bsymbolic -Wl,-z,defs \
+	$(CC) -E -P -x c -Ihooks $< -o $@
+
+$(HOOKS_LIB): $(HOOKS_SRC:%.c=$(O)/obj/%.o) $(CONTROLLER_LIB) $(HOOKS_EXPORTS)
+	@mkdir -p $(dir $@)
+	$(CC) -shared $(LDFLAGS) -Wl,--version-script=$(HOOKS_EXPORTS) -Wl,-Bsymbolic -Wl,-z,defs \
 		$(filter %.o %.a,$^) -ldl -o $@
 
 # The fake driver: exports only the CUDA names (FK_EXPORT); -Bsymbolic so that, like the real
@@ -50,8 +56,14 @@ $(O)/tests/hooks/cuda_worker: $(O)/obj/tests/hooks/cuda_worker.o $(O)/obj/tests/
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $(filter %.o %.a,$^) -Wl,--no-as-needed $(FAKECUDA_LIB) $(HOOKS_NEXT_LIBS) \
 		-Wl,--as-needed -Wl,-rpath,'$$ORIGIN' -ldl -o $@
+# The table's hooked names, one a line: what 30-hooks.sh expects `nm -D` and exports.map to list.
+$(O)/obj/tests/hooks/hooked_names.o: CFLAGS += -Ihooks
+$(O)/tests/hooks/hooked_names: $(O)/obj/tests/hooks/hooked_names.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ -o $@
 $(O)/tests/hooks/test_hooks: $(O)/obj/tests/hooks/test_hooks.o $(O)/obj/tests/hooks/fake_log.o $(CONTROLLER_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -o $@
 
-ALL += $(HOOKS_LIB) $(FAKECUDA_LIB) $(FAKECUDA_OLD_LIB) $(O)/tests/hooks/cuda_worker $(O)/tests/hooks/test_hooks
+ALL += $(HOOKS_LIB) $(FAKECUDA_LIB) $(FAKECUDA_OLD_LIB) $(O)/tests/hooks/cuda_worker $(O)/tests/hooks/test_hooks \
+	$(O)/tests/hooks/hooked_names

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "stderr_line.h"
 #include "client.h"
 #include "driver.h"
 #include "drain_helper.h"
@@ -27,13 +28,7 @@ static pthread_once_t fork_handlers_once = PTHREAD_ONCE_INIT;
 
 static void __attribute__((noreturn)) die(const char *what, const char *detail)
 {
-    char line[600];
-    int len = snprintf(line, sizeof line, "gpuyield: pid %d %s: %s\n", (int)getpid(), what, detail);
-    if (len > (int)sizeof line - 1)
-        len = (int)sizeof line - 1;
-    if (write(2, line, (size_t)len) < 0) {
-    }
-    _exit(2);
+    gy_die("gpuyield: pid %d %s: %s", (int)getpid(), what, detail);
 }
 
 static void before_fork(void)

@@ -16,10 +16,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "stderr_line.h"
 #include "config.h"
 #include "gpuyield.h"
 
-static char compat_shm[64];
+static char compat_shm[GY_NAME_MAX];
 static char compat_mode[48];
 
 /* Which original name we were loaded under: "" when not one of them. */
@@ -45,7 +46,7 @@ static unsigned long group_from(const char *var, const char *file)
 {
     const char *value = getenv(var);
     if (!value)
-        gy_config_die("gpuyield: %s is unset (pid %d, loaded as %s): set it to the number of kernels per %s "
+        gy_die("gpuyield: %s is unset (pid %d, loaded as %s): set it to the number of kernels per %s "
                       "(1..1000000) as the original harness does, or set GPUYIELD_MODE",
                       var, (int)getpid(), file, strcmp(var, "SYNC_KERNELS") == 0 ? "synchronization point" : "event group");
     char *end;
@@ -53,7 +54,7 @@ static unsigned long group_from(const char *var, const char *file)
     if (*value >= '0' && *value <= '9')
         n = strtoul(value, &end, 10);
     if (!(*value >= '0' && *value <= '9') || *end || n < 1 || n > 1000000)
-        gy_config_die("gpuyield: %s=\"%s\" is invalid (pid %d, loaded as %s): use an integer 1..1000000 (kernels "
+        gy_die("gpuyield: %s=\"%s\" is invalid (pid %d, loaded as %s): use an integer 1..1000000 (kernels "
                       "per %s), or set GPUYIELD_MODE",
                       var, value, (int)getpid(), file,
                       strcmp(var, "SYNC_KERNELS") == 0 ? "synchronization point" : "event group");
@@ -69,11 +70,8 @@ void gy_compat_env(const char **shm, const char **priority, const char **mode)
     if (!*shm) {
         const char *suffix = getenv("SUFFIX");
         if (suffix) {
-            char name[GY_NAME_MAX];
-            gy_err err;
-            int len = snprintf(compat_shm, sizeof compat_shm, "compat%s", suffix);
-            if (!*suffix || len >= (int)sizeof compat_shm || gy_segment_name(compat_shm, name, &err))
-                gy_config_die("gpuyield: SUFFIX=\"%.80s\" is invalid (pid %d, loaded as %s): the segment tag "
+            if (gy_compat_tag(suffix, compat_shm, NULL))
+                gy_die("gpuyield: SUFFIX=\"%.80s\" is invalid (pid %d, loaded as %s): the segment tag "
                               "\"compat\" + SUFFIX must be 1..40 characters from [A-Za-z0-9._-] (a uuid4 hex "
                               "suffix fits), or set GPUYIELD_SHM",
                               suffix, (int)getpid(), file);
@@ -84,7 +82,7 @@ void gy_compat_env(const char **shm, const char **priority, const char **mode)
         const char *id = getenv("ID");
         if (id) {
             if (!(id[0] >= '0' && id[0] <= '7' && id[1] == '\0'))
-                gy_config_die("gpuyield: ID=\"%.80s\" is invalid (pid %d, loaded as %s): use one priority digit "
+                gy_die("gpuyield: ID=\"%.80s\" is invalid (pid %d, loaded as %s): use one priority digit "
                               "0..7 (higher wins), or set GPUYIELD_PRIORITY",
                               id, (int)getpid(), file);
             *priority = id;

@@ -11,28 +11,12 @@
 
 #include "config.h"
 #include "gpuyield.h"
+#include "stderr_line.h"
 
-#define die gy_config_die
+#define die gy_die
 
 static struct gy_hooks_config config;
 static pthread_once_t config_once = PTHREAD_ONCE_INIT;
-
-void gy_config_die(const char *fmt, ...)
-{
-    char line[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int len = vsnprintf(line, sizeof line - 1, fmt, ap);
-    va_end(ap);
-    if (len < 0)
-        len = 0;
-    if (len > (int)sizeof line - 2)
-        len = (int)sizeof line - 2;
-    line[len++] = '\n';
-    if (write(2, line, (size_t)len) < 0) {
-    }
-    _exit(2);
-}
 
 /* A decimal in [lo, hi] and nothing else. */
 static bool parse_ulong(const char *s, unsigned long lo, unsigned long hi, unsigned long *out)
@@ -79,10 +63,11 @@ static void load(void)
             "name, or unset it to run without gating",
             (int)getpid());
     config.shm = shm;
-    if (gy_priority_parse(priority, &config.priority))
-        die("gpuyield: GPUYIELD_PRIORITY=\"%s\" is invalid (pid %d): use an integer 0..7 (higher wins), or unset "
-            "it (default 0)",
+    int p;
+    if (gy_priority_parse(priority, &p))
+        die("gpuyield: GPUYIELD_PRIORITY=\"%s\" is invalid (pid %d): use an integer 0..7 (higher wins)",
             priority, (int)getpid());
+    config.priority = p;
     parse_mode(mode);
     const char *verbose = getenv("GPUYIELD_VERBOSE");
     if (verbose && strcmp(verbose, "0") != 0 && strcmp(verbose, "1") != 0)

@@ -19,9 +19,6 @@ struct gy_hooks_config {
  * variable, the value and what is allowed, then _exit(2). */
 const struct gy_hooks_config *gy_config(void);
 
-/* One line on stderr (what, where, how to fix), then _exit(2). */
-void gy_config_die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
-
 /* Loaded as libcuinterpose*.so (hooks/compat_env.c): fill each of GPUYIELD_SHM, _PRIORITY, _MODE
  * left NULL (unset) from the original experiment's SUFFIX, ID, SYNC_KERNELS / EVENT_GROUP_SIZE.
  * A bad value of those stops the process like a bad GPUYIELD_* value. */

@@ -21,28 +21,21 @@
         return rc;                                                                                   \
     } while (0)
 
-typedef gy_cu_result (*pfn_copy)(gy_cu_deviceptr, gy_cu_deviceptr, size_t, gy_cu_stream);
-typedef gy_cu_result (*pfn_htod)(gy_cu_deviceptr, const void *, size_t, gy_cu_stream);
-typedef gy_cu_result (*pfn_dtoh)(void *, gy_cu_deviceptr, size_t, gy_cu_stream);
-typedef gy_cu_result (*pfn_set8)(gy_cu_deviceptr, unsigned char, size_t, gy_cu_stream);
-typedef gy_cu_result (*pfn_set16)(gy_cu_deviceptr, unsigned short, size_t, gy_cu_stream);
-typedef gy_cu_result (*pfn_set32)(gy_cu_deviceptr, unsigned int, size_t, gy_cu_stream);
-
 #define COPY_PAIR(name, id, id_ptsz, type, params, args)                                             \
     GY_EXPORT gy_cu_result name params { GATED_COPY(id, type, real args); }                           \
     GY_EXPORT gy_cu_result name##_ptsz params { GATED_COPY(id_ptsz, type, real args); }
 
-COPY_PAIR(cuMemcpyAsync, GY_FN_MEMCPY_ASYNC, GY_FN_MEMCPY_ASYNC_PTSZ, pfn_copy,
+COPY_PAIR(cuMemcpyAsync, GY_FN_MEMCPY_ASYNC, GY_FN_MEMCPY_ASYNC_PTSZ, gy_pfn_memcpy_async,
           (gy_cu_deviceptr dst, gy_cu_deviceptr src, size_t bytes, gy_cu_stream stream), (dst, src, bytes, stream))
-COPY_PAIR(cuMemcpyHtoDAsync_v2, GY_FN_MEMCPY_HTOD_ASYNC, GY_FN_MEMCPY_HTOD_ASYNC_PTSZ, pfn_htod,
+COPY_PAIR(cuMemcpyHtoDAsync_v2, GY_FN_MEMCPY_HTOD_ASYNC, GY_FN_MEMCPY_HTOD_ASYNC_PTSZ, gy_pfn_memcpy_htod_async,
           (gy_cu_deviceptr dst, const void *src, size_t bytes, gy_cu_stream stream), (dst, src, bytes, stream))
-COPY_PAIR(cuMemcpyDtoHAsync_v2, GY_FN_MEMCPY_DTOH_ASYNC, GY_FN_MEMCPY_DTOH_ASYNC_PTSZ, pfn_dtoh,
+COPY_PAIR(cuMemcpyDtoHAsync_v2, GY_FN_MEMCPY_DTOH_ASYNC, GY_FN_MEMCPY_DTOH_ASYNC_PTSZ, gy_pfn_memcpy_dtoh_async,
           (void *dst, gy_cu_deviceptr src, size_t bytes, gy_cu_stream stream), (dst, src, bytes, stream))
-COPY_PAIR(cuMemcpyDtoDAsync_v2, GY_FN_MEMCPY_DTOD_ASYNC, GY_FN_MEMCPY_DTOD_ASYNC_PTSZ, pfn_copy,
+COPY_PAIR(cuMemcpyDtoDAsync_v2, GY_FN_MEMCPY_DTOD_ASYNC, GY_FN_MEMCPY_DTOD_ASYNC_PTSZ, gy_pfn_memcpy_async,
           (gy_cu_deviceptr dst, gy_cu_deviceptr src, size_t bytes, gy_cu_stream stream), (dst, src, bytes, stream))
-COPY_PAIR(cuMemsetD8Async, GY_FN_MEMSET_D8_ASYNC, GY_FN_MEMSET_D8_ASYNC_PTSZ, pfn_set8,
+COPY_PAIR(cuMemsetD8Async, GY_FN_MEMSET_D8_ASYNC, GY_FN_MEMSET_D8_ASYNC_PTSZ, gy_pfn_memset_d8_async,
           (gy_cu_deviceptr dst, unsigned char value, size_t n, gy_cu_stream stream), (dst, value, n, stream))
-COPY_PAIR(cuMemsetD16Async, GY_FN_MEMSET_D16_ASYNC, GY_FN_MEMSET_D16_ASYNC_PTSZ, pfn_set16,
+COPY_PAIR(cuMemsetD16Async, GY_FN_MEMSET_D16_ASYNC, GY_FN_MEMSET_D16_ASYNC_PTSZ, gy_pfn_memset_d16_async,
           (gy_cu_deviceptr dst, unsigned short value, size_t n, gy_cu_stream stream), (dst, value, n, stream))
-COPY_PAIR(cuMemsetD32Async, GY_FN_MEMSET_D32_ASYNC, GY_FN_MEMSET_D32_ASYNC_PTSZ, pfn_set32,
+COPY_PAIR(cuMemsetD32Async, GY_FN_MEMSET_D32_ASYNC, GY_FN_MEMSET_D32_ASYNC_PTSZ, gy_pfn_memset_d32_async,
           (gy_cu_deviceptr dst, unsigned int value, size_t n, gy_cu_stream stream), (dst, value, n, stream))

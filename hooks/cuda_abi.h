@@ -61,6 +61,12 @@ typedef gy_cu_result (*gy_pfn_begin_capture_v2)(gy_cu_stream, int);
 typedef gy_cu_result (*gy_pfn_begin_capture_to_graph)(gy_cu_stream, gy_cu_graph, const gy_cu_graph_node *,
                                                       const gy_cu_graph_edge_data *, size_t, int);
 typedef gy_cu_result (*gy_pfn_end_capture)(gy_cu_stream, gy_cu_graph *);
+typedef gy_cu_result (*gy_pfn_memcpy_async)(gy_cu_deviceptr, gy_cu_deviceptr, size_t, gy_cu_stream);
+typedef gy_cu_result (*gy_pfn_memcpy_htod_async)(gy_cu_deviceptr, const void *, size_t, gy_cu_stream);
+typedef gy_cu_result (*gy_pfn_memcpy_dtoh_async)(void *, gy_cu_deviceptr, size_t, gy_cu_stream);
+typedef gy_cu_result (*gy_pfn_memset_d8_async)(gy_cu_deviceptr, unsigned char, size_t, gy_cu_stream);
+typedef gy_cu_result (*gy_pfn_memset_d16_async)(gy_cu_deviceptr, unsigned short, size_t, gy_cu_stream);
+typedef gy_cu_result (*gy_pfn_memset_d32_async)(gy_cu_deviceptr, unsigned int, size_t, gy_cu_stream);
 typedef gy_cu_result (*gy_pfn_is_capturing)(gy_cu_stream, int *);
 typedef gy_cu_result (*gy_pfn_stream_synchronize)(gy_cu_stream);
 typedef gy_cu_result (*gy_pfn_ctx_get_current)(gy_cu_context *);

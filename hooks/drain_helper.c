@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "stderr_line.h"
 #include "client.h"
 #include "drain_helper.h"
 #include "driver.h"
@@ -109,7 +110,6 @@ void gy_drain_helper_start(void)
         pthread_setname_np(thread, "gpuyield-drain");
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc) {
-        fprintf(stderr, "gpuyield: pid %d cannot start its drain helper thread: %s\n", (int)getpid(), strerror(rc));
-        _exit(2);
+        gy_die("gpuyield: pid %d cannot start its drain helper thread: %s", (int)getpid(), strerror(rc));
     }
 }

@@ -15,54 +15,9 @@ struct fn_name {
     void *hook; /* NULL for functions we only call */
 };
 
-#define HOOKED(fn) {#fn, (void *)(fn)}
-static const struct fn_name fn_names[GY_FN_COUNT] = {
-    [GY_FN_LAUNCH_KERNEL] = HOOKED(cuLaunchKernel),
-    [GY_FN_LAUNCH_KERNEL_PTSZ] = HOOKED(cuLaunchKernel_ptsz),
-    [GY_FN_LAUNCH_KERNEL_EX] = HOOKED(cuLaunchKernelEx),
-    [GY_FN_LAUNCH_KERNEL_EX_PTSZ] = HOOKED(cuLaunchKernelEx_ptsz),
-    [GY_FN_LAUNCH_COOPERATIVE] = HOOKED(cuLaunchCooperativeKernel),
-    [GY_FN_LAUNCH_COOPERATIVE_PTSZ] = HOOKED(cuLaunchCooperativeKernel_ptsz),
-    [GY_FN_GRAPH_LAUNCH] = HOOKED(cuGraphLaunch),
-    [GY_FN_GRAPH_LAUNCH_PTSZ] = HOOKED(cuGraphLaunch_ptsz),
-    [GY_FN_GET_PROC_ADDRESS] = HOOKED(cuGetProcAddress),
-    [GY_FN_GET_PROC_ADDRESS_V2] = HOOKED(cuGetProcAddress_v2),
-    [GY_FN_BEGIN_CAPTURE] = HOOKED(cuStreamBeginCapture),
-    [GY_FN_BEGIN_CAPTURE_PTSZ] = HOOKED(cuStreamBeginCapture_ptsz),
-    [GY_FN_BEGIN_CAPTURE_V2] = HOOKED(cuStreamBeginCapture_v2),
-    [GY_FN_BEGIN_CAPTURE_V2_PTSZ] = HOOKED(cuStreamBeginCapture_v2_ptsz),
-    [GY_FN_BEGIN_CAPTURE_TO_GRAPH] = HOOKED(cuStreamBeginCaptureToGraph),
-    [GY_FN_BEGIN_CAPTURE_TO_GRAPH_PTSZ] = HOOKED(cuStreamBeginCaptureToGraph_ptsz),
-    [GY_FN_END_CAPTURE] = HOOKED(cuStreamEndCapture),
-    [GY_FN_END_CAPTURE_PTSZ] = HOOKED(cuStreamEndCapture_ptsz),
-    [GY_FN_MEMCPY_ASYNC] = HOOKED(cuMemcpyAsync),
-    [GY_FN_MEMCPY_ASYNC_PTSZ] = HOOKED(cuMemcpyAsync_ptsz),
-    [GY_FN_MEMCPY_HTOD_ASYNC] = HOOKED(cuMemcpyHtoDAsync_v2),
-    [GY_FN_MEMCPY_HTOD_ASYNC_PTSZ] = HOOKED(cuMemcpyHtoDAsync_v2_ptsz),
-    [GY_FN_MEMCPY_DTOH_ASYNC] = HOOKED(cuMemcpyDtoHAsync_v2),
-    [GY_FN_MEMCPY_DTOH_ASYNC_PTSZ] = HOOKED(cuMemcpyDtoHAsync_v2_ptsz),
-    [GY_FN_MEMCPY_DTOD_ASYNC] = HOOKED(cuMemcpyDtoDAsync_v2),
-    [GY_FN_MEMCPY_DTOD_ASYNC_PTSZ] = HOOKED(cuMemcpyDtoDAsync_v2_ptsz),
-    [GY_FN_MEMSET_D8_ASYNC] = HOOKED(cuMemsetD8Async),
-    [GY_FN_MEMSET_D8_ASYNC_PTSZ] = HOOKED(cuMemsetD8Async_ptsz),
-    [GY_FN_MEMSET_D16_ASYNC] = HOOKED(cuMemsetD16Async),
-    [GY_FN_MEMSET_D16_ASYNC_PTSZ] = HOOKED(cuMemsetD16Async_ptsz),
-    [GY_FN_MEMSET_D32_ASYNC] = HOOKED(cuMemsetD32Async),
-    [GY_FN_MEMSET_D32_ASYNC_PTSZ] = HOOKED(cuMemsetD32Async_ptsz),
-    [GY_FN_IS_CAPTURING] = {"cuStreamIsCapturing", NULL},
-    [GY_FN_STREAM_SYNCHRONIZE] = {"cuStreamSynchronize", NULL},
-    [GY_FN_CTX_GET_CURRENT] = {"cuCtxGetCurrent", NULL},
-    [GY_FN_CTX_PUSH_CURRENT] = {"cuCtxPushCurrent_v2", NULL},
-    [GY_FN_CTX_POP_CURRENT] = {"cuCtxPopCurrent_v2", NULL},
-    [GY_FN_CTX_SYNCHRONIZE] = {"cuCtxSynchronize", NULL},
-    [GY_FN_EVENT_CREATE] = {"cuEventCreate", NULL},
-    [GY_FN_EVENT_RECORD] = {"cuEventRecord", NULL},
-    [GY_FN_EVENT_SYNCHRONIZE] = {"cuEventSynchronize", NULL},
-    [GY_FN_EVENT_DESTROY] = {"cuEventDestroy_v2", NULL},
-    [GY_FN_EVENT_QUERY] = {"cuEventQuery", NULL},
-    [GY_FN_EVENT_ELAPSED] = {"cuEventElapsedTime_v2", NULL},
-    [GY_FN_EVENT_ELAPSED_V1] = {"cuEventElapsedTime", NULL},
-};
+#define HOOKED_ROW(fn, id, pfn) [id] = {#fn, (void *)(fn)},
+#define CALLED_ROW(fn, id, pfn) [id] = {#fn, NULL},
+static const struct fn_name fn_names[GY_FN_COUNT] = {GY_HOOKED_FUNCTIONS(HOOKED_ROW) GY_CALLED_FUNCTIONS(CALLED_ROW)};
 
 void *gy_real_fns[GY_FN_COUNT];
 _Atomic int gy_driver_bound;

@@ -7,59 +7,21 @@
 #include <stdbool.h>
 
 #include "cuda_abi.h"
+#include "hooked_functions.h"
 
 #define GY_EXPORT __attribute__((visibility("default")))
 
-/* Driver functions we call, by exact exported name. The hooked ones come first. */
+/* Driver functions we call, by exact exported name (hooked_functions.h). The hooked ones come
+ * first, so that GY_FN_HOOKED_COUNT bounds them. */
+#define GY_FN_ENUM_ROW(name, id, pfn) id,
 enum gy_fn {
-    GY_FN_LAUNCH_KERNEL,
-    GY_FN_LAUNCH_KERNEL_PTSZ,
-    GY_FN_LAUNCH_KERNEL_EX,
-    GY_FN_LAUNCH_KERNEL_EX_PTSZ,
-    GY_FN_LAUNCH_COOPERATIVE,
-    GY_FN_LAUNCH_COOPERATIVE_PTSZ,
-    GY_FN_GRAPH_LAUNCH,
-    GY_FN_GRAPH_LAUNCH_PTSZ,
-    GY_FN_GET_PROC_ADDRESS,
-    GY_FN_GET_PROC_ADDRESS_V2,
-    GY_FN_BEGIN_CAPTURE,
-    GY_FN_BEGIN_CAPTURE_PTSZ,
-    GY_FN_BEGIN_CAPTURE_V2,
-    GY_FN_BEGIN_CAPTURE_V2_PTSZ,
-    GY_FN_BEGIN_CAPTURE_TO_GRAPH,
-    GY_FN_BEGIN_CAPTURE_TO_GRAPH_PTSZ,
-    GY_FN_END_CAPTURE,
-    GY_FN_END_CAPTURE_PTSZ,
-    GY_FN_MEMCPY_ASYNC,
-    GY_FN_MEMCPY_ASYNC_PTSZ,
-    GY_FN_MEMCPY_HTOD_ASYNC,
-    GY_FN_MEMCPY_HTOD_ASYNC_PTSZ,
-    GY_FN_MEMCPY_DTOH_ASYNC,
-    GY_FN_MEMCPY_DTOH_ASYNC_PTSZ,
-    GY_FN_MEMCPY_DTOD_ASYNC,
-    GY_FN_MEMCPY_DTOD_ASYNC_PTSZ,
-    GY_FN_MEMSET_D8_ASYNC,
-    GY_FN_MEMSET_D8_ASYNC_PTSZ,
-    GY_FN_MEMSET_D16_ASYNC,
-    GY_FN_MEMSET_D16_ASYNC_PTSZ,
-    GY_FN_MEMSET_D32_ASYNC,
-    GY_FN_MEMSET_D32_ASYNC_PTSZ,
+    GY_HOOKED_FUNCTIONS(GY_FN_ENUM_ROW)
     GY_FN_HOOKED_COUNT, /* the rest are only called */
-    GY_FN_IS_CAPTURING = GY_FN_HOOKED_COUNT,
-    GY_FN_STREAM_SYNCHRONIZE,
-    GY_FN_CTX_GET_CURRENT,
-    GY_FN_CTX_PUSH_CURRENT,
-    GY_FN_CTX_POP_CURRENT,
-    GY_FN_CTX_SYNCHRONIZE,
-    GY_FN_EVENT_CREATE,
-    GY_FN_EVENT_RECORD,
-    GY_FN_EVENT_SYNCHRONIZE,
-    GY_FN_EVENT_DESTROY,
-    GY_FN_EVENT_QUERY,
-    GY_FN_EVENT_ELAPSED,
-    GY_FN_EVENT_ELAPSED_V1,
+    GY_FN_BEFORE_CALLED = GY_FN_HOOKED_COUNT - 1, /* the first called one takes GY_FN_HOOKED_COUNT */
+    GY_CALLED_FUNCTIONS(GY_FN_ENUM_ROW)
     GY_FN_COUNT,
 };
+#undef GY_FN_ENUM_ROW
 
 extern void *gy_real_fns[GY_FN_COUNT];
 extern _Atomic int gy_driver_bound;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "stderr_line.h"
 #include "real_dlsym.h"
 
 static _Atomic(gy_dlsym_fn) real;
@@ -18,11 +19,8 @@ __attribute__((no_sanitize_address, no_sanitize_undefined)) gy_dlsym_fn gy_real_
     if (!fn)
         fn = (gy_dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
     if (!fn) {
-        static const char msg[] = "gpuyield: cannot find the C library's dlsym (tried versions GLIBC_2.34 and "
-                                  "GLIBC_2.2.5): this platform is not supported; unset LD_PRELOAD\n";
-        if (write(2, msg, sizeof msg - 1) < 0) {
-        }
-        _exit(2);
+        gy_die("gpuyield: cannot find the C library's dlsym (tried versions GLIBC_2.34 and GLIBC_2.2.5): this "
+               "platform is not supported; unset LD_PRELOAD");
     }
     atomic_store_explicit(&real, fn, memory_order_release); /* every racer stores the same value */
     return fn;

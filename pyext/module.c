@@ -217,11 +217,30 @@ static PyObject *segment_name(PyObject *self, PyObject *args, PyObject *kwargs)
     return PyUnicode_FromString(full);
 }
 
+PyDoc_STRVAR(compat_tag_doc,
+             "compat_tag(suffix, /)\n--\n\n"
+             "The tag a libgeek suffix (a str) stands for: \"" GY_COMPAT_TAG_PREFIX "\" + suffix. Raises\n"
+             "gpuyield.ArgumentError when that is no valid tag. gpuyield.compat_tag takes bytes and ints too.");
+
+static PyObject *compat_tag(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    const char *suffix = PyUnicode_AsUTF8(arg);
+    if (!suffix)
+        return NULL;
+    char tag[GY_NAME_MAX];
+    gy_err err;
+    if (gy_compat_tag(suffix, tag, &err))
+        return gyp_raise_err(&err);
+    return PyUnicode_FromString(tag);
+}
+
 static PyMethodDef module_methods[] = {
     {"connect", (PyCFunction)(void (*)(void))connect_segment, METH_VARARGS | METH_KEYWORDS, connect_doc},
     {"create", (PyCFunction)(void (*)(void))create_segment, METH_VARARGS | METH_KEYWORDS, create_doc},
     {"remove", remove_segment, METH_O, remove_doc},
     {"segment_name", (PyCFunction)(void (*)(void))segment_name, METH_VARARGS | METH_KEYWORDS, segment_name_doc},
+    {"compat_tag", compat_tag, METH_O, compat_tag_doc},
     {NULL, NULL, 0, NULL},
 };
 
@@ -251,6 +270,21 @@ static int add_object(PyObject *module, const char *name, PyObject *obj)
     return 0;
 }
 
+/* gpuyield.POLICIES: the policy names of the table (policies.h), in the order of their values. */
+static PyObject *policy_names(void)
+{
+    PyObject *names = PyTuple_New(GY_POLICY_COUNT);
+    for (int i = 0; names && i < GY_POLICY_COUNT; i++) {
+        PyObject *name = PyUnicode_FromString(gy_policy_name((enum gy_policy)i));
+        if (!name) {
+            Py_CLEAR(names);
+            break;
+        }
+        PyTuple_SET_ITEM(names, i, name);
+    }
+    return names;
+}
+
 PyMODINIT_FUNC PyInit__gpuyield(void)
 {
     if (PyType_Ready(&gyp_SegmentType) < 0 || PyType_Ready(&gyp_JobType) < 0)
@@ -275,7 +309,9 @@ PyMODINIT_FUNC PyInit__gpuyield(void)
     if (add_object(module, "Error", gyp_Error) || add_object(module, "ArgumentError", gyp_ArgumentError) ||
         add_object(module, "Segment", (PyObject *)&gyp_SegmentType) ||
         add_object(module, "Job", (PyObject *)&gyp_JobType) ||
+        add_object(module, "POLICIES", policy_names()) ||
         PyModule_AddIntConstant(module, "LEVELS", GY_LEVELS) < 0 ||
+        PyModule_AddIntConstant(module, "COMPAT_PRIORITY", GY_COMPAT_PRIORITY) < 0 ||
         PyModule_AddIntConstant(module, "MAX_PROCS", GY_MAX_PROCS) < 0 ||
         PyModule_AddIntConstant(module, "DEFAULT_DRAIN_TIMEOUT_MS",
                                 (long)(GY_DEFAULT_DRAIN_TIMEOUT_NS / 1000000ull)) < 0 ||

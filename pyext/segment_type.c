@@ -10,23 +10,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* What the segment's name leads to now: 1 and (dev, ino) when present, 0 when gone. Errors other
- * than "gone" count as present: this check must never invent a removal. */
-static int lookup_identity(const char *name, dev_t *dev, ino_t *ino)
-{
-    int fd = shm_open(name, O_RDONLY | O_CLOEXEC, 0);
-    if (fd < 0)
-        return errno == ENOENT ? 0 : -1;
-    struct stat st;
-    int rc = fstat(fd, &st);
-    close(fd);
-    if (rc != 0)
-        return -1;
-    *dev = st.st_dev;
-    *ino = st.st_ino;
-    return 1;
-}
-
 /* The open handles of this process, linked so that a normal exit frees their slots at once (a
  * handle still referenced at exit is never deallocated). Touched with the GIL held, and by the
  * C atexit handler after the interpreter is finalized. */
@@ -77,7 +60,7 @@ PyObject *gyp_segment_new(gy_shm *shm)
     self->ino = 0;
     link_open(self);
     /* Recorded right after the open; a replacement in between is not told apart (documented). */
-    lookup_identity(self->shm.name, &self->dev, &self->ino);
+    gy_segment_identity(self->shm.name, &self->dev, &self->ino);
     for (int level = 0; level < GY_LEVELS; level++)
         self->begun[level] = NULL;
     for (int level = 0; level < GY_LEVELS; level++) {
@@ -124,7 +107,7 @@ int gyp_segment_check_present(SegmentObject *self)
 {
     dev_t dev;
     ino_t ino;
-    int present = lookup_identity(self->shm.name, &dev, &ino);
+    int present = gy_segment_identity(self->shm.name, &dev, &ino);
     if (present == 0 || (present == 1 && (dev != self->dev || ino != self->ino))) {
         gyp_raise(ENOENT,
                   "segment %s was removed%s while this process had it open: its experiment is over, so no "
@@ -345,6 +328,34 @@ static PyObject *bool_object(bool value)
     return PyBool_FromLong(value);
 }
 
+static int set_counter(PyObject *dict, const char *key, uint64_t value)
+{
+    PyObject *number = PyLong_FromUnsignedLongLong(value);
+    int rc = number ? PyDict_SetItemString(dict, key, number) : -1;
+    Py_XDECREF(number);
+    return rc;
+}
+
+/* One process's dict: pid, priority, state, inflight, then the counters of GY_PROC_COUNTERS. */
+static PyObject *proc_dict(const struct gy_status_proc *p)
+{
+    PyObject *name = PyUnicode_DecodeUTF8(p->name, (Py_ssize_t)strlen(p->name), "replace");
+    if (!name)
+        return NULL;
+    PyObject *proc = Py_BuildValue("{s:i,s:N,s:i,s:s,s:N}", "pid", p->pid, "name", name, "priority", p->priority,
+                                   "state", p->state, "inflight", bool_object(p->inflight));
+    if (!proc)
+        return NULL;
+#define SET_COUNTER(name, what)                                                                          \
+    if (set_counter(proc, #name, p->name)) {                                                             \
+        Py_DECREF(proc);                                                                                 \
+        return NULL;                                                                                     \
+    }
+    GY_PROC_COUNTERS(SET_COUNTER)
+#undef SET_COUNTER
+    return proc;
+}
+
 static PyObject *status_dict(const struct gy_status *st)
 {
     PyObject *jobs = PyList_New(GY_LEVELS);
@@ -359,16 +370,7 @@ static PyObject *status_dict(const struct gy_status *st)
     }
     for (int i = 0; i < st->nprocs; i++) {
         const struct gy_status_proc *p = &st->procs[i];
-        PyObject *name = PyUnicode_DecodeUTF8(p->name, (Py_ssize_t)strlen(p->name), "replace");
-        if (!name)
-            goto fail;
-        PyObject *proc = Py_BuildValue(
-            "{s:i,s:N,s:i,s:s,s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:K}", "pid", p->pid, "name", name, "priority", p->priority, "state",
-            p->state, "inflight", bool_object(p->inflight), "launches", (unsigned long long)p->launches,
-            "graph_launches", (unsigned long long)p->graph_launches, "sync_points",
-            (unsigned long long)p->sync_points, "waits", (unsigned long long)p->waits, "blocked_ns",
-            (unsigned long long)p->blocked_ns, "drains", (unsigned long long)p->drains, "drain_timeouts",
-            (unsigned long long)p->drain_timeouts);
+        PyObject *proc = proc_dict(p);
         if (!proc)
             goto fail;
         PyList_SET_ITEM(procs, i, proc);
@@ -416,6 +418,8 @@ static struct gy_status *read_status(SegmentObject *self)
     return st;
 }
 
+/* The counters' names in the docstring, from the table: ", launches, graph_launches, ...". */
+#define COUNTER_DOC_NAME(name, what) ", " #name
 PyDoc_STRVAR(status_doc,
              "status($self, /)\n--\n\n"
              "A snapshot of the segment as a dict with exactly the fields of\n"
@@ -638,7 +642,7 @@ static PyObject *get_removed(SegmentObject *self, void *closure)
     (void)closure;
     dev_t dev;
     ino_t ino;
-    int present = lookup_identity(self->shm.name, &dev, &ino);
+    int present = gy_segment_identity(self->shm.name, &dev, &ino);
     return PyBool_FromLong(present == 0 || (present == 1 && (dev != self->dev || ino != self->ino)));
 }
 

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "gpuyield.h"
 #include "image.h"
 #include "models.h"
 
@@ -25,6 +26,20 @@ static void report(const char *level, struct ctx *c, const char *where, const ch
     fprintf(stderr, "run_exp: %s: %s: %s: ", level, c->file, where);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
+}
+
+/* Every policy of the table with what it does: "drain" (a job waits ...) or "corun" (...). */
+static const char *policy_choices(char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < GY_POLICY_COUNT && used < len; i++) {
+        const char *before = i == 0 ? "" : i == GY_POLICY_COUNT - 1 ? " or " : ", ";
+        int n = snprintf(buf + used, len - used, "%s\"%s\" (%s)", before, gy_policy_name((enum gy_policy)i),
+                         gy_policy_what((enum gy_policy)i));
+        used += n > 0 ? (size_t)n : 0;
+    }
+    return buf;
 }
 
 __attribute__((format(printf, 3, 4))) static void error_at(struct ctx *c, const char *where, const char *fmt, ...)
@@ -419,10 +434,11 @@ int config_load(const char *path, const char *out_dir_override, struct exp_confi
     get_number(&c, root, "", "exp_dur", true, 0.001, 86400, "seconds the experiment runs, e.g. 30", &cfg->exp_dur);
     get_int(&c, root, "", "device_id", true, 0, 1023, "the GPU index, as nvidia-smi numbers them", &cfg->device_id);
     get_bool(&c, root, "", "mps", false, &cfg->mps);
-    if (get_string(&c, root, "", "policy", false, "\"drain\" or \"corun\"", &cfg->policy) &&
-        strcmp(cfg->policy, "drain") != 0 && strcmp(cfg->policy, "corun") != 0)
-        error_at(&c, "policy", "must be \"drain\" (a job waits until lower work has drained) or \"corun\" (it runs "
-                 "beside it, under MPS), got \"%s\"", cfg->policy);
+    enum gy_policy policy;
+    char names[128], choices[512];
+    if (get_string(&c, root, "", "policy", false, gy_policy_choices(names, sizeof names, ", ", " or "), &cfg->policy) &&
+        gy_policy_parse(cfg->policy, &policy) != 0)
+        error_at(&c, "policy", "must be %s, got \"%s\"", policy_choices(choices, sizeof choices), cfg->policy);
     json_t *models = member(&c, root, "", "models", true, "an array with one object per model");
     if (models && (!json_is_array(models) || json_array_size(models) == 0 ||
                    json_array_size(models) > EXP_MAX_MODELS)) {

@@ -35,6 +35,16 @@ struct options {
     int min_jobs;
 };
 
+/* The --policy lines of the help, one per row of the policy table (policies.h). */
+static void print_policy_help(FILE *to)
+{
+    char choices[128];
+    fprintf(to, "  --policy %-15s default: " GY_POLICY_DEFAULT_TEXT "\n",
+            gy_policy_choices(choices, sizeof choices, "|", "|"));
+    for (int i = 0; i < GY_POLICY_COUNT; i++)
+        fprintf(to, "%27s%s: %s\n", "", gy_policy_name((enum gy_policy)i), gy_policy_what((enum gy_policy)i));
+}
+
 static void usage(FILE *to)
 {
     fprintf(to,
@@ -48,9 +58,9 @@ static void usage(FILE *to)
             "  --shm NAME               join an existing segment instead of creating one\n"
             "  --mps                    run the workers under an MPS daemon started for this run (pipes and\n"
             "                           log in OUTDIR/mps, quit at the end); also the file's \"mps\": true\n"
-            "  --mps-pipe DIR           run them under the MPS daemon already serving DIR (left running)\n"
-            "  --policy drain|corun     drain: a job waits until lower work has drained; corun: it starts at\n"
-            "                           once beside it (under MPS). Default: corun under MPS, else drain\n"
+            "  --mps-pipe DIR           run them under the MPS daemon already serving DIR (left running)\n");
+    print_policy_help(to);
+    fprintf(to,
             "  --python PATH            the worker's interpreter (default: $GPUYIELD_PYTHON or python3)\n"
             "  --min-jobs N             jobs each worker runs at least (default 10)\n"
             "  --min-jobs-timeout S     how long past exp_dur to wait for them (default 120)\n"
@@ -120,7 +130,9 @@ static int parse_options(int argc, char **argv, struct options *o)
         case O_POLICY: {
             enum gy_policy policy;
             if (gy_policy_parse(optarg, &policy)) {
-                fprintf(stderr, "run_exp: error: --policy '%s' must be drain or corun\n", optarg);
+                char choices[128];
+                fprintf(stderr, "run_exp: error: --policy '%s' must be %s\n", optarg,
+                        gy_policy_choices(choices, sizeof choices, ", ", " or "));
                 return -1;
             }
             o->policy = optarg;
@@ -414,12 +426,13 @@ int main(int argc, char **argv)
         config_free(&cfg);
         return 2;
     }
-    const char *policy_text = o.policy ? o.policy : cfg.policy ? cfg.policy : use_mps ? "corun" : "drain";
-    enum gy_policy policy = GY_POLICY_DRAIN;
-    gy_policy_parse(policy_text, &policy);
-    if (policy == GY_POLICY_CORUN && !use_mps)
-        fprintf(stderr, "run_exp: warning: policy corun without MPS: a job starts while lower work is still queued, "
-                        "and the GPU time-slices between them; corun is meant for MPS (--mps)\n");
+    enum gy_policy policy = gy_policy_default(use_mps);
+    if (o.policy || cfg.policy) /* both checked against the table already */
+        gy_policy_parse(o.policy ? o.policy : cfg.policy, &policy);
+    const char *policy_text = gy_policy_name(policy);
+    if (gy_policy_wants_mps(policy) && !use_mps)
+        fprintf(stderr, "run_exp: warning: policy %s without MPS: a job starts while lower work is still queued, "
+                        "and the GPU time-slices between them; %s is meant for MPS (--mps)\n", policy_text, policy_text);
     char mps_dir[2 * PATH_MAX + 8], pipe_dir[2 * PATH_MAX + 16], log_dir[2 * PATH_MAX + 16];
     pipe_dir[0] = log_dir[0] = mps_dir[0] = '\0';
     if (o.mps_pipe) {
@@ -454,7 +467,7 @@ int main(int argc, char **argv)
     struct launch_settings ls = {.python = o.python, .segment = segment, .simulate = o.simulate,
                                  .fake_device_file = fake_device, .fake_log = fake_log,
                                  .mps_pipe_dir = use_mps ? pipe_dir : NULL, .mps_log_dir = log_dir[0] ? log_dir : NULL,
-                                 .mps_top_priority = policy == GY_POLICY_CORUN ? top_priority : -1};
+                                 .mps_top_priority = gy_policy_wants_mps(policy) ? top_priority : -1};
     static struct launch launches[EXP_MAX_MODELS];
     for (int i = 0; i < cfg.nmodels; i++) {
         if (launch_build(&cfg, &cfg.models[i], &in, &ls, &launches[i]) != 0) {

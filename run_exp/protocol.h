@@ -22,11 +22,20 @@
 #define JOB_CSV_HEADER \
     "job,start_ns,end_ns,jct_ms,drain_wait_ns,drained,gpu_mem_peak_bytes,gpu_mem_reserved_peak_bytes\n"
 
+/* The CSV's `drained` column, as both workers (standin_worker.c, pyext/gpuyield/worker.py) write
+ * it and results.c reads it. */
+enum job_drained {
+    JOB_NOT_MARKED = -1,     /* the job was not marked (priority 0, or no control): no begin */
+    JOB_DRAIN_TIMED_OUT = 0, /* the begin waited and the drain timeout passed first */
+    JOB_DRAINED = 1,         /* the begin waited until lower work had drained (or there was none) */
+    JOB_CORUN = 2,           /* the policy co-runs: the begin closed the gate and did not wait */
+};
+
 struct job_row {
     long job;
     uint64_t start_ns, end_ns; /* CLOCK_MONOTONIC (Python's time.monotonic_ns()) */
     uint64_t drain_wait_ns;
-    int drained;               /* 1 drained, 0 not (timed out), -1 job not marked (priority 0 or no control) */
+    int drained;               /* enum job_drained: what the job's begin did about lower work */
     uint64_t mem_peak, mem_reserved_peak;
 };
 

@@ -81,9 +81,9 @@ static void read_stats(const char *csv, struct model_stats *s)
         sum += (double)(r.end_ns - r.start_ns) / 1e6;
         first_start = r.start_ns < first_start ? r.start_ns : first_start;
         last_end = r.end_ns > last_end ? r.end_ns : last_end;
-        if (r.drained >= 0) {
+        if (r.drained != JOB_NOT_MARKED) {
             drain[s->marked++] = (double)r.drain_wait_ns / 1e6;
-            if (r.drained == 0)
+            if (r.drained == JOB_DRAIN_TIMED_OUT)
                 s->drain_timeouts++;
         }
     }

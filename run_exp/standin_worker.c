@@ -185,14 +185,14 @@ int main(int argc, char **argv)
         return 0;
     }
     for (long job = 1;; job++) {
-        struct job_row row = {.job = job, .drained = -1};
+        struct job_row row = {.job = job, .drained = JOB_NOT_MARKED};
         row.start_ns = gy_now_ns();
         gy_job gj;
         if (mark) {
             if (gy_begin(&shm, a.priority, &gj, &err) != 0)
                 die("cannot begin a job: %s%s", err.msg, "");
             row.drain_wait_ns = gj.wait_ns;
-            row.drained = gj.drained ? 1 : 0;
+            row.drained = gj.corun ? JOB_CORUN : gj.drained ? JOB_DRAINED : JOB_DRAIN_TIMED_OUT;
         }
         run_kernels(&d, kernels);
         if (mark && gy_job_exit(&shm, &gj, &err) != 0)

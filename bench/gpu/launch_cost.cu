@@ -30,16 +30,8 @@
 
 #include <cuda.h>
 
+#include "check_cuda.cuh"
 #include "spin_kernels.cuh"
-
-#define CHECK_CUDA(call)                                                                             \
-    do {                                                                                             \
-        cudaError_t e_ = (call);                                                                     \
-        if (e_ != cudaSuccess) {                                                                     \
-            std::fprintf(stderr, "launch-cost: %s failed: %s\n", #call, cudaGetErrorString(e_));     \
-            std::exit(1);                                                                            \
-        }                                                                                            \
-    } while (0)
 
 using steady = std::chrono::steady_clock;
 static const long kBatch = 128;

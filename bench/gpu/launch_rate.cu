@@ -12,16 +12,8 @@
 #include <cstring>
 #include <vector>
 
+#include "check_cuda.cuh"
 #include "spin_kernels.cuh"
-
-#define CHECK_CUDA(call)                                                                             \
-    do {                                                                                             \
-        cudaError_t e_ = (call);                                                                     \
-        if (e_ != cudaSuccess) {                                                                     \
-            std::fprintf(stderr, "launch-rate: %s failed: %s\n", #call, cudaGetErrorString(e_));     \
-            std::exit(1);                                                                            \
-        }                                                                                            \
-    } while (0)
 
 // A whole number in [1, max], or -1.
 static long parse_count(const char *s, long max)

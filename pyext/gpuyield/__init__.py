@@ -27,6 +27,9 @@ Calls:
     Segment.launch_allowed(p)             may a priority-p process launch now?
     Segment.close()                       unregister (counting out held jobs) and unmap
 
+Constants: LEVELS (8), MAX_PROCS, DEFAULT_DRAIN_TIMEOUT_MS, POLICIES (the policy names a
+segment may hold, as status()['policy'] gives them: the table of controller/policies.h).
+
 Errors: gpuyield.Error (an OSError; .errno says what kind, the message says what to do) and
 gpuyield.ArgumentError (an Error and a ValueError) for bad values; TypeError for wrong types.
 A segment removed while open: status() still reads it, begin() raises Error(ENOENT).
@@ -41,6 +44,7 @@ Compatibility with the original experiment's libgeek.so (segment tag "compat" + 
 from ._gpuyield import (
     DEFAULT_DRAIN_TIMEOUT_MS,
     LEVELS,
+    POLICIES,
     MAX_PROCS,
     ArgumentError,
     Error,
@@ -71,6 +75,7 @@ __all__ = [
     "Error",
     "ArgumentError",
     "LEVELS",
+    "POLICIES",
     "MAX_PROCS",
     "DEFAULT_DRAIN_TIMEOUT_MS",
     "compat_tag",

@@ -12,17 +12,19 @@ str, bytes (ASCII) or an int; the resulting tag must be a valid tag (1..40 chara
 [A-Za-z0-9._-]). A high-priority job of the old two-level world is a priority-1 job.
 """
 
+from __future__ import annotations
+
 import errno
 
 from . import _gpuyield
 
-COMPAT_PRIORITY = 1
+COMPAT_PRIORITY = _gpuyield.COMPAT_PRIORITY  # the mapping itself is C's: controller/compat_tag.c
 
 _segments = {}  # tag -> Segment opened (or created) by this process
 _pending = None  # the job begun by the last setMem(1), whose drain waitForEmptyGPU() waits for
 
 
-def compat_tag(suffix):
+def compat_tag(suffix: str | bytes | int) -> str:
     """The experiment tag that a libgeek ``suffix`` stands for: ``"compat" + suffix``."""
     if isinstance(suffix, bytes):
         try:
@@ -33,12 +35,12 @@ def compat_tag(suffix):
         suffix = str(suffix)
     elif not isinstance(suffix, str):
         raise TypeError("suffix must be a str, bytes or int, not %s" % type(suffix).__name__)
-    tag = "compat" + suffix
-    _gpuyield.segment_name(tag)  # raises ArgumentError with the controller's message if invalid
-    return tag
+    if "\0" in suffix:
+        raise _gpuyield.ArgumentError(errno.EINVAL, "suffix %r holds a NUL character: use characters from [A-Za-z0-9._-]" % (suffix,))
+    return _gpuyield.compat_tag(suffix)  # ArgumentError with the C library's message if invalid
 
 
-def _segment(suffix):
+def _segment(suffix: str | bytes | int) -> _gpuyield.Segment:
     tag = compat_tag(suffix)
     seg = _segments.get(tag)
     if seg is not None and not seg.closed and seg.removed:
@@ -49,7 +51,7 @@ def _segment(suffix):
     return seg
 
 
-def create_shared_mem_and_locks(suffix):
+def create_shared_mem_and_locks(suffix: str | bytes | int) -> None:
     """Create the segment for ``suffix`` (tag ``"compat" + suffix``).
 
     Raises gpuyield.Error (errno EEXIST) when it exists already."""
@@ -60,7 +62,7 @@ def create_shared_mem_and_locks(suffix):
     _segments[tag] = _gpuyield.create(tag)
 
 
-def setMem(value, suffix):
+def setMem(value: int, suffix: str | bytes | int) -> None:
     """``setMem(1, suffix)``: a priority-1 job begins on segment ``"compat" + suffix``: it is
     counted in (lower-priority launches stop) without waiting; call waitForEmptyGPU() to wait for
     the drain. ``setMem(0, suffix)``: that job ends. Jobs nest: two setMem(1) need two setMem(0).
@@ -79,7 +81,7 @@ def setMem(value, suffix):
             _pending = None
 
 
-def waitForEmptyGPU():
+def waitForEmptyGPU() -> None:
     """Wait until lower-priority processes have drained their GPU work for the job begun by the
     last setMem(1) (or until the segment's drain timeout). Returns at once when no such job is in
     progress. The GIL is released while waiting; Ctrl-C raises KeyboardInterrupt."""
@@ -87,7 +89,7 @@ def waitForEmptyGPU():
         _pending.wait()
 
 
-def remove_shared_mem_and_locks(suffix):
+def remove_shared_mem_and_locks(suffix: str | bytes | int) -> None:
     """Close this process's handle on segment ``"compat" + suffix`` and remove the segment.
 
     Raises gpuyield.Error (errno ENOENT) when there is no such segment."""

@@ -13,6 +13,8 @@ CSV is run_exp's per-job file (header job,start_ns,end_ns,jct_ms,...); the legen
 stem. Every *_figure function returns the matplotlib Figure, so it can be used without the CLI.
 Bad inputs: a message saying what and where, exit status 2.
 """
+from __future__ import annotations
+
 import argparse
 import csv
 import json
@@ -21,6 +23,12 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING, Sequence, Union
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+PathLike = Union[str, "os.PathLike[str]"]
 
 try:
     import matplotlib
@@ -78,7 +86,7 @@ def _number(text, path, line, column, allow_empty=False):
     return value
 
 
-def read_jct_csv(path):
+def read_jct_csv(path: PathLike) -> dict[str, np.ndarray]:
     """run_exp's per-job CSV -> {"start_ns": array, "jct_ms": array}, rows in file order."""
     what = "run_exp's per-job CSV: job,start_ns,end_ns,jct_ms,..."
     f, reader, col = _open_csv(path, JCT_COLUMNS, what)
@@ -96,7 +104,7 @@ def read_jct_csv(path):
     return {"start_ns": np.array(starts), "jct_ms": np.array(jcts)}
 
 
-def read_kernel_table(path):
+def read_kernel_table(path: PathLike) -> dict[str, np.ndarray]:
     """One of nsight-parser's <name>_<pid>.csv -> dict of float arrays (NaN where empty)."""
     what = "a table written by nsight-parser"
     f, reader, col = _open_csv(path, KERNEL_COLUMNS, what)
@@ -115,7 +123,7 @@ def read_kernel_table(path):
     return {c: np.array(v) for c, v in values.items()}
 
 
-def read_parser_outdir(outdir):
+def read_parser_outdir(outdir: PathLike) -> list[tuple[str, dict[str, np.ndarray]]]:
     """nsight-parser's OUTDIR -> [(label, table)], in summary.json's model order."""
     outdir = Path(outdir)
     if not outdir.is_dir():
@@ -142,7 +150,7 @@ def read_parser_outdir(outdir):
     return ordered
 
 
-def read_sweep(path):
+def read_sweep(path: PathLike) -> list[dict]:
     """RESULTS.json -> list of point dicts, validated."""
     path = Path(path)
     if not path.is_file():
@@ -181,7 +189,7 @@ def _labels(paths):
     return [Path(p).stem for p in paths]
 
 
-def jct_figure(paths):
+def jct_figure(paths: Sequence[PathLike]) -> Figure:
     """JCT (ms) of every job against its start, seconds from the earliest start of all files."""
     if not paths:
         raise PlotInputError("no CSV given")
@@ -209,7 +217,7 @@ def _nearest_rank(sorted_values, q):
     return sorted_values[max(0, math.ceil(q * len(sorted_values)) - 1)]
 
 
-def cdf_figure(paths):
+def cdf_figure(paths: Sequence[PathLike]) -> Figure:
     """Empirical CDF of each file's JCTs; the legend gives p50 and p99."""
     if not paths:
         raise PlotInputError("no CSV given")
@@ -229,7 +237,7 @@ def cdf_figure(paths):
     return fig
 
 
-def kernels_in_flight(table):
+def kernels_in_flight(table: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """(times_ns, counts): kernels issued and not yet finished, after each launch or completion.
     A kernel's issue is its launch call's start (its execution start if the call is unknown)."""
     issue = np.where(np.isnan(table["IssueStart"]), table["ExecutionStart"], table["IssueStart"])
@@ -249,7 +257,7 @@ def _thin_steps(times, counts):
     return times[starts], np.maximum.reduceat(counts, starts)
 
 
-def kernels_figures(outdir):
+def kernels_figures(outdir: PathLike) -> dict[str, Figure]:
     """From nsight-parser's OUTDIR: {"kernels_in_flight", "queue_delay", "kernel_duration_cdf"}."""
     models = read_parser_outdir(outdir)
     t0 = min(np.nanmin(np.concatenate([t["IssueStart"], t["ExecutionStart"]])) for _, t in models)
@@ -303,7 +311,7 @@ def kernels_figures(outdir):
     return figures
 
 
-def sweep_figure(path):
+def sweep_figure(path: PathLike) -> Figure:
     """Left: HP JCT ratio (p50 dashed, p99 solid) against LP throughput, one curve per mode, each
     point labelled with N. Right: the same against N, with LP harvest on a second axis."""
     points = read_sweep(path)
@@ -343,7 +351,7 @@ def sweep_figure(path):
 
 # ---------------------------------------------------------------- writing and CLI
 
-def save_figure(fig, path):
+def save_figure(fig: Figure, path: PathLike) -> Path:
     """Writes a PNG atomically (a temporary file renamed), so a failure leaves no partial file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -363,7 +371,7 @@ def save_figure(fig, path):
     return path
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m gpuyield.plot", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     for name, help_text in (("jct", "JCT over time per model"), ("cdf", "JCT CDF per model")):

@@ -11,12 +11,18 @@ CSV in one write when the job ends. A worker of priority > 0 under control ($GPU
 run_exp) marks each job with `with seg.job(priority):` so lower-priority work yields to it.
 """
 
+from __future__ import annotations
+
 import argparse
 import os
 import random
 import select
 import sys
 import time
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
+
+if TYPE_CHECKING:
+    import gpuyield
 
 CSV_HEADER = ("job,start_ns,end_ns,jct_ms,drain_wait_ns,drained,gpu_mem_peak_bytes,"
               "gpu_mem_reserved_peak_bytes\n")
@@ -24,7 +30,7 @@ STATUS_FD_ENV = "GPUYIELD_STATUS_FD"
 CONTROL_FD_ENV = "GPUYIELD_CONTROL_FD"
 
 
-def log(msg):
+def log(msg: str) -> None:
     print(f"worker: {msg}", file=sys.stderr, flush=True)
 
 
@@ -37,19 +43,19 @@ class WorkerError(Exception):
 class Link:
     """The two pipes to run_exp: status lines out, commands ("go", "stop") in."""
 
-    def __init__(self, status_fd, control_fd):
+    def __init__(self, status_fd: int, control_fd: int) -> None:
         self.status_fd = status_fd
         self.control_fd = control_fd
 
     @classmethod
-    def from_env(cls, env=os.environ):
+    def from_env(cls, env: Mapping[str, str] = os.environ) -> Link:
         try:
             return cls(int(env[STATUS_FD_ENV]), int(env[CONTROL_FD_ENV]))
         except (KeyError, ValueError):
             raise WorkerError(f"{STATUS_FD_ENV} and {CONTROL_FD_ENV} are not set: workers are started by "
                               "run_exp, not by hand (run `run_exp -f CONFIG`)") from None
 
-    def send(self, line):
+    def send(self, line: str) -> None:
         try:
             os.write(self.status_fd, (line + "\n").encode())
         except BrokenPipeError:
@@ -64,18 +70,18 @@ class Link:
             data += chunk
         return data.decode().strip()
 
-    def wait_go(self):
+    def wait_go(self) -> bool:
         """True on "go" (its options, if any, in self.go_options); False on "stop" or EOF."""
         return self._take_go(self._read_command())
 
-    def _take_go(self, command):
+    def _take_go(self, command: str) -> bool:
         word, _, rest = command.partition(" ")
         if word != "go":
             return False
         self.go_options = parse_go_options(rest)
         return True
 
-    def stop_requested(self, timeout_s=0.0):
+    def stop_requested(self, timeout_s: float = 0.0) -> bool:
         """True once "stop" or EOF arrived; waits up to timeout_s for it (the sleep between jobs).
         "pause" (a benchmark harness's, between its segments; run_exp never sends it) answers
         "paused" and blocks until "go [OPTIONS]" (answered "running"; the options replace
@@ -143,24 +149,25 @@ class Pacing:
 class JobCsv:
     """CSV of one row per job, each row written whole with one write() when its job ends."""
 
-    def __init__(self, path):
+    def __init__(self, path: str) -> None:
         # Never through a link planted at the name (O_NOFOLLOW): it would write wherever it points.
         self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW,
                           0o644)
         os.write(self.fd, CSV_HEADER.encode())
 
-    def write(self, job, start_ns, end_ns, drain_wait_ns=0, drained=-1, mem_peak=0, mem_reserved_peak=0):
+    def write(self, job: int, start_ns: int, end_ns: int, drain_wait_ns: int = 0, drained: int = -1, mem_peak: int = 0,
+              mem_reserved_peak: int = 0) -> None:
         jct_ms = (end_ns - start_ns) / 1e6
         os.write(self.fd, (f"{job},{start_ns},{end_ns},{jct_ms:.3f},{drain_wait_ns},{drained},"
                            f"{mem_peak},{mem_reserved_peak}\n").encode())
 
-    def close(self):
+    def close(self) -> None:
         os.close(self.fd)
 
 
 # ---- the job loop (no torch here, so it can be tested anywhere) -------------------------------
 
-def job_marker(priority, env=os.environ):
+def job_marker(priority: int, env: Mapping[str, str] = os.environ) -> gpuyield.Segment | None:
     """The segment to mark jobs in, or None. Jobs are marked only for priority > 0 and only when
     run_exp put this worker under control (it then names the segment in GPUYIELD_SHM)."""
     if priority <= 0 or not env.get("GPUYIELD_SHM"):
@@ -169,8 +176,10 @@ def job_marker(priority, env=os.environ):
     return gpuyield.connect(env["GPUYIELD_SHM"])
 
 
-def run_jobs(link, csv, run_job, priority=0, segment=None, sleep_time=0.0, progress=None, duty=None,
-             probe=None, latency=None, profiler=None):
+def run_jobs(link: Link, csv: JobCsv, run_job: Callable[[], tuple[int, int]], priority: int = 0,
+             segment: gpuyield.Segment | None = None, sleep_time: float = 0.0,
+             progress: Callable[[int], None] | None = None, duty: tuple[float, float] | None = None,
+             probe=None, latency=None, profiler=None) -> int:
     """Wait for "go", then run jobs until "stop". run_job() does one job (GPU synchronised before
     it returns) and returns (mem_peak, mem_reserved_peak). duty=(on_s, off_s): run jobs for on_s,
     then idle off_s, and again (a benchmark's load that comes and goes). A harness may pause and
@@ -196,7 +205,8 @@ def run_jobs(link, csv, run_job, priority=0, segment=None, sleep_time=0.0, progr
                 first_ns = probe() if probing else None
                 mem = run_job()
             end_ns = time.monotonic_ns()
-            # drained: 1 drained, 0 the drain timed out, 2 co-run (the policy does not wait).
+            # drained (run_exp/protocol.h, enum job_drained): 1 drained, 0 the drain timed out,
+            # 2 co-run (the policy does not wait); -1 below: the job was not marked.
             wait_ns, drained = marked.wait_ns, 2 if marked.corun else 0 if marked.timed_out else 1
         else:
             first_ns = probe() if probing else None
@@ -243,7 +253,7 @@ def _looks_like_file(weight):
     return "/" in weight or weight.endswith((".pt", ".pth"))
 
 
-def model_task(torchvision, name):
+def model_task(torchvision, name: str) -> str:
     """'detection', 'segmentation' or 'classification'; WorkerError for an unknown name."""
     models = torchvision.models
     for task, module in (("detection", models.detection), ("segmentation", models.segmentation)):
@@ -255,7 +265,7 @@ def model_task(torchvision, name):
                       f"model '{name}': see torchvision.models.list_models()")
 
 
-def build_model(args, torch, torchvision):
+def build_model(args: argparse.Namespace, torch, torchvision) -> tuple[object, str]:
     task = model_task(torchvision, args.model)
     kwargs = {"weights": None}
     if task != "classification":
@@ -280,7 +290,7 @@ def build_model(args, torch, torchvision):
     return model.eval(), task
 
 
-def load_input(args, torch, torchvision):
+def load_input(args: argparse.Namespace, torch, torchvision):
     """The image as float [3, H, W] in 0..1 on the CPU, at --resize when given."""
     io = torchvision.io
     img = io.decode_image(io.read_file(args.input), mode=io.ImageReadMode.RGB)
@@ -291,7 +301,7 @@ def load_input(args, torch, torchvision):
     return img.contiguous()
 
 
-def fix_detection_size(model, h, w):
+def fix_detection_size(model, h: int, w: int) -> None:
     """Detection models resize their input internally; pin that resize to the input's own size so the
     model runs at exactly h x w (what the reference obtained by patching torchvision)."""
     transform = getattr(model, "transform", None)
@@ -315,7 +325,7 @@ def build_encoder(args, torch):
     return model.eval(), torch.randn(args.batch_size, args.seq_len, 768)
 
 
-def make_job(args, torch, torchvision):
+def make_job(args: argparse.Namespace, torch, torchvision) -> Callable[..., tuple[int, int]]:
     device = torch.device(f"cuda:{args.device_id}")
     torch.cuda.set_device(device)
     if args.model == ENCODER:
@@ -451,7 +461,7 @@ def _duty(text):
     raise argparse.ArgumentTypeError(f"'{text}' is not ON,OFF in seconds, both > 0, e.g. 3,2")
 
 
-def parse_args(argv):
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python3 -m gpuyield.worker",
                                 description="one model's worker of a gpuyield experiment (started by run_exp)")
     p.add_argument("--name", default="worker", help="the output name (labels NVTX ranges)")
@@ -480,7 +490,7 @@ def parse_args(argv):
     return args
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     try:
         link = Link.from_env()

@@ -20,7 +20,7 @@ compat_env_tests() {
             bad "$name: $f is missing or differs from libgpuyield.so"
         fi
     done
-    [ -f "$lib/libcuinterpose_event.so" ] && check_exports "$lib/libcuinterpose_event.so" "$name libcuinterpose_event.so"
+    [ -f "$lib/libcuinterpose_event.so" ] && check_exports "$lib/libcuinterpose_event.so" "$name libcuinterpose_event.so" "$out"
     # Segments held by a live `serve` (a segment whose creator is dead may be removed by an
     # `expcontroller clean` of a test run beside this one).
     local serve1 serve2 i

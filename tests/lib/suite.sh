@@ -45,4 +45,22 @@ gone() { ! alive "$1"; }
 # wait_until SECONDS COMMAND...: polls until COMMAND succeeds (a slow or crowded machine only
 # takes longer); fails when it never does.
 wait_until() { local end=$((SECONDS + $1)); shift; until "$@" > /dev/null 2>&1; do [ "$SECONDS" -ge "$end" ] && return 1; sleep 0.1; done; }
+# run_pytest LABEL FILE...: pytest on FILE... with $PYTHON (environment: set it before the call,
+# `VAR=value run_pytest ...`), its counts added to the suite's: errors count as failures, a run
+# that collected no tests or exited non-zero without a failure count as one failure.
+run_pytest() {
+    local label=$1; shift
+    local log rc summary p f e
+    log=$(mktemp)
+    PYTHONDONTWRITEBYTECODE=1 "${PYTHON:-/usr/bin/python3}" -m pytest -q -p no:cacheprovider "$@" 2>&1 | tee "$log"
+    rc=${PIPESTATUS[0]}
+    summary=$(grep -E '^=*[ ]*[0-9]+ (passed|failed|error|errors|skipped)|no tests ran' "$log" | tail -n 1)
+    rm -f "$log"
+    p=$(grep -Eo '[0-9]+ passed' <<< "$summary" | grep -Eo '[0-9]+' || echo 0)
+    f=$(grep -Eo '[0-9]+ failed' <<< "$summary" | grep -Eo '[0-9]+' || echo 0)
+    e=$(grep -Eo '[0-9]+ errors?' <<< "$summary" | grep -Eo '[0-9]+' || echo 0)
+    SUITE_PASSED=$((SUITE_PASSED + p)); SUITE_FAILED=$((SUITE_FAILED + f + e))
+    if [ "$rc" -eq 5 ]; then fail "$label" "pytest collected no tests"
+    elif [ "$rc" -ne 0 ] && [ $((f + e)) -eq 0 ]; then fail "$label" "pytest exited with status $rc without a failure count"; fi
+}
 finish() { echo "$SUITE_PASSED passed, $SUITE_FAILED failed"; [ "$SUITE_FAILED" -eq 0 ]; }

@@ -12,6 +12,7 @@ import itertools
 import json
 import multiprocessing
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -181,13 +182,14 @@ def test_help_explains_each_call():
     out = subprocess.run([sys.executable, "-c", "import gpuyield; help(gpuyield)"], env=child_env(PAGER="cat"),
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
-    text = out.stdout
+    text = out.stdout.replace("'", "")  # postponed annotations show as strings on some versions
     for name in ["connect(name=None)", "create(name=None, drain_timeout_ms=None)", "remove(name)",
                  "class Segment", "job(self, priority, /)", "begin(self, /, priority, wait=True)",
                  "end(self, priority, /)", "status(self, /)", "launch_allowed(self, priority, /)", "close(self, /)",
                  "class Job", "wait_ns", "drained", "timed_out", "class Error", "class ArgumentError",
-                 "create_shared_mem_and_locks(suffix)", "setMem(value, suffix)", "waitForEmptyGPU()",
-                 "remove_shared_mem_and_locks(suffix)", "GPUYIELD_PRIORITY", "GPUYIELD_SHM"]:
+                 "create_shared_mem_and_locks(suffix: str | bytes | int) -> None",
+                 "setMem(value: int, suffix: str | bytes | int) -> None", "waitForEmptyGPU() -> None",
+                 "remove_shared_mem_and_locks(suffix: str | bytes | int) -> None", "GPUYIELD_PRIORITY", "GPUYIELD_SHM"]:
         assert name in text, "help(gpuyield) does not mention %r" % name
     for name in gpuyield.__all__:
         obj = getattr(gpuyield, name)
@@ -239,6 +241,11 @@ def test_registration_priority_from_environment(tags, agents):
         bad.send("begin 1")
         answer = bad.reply()
         assert answer.startswith("err ArgumentError 22") and "GPUYIELD_PRIORITY='9'" in answer
+        for value in ["", " 3", "+3", "3 ", "0x1"]:  # the hooks library refuses these too
+            bad = agents(tag, GPUYIELD_PRIORITY=value)
+            bad.send("begin 1")
+            answer = bad.reply()
+            assert answer.startswith("err ArgumentError 22") and "GPUYIELD_PRIORITY='%s'" % value in answer
         assert sorted(p["priority"] for p in seg.status()["processes"]) == [0, 3]
 
 
@@ -566,8 +573,35 @@ def test_forked_child_registers_on_its_own(segment):
 
 # ---- status --------------------------------------------------------------------------------------
 
-PROC_KEYS = ["pid", "name", "priority", "state", "inflight", "launches", "graph_launches", "sync_points", "waits",
-             "blocked_ns", "drains", "drain_timeouts"]
+def table_counters():
+    """The counter names of GY_PROC_COUNTERS in controller/segment_layout.h, in order."""
+    layout = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "controller", "segment_layout.h")
+    with open(layout) as f:
+        text = f.read()
+    table = text[text.index("#define GY_PROC_COUNTERS(X)"):]
+    table = table[:table.index("\n\n")]
+    return re.findall(r"X\((\w+),", table)
+
+
+PROC_KEYS = ["pid", "name", "priority", "state", "inflight"] + table_counters()
+
+
+def test_counter_table_is_what_status_lists(segment, agents):
+    counters = table_counters()
+    assert counters[:2] == ["launches", "graph_launches"] and counters[-1] == "drain_timeouts", counters
+    agents(segment.name, GPUYIELD_PRIORITY=1)("begin 2")
+    (proc,) = segment.status()["processes"]
+    assert list(proc)[5:] == counters
+    (proc,) = json.loads(segment.status_json())["processes"]
+    assert list(proc)[5:] == counters
+    build = os.environ.get("BUILD")
+    tool = os.path.join(build, "bin", "expcontroller") if build else None
+    if tool and os.access(tool, os.X_OK):
+        out = subprocess.run([tool, "status", "--json", "--name", segment.name], capture_output=True, text=True,
+                             timeout=60)
+        assert out.returncode == 0, out.stderr
+        (proc,) = json.loads(out.stdout)["processes"]
+        assert list(proc)[5:] == counters
 
 
 def without_timestamp(status):
@@ -587,6 +621,29 @@ def test_status_has_the_fields_of_the_json_status(segment, agents):
     assert [list(p) for p in status["processes"]] == [PROC_KEYS, PROC_KEYS]
     assert without_timestamp(json.loads(segment.status_json())) == without_timestamp(status)
     segment.end(4)
+
+
+def test_every_policy_of_the_table_reaches_status(tags):
+    assert gpuyield.POLICIES[:2] == ("drain", "corun")
+    build = os.environ.get("BUILD")
+    tool = os.path.join(build, "bin", "expcontroller") if build else None
+    if not tool or not os.access(tool, os.X_OK):
+        pytest.skip("no expcontroller in $BUILD/bin (set BUILD to a build directory to compare)")
+    for policy in gpuyield.POLICIES:
+        tag = tags()
+        out = subprocess.run([tool, "create", "--name", tag, "--policy", policy], capture_output=True, text=True,
+                             timeout=60)
+        assert out.returncode == 0, out.stderr
+        seg = gpuyield.connect(tag)
+        try:
+            assert seg.status()["policy"] == policy
+        finally:
+            seg.close()
+    out = subprocess.run([tool, "create", "--name", tags(), "--policy", "fast"], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 2
+    assert out.stderr.splitlines()[0] == "expcontroller: --policy takes %s or %s, not 'fast'" % (
+        ", ".join(gpuyield.POLICIES[:-1]), gpuyield.POLICIES[-1])
 
 
 def test_status_equals_expcontroller_status_json(segment, agents):

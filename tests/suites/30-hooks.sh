@@ -9,19 +9,21 @@ passed=0 failed=0
 ok() { echo "ok   $1"; passed=$((passed + 1)); }
 bad() { echo "FAIL $1"; failed=$((failed + 1)); }
 
-# The intended dynamic symbols, exactly: the hooks, nothing else (hooks/exports.map).
-INTENDED="cuGetProcAddress cuGetProcAddress_v2 cuGraphLaunch cuGraphLaunch_ptsz cuLaunchCooperativeKernel
-cuLaunchCooperativeKernel_ptsz cuLaunchKernel cuLaunchKernelEx cuLaunchKernelEx_ptsz cuLaunchKernel_ptsz
-cuStreamBeginCapture cuStreamBeginCaptureToGraph cuStreamBeginCaptureToGraph_ptsz cuStreamBeginCapture_ptsz
-cuStreamBeginCapture_v2 cuStreamBeginCapture_v2_ptsz cuStreamEndCapture cuStreamEndCapture_ptsz dlsym
-cuMemcpyAsync cuMemcpyAsync_ptsz cuMemcpyHtoDAsync_v2 cuMemcpyHtoDAsync_v2_ptsz cuMemcpyDtoHAsync_v2 cuMemcpyDtoHAsync_v2_ptsz cuMemcpyDtoDAsync_v2 cuMemcpyDtoDAsync_v2_ptsz cuMemsetD8Async cuMemsetD8Async_ptsz cuMemsetD16Async cuMemsetD16Async_ptsz cuMemsetD32Async cuMemsetD32Async_ptsz"
-
+# The intended dynamic symbols, exactly: dlsym and the hooks of the table (hooks/hooked_functions.h,
+# printed by hooked_names), nothing else; the generated version script must list the same.
 check_exports() {
-    local lib=$1 name=$2 want got
-    want=$(echo $INTENDED | tr ' ' '\n' | sort)
+    local lib=$1 name=$2 out=$3 want got map
+    if [ ! -x "$out/tests/hooks/hooked_names" ] || [ ! -f "$out/gen/hooks/exports.map" ]; then
+        bad "$name: not built ($out/tests/hooks/hooked_names, $out/gen/hooks/exports.map): run ./make.sh test"
+        return
+    fi
+    want=$({ echo dlsym; "$out/tests/hooks/hooked_names"; } | sort)
     got=$(nm -D --defined-only "$lib" | awk '{print $3}' | sort)
-    if [ "$want" = "$got" ]; then ok "$name: nm -D lists exactly the hooks"; else
-        bad "$name: nm -D differs from the intended list:"; diff <(echo "$want") <(echo "$got") | sed 's/^/     /'; fi
+    if [ "$want" = "$got" ]; then ok "$name: nm -D lists exactly the hooks of the table"; else
+        bad "$name: nm -D differs from the table:"; diff <(echo "$want") <(echo "$got") | sed 's/^/     /'; fi
+    map=$(sed -n '/global:/,/local:/p' "$out/gen/hooks/exports.map" | tr ' ;' '\n\n' | grep -E '^(cu|dlsym)' | sort)
+    if [ "$want" = "$map" ]; then ok "$name: exports.map lists exactly the hooks of the table"; else
+        bad "$name: exports.map differs from the table:"; diff <(echo "$want") <(echo "$map") | sed 's/^/     /'; fi
     # Never glibc-private entry points (they are gone or hidden since glibc 2.34).
     if nm -D --undefined-only "$lib" | grep -Eq ' (__libc_dlsym|__libc_dlopen_mode|_dl_sym)$'; then
         bad "$name: uses glibc-private symbols"; else ok "$name: no glibc-private symbols"; fi
@@ -34,7 +36,7 @@ run_variant() {
         bad "$name: not built ($lib, $driver, $out/fakecuda/libcuda.so.1): run ./make.sh test"
         return
     fi
-    check_exports "$lib" "$name"
+    check_exports "$lib" "$name" "$out"
     local log; log=$(mktemp)
     GY_HOOKS_LIB=$lib GY_FAKECUDA_DIR=$out/fakecuda GY_WORKER=$out/tests/hooks/cuda_worker GY_PRELOAD_FIRST=$first \
         timeout 600 "$driver" 2>&1 | sed "s/^/[$name] /" | tee "$log"

@@ -6,6 +6,7 @@ set -uo pipefail
 ROOT=${ROOT:?"set ROOT to the repository root (make.sh does)"}
 BUILD=${BUILD:-$ROOT/build}
 PYTHON=${PYTHON:-/usr/bin/python3}
+. "$ROOT/tests/lib/suite.sh"
 cd "$ROOT"
 
 if [ ! -f "$BUILD/lib/libgycontrol.a" ]; then
@@ -19,23 +20,6 @@ if ! PYTHON_BIN=$PYTHON bash pyext/build_ext.sh "$BUILD"; then
     exit 1
 fi
 
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
-# No cache or bytecode in the shared working tree; BUILD lets a test find expcontroller.
-PYTHONPATH="$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" PYTHONDONTWRITEBYTECODE=1 BUILD="$BUILD" \
-    "$PYTHON" -m pytest -q -p no:cacheprovider tests/python/test_pyext.py 2>&1 | tee "$log"
-rc=${PIPESTATUS[0]}
-
-summary=$(grep -E '^=*[ ]*[0-9]+ (passed|failed|error|errors|skipped)|no tests ran' "$log" | tail -n 1)
-count() { echo "$summary" | grep -Eo "[0-9]+ $1" | head -n 1 | grep -Eo '[0-9]+' || echo 0; }
-passed=$(count passed)
-failed=$(( $(count failed) + $(count 'errors?') ))
-if [ "$rc" -eq 5 ]; then
-    echo "40-pyext: pytest collected no tests"
-    failed=$((failed + 1))
-elif [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then
-    echo "40-pyext: pytest exited with status $rc without a failure count"
-    failed=1
-fi
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+# BUILD lets a test find expcontroller.
+PYTHONPATH="$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" BUILD="$BUILD" run_pytest pyext tests/python/test_pyext.py
+finish

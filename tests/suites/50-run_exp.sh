@@ -412,6 +412,18 @@ PY
     else
         echo "note: gpuyield.plot is not there yet: the plot step of the pipeline is not tested"
     fi
+    # The same under corun: the stand-in writes drained=2 (co-run, run_exp/protocol.h), and a
+    # begin that does not wait is no drain timeout.
+    rm -rf "$T/out"
+    cfg "$T/simcorun.json" --set exp_dur=1 --set models.0.control.control=true --set models.1.control.control=true \
+        --set models.1.sleep_time=0.1
+    FAKE_GPUS=0 runx "$RUN_EXP" -f "$T/simcorun.json" --simulate --min-jobs 3 --policy corun
+    check simulate_corun_exit_zero test "$rc" -eq 0 || echo "$out" | tail -n 20
+    check simulate_corun_drained_2 bash -c "tail -n +2 '$T/out/model_B.csv' | cut -d, -f6 | sort -u | grep -qx 2"
+    check simulate_corun_no_timeouts "$PYTHON" -c '
+import json, sys
+b = json.load(open(sys.argv[1]))["models"][1]
+assert b["marked_jobs"] == b["jobs"] >= 3 and b["drain_timeouts"] == 0, b' "$T/out/summary.json"
 fi
 
 # ---- --layout-compat: the drop-in for the original experiment's harness ------------------------
@@ -451,13 +463,6 @@ for lib_mode in libcuinterpose_sync.so:sync:2 libcuinterpose_event.so:event:3 li
 done
 
 # ---- the Python worker's logic (no torch: the job is a stand-in) -----------------------------
-out=$(PYTHONPATH="$BUILD/python" "$PYTHON" -m pytest -q -p no:cacheprovider "$HERE/test_worker.py" 2>&1)
-echo "$out" | sed 's/^/  [worker.py] /'
-last=$(printf '%s\n' "$out" | tail -n 1)
-p=$(grep -o '[0-9]* passed' <<< "$last" | grep -o '[0-9]*' || true)
-f=$(grep -o '[0-9]* failed' <<< "$last" | grep -o '[0-9]*' || true)
-e=$(grep -o '[0-9]* error' <<< "$last" | grep -o '[0-9]*' || true)
-if [ -z "$p$f$e" ]; then fail worker_py "pytest gave no result line"; fi
-SUITE_PASSED=$((SUITE_PASSED + ${p:-0})); SUITE_FAILED=$((SUITE_FAILED + ${f:-0} + ${e:-0}))
+PYTHONPATH="$BUILD/python" run_pytest worker_py "$HERE/test_worker.py"
 
 finish

@@ -12,8 +12,6 @@ cd "$ROOT"
 run_counted units "$BUILD/tests/test_nsight_units"
 if [ -x "$BUILD/asan/tests/test_nsight_units" ]; then run_counted units-asan "$BUILD/asan/tests/test_nsight_units"; fi
 
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
 for variant in plain asan; do
     if [ "$variant" = plain ]; then bin=$BUILD/bin/nsight-parser; else bin=$BUILD/$variant/bin/nsight-parser; fi
     if [ ! -x "$bin" ]; then
@@ -22,13 +20,6 @@ for variant in plain asan; do
         continue
     fi
     echo "-- nsight-parser ($variant): $bin"
-    NSIGHT_PARSER=$bin PYTHONDONTWRITEBYTECODE=1 "$PYTHON" -m pytest -q -p no:cacheprovider \
-        tests/python/test_nsight_parser.py 2>&1 | tee "$log"
-    rc=${PIPESTATUS[0]}
-    summary=$(grep -E '^=*[ ]*[0-9]+ (passed|failed|error|errors|skipped)|no tests ran' "$log" | tail -n 1)
-    count() { echo "$summary" | grep -Eo "[0-9]+ $1" | head -n 1 | grep -Eo '[0-9]+' || echo 0; }
-    p=$(count passed); f=$(( $(count failed) + $(count 'errors?') ))
-    SUITE_PASSED=$((SUITE_PASSED + p)); SUITE_FAILED=$((SUITE_FAILED + f))
-    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then fail "pytest-$variant" "exit status $rc without a failure count"; fi
+    NSIGHT_PARSER=$bin run_pytest "pytest-$variant" tests/python/test_nsight_parser.py
 done
 finish

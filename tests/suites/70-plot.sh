@@ -17,14 +17,7 @@ if [ ! -f "$BUILD/lib/libgycontrol.a" ] || ! PYTHON_BIN=$PYTHON bash pyext/build
     finish
     exit 1
 fi
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
-PYTHONPATH="$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" PYTHONDONTWRITEBYTECODE=1 MPLBACKEND=Agg \
-    NSIGHT_PARSER=$BUILD/bin/nsight-parser "$PYTHON" -m pytest -q -p no:cacheprovider tests/python/test_plot.py tests/python/test_bench_metrics.py tests/python/test_bench_stats.py tests/python/test_partition_records.py tests/python/test_partition_runs.py \
-    2>&1 | tee "$log"
-rc=${PIPESTATUS[0]}
-summary=$(grep -E '^=*[ ]*[0-9]+ (passed|failed|error|errors|skipped)|no tests ran' "$log" | tail -n 1)
-count() { echo "$summary" | grep -Eo "[0-9]+ $1" | head -n 1 | grep -Eo '[0-9]+' || echo 0; }
-SUITE_PASSED=$(count passed); SUITE_FAILED=$(( $(count failed) + $(count 'errors?') ))
-if [ "$rc" -ne 0 ] && [ "$SUITE_FAILED" -eq 0 ]; then fail "pytest" "exit status $rc without a failure count"; fi
+PYTHONPATH="$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" MPLBACKEND=Agg NSIGHT_PARSER=$BUILD/bin/nsight-parser \
+    run_pytest pytest tests/python/test_plot.py tests/python/test_bench_metrics.py tests/python/test_bench_stats.py \
+        tests/python/test_partition_records.py tests/python/test_partition_runs.py
 finish
