@@ -31,7 +31,8 @@ static const char usage_text[] =
     "                                                made 0700; default gpuyield-mps-<uid>-<tag> in\n"
     "                                                $XDG_RUNTIME_DIR if yours, else /tmp) and quits\n"
     "                                                it at the end; --mps-pipe joins a running one. Policy\n"
-    "                                                default: " GY_POLICY_DEFAULT_TEXT "\n"
+    "                                                default: " GY_POLICY_DEFAULT_TEXT ";\n"
+    "                                                partition needs MPS (else it drains)\n"
     "                                                --metrics serves GET /metrics (Prometheus text) on\n"
     "                                                PORT of 127.0.0.1, or of ADDR (0.0.0.0: every\n"
     "                                                interface); --metrics-textfile rewrites PATH every\n"
@@ -338,14 +339,15 @@ static void print_table(const struct gy_status *st)
            (unsigned long long)st->lock_timeouts);
     if (st->mutex_holder[0])
         printf("the segment's mutex is held by %s: this snapshot was read without it\n", st->mutex_holder);
-    printf("%8s %4s %-9s %12s %8s %8s %12s %8s %8s\n", "pid", "prio", "state", "launches", "graphs", "waits",
-           "ms_blocked", "drains", "timeouts");
+    printf("%8s %4s %-9s %12s %8s %8s %12s %8s %8s %12s %12s %s\n", "pid", "prio", "state", "launches", "graphs",
+           "waits", "ms_blocked", "drains", "timeouts", "partitioned", "part_copies", "partition");
     for (int i = 0; i < st->nprocs; i++) {
         const struct gy_status_proc *p = &st->procs[i];
-        printf("%8d %4d %-9s %12llu %8llu %8llu %12.1f %8llu %8llu\n", p->pid, p->priority, p->state,
+        printf("%8d %4d %-9s %12llu %8llu %8llu %12.1f %8llu %8llu %12llu %12llu %s\n", p->pid, p->priority, p->state,
                (unsigned long long)p->launches, (unsigned long long)p->graph_launches,
                (unsigned long long)p->waits, (double)p->blocked_ns / 1e6, (unsigned long long)p->drains,
-               (unsigned long long)p->drain_timeouts);
+               (unsigned long long)p->drain_timeouts, (unsigned long long)p->partition_launches,
+               (unsigned long long)p->partition_copies, p->partition);
     }
     if (st->nprocs == 0)
         printf("(no registered processes)\n");

@@ -154,6 +154,14 @@ uint64_t gy_wait_until_allowed(gy_shm *shm, int *allowed_at)
     return blocked;
 }
 
+bool gy_allowed_now(gy_shm *shm)
+{
+    gy_lock_and_recover(shm->seg);
+    bool allowed = gy_launch_allowed(shm, effective_priority_locked(shm->seg, gy_my_slot(shm)));
+    gy_unlock(shm->seg);
+    return allowed;
+}
+
 int gy_job_enter(gy_shm *shm, int priority, uint64_t timeout_ns, gy_job *job, gy_err *err)
 {
     memset(job, 0, sizeof *job);
@@ -215,8 +223,10 @@ static bool drain_pending_locked(const gy_shm *shm, const gy_job *job)
 enum gy_wait_result gy_job_wait_drained(gy_shm *shm, gy_job *job, uint64_t slice_ns)
 {
     struct gy_segment *seg = shm->seg;
-    if (gy_get_policy(shm) == GY_POLICY_CORUN) {
-        /* The gate is closed; what lower processes had queued runs beside the job. */
+    enum gy_policy policy = gy_get_policy(shm);
+    if (policy == GY_POLICY_CORUN || (policy == GY_POLICY_PARTITION && gy_get_mps(shm))) {
+        /* The gate is closed; what lower processes had queued (and, under partition, what they
+         * launch into their green contexts) runs beside the job. Partition without MPS drains. */
         job->wait_ns = 0;
         job->drained = job->timed_out = false;
         job->corun = true;

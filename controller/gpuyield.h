@@ -139,6 +139,8 @@ static inline bool gy_launch_allowed(const gy_shm *shm, int priority)
  * then the launch must not go ahead on it). Counts a wait and the time blocked in our slot, stores
  * the effective priority in *allowed_at (may be NULL) and returns the ns spent blocked. */
 uint64_t gy_wait_until_allowed(gy_shm *shm, int *allowed_at);
+/* Whether a launch is allowed now at our effective priority (see above), without waiting. */
+bool gy_allowed_now(gy_shm *shm);
 
 /* Mark that this process may now have GPU work in flight (called on each launch, cheap when
  * already marked). Must precede the gate check of the launch it covers. */
@@ -168,7 +170,7 @@ typedef struct gy_job {
                             * waits in short slices still reaps on schedule */
     bool drained;
     bool timed_out;
-    bool corun;          /* the begin did not wait: the segment's policy is corun */
+    bool corun;          /* the begin did not wait: the policy is corun, or partition under MPS */
     bool active;         /* counted in and not yet out */
 } gy_job;
 
@@ -203,6 +205,7 @@ struct gy_status_proc {
 #define GY_STATUS_COUNTER(name, what) uint64_t name;
     GY_PROC_COUNTERS(GY_STATUS_COUNTER) /* segment_layout.h */
 #undef GY_STATUS_COUNTER
+    const char *partition; /* "-" (not decided), "active", or "fallback: <why>" */
 };
 
 struct gy_status {

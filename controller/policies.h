@@ -6,14 +6,18 @@
  *   drain: wait until lower work has finished, so the job runs alone (any GPU, no MPS needed);
  *   corun: return at once and let the job's kernels run beside it. Under MPS (with the lower
  *          processes at MPS client priority below normal) the job's blocks take SMs as the lower
- *          kernels' blocks retire instead of waiting for the whole queue to drain.
+ *          kernels' blocks retire instead of waiting for the whole queue to drain;
+ *   partition: like corun, and lower processes keep launching during the job, their kernels
+ *          confined by their hook to a green context holding a few SMs (their async copies go
+ *          there too; hooks/partition.c); without MPS a begin drains as under drain (gate.c).
  * X(enum suffix, name, what a job does under it, meant for MPS) */
 #ifndef GY_POLICIES_H
 #define GY_POLICIES_H
 
 #define GY_POLICIES(X)                                                                                 \
     X(DRAIN, "drain", "a job waits until lower work has drained", false)                               \
-    X(CORUN, "corun", "a job starts at once beside lower work (under MPS)", true)
+    X(CORUN, "corun", "a job starts at once beside lower work (under MPS)", true)                      \
+    X(PARTITION, "partition", "lower work keeps running on a few SMs during a job (under MPS)", true)
 
 #define GY_POLICY_ENUM_ROW(suffix, name, what, mps) GY_POLICY_##suffix,
 enum gy_policy { GY_POLICIES(GY_POLICY_ENUM_ROW) GY_POLICY_COUNT };

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #define GY_MAGIC 0x444c454959555047ull /* "GPUYIELD" read as little-endian bytes */
-#define GY_LAYOUT_VERSION 3u
+#define GY_LAYOUT_VERSION 4u
 #define GY_LEVELS 8     /* priorities 0..7, higher wins */
 #define GY_MAX_PROCS 128 /* registered processes per experiment */
 #define GY_NAME_MAX 64  /* "/gpuyield-<uid>-<tag>" including the NUL */
@@ -37,13 +37,25 @@ enum gy_proc_state {
     X(waits, "launches that had to block behind a higher job")                                         \
     X(blocked_ns, "total time those launches were blocked")                                            \
     X(drains, "drain requests this process acknowledged")                                              \
-    X(drain_timeouts, "jobs begun here whose drain hit the timeout")
+    X(drain_timeouts, "jobs begun here whose drain hit the timeout")                                   \
+    X(partition_launches, "launches sent to the partition (policy partition)")                         \
+    X(partition_copies, "async copies and memsets sent to the partition (policy partition)")
 
 #define GY_COUNTER_FIELD(name, what) _Atomic uint64_t name;
 struct gy_proc_counters {
     GY_PROC_COUNTERS(GY_COUNTER_FIELD)
 };
 #undef GY_COUNTER_FIELD
+
+/* Where a process stands with the partition policy, as its hook decided (status shows it). */
+enum gy_partition_state {
+    GY_PARTITION_UNDECIDED = 0,  /* not under partition, or no launch has needed it yet */
+    GY_PARTITION_ACTIVE = 1,     /* launches during a higher job go to a green context */
+    GY_PARTITION_NO_MPS = 2,     /* fallback: the segment says no MPS (drain) */
+    GY_PARTITION_NO_SYMBOLS = 3, /* fallback: the driver lacks the green-context calls (corun) */
+    GY_PARTITION_CREATE_FAILED = 4, /* fallback: creating the green context failed (corun) */
+    GY_PARTITION_STATES = 5,
+};
 
 struct gy_proc_slot {
     _Atomic uint32_t state;       /* enum gy_proc_state */
@@ -56,6 +68,7 @@ struct gy_proc_slot {
      * whose drain this process has acknowledged. */
     _Atomic uint32_t inflight;
     _Atomic uint64_t drained_epoch;
+    _Atomic uint32_t partition_state; /* enum gy_partition_state, written by the process's hook */
     struct gy_proc_counters counters;
 } __attribute__((aligned(64)));
 

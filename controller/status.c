@@ -20,6 +20,17 @@ static const char *state_name(uint32_t state)
     }
 }
 
+static const char *partition_name(uint32_t state)
+{
+    switch (state) {
+    case GY_PARTITION_ACTIVE: return "active";
+    case GY_PARTITION_NO_MPS: return "fallback: no MPS (drain)";
+    case GY_PARTITION_NO_SYMBOLS: return "fallback: the driver has no green contexts (corun)";
+    case GY_PARTITION_CREATE_FAILED: return "fallback: cannot create a green context (corun)";
+    default: return "-";
+    }
+}
+
 int gy_status_read(gy_shm *shm, struct gy_status *out, gy_err *err)
 {
     struct gy_segment *seg = shm->seg;
@@ -65,6 +76,7 @@ int gy_status_read(gy_shm *shm, struct gy_status *out, gy_err *err)
 #define COPY_COUNTER(name, what) p->name = atomic_load(&slot->counters.name);
         GY_PROC_COUNTERS(COPY_COUNTER)
 #undef COPY_COUNTER
+        p->partition = partition_name(atomic_load(&slot->partition_state));
     }
     if (locked)
         gy_unlock(seg);
@@ -140,7 +152,7 @@ int gy_status_json(const struct gy_status *st, char *buf, size_t len)
 #define EMIT_COUNTER(name, what) EMIT(", \"" #name "\": %llu", (unsigned long long)p->name);
         GY_PROC_COUNTERS(EMIT_COUNTER)
 #undef EMIT_COUNTER
-        EMIT("}");
+        EMIT(", \"partition\": \"%s\"}", p->partition);
     }
     EMIT("]}");
 #undef EMIT

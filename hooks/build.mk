@@ -51,7 +51,8 @@ $(O)/tests/hooks/libgy_next_%.so: $(O)/obj/tests/hooks/next_%.o
 	@mkdir -p $(dir $@)
 	$(CC) -shared $(LDFLAGS) -Wl,-soname,libgy_next_$*.so $^ -ldl -o $@
 HOOKS_NEXT_LIBS := $(O)/tests/hooks/libgy_next_first.so $(O)/tests/hooks/libgy_next_second.so
-$(O)/tests/hooks/cuda_worker: $(O)/obj/tests/hooks/cuda_worker.o $(O)/obj/tests/hooks/fake_log.o $(FAKECUDA_LIB) \
+$(O)/tests/hooks/cuda_worker: $(O)/obj/tests/hooks/cuda_worker.o $(O)/obj/tests/hooks/partition_scenarios.o \
+		$(O)/obj/tests/hooks/fake_log.o $(FAKECUDA_LIB) \
 		$(HOOKS_NEXT_LIBS) $(CONTROLLER_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $(filter %.o %.a,$^) -Wl,--no-as-needed $(FAKECUDA_LIB) $(HOOKS_NEXT_LIBS) \

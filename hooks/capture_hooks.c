@@ -10,10 +10,14 @@
 
 #include "client.h"
 #include "hook_functions.h"
+#include "partition.h"
 
 
-static void count_capture_in(void)
+/* Before a capture begins on `stream`: the partition work it owes is joined outside the capture. */
+static void count_capture_in_on(gy_cu_stream stream)
 {
+    if (gy_partition_owes())
+        gy_partition_before_use(stream);
     for (;;) {
         atomic_fetch_add_explicit(&gy_client.captures_in_progress, 1, memory_order_seq_cst);
         if (!atomic_load_explicit(&gy_client.helper_synchronizing, memory_order_seq_cst))
@@ -25,7 +29,6 @@ static void count_capture_in(void)
         }
     }
 }
-
 static gy_cu_result began(gy_cu_result rc)
 {
     if (rc == GY_CUDA_SUCCESS)
@@ -38,25 +41,25 @@ static gy_cu_result began(gy_cu_result rc)
 GY_EXPORT gy_cu_result cuStreamBeginCapture(gy_cu_stream stream)
 {
     gy_pfn_begin_capture real = (gy_pfn_begin_capture)gy_real(GY_FN_BEGIN_CAPTURE);
-    return real ? (count_capture_in(), began(real(stream))) : GY_CUDA_ERROR_NOT_INITIALIZED;
+    return real ? (count_capture_in_on(stream ? stream : GY_CU_STREAM_LEGACY), began(real(stream))) : GY_CUDA_ERROR_NOT_INITIALIZED;
 }
 
 GY_EXPORT gy_cu_result cuStreamBeginCapture_ptsz(gy_cu_stream stream)
 {
     gy_pfn_begin_capture real = (gy_pfn_begin_capture)gy_real(GY_FN_BEGIN_CAPTURE_PTSZ);
-    return real ? (count_capture_in(), began(real(stream))) : GY_CUDA_ERROR_NOT_INITIALIZED;
+    return real ? (count_capture_in_on(stream ? stream : GY_CU_STREAM_PER_THREAD), began(real(stream))) : GY_CUDA_ERROR_NOT_INITIALIZED;
 }
 
 GY_EXPORT gy_cu_result cuStreamBeginCapture_v2(gy_cu_stream stream, int mode)
 {
     gy_pfn_begin_capture_v2 real = (gy_pfn_begin_capture_v2)gy_real(GY_FN_BEGIN_CAPTURE_V2);
-    return real ? (count_capture_in(), began(real(stream, mode))) : GY_CUDA_ERROR_NOT_INITIALIZED;
+    return real ? (count_capture_in_on(stream ? stream : GY_CU_STREAM_LEGACY), began(real(stream, mode))) : GY_CUDA_ERROR_NOT_INITIALIZED;
 }
 
 GY_EXPORT gy_cu_result cuStreamBeginCapture_v2_ptsz(gy_cu_stream stream, int mode)
 {
     gy_pfn_begin_capture_v2 real = (gy_pfn_begin_capture_v2)gy_real(GY_FN_BEGIN_CAPTURE_V2_PTSZ);
-    return real ? (count_capture_in(), began(real(stream, mode))) : GY_CUDA_ERROR_NOT_INITIALIZED;
+    return real ? (count_capture_in_on(stream ? stream : GY_CU_STREAM_PER_THREAD), began(real(stream, mode))) : GY_CUDA_ERROR_NOT_INITIALIZED;
 }
 
 GY_EXPORT gy_cu_result cuStreamBeginCaptureToGraph(gy_cu_stream stream, gy_cu_graph graph,
@@ -64,7 +67,7 @@ GY_EXPORT gy_cu_result cuStreamBeginCaptureToGraph(gy_cu_stream stream, gy_cu_gr
                                                    const gy_cu_graph_edge_data *edge_data, size_t ndeps, int mode)
 {
     gy_pfn_begin_capture_to_graph real = (gy_pfn_begin_capture_to_graph)gy_real(GY_FN_BEGIN_CAPTURE_TO_GRAPH);
-    return real ? (count_capture_in(), began(real(stream, graph, deps, edge_data, ndeps, mode))) : GY_CUDA_ERROR_NOT_INITIALIZED;
+    return real ? (count_capture_in_on(stream ? stream : GY_CU_STREAM_LEGACY), began(real(stream, graph, deps, edge_data, ndeps, mode))) : GY_CUDA_ERROR_NOT_INITIALIZED;
 }
 
 GY_EXPORT gy_cu_result cuStreamBeginCaptureToGraph_ptsz(gy_cu_stream stream, gy_cu_graph graph,
@@ -74,7 +77,7 @@ GY_EXPORT gy_cu_result cuStreamBeginCaptureToGraph_ptsz(gy_cu_stream stream, gy_
 {
     gy_pfn_begin_capture_to_graph real =
         (gy_pfn_begin_capture_to_graph)gy_real(GY_FN_BEGIN_CAPTURE_TO_GRAPH_PTSZ);
-    return real ? (count_capture_in(), began(real(stream, graph, deps, edge_data, ndeps, mode))) : GY_CUDA_ERROR_NOT_INITIALIZED;
+    return real ? (count_capture_in_on(stream ? stream : GY_CU_STREAM_PER_THREAD), began(real(stream, graph, deps, edge_data, ndeps, mode))) : GY_CUDA_ERROR_NOT_INITIALIZED;
 }
 
 /* A capture ends with this call if the stream was capturing before and is not after. */

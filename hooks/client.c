@@ -11,6 +11,7 @@
 #include "client.h"
 #include "driver.h"
 #include "drain_helper.h"
+#include "partition.h"
 #include "trace_ranges.h"
 
 #define MAX_CONTEXTS 32
@@ -111,6 +112,7 @@ bool gy_client_join_slow(void)
         if (gy_register(&gy_client.shm, gy_client.priority, &err))
             die("cannot register in the segment named by GPUYIELD_SHM", err.msg);
         gy_drain_helper_start();
+        gy_partition_check_static();
         phase = GY_PHASE_READY;
         if (config->verbose) {
             char mode[32];

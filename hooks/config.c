@@ -52,6 +52,32 @@ static void parse_mode(const char *value)
             value, (int)getpid());
 }
 
+/* A count of SMs ("16"), a fraction ("0.125") or a percentage ("12.5%"). */
+static void parse_partition_sms(const char *value)
+{
+    config.partition_sms = GY_DEFAULT_PARTITION_SMS;
+    config.partition_share = 0;
+    if (!value)
+        return;
+    unsigned long count;
+    if (parse_ulong(value, 1, GY_MAX_PARTITION_SMS, &count)) {
+        config.partition_sms = (unsigned)count;
+        return;
+    }
+    char *end = NULL;
+    errno = 0;
+    double share = value[0] >= '0' && value[0] <= '9' ? strtod(value, &end) : -1;
+    bool percent = end && *end == '%' && end[1] == '\0';
+    if (percent)
+        share /= 100;
+    if (errno || !end || (*end && !percent) || !(share > 0 && share <= 1) || (!percent && !strchr(value, '.')))
+        die("gpuyield: GPUYIELD_PARTITION_SMS=\"%s\" is invalid (pid %d): use a count of SMs 1..%u (e.g. 16), a "
+            "fraction of the device's SMs in (0, 1] (e.g. 0.125) or a percentage (e.g. 12.5%%)",
+            value, (int)getpid(), GY_MAX_PARTITION_SMS);
+    config.partition_sms = 0;
+    config.partition_share = share;
+}
+
 static void load(void)
 {
     const char *shm = getenv("GPUYIELD_SHM");
@@ -74,6 +100,7 @@ static void load(void)
         die("gpuyield: GPUYIELD_VERBOSE=\"%s\" is invalid (pid %d): use 1 (one line at start) or 0", verbose,
             (int)getpid());
     config.verbose = verbose && strcmp(verbose, "1") == 0;
+    parse_partition_sms(getenv("GPUYIELD_PARTITION_SMS"));
 }
 
 const struct gy_hooks_config *gy_config(void)

@@ -13,7 +13,15 @@ struct gy_hooks_config {
     enum gy_queue_mode mode;
     unsigned long group;  /* N of sync:N / event:N; microseconds of time:US */
     bool verbose;         /* GPUYIELD_VERBOSE=1 */
+    /* GPUYIELD_PARTITION_SMS: the SMs of a green context under the partition policy, as a count
+     * (partition_sms > 0) or as a share of the device's SMs (partition_share in (0, 1]). */
+    unsigned partition_sms;
+    double partition_share;
 };
+
+/* GPUYIELD_PARTITION_SMS when unset: 16 SMs (two of the H100's groups of 8). */
+#define GY_DEFAULT_PARTITION_SMS 16u
+#define GY_MAX_PARTITION_SMS 4096u
 
 /* Parse (once) and return the configuration. An invalid value: one line on stderr naming the
  * variable, the value and what is allowed, then _exit(2). */

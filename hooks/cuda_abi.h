@@ -17,6 +17,25 @@ typedef struct gy_cu_graph *gy_cu_graph;
 typedef struct gy_cu_graph_exec *gy_cu_graph_exec;
 typedef struct gy_cu_graph_node *gy_cu_graph_node;
 typedef struct gy_cu_graph_edge_data gy_cu_graph_edge_data; /* only passed through by pointer */
+typedef int gy_cu_device;
+typedef struct gy_cu_green_ctx *gy_cu_green_ctx;
+typedef struct gy_cu_dev_resource_desc *gy_cu_dev_resource_desc;
+typedef void (*gy_cu_host_fn)(void *);
+typedef void (*gy_cu_stream_callback)(gy_cu_stream, gy_cu_result, void *);
+
+/* CUdevResource (ABI version 1): a type, then padding, then a 48-byte union whose SM member
+ * starts with smCount. Only smCount is read; the rest is the driver's. */
+typedef struct {
+    int type;
+    unsigned char internal_padding[92];
+    union {
+        unsigned int sm_count;
+        unsigned char oversize[48];
+    } u;
+} gy_cu_dev_resource;
+#define GY_CU_DEV_RESOURCE_TYPE_SM 1
+#define GY_CU_GREEN_CTX_DEFAULT_STREAM 0x1
+#define GY_CU_STREAM_NON_BLOCKING 0x1
 
 #define GY_CUDA_SUCCESS 0
 #define GY_CUDA_ERROR_NOT_INITIALIZED 3 /* what a hook returns when no libcuda is loaded to call */
@@ -73,11 +92,35 @@ typedef gy_cu_result (*gy_pfn_ctx_get_current)(gy_cu_context *);
 typedef gy_cu_result (*gy_pfn_ctx_push_current)(gy_cu_context);
 typedef gy_cu_result (*gy_pfn_ctx_pop_current)(gy_cu_context *);
 typedef gy_cu_result (*gy_pfn_ctx_synchronize)(void);
+typedef gy_cu_result (*gy_pfn_ctx_synchronize_v2)(gy_cu_context);
 typedef gy_cu_result (*gy_pfn_event_create)(gy_cu_event *, unsigned);
 typedef gy_cu_result (*gy_pfn_event_record)(gy_cu_event, gy_cu_stream);
 typedef gy_cu_result (*gy_pfn_event_synchronize)(gy_cu_event);
 typedef gy_cu_result (*gy_pfn_event_destroy)(gy_cu_event);
 typedef gy_cu_result (*gy_pfn_event_query)(gy_cu_event);
 typedef gy_cu_result (*gy_pfn_event_elapsed)(float *, gy_cu_event, gy_cu_event);
+typedef gy_cu_result (*gy_pfn_event_record_with_flags)(gy_cu_event, gy_cu_stream, unsigned);
+typedef gy_cu_result (*gy_pfn_stream_query)(gy_cu_stream);
+typedef gy_cu_result (*gy_pfn_stream_wait_event)(gy_cu_stream, gy_cu_event, unsigned);
+typedef gy_cu_result (*gy_pfn_launch_host_func)(gy_cu_stream, gy_cu_host_fn, void *);
+typedef gy_cu_result (*gy_pfn_stream_add_callback)(gy_cu_stream, gy_cu_stream_callback, void *, unsigned);
+typedef gy_cu_result (*gy_pfn_stream_destroy)(gy_cu_stream);
+typedef gy_cu_result (*gy_pfn_mem_free)(gy_cu_deviceptr);
+typedef gy_cu_result (*gy_pfn_mem_free_async)(gy_cu_deviceptr, gy_cu_stream);
+typedef gy_cu_result (*gy_pfn_memcpy_sync)(gy_cu_deviceptr, gy_cu_deviceptr, size_t);
+typedef gy_cu_result (*gy_pfn_memcpy_htod_sync)(gy_cu_deviceptr, const void *, size_t);
+typedef gy_cu_result (*gy_pfn_memcpy_dtoh_sync)(void *, gy_cu_deviceptr, size_t);
+typedef gy_cu_result (*gy_pfn_memset_d8_sync)(gy_cu_deviceptr, unsigned char, size_t);
+typedef gy_cu_result (*gy_pfn_memset_d16_sync)(gy_cu_deviceptr, unsigned short, size_t);
+typedef gy_cu_result (*gy_pfn_memset_d32_sync)(gy_cu_deviceptr, unsigned int, size_t);
+typedef gy_cu_result (*gy_pfn_ctx_get_device)(gy_cu_device *);
+typedef gy_cu_result (*gy_pfn_device_get_dev_resource)(gy_cu_device, gy_cu_dev_resource *, int);
+typedef gy_cu_result (*gy_pfn_dev_sm_resource_split_by_count)(gy_cu_dev_resource *, unsigned *,
+                                                              const gy_cu_dev_resource *, gy_cu_dev_resource *,
+                                                              unsigned, unsigned);
+typedef gy_cu_result (*gy_pfn_dev_resource_generate_desc)(gy_cu_dev_resource_desc *, gy_cu_dev_resource *, unsigned);
+typedef gy_cu_result (*gy_pfn_green_ctx_create)(gy_cu_green_ctx *, gy_cu_dev_resource_desc, gy_cu_device, unsigned);
+typedef gy_cu_result (*gy_pfn_green_ctx_stream_create)(gy_cu_stream *, gy_cu_green_ctx, unsigned, int);
+typedef gy_cu_result (*gy_pfn_green_ctx_destroy)(gy_cu_green_ctx);
 
 #endif

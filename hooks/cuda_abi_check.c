@@ -39,3 +39,21 @@ _Static_assert(__builtin_types_compatible_p(__typeof__(&cuLaunchKernel),
                "cuLaunchKernel signature");
 _Static_assert(__builtin_types_compatible_p(__typeof__(&cuGraphLaunch), CUresult (*)(CUgraphExec, CUstream)),
                "cuGraphLaunch signature");
+
+/* Green contexts (partition.c). */
+_Static_assert(sizeof(gy_cu_dev_resource) == sizeof(CUdevResource), "CUdevResource size");
+_Static_assert(offsetof(gy_cu_dev_resource, u.sm_count) == offsetof(CUdevResource, sm.smCount), "smCount moved");
+_Static_assert(GY_CU_DEV_RESOURCE_TYPE_SM == CU_DEV_RESOURCE_TYPE_SM, "CU_DEV_RESOURCE_TYPE_SM");
+_Static_assert(GY_CU_GREEN_CTX_DEFAULT_STREAM == CU_GREEN_CTX_DEFAULT_STREAM, "CU_GREEN_CTX_DEFAULT_STREAM");
+_Static_assert(GY_CU_STREAM_NON_BLOCKING == CU_STREAM_NON_BLOCKING, "CU_STREAM_NON_BLOCKING");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cuDevSmResourceSplitByCount),
+                                            CUresult (*)(CUdevResource *, unsigned *, const CUdevResource *,
+                                                         CUdevResource *, unsigned, unsigned)),
+               "cuDevSmResourceSplitByCount signature");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cuGreenCtxStreamCreate),
+                                            CUresult (*)(CUstream *, CUgreenCtx, unsigned, int)),
+               "cuGreenCtxStreamCreate signature");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cuCtxSynchronize_v2), CUresult (*)(CUcontext)),
+               "cuCtxSynchronize_v2 signature");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cuStreamWaitEvent), CUresult (*)(CUstream, CUevent, unsigned)),
+               "cuStreamWaitEvent signature");

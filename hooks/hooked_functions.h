@@ -42,22 +42,63 @@
     X(cuMemsetD16Async, GY_FN_MEMSET_D16_ASYNC, gy_pfn_memset_d16_async)                               \
     X(cuMemsetD16Async_ptsz, GY_FN_MEMSET_D16_ASYNC_PTSZ, gy_pfn_memset_d16_async)                     \
     X(cuMemsetD32Async, GY_FN_MEMSET_D32_ASYNC, gy_pfn_memset_d32_async)                               \
-    X(cuMemsetD32Async_ptsz, GY_FN_MEMSET_D32_ASYNC_PTSZ, gy_pfn_memset_d32_async)
+    X(cuMemsetD32Async_ptsz, GY_FN_MEMSET_D32_ASYNC_PTSZ, gy_pfn_memset_d32_async)                     \
+    /* Uses of a stream that first join its partition stream (stream_use_hooks.c). */                \
+    X(cuEventRecord, GY_FN_EVENT_RECORD, gy_pfn_event_record)                                          \
+    X(cuEventRecord_ptsz, GY_FN_EVENT_RECORD_PTSZ, gy_pfn_event_record)                                \
+    X(cuEventRecordWithFlags, GY_FN_EVENT_RECORD_WITH_FLAGS, gy_pfn_event_record_with_flags)           \
+    X(cuEventRecordWithFlags_ptsz, GY_FN_EVENT_RECORD_WITH_FLAGS_PTSZ, gy_pfn_event_record_with_flags) \
+    X(cuStreamSynchronize, GY_FN_STREAM_SYNCHRONIZE, gy_pfn_stream_synchronize)                        \
+    X(cuStreamSynchronize_ptsz, GY_FN_STREAM_SYNCHRONIZE_PTSZ, gy_pfn_stream_synchronize)              \
+    X(cuStreamQuery, GY_FN_STREAM_QUERY, gy_pfn_stream_query)                                          \
+    X(cuStreamQuery_ptsz, GY_FN_STREAM_QUERY_PTSZ, gy_pfn_stream_query)                                \
+    X(cuStreamWaitEvent, GY_FN_STREAM_WAIT_EVENT, gy_pfn_stream_wait_event)                            \
+    X(cuStreamWaitEvent_ptsz, GY_FN_STREAM_WAIT_EVENT_PTSZ, gy_pfn_stream_wait_event)                  \
+    X(cuLaunchHostFunc, GY_FN_LAUNCH_HOST_FUNC, gy_pfn_launch_host_func)                               \
+    X(cuLaunchHostFunc_ptsz, GY_FN_LAUNCH_HOST_FUNC_PTSZ, gy_pfn_launch_host_func)                     \
+    X(cuStreamAddCallback, GY_FN_STREAM_ADD_CALLBACK, gy_pfn_stream_add_callback)                      \
+    X(cuStreamAddCallback_ptsz, GY_FN_STREAM_ADD_CALLBACK_PTSZ, gy_pfn_stream_add_callback)            \
+    X(cuStreamDestroy_v2, GY_FN_STREAM_DESTROY, gy_pfn_stream_destroy)                                 \
+    X(cuStreamDestroy, GY_FN_STREAM_DESTROY_V1, gy_pfn_stream_destroy)                                 \
+    X(cuCtxSynchronize, GY_FN_CTX_SYNCHRONIZE, gy_pfn_ctx_synchronize)                                 \
+    X(cuCtxSynchronize_v2, GY_FN_CTX_SYNCHRONIZE_V2, gy_pfn_ctx_synchronize_v2)                        \
+    X(cuMemFree_v2, GY_FN_MEM_FREE, gy_pfn_mem_free)                                                   \
+    X(cuMemFreeAsync, GY_FN_MEM_FREE_ASYNC, gy_pfn_mem_free_async)                                     \
+    X(cuMemFreeAsync_ptsz, GY_FN_MEM_FREE_ASYNC_PTSZ, gy_pfn_mem_free_async)                           \
+    X(cuMemcpy, GY_FN_MEMCPY, gy_pfn_memcpy_sync)                                                      \
+    X(cuMemcpy_ptds, GY_FN_MEMCPY_PTDS, gy_pfn_memcpy_sync)                                            \
+    X(cuMemcpyHtoD_v2, GY_FN_MEMCPY_HTOD, gy_pfn_memcpy_htod_sync)                                     \
+    X(cuMemcpyHtoD_v2_ptds, GY_FN_MEMCPY_HTOD_PTDS, gy_pfn_memcpy_htod_sync)                           \
+    X(cuMemcpyDtoH_v2, GY_FN_MEMCPY_DTOH, gy_pfn_memcpy_dtoh_sync)                                     \
+    X(cuMemcpyDtoH_v2_ptds, GY_FN_MEMCPY_DTOH_PTDS, gy_pfn_memcpy_dtoh_sync)                           \
+    X(cuMemcpyDtoD_v2, GY_FN_MEMCPY_DTOD, gy_pfn_memcpy_sync)                                          \
+    X(cuMemcpyDtoD_v2_ptds, GY_FN_MEMCPY_DTOD_PTDS, gy_pfn_memcpy_sync)                                \
+    X(cuMemsetD8_v2, GY_FN_MEMSET_D8, gy_pfn_memset_d8_sync)                                           \
+    X(cuMemsetD8_v2_ptds, GY_FN_MEMSET_D8_PTDS, gy_pfn_memset_d8_sync)                                 \
+    X(cuMemsetD16_v2, GY_FN_MEMSET_D16, gy_pfn_memset_d16_sync)                                        \
+    X(cuMemsetD16_v2_ptds, GY_FN_MEMSET_D16_PTDS, gy_pfn_memset_d16_sync)                              \
+    X(cuMemsetD32_v2, GY_FN_MEMSET_D32, gy_pfn_memset_d32_sync)                                        \
+    X(cuMemsetD32_v2_ptds, GY_FN_MEMSET_D32_PTDS, gy_pfn_memset_d32_sync)
 
 /* Driver functions the library calls but does not hook: looked up by exact name, never exported. */
 #define GY_CALLED_FUNCTIONS(X)                                                                         \
     X(cuStreamIsCapturing, GY_FN_IS_CAPTURING, gy_pfn_is_capturing)                                    \
-    X(cuStreamSynchronize, GY_FN_STREAM_SYNCHRONIZE, gy_pfn_stream_synchronize)                        \
     X(cuCtxGetCurrent, GY_FN_CTX_GET_CURRENT, gy_pfn_ctx_get_current)                                  \
     X(cuCtxPushCurrent_v2, GY_FN_CTX_PUSH_CURRENT, gy_pfn_ctx_push_current)                            \
     X(cuCtxPopCurrent_v2, GY_FN_CTX_POP_CURRENT, gy_pfn_ctx_pop_current)                               \
-    X(cuCtxSynchronize, GY_FN_CTX_SYNCHRONIZE, gy_pfn_ctx_synchronize)                                 \
     X(cuEventCreate, GY_FN_EVENT_CREATE, gy_pfn_event_create)                                          \
-    X(cuEventRecord, GY_FN_EVENT_RECORD, gy_pfn_event_record)                                          \
     X(cuEventSynchronize, GY_FN_EVENT_SYNCHRONIZE, gy_pfn_event_synchronize)                           \
     X(cuEventDestroy_v2, GY_FN_EVENT_DESTROY, gy_pfn_event_destroy)                                    \
     X(cuEventQuery, GY_FN_EVENT_QUERY, gy_pfn_event_query)                                             \
     X(cuEventElapsedTime_v2, GY_FN_EVENT_ELAPSED, gy_pfn_event_elapsed)                                \
-    X(cuEventElapsedTime, GY_FN_EVENT_ELAPSED_V1, gy_pfn_event_elapsed)
+    X(cuEventElapsedTime, GY_FN_EVENT_ELAPSED_V1, gy_pfn_event_elapsed)                                \
+    /* Green contexts for the partition policy (partition.c). */                                      \
+    X(cuCtxGetDevice, GY_FN_CTX_GET_DEVICE, gy_pfn_ctx_get_device)                                     \
+    X(cuDeviceGetDevResource, GY_FN_DEVICE_GET_DEV_RESOURCE, gy_pfn_device_get_dev_resource)           \
+    X(cuDevSmResourceSplitByCount, GY_FN_DEV_SM_RESOURCE_SPLIT_BY_COUNT, gy_pfn_dev_sm_resource_split_by_count) \
+    X(cuDevResourceGenerateDesc, GY_FN_DEV_RESOURCE_GENERATE_DESC, gy_pfn_dev_resource_generate_desc)  \
+    X(cuGreenCtxCreate, GY_FN_GREEN_CTX_CREATE, gy_pfn_green_ctx_create)                               \
+    X(cuGreenCtxStreamCreate, GY_FN_GREEN_CTX_STREAM_CREATE, gy_pfn_green_ctx_stream_create)           \
+    X(cuGreenCtxDestroy, GY_FN_GREEN_CTX_DESTROY, gy_pfn_green_ctx_destroy)
 
 #endif

@@ -1,10 +1,14 @@
-/* The launch hooks: every kernel launch entry point and its _ptsz twin, and graph launches
- * (one unit each). Each calls the real function of its own exact name. The path:
+/* The launch hooks: every kernel launch entry point and its _ptsz twin, and graph launches.
+ * Each calls the real function of its own exact name. The path:
  *   note the thread's context -> queue bound (event:N waits for group g-2) ->
- *   gate (one atomic load when nothing above us runs) -> driver -> left++, counters ->
- *   queue bound (sync:N waits / event:N records). */
+ *   gate (one atomic load when nothing above us runs, plus one relaxed load of the partition's
+ *   owed-joins count) -> driver -> left++, counters -> queue bound (sync:N waits / event:N records).
+ * Under the partition policy a launch that finds a higher job running goes to the partition
+ * stream of its stream instead of waiting (partition.h), and skips the queue bound (that bounds
+ * what is queued on the whole GPU). */
 #include "client.h"
 #include "hook_functions.h"
+#include "partition.h"
 #include "queue_bound.h"
 
 
@@ -19,16 +23,33 @@ static inline void launch_epilogue(gy_cu_stream stream, struct gy_stream_state *
 static inline gy_cu_stream plain_stream(gy_cu_stream s) { return s ? s : GY_CU_STREAM_LEGACY; }
 static inline gy_cu_stream ptsz_stream(gy_cu_stream s) { return s ? s : GY_CU_STREAM_PER_THREAD; }
 
-#define GATED_CALL(stream_for_bound, graph, call)                                                    \
+/* `call` launches on `target`: the user's stream argument, or the partition stream. */
+#define GATED_CALL(user_stream, stream_for_bound, graph, call)                                       \
     do {                                                                                             \
+        gy_cu_stream target = user_stream;                                                           \
         if (!real)                                                                                   \
             return GY_CUDA_ERROR_NOT_INITIALIZED;                                                    \
         if (!gy_client_gated())                                                                      \
             return call;                                                                             \
         gy_cu_stream bound_stream = stream_for_bound;                                                \
         gy_client_note_context(); /* first: the queue bound keys default streams by context */      \
-        struct gy_stream_state *bound = gy_bound_before(bound_stream);                               \
-        gy_gate_enter();                                                                             \
+        struct gy_stream_state *bound = gy_bound_before(bound_stream, graph);                        \
+        struct gy_partition_route route;                                                             \
+        gy_partition_gate_enter(bound_stream, graph, &route);                                              \
+        if (route.green) {                                                                           \
+            target = route.green;                                                                    \
+            gy_cu_result rc = call;                                                                  \
+            if (rc == GY_CUDA_SUCCESS || !graph) {                                                   \
+                gy_partition_launched(&route, rc == GY_CUDA_SUCCESS, false);                                \
+                gy_gate_leave(rc == GY_CUDA_SUCCESS, graph);                                         \
+                return rc;                                                                           \
+            }                                                                                        \
+            /* a graph refused on a green stream: it waits for the job on its own stream */          \
+            gy_partition_graph_refused(&route);                                                      \
+            target = user_stream;                                                                    \
+            if (!gy_launch_allowed(&gy_client.shm, gy_client.priority))                              \
+                gy_client_block();                                                                   \
+        }                                                                                            \
         gy_cu_result rc = call;                                                                      \
         launch_epilogue(bound_stream, bound, rc, graph);                                             \
         return rc;                                                                                   \
@@ -37,13 +58,24 @@ static inline gy_cu_stream ptsz_stream(gy_cu_stream s) { return s ? s : GY_CU_ST
 GY_EXPORT gy_cu_result cuLaunchKernel(GY_LAUNCH_ARGS, void **params, void **extra)
 {
     gy_pfn_launch_kernel real = (gy_pfn_launch_kernel)gy_real(GY_FN_LAUNCH_KERNEL);
-    GATED_CALL(plain_stream(stream), false, real(f, gx, gy, gz, bx, by, bz, shmem, stream, params, extra));
+    GATED_CALL(stream, plain_stream(stream), false, real(f, gx, gy, gz, bx, by, bz, shmem, target, params, extra));
 }
 
 GY_EXPORT gy_cu_result cuLaunchKernel_ptsz(GY_LAUNCH_ARGS, void **params, void **extra)
 {
     gy_pfn_launch_kernel real = (gy_pfn_launch_kernel)gy_real(GY_FN_LAUNCH_KERNEL_PTSZ);
-    GATED_CALL(ptsz_stream(stream), false, real(f, gx, gy, gz, bx, by, bz, shmem, stream, params, extra));
+    GATED_CALL(stream, ptsz_stream(stream), false, real(f, gx, gy, gz, bx, by, bz, shmem, target, params, extra));
+}
+
+/* cuLaunchKernelEx sent elsewhere: the same configuration with another stream. */
+static inline const gy_cu_launch_config *config_on(const gy_cu_launch_config *config, gy_cu_stream target,
+                                                   gy_cu_launch_config *copy)
+{
+    if (target == config->hStream)
+        return config;
+    *copy = *config;
+    copy->hStream = target;
+    return copy;
 }
 
 GY_EXPORT gy_cu_result cuLaunchKernelEx(const gy_cu_launch_config *config, gy_cu_function f, void **params,
@@ -52,7 +84,9 @@ GY_EXPORT gy_cu_result cuLaunchKernelEx(const gy_cu_launch_config *config, gy_cu
     gy_pfn_launch_kernel_ex real = (gy_pfn_launch_kernel_ex)gy_real(GY_FN_LAUNCH_KERNEL_EX);
     if (!config && real)
         return real(config, f, params, extra); /* the driver reports the bad argument */
-    GATED_CALL(plain_stream(config->hStream), false, real(config, f, params, extra));
+    gy_cu_launch_config copy;
+    GATED_CALL(config->hStream, plain_stream(config->hStream), false,
+               real(config_on(config, target, &copy), f, params, extra));
 }
 
 GY_EXPORT gy_cu_result cuLaunchKernelEx_ptsz(const gy_cu_launch_config *config, gy_cu_function f, void **params,
@@ -61,29 +95,31 @@ GY_EXPORT gy_cu_result cuLaunchKernelEx_ptsz(const gy_cu_launch_config *config, 
     gy_pfn_launch_kernel_ex real = (gy_pfn_launch_kernel_ex)gy_real(GY_FN_LAUNCH_KERNEL_EX_PTSZ);
     if (!config && real)
         return real(config, f, params, extra);
-    GATED_CALL(ptsz_stream(config->hStream), false, real(config, f, params, extra));
+    gy_cu_launch_config copy;
+    GATED_CALL(config->hStream, ptsz_stream(config->hStream), false,
+               real(config_on(config, target, &copy), f, params, extra));
 }
 
 GY_EXPORT gy_cu_result cuLaunchCooperativeKernel(GY_LAUNCH_ARGS, void **params)
 {
     gy_pfn_launch_cooperative real = (gy_pfn_launch_cooperative)gy_real(GY_FN_LAUNCH_COOPERATIVE);
-    GATED_CALL(plain_stream(stream), false, real(f, gx, gy, gz, bx, by, bz, shmem, stream, params));
+    GATED_CALL(stream, plain_stream(stream), false, real(f, gx, gy, gz, bx, by, bz, shmem, target, params));
 }
 
 GY_EXPORT gy_cu_result cuLaunchCooperativeKernel_ptsz(GY_LAUNCH_ARGS, void **params)
 {
     gy_pfn_launch_cooperative real = (gy_pfn_launch_cooperative)gy_real(GY_FN_LAUNCH_COOPERATIVE_PTSZ);
-    GATED_CALL(ptsz_stream(stream), false, real(f, gx, gy, gz, bx, by, bz, shmem, stream, params));
+    GATED_CALL(stream, ptsz_stream(stream), false, real(f, gx, gy, gz, bx, by, bz, shmem, target, params));
 }
 
 GY_EXPORT gy_cu_result cuGraphLaunch(gy_cu_graph_exec exec, gy_cu_stream stream)
 {
     gy_pfn_graph_launch real = (gy_pfn_graph_launch)gy_real(GY_FN_GRAPH_LAUNCH);
-    GATED_CALL(plain_stream(stream), true, real(exec, stream));
+    GATED_CALL(stream, plain_stream(stream), true, real(exec, target));
 }
 
 GY_EXPORT gy_cu_result cuGraphLaunch_ptsz(gy_cu_graph_exec exec, gy_cu_stream stream)
 {
     gy_pfn_graph_launch real = (gy_pfn_graph_launch)gy_real(GY_FN_GRAPH_LAUNCH_PTSZ);
-    GATED_CALL(ptsz_stream(stream), true, real(exec, stream));
+    GATED_CALL(stream, ptsz_stream(stream), true, real(exec, target));
 }

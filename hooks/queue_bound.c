@@ -31,7 +31,9 @@ struct gy_stream_state {
     bool recorded[RING]; /* events[g % RING] marks the end of group g */
     bool complete[RING]; /* ... and was seen complete */
     uint32_t sizes[RING];
-    double ns_per_unit;  /* time mode: learned GPU time per unit, 0 until known */
+    bool graph_group[RING]; /* time mode: group g holds graph launches (else kernels) */
+    double ns_per_unit;  /* time mode: learned GPU time per kernel, 0 until known */
+    double ns_per_graph; /* time mode: learned GPU time per graph launch, 0 until known */
     uint64_t checked_captures; /* captures_begun when `capturing` was last checked */
     bool capturing;
 };
@@ -172,26 +174,42 @@ static void learn(struct gy_stream_state *st, uint64_t g)
     if (!elapsed || elapsed(&ms, st->events[start], st->events[end]) != GY_CUDA_SUCCESS || ms < 0)
         return;
     double sample = (double)ms * 1e6 / st->sizes[end];
-    st->ns_per_unit = st->ns_per_unit > 0 ? 0.75 * st->ns_per_unit + 0.25 * sample : sample;
+    double *learned = st->graph_group[end] ? &st->ns_per_graph : &st->ns_per_unit;
+    *learned = *learned > 0 ? 0.75 * *learned + 0.25 * sample : sample;
 }
 
-static uint32_t next_group_size(const struct gy_stream_state *st)
+static uint32_t next_group_size(const struct gy_stream_state *st, bool graph)
 {
     if (gy_client.mode == GY_MODE_EVENT)
         return (uint32_t)gy_client.group;
-    if (st->ns_per_unit <= 0)
-        return FIRST_TIMED_GROUP;
-    double units = (double)gy_client.group * 1000.0 / 2 / st->ns_per_unit;
+    double ns = graph ? st->ns_per_graph : st->ns_per_unit;
+    if (ns <= 0)
+        return graph ? 1 : FIRST_TIMED_GROUP; /* a graph may hold milliseconds of work: learn it alone */
+    double units = (double)gy_client.group * 1000.0 / 2 / ns;
     return units < 1 ? 1 : units > MAX_GROUP ? MAX_GROUP : (uint32_t)units;
 }
 
-struct gy_stream_state *gy_bound_before_slow(gy_cu_stream stream)
+static void record_group_end(struct gy_stream_state *st, uint64_t g);
+
+struct gy_stream_state *gy_bound_before_slow(gy_cu_stream stream, bool graph)
 {
     struct gy_stream_state *st = state_for(stream);
-    if (!st || st->group_left)
+    if (!st)
+        return st;
+    uint64_t g = st->group;
+    if (st->group_left && gy_client.mode == GY_MODE_TIME && st->graph_group[g % RING] != graph) {
+        /* kernels after graphs or graphs after kernels: end the group here, each kind is timed apart */
+        st->sizes[g % RING] -= (uint32_t)st->group_left;
+        st->group_left = 0;
+        if (st->sizes[g % RING]) {
+            record_group_end(st, g);
+            st->group++;
+        }
+    }
+    if (st->group_left)
         return st;
     /* This launch starts group g: wait for the end of group g-2. */
-    uint64_t g = st->group;
+    g = st->group;
     int slot = (int)((g + RING - 2) % RING);
     if (g >= 2 && st->recorded[slot] && !st->complete[slot] && !capturing(st)) {
         wait_event(st->events[slot]);
@@ -199,8 +217,9 @@ struct gy_stream_state *gy_bound_before_slow(gy_cu_stream stream)
     }
     if (gy_client.mode == GY_MODE_TIME)
         learn(st, g);
-    st->group_left = next_group_size(st);
+    st->group_left = next_group_size(st, graph);
     st->sizes[g % RING] = (uint32_t)st->group_left;
+    st->graph_group[g % RING] = graph;
     return st;
 }
 

@@ -6,7 +6,9 @@
  *   time:US  like event:N, but each group's size is chosen so that it holds about US/2 of GPU
  *            time, from the GPU time per unit learned on this stream with timing events: the
  *            work in flight is bounded in time (about US) instead of in kernels.
- * A unit is a kernel or a whole graph launch. Nothing is inserted on a stream being captured
+ * A unit is a kernel or a whole graph launch. In time mode graph launches and kernels never share
+ * a group: a switch between them ends the group, and each kind's GPU time per unit is learned
+ * from its own groups (a graph can hold hundreds of kernels). Nothing is inserted on a stream being captured
  * (checked at group boundaries only). `stream` is the launch's stream with NULL already mapped
  * to CU_STREAM_LEGACY (plain entry points) or CU_STREAM_PER_THREAD (_ptsz ones). */
 #ifndef GY_QUEUE_BOUND_H
@@ -17,12 +19,12 @@
 struct gy_stream_state; /* one (thread, stream)'s bound */
 
 /* The state found before the launch is handed to the after-part: one table lookup per launch. */
-struct gy_stream_state *gy_bound_before_slow(gy_cu_stream stream);
+struct gy_stream_state *gy_bound_before_slow(gy_cu_stream stream, bool graph);
 void gy_bound_after_slow(gy_cu_stream stream, struct gy_stream_state *known);
 
-static inline struct gy_stream_state *gy_bound_before(gy_cu_stream stream)
+static inline struct gy_stream_state *gy_bound_before(gy_cu_stream stream, bool graph)
 {
-    return gy_client.mode >= GY_MODE_EVENT ? gy_bound_before_slow(stream) : NULL;
+    return gy_client.mode >= GY_MODE_EVENT ? gy_bound_before_slow(stream, graph) : NULL;
 }
 
 static inline void gy_bound_after(gy_cu_stream stream, struct gy_stream_state *known)

@@ -224,8 +224,9 @@ static PyGetSetDef job_getset[] = {
      "True when the drain timeout passed first (the job ran anyway; the timeout is counted in status()).",
      NULL},
     {"corun", (getter)get_corun, NULL,
-     "True when the segment's policy is corun: the begin closed the gate and returned at once, and the job "
-     "ran beside the lower work already queued (drained and timed_out stay False).",
+     "True when the segment's policy is corun (or partition under MPS): the begin closed the gate and returned "
+     "at once, and the job ran beside the lower work already queued (and, under partition, beside what lower "
+     "processes launch on their few SMs); drained and timed_out stay False.",
      NULL},
     {"active", (getter)get_active, NULL, "True while the job is counted in.", NULL},
     {NULL, NULL, NULL, NULL, NULL},

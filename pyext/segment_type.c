@@ -353,6 +353,14 @@ static PyObject *proc_dict(const struct gy_status_proc *p)
     }
     GY_PROC_COUNTERS(SET_COUNTER)
 #undef SET_COUNTER
+    /* Beside the counters, as in gy_status_json: where the process stands with partition. */
+    PyObject *partition = PyUnicode_FromString(p->partition);
+    if (!partition || PyDict_SetItemString(proc, "partition", partition)) {
+        Py_XDECREF(partition);
+        Py_DECREF(proc);
+        return NULL;
+    }
+    Py_DECREF(partition);
     return proc;
 }
 
@@ -424,12 +432,12 @@ PyDoc_STRVAR(status_doc,
              "status($self, /)\n--\n\n"
              "A snapshot of the segment as a dict with exactly the fields of\n"
              "`expcontroller status --json`: segment (name), jobs (8 counts, one per priority),\n"
-             "policy ('drain' or 'corun'), mps, job_epoch, drain_timeouts, reaped, lock_timeouts, mutex_holder\n"
-             "(None, or who held the segment's mutex past its bound), and processes: a list of dicts with pid, priority,\n"
-             "state ('running', 'blocked', 'draining'), inflight, launches, graph_launches,\n"
-             "sync_points, waits, blocked_ns, drains, drain_timeouts. Works on a removed segment\n"
-             "too (it reads the memory this process still maps). Raises gpuyield.Error(EPROTO)\n"
-             "when the segment is corrupt.");
+             "policy (one of gpuyield.POLICIES), mps, job_epoch, drain_timeouts, reaped, lock_timeouts,\n"
+             "mutex_holder (None, or who held the segment's mutex past its bound), and processes: a list of dicts with pid, priority,\n"
+             "state ('running', 'blocked', 'draining'), inflight" GY_PROC_COUNTERS(COUNTER_DOC_NAME) ", partition\n"
+             "('-', 'active' or 'fallback: <why>').\n"
+             "Works on a removed segment too (it reads the memory this process still maps).\n"
+             "Raises gpuyield.Error(EPROTO) when the segment is corrupt.");
 
 static PyObject *segment_status(SegmentObject *self, PyObject *unused)
 {

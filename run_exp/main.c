@@ -430,7 +430,10 @@ int main(int argc, char **argv)
     if (o.policy || cfg.policy) /* both checked against the table already */
         gy_policy_parse(o.policy ? o.policy : cfg.policy, &policy);
     const char *policy_text = gy_policy_name(policy);
-    if (gy_policy_wants_mps(policy) && !use_mps)
+    if (policy == GY_POLICY_PARTITION && !use_mps)
+        fprintf(stderr, "run_exp: warning: policy partition without MPS falls back to drain (processes time-slice, a "
+                        "partition would not help): add --mps or \"mps\": true\n");
+    else if (gy_policy_wants_mps(policy) && !use_mps)
         fprintf(stderr, "run_exp: warning: policy %s without MPS: a job starts while lower work is still queued, "
                         "and the GPU time-slices between them; %s is meant for MPS (--mps)\n", policy_text, policy_text);
     char mps_dir[2 * PATH_MAX + 8], pipe_dir[2 * PATH_MAX + 16], log_dir[2 * PATH_MAX + 16];

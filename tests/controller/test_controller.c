@@ -632,6 +632,24 @@ TEST(corun_begin_closes_the_gate_and_returns_without_waiting_for_the_drain)
     REQUIRE(gy_job_enter(&shm, 1, 200 * MS, &job, &err) == 0);
     CHECK(gy_job_wait_drained(&shm, &job, 0) == GY_WAIT_TIMEDOUT && !job.corun);
     gy_job_exit(&shm, &job, &err);
+    /* partition under MPS: a begin returns at once, like corun; without MPS it drains. */
+    gy_set_policy(&shm, GY_POLICY_PARTITION, true);
+    CHECK(gy_get_policy(&shm) == GY_POLICY_PARTITION);
+    t0 = gy_now_ns();
+    REQUIRE(gy_begin(&shm, 1, &job, &err) == 0);
+    took = gy_now_ns() - t0;
+    CHECK(took < 100 * MS && job.corun && !job.drained, "a partition begin took %llu ms",
+          (unsigned long long)(took / MS));
+    CHECK(!gy_launch_allowed(&shm, 0), "the gate word is closed (the hooks decide what a lower launch does)");
+    REQUIRE(gy_status_read(&shm, &st, &err) == 0);
+    gy_status_json(&st, json, sizeof json);
+    CHECK(strstr(json, "\"policy\": \"partition\", \"mps\": true") != NULL, "%s", json);
+    CHECK(strstr(json, "\"partition_launches\": 0, \"partition_copies\": 0, \"partition\": \"-\"") != NULL, "%s", json);
+    gy_job_exit(&shm, &job, &err);
+    gy_set_policy(&shm, GY_POLICY_PARTITION, false);
+    REQUIRE(gy_job_enter(&shm, 1, 200 * MS, &job, &err) == 0);
+    CHECK(gy_job_wait_drained(&shm, &job, 0) == GY_WAIT_TIMEDOUT && !job.corun, "partition without MPS drains");
+    gy_job_exit(&shm, &job, &err);
     kill(child, SIGKILL);
     wait_exit(child);
     destroy(&shm);
@@ -642,6 +660,8 @@ TEST(policy_names_parse_and_out_of_range_policy_is_refused)
     enum gy_policy p;
     CHECK(gy_policy_parse("corun", &p) == 0 && p == GY_POLICY_CORUN);
     CHECK(gy_policy_parse("drain", &p) == 0 && p == GY_POLICY_DRAIN);
+    CHECK(gy_policy_parse("partition", &p) == 0 && p == GY_POLICY_PARTITION);
+    CHECK(strcmp(gy_policy_name(GY_POLICY_PARTITION), "partition") == 0);
     CHECK(gy_policy_parse("Corun", &p) == -1 && gy_policy_parse("", &p) == -1 && gy_policy_parse(NULL, &p) == -1);
     gy_shm shm, other;
     gy_err err;

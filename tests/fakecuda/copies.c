@@ -31,3 +31,38 @@ FAKE_COPY(cuMemcpyDtoDAsync_v2, (CUdeviceptr d __attribute__((unused)), CUdevice
 FAKE_COPY(cuMemsetD8Async, (CUdeviceptr d __attribute__((unused)), unsigned char v __attribute__((unused)), size_t n, CUstream st), n, st)
 FAKE_COPY(cuMemsetD16Async, (CUdeviceptr d __attribute__((unused)), unsigned short v __attribute__((unused)), size_t n, CUstream st), 2 * n, st)
 FAKE_COPY(cuMemsetD32Async, (CUdeviceptr d __attribute__((unused)), unsigned int v __attribute__((unused)), size_t n, CUstream st), 4 * n, st)
+
+/* Synchronous copies: on the legacy stream (or the per-thread one), and the caller waits. */
+static CUresult copy_sync(bool ptsz, size_t bytes, const char *name)
+{
+    CUresult rc = copy_on(NULL, ptsz, bytes, name);
+    if (rc == CUDA_SUCCESS)
+        rc = ptsz ? cuStreamSynchronize_ptsz(NULL) : cuStreamSynchronize(NULL);
+    return rc;
+}
+
+FK_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void *s, size_t n)
+{
+    (void)d, (void)s;
+    return copy_sync(false, n, "cuMemcpyHtoD_v2");
+}
+
+FK_EXPORT CUresult cuMemcpyDtoH_v2(void *d, CUdeviceptr s, size_t n)
+{
+    (void)d, (void)s;
+    return copy_sync(false, n, "cuMemcpyDtoH_v2");
+}
+
+/* A host function: logged as a 1 us piece of work on the stream (kind copy, its name). */
+FK_EXPORT CUresult cuLaunchHostFunc(CUstream stream, CUhostFn fn, void *data)
+{
+    if (!fn)
+        return CUDA_ERROR_INVALID_VALUE;
+    (void)data;
+    return copy_on(stream, false, 0, "cuLaunchHostFunc");
+}
+
+FK_EXPORT CUresult cuMemFreeAsync(CUdeviceptr ptr, CUstream stream)
+{
+    return ptr ? copy_on(stream, false, 0, "cuMemFreeAsync") : CUDA_ERROR_INVALID_VALUE;
+}

@@ -1,7 +1,8 @@
 /* Internals of the fake driver.
  *
  * A GPU simulated by time, with no threads of its own: a kernel launched at time `now` on a
- * stream starts at max(now, the stream's tail, the device's tail) and ends start + duration;
+ * stream starts at max(now, the stream's tail, the device's tail) and ends start + duration (on
+ * a green context's stream: max(now, the stream's tail), its SMs being its own);
  * synchronizing sleeps until the relevant tail. The device tail is per process unless
  * FAKECUDA_DEVICE_FILE names a file that several processes map (then they contend as on a real
  * GPU). FAKECUDA_LOG appends one line per executed kernel and one per illegal call. */
@@ -40,9 +41,19 @@ struct CUgraphExec_st {
     unsigned kernels;
 };
 
+/* A green context: a share of the SMs; its streams are logged with ids from FK_GREEN_STREAM_IDS. */
+struct CUgreenCtx_st {
+    unsigned sms;
+};
+#define FK_GREEN_STREAM_IDS 1000000ull
+#define FK_DEVICE_SMS 132u
+#define FK_SM_GRANULARITY 8u
+
 struct CUstream_st {
     uint64_t id;
     CUcontext ctx;  /* NULL for the legacy and per-thread streams: part of every context */
+    bool non_blocking; /* not ordered with the legacy stream (CU_STREAM_NON_BLOCKING, green streams) */
+    struct CUgreenCtx_st *green; /* the green context it belongs to, or NULL */
     uint64_t tail;  /* when its last kernel ends */
     /* End times of kernels not yet known to have ended (increasing): a queue that drops ended ones. */
     uint64_t *ends;
@@ -79,6 +90,9 @@ struct CUstream_st *fk_stream_locked(CUstream handle, bool per_thread_default);
 CUcontext fk_current_ctx(void);
 /* Is any stream of this process capturing? (fk_lock held) */
 bool fk_any_capturing_locked(void);
+/* When work put on s now may start at the earliest: its tail, and under the legacy stream's
+ * rules the legacy stream's tail (a blocking stream) or every blocking stream's (the legacy one). */
+uint64_t fk_ordered_tail_locked(struct CUstream_st *s);
 /* Run one unit of work on a stream now (fk_lock held): logs it, returns CUDA_SUCCESS. */
 CUresult fk_submit_locked(struct CUstream_st *s, uint64_t duration_ns, enum fk_kind kind, const char *name);
 

@@ -20,6 +20,21 @@ typedef struct CUstream_st *CUstream;
 typedef struct CUevent_st *CUevent;
 typedef struct CUgraph_st *CUgraph;
 typedef struct CUgraphExec_st *CUgraphExec;
+typedef struct CUgreenCtx_st *CUgreenCtx;
+typedef struct CUdevResourceDesc_st *CUdevResourceDesc;
+typedef void (*CUhostFn)(void *);
+/* CUdevResource as in cuda.h (ABI version 1). */
+typedef struct {
+    int type;
+    unsigned char _internal_padding[92];
+    union {
+        struct { unsigned int smCount; } sm;
+        unsigned char _oversize[48];
+    };
+} CUdevResource;
+#define CU_DEV_RESOURCE_TYPE_SM 1
+#define CU_GREEN_CTX_DEFAULT_STREAM 0x1
+#define CU_STREAM_NON_BLOCKING 0x1
 
 #define CUDA_SUCCESS 0
 #define CUDA_ERROR_INVALID_VALUE 1
@@ -88,6 +103,7 @@ CUresult cuCtxSetCurrent(CUcontext ctx);
 CUresult cuCtxPushCurrent_v2(CUcontext ctx);
 CUresult cuCtxPopCurrent_v2(CUcontext *ctx);
 CUresult cuCtxSynchronize(void);
+CUresult cuCtxSynchronize_v2(CUcontext ctx);
 CUresult cuStreamCreate(CUstream *stream, unsigned int flags);
 CUresult cuStreamDestroy_v2(CUstream stream);
 CUresult cuStreamSynchronize(CUstream stream);
@@ -103,8 +119,28 @@ CUresult cuEventDestroy_v2(CUevent event);
 CUresult cuMemAlloc_v2(CUdeviceptr *ptr, size_t bytes);
 CUresult cuMemFree_v2(CUdeviceptr ptr);
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t bytes, CUstream stream);
+CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dst, const void *src, size_t bytes, CUstream stream);
+CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream);
+CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned int value, size_t n, CUstream stream);
+CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t bytes);
+CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes);
+CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int flags);
+CUresult cuStreamWaitEvent_ptsz(CUstream stream, CUevent event, unsigned int flags);
+CUresult cuEventRecordWithFlags(CUevent event, CUstream stream, unsigned int flags);
+CUresult cuLaunchHostFunc(CUstream stream, CUhostFn fn, void *data);
+CUresult cuMemFreeAsync(CUdeviceptr ptr, CUstream stream);
+CUresult cuCtxGetDevice(CUdevice *device);
+/* Green contexts (absent from the fake built with FK_OLD_DRIVER, like a driver before 12.4). */
+CUresult cuDeviceGetDevResource(CUdevice device, CUdevResource *resource, int type);
+CUresult cuDevSmResourceSplitByCount(CUdevResource *result, unsigned int *nbGroups, const CUdevResource *input,
+                                     CUdevResource *remaining, unsigned int useFlags, unsigned int minCount);
+CUresult cuDevResourceGenerateDesc(CUdevResourceDesc *desc, CUdevResource *resources, unsigned int nbResources);
+CUresult cuGreenCtxCreate(CUgreenCtx *green, CUdevResourceDesc desc, CUdevice dev, unsigned int flags);
+CUresult cuGreenCtxStreamCreate(CUstream *stream, CUgreenCtx green, unsigned int flags, int priority);
+CUresult cuGreenCtxDestroy(CUgreenCtx green);
 CUresult cuModuleLoadData(CUmodule *module, const void *image);
-/* name "spin_us:<N>": a kernel that runs N microseconds. */
+/* name "spin_us:<N>" or "spin_us:<N>/<tag>": a kernel that runs N microseconds (the tag only names it in
+ * the log). */
 CUresult cuModuleGetFunction(CUfunction *f, CUmodule module, const char *name);
 
 CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,

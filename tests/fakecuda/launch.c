@@ -36,7 +36,12 @@ CUresult fk_submit_locked(struct CUstream_st *s, uint64_t duration_ns, enum fk_k
 {
     uint64_t now = fk_now_ns();
     unsigned outstanding = outstanding_locked(s, now);
-    uint64_t start = fk_device_reserve(now > s->tail ? now : s->tail, duration_ns);
+    uint64_t after = fk_ordered_tail_locked(s);
+    if (now > after)
+        after = now;
+    /* A green context's SMs are its own: its streams run beside the rest of the device (and each
+     * other), ordered only by their own tails and the events they wait on. */
+    uint64_t start = s->green ? after : fk_device_reserve(after, duration_ns);
     uint64_t end = start + duration_ns;
     s->tail = end;
     push_end_locked(s, end);

@@ -203,7 +203,7 @@ FK_EXPORT CUresult cuCtxSynchronize(void)
     uint64_t until = legacy_stream.tail;
     for (size_t i = 0; i < nstreams; i++) {
         struct CUstream_st *s = streams[i];
-        if ((s->ctx == ctx || !s->ctx) && s->tail > until)
+        if ((s->ctx == ctx || !s->ctx) && !s->green && s->tail > until) /* a green stream is another context's */
             until = s->tail;
     }
     pthread_mutex_unlock(&fk_lock);
@@ -211,9 +211,21 @@ FK_EXPORT CUresult cuCtxSynchronize(void)
     return CUDA_SUCCESS;
 }
 
+/* CUDA 13: the context to synchronize named (NULL: the current one). */
+FK_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx)
+{
+    if (!ctx)
+        return cuCtxSynchronize();
+    CUresult rc = cuCtxPushCurrent_v2(ctx);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    rc = cuCtxSynchronize();
+    cuCtxPopCurrent_v2(NULL);
+    return rc;
+}
+
 FK_EXPORT CUresult cuStreamCreate(CUstream *stream, unsigned int flags)
 {
-    (void)flags;
     if (!stream)
         return CUDA_ERROR_INVALID_VALUE;
     CUcontext ctx = fk_current_ctx();
@@ -221,9 +233,138 @@ FK_EXPORT CUresult cuStreamCreate(CUstream *stream, unsigned int flags)
         return CUDA_ERROR_INVALID_CONTEXT;
     pthread_mutex_lock(&fk_lock);
     *stream = new_stream_locked(ctx);
+    (*stream)->non_blocking = flags & CU_STREAM_NON_BLOCKING;
     pthread_mutex_unlock(&fk_lock);
     return CUDA_SUCCESS;
 }
+
+uint64_t fk_ordered_tail_locked(struct CUstream_st *s)
+{
+    uint64_t after = s->tail;
+    if (s == &legacy_stream) {
+        CUcontext ctx = fk_current_ctx();
+        for (size_t i = 0; i < nstreams; i++)
+            if (!streams[i]->non_blocking && (streams[i]->ctx == ctx || !streams[i]->ctx) && streams[i]->tail > after)
+                after = streams[i]->tail;
+    } else if (!s->non_blocking && legacy_stream.tail > after) {
+        after = legacy_stream.tail;
+    }
+    return after;
+}
+
+FK_EXPORT CUresult cuCtxGetDevice(CUdevice *device)
+{
+    if (!device)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!fk_current_ctx())
+        return CUDA_ERROR_INVALID_CONTEXT;
+    *device = 0;
+    return CUDA_SUCCESS;
+}
+
+/* A wait makes the stream's later work start after the event's recorded point. */
+static CUresult wait_event(CUstream handle, CUevent event, unsigned flags, bool ptsz)
+{
+    if (!event || flags > 1)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&fk_lock);
+    struct CUstream_st *s = fk_stream_locked(handle, ptsz);
+    if (s && !s->capturing && event->time > s->tail)
+        s->tail = event->time;
+    pthread_mutex_unlock(&fk_lock);
+    return s ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+FK_EXPORT CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int flags)
+{
+    return wait_event(stream, event, flags, false);
+}
+FK_EXPORT CUresult cuStreamWaitEvent_ptsz(CUstream stream, CUevent event, unsigned int flags)
+{
+    return wait_event(stream, event, flags, true);
+}
+
+#ifndef FK_OLD_DRIVER
+struct CUdevResourceDesc_st {
+    unsigned sms;
+};
+
+FK_EXPORT CUresult cuDeviceGetDevResource(CUdevice device, CUdevResource *resource, int type)
+{
+    if (!resource || device != 0 || type != CU_DEV_RESOURCE_TYPE_SM)
+        return CUDA_ERROR_INVALID_VALUE;
+    memset(resource, 0, sizeof *resource);
+    resource->type = CU_DEV_RESOURCE_TYPE_SM;
+    resource->sm.smCount = FK_DEVICE_SMS;
+    return CUDA_SUCCESS;
+}
+
+/* One group of at least minCount SMs, rounded up to the granularity, as the driver does. */
+FK_EXPORT CUresult cuDevSmResourceSplitByCount(CUdevResource *result, unsigned int *nbGroups,
+                                               const CUdevResource *input, CUdevResource *remaining,
+                                               unsigned int useFlags, unsigned int minCount)
+{
+    if (!result || !nbGroups || *nbGroups < 1 || !input || useFlags || !minCount)
+        return CUDA_ERROR_INVALID_VALUE;
+    unsigned count = (minCount + FK_SM_GRANULARITY - 1) / FK_SM_GRANULARITY * FK_SM_GRANULARITY;
+    if (count >= input->sm.smCount)
+        return CUDA_ERROR_INVALID_VALUE;
+    *result = *input;
+    result->sm.smCount = count;
+    if (remaining) {
+        *remaining = *input;
+        remaining->sm.smCount = input->sm.smCount - count;
+    }
+    *nbGroups = 1;
+    return CUDA_SUCCESS;
+}
+
+FK_EXPORT CUresult cuDevResourceGenerateDesc(CUdevResourceDesc *desc, CUdevResource *resources,
+                                             unsigned int nbResources)
+{
+    if (!desc || !resources || nbResources != 1 || resources->type != CU_DEV_RESOURCE_TYPE_SM)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct CUdevResourceDesc_st *d = calloc(1, sizeof *d);
+    if (!d)
+        abort();
+    d->sms = resources->sm.smCount;
+    *desc = d;
+    return CUDA_SUCCESS;
+}
+
+/* FAKECUDA_GREEN_FAIL=1: creation fails, as on a device or setup that refuses green contexts. */
+FK_EXPORT CUresult cuGreenCtxCreate(CUgreenCtx *green, CUdevResourceDesc desc, CUdevice dev, unsigned int flags)
+{
+    if (!green || !desc || dev != 0 || !(flags & CU_GREEN_CTX_DEFAULT_STREAM))
+        return CUDA_ERROR_INVALID_VALUE;
+    const char *fail = getenv("FAKECUDA_GREEN_FAIL");
+    if (fail && strcmp(fail, "1") == 0)
+        return 801; /* CUDA_ERROR_NOT_SUPPORTED */
+    struct CUgreenCtx_st *g = calloc(1, sizeof *g);
+    if (!g)
+        abort();
+    g->sms = desc->sms;
+    *green = g;
+    return CUDA_SUCCESS;
+}
+
+FK_EXPORT CUresult cuGreenCtxStreamCreate(CUstream *stream, CUgreenCtx green, unsigned int flags, int priority)
+{
+    (void)priority;
+    if (!stream || !green || !(flags & CU_STREAM_NON_BLOCKING))
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&fk_lock);
+    struct CUstream_st *s = new_stream_locked(fk_current_ctx());
+    s->id += FK_GREEN_STREAM_IDS;
+    s->non_blocking = true;
+    s->green = green;
+    pthread_mutex_unlock(&fk_lock);
+    *stream = s;
+    return CUDA_SUCCESS;
+}
+
+FK_EXPORT CUresult cuGreenCtxDestroy(CUgreenCtx green) { return green ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE; }
+#endif
 
 FK_EXPORT CUresult cuStreamDestroy_v2(CUstream stream)
 {
@@ -308,13 +449,17 @@ static CUresult event_record(CUevent event, CUstream handle, bool ptsz)
     struct CUstream_st *s = fk_stream_locked(handle, ptsz);
     if (s) {
         event->captured = s->capturing; /* becomes a node of the graph, not a point in time */
-        event->time = s->tail;
+        event->time = fk_ordered_tail_locked(s);
     }
     pthread_mutex_unlock(&fk_lock);
     return s ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
 FK_EXPORT CUresult cuEventRecord(CUevent event, CUstream stream) { return event_record(event, stream, false); }
+FK_EXPORT CUresult cuEventRecordWithFlags(CUevent event, CUstream stream, unsigned int flags)
+{
+    return flags ? CUDA_ERROR_INVALID_VALUE : event_record(event, stream, false);
+}
 FK_EXPORT CUresult cuEventRecord_ptsz(CUevent event, CUstream stream) { return event_record(event, stream, true); }
 
 FK_EXPORT CUresult cuEventSynchronize(CUevent event)
@@ -419,7 +564,7 @@ FK_EXPORT CUresult cuModuleGetFunction(CUfunction *f, CUmodule module, const cha
         return CUDA_ERROR_NOT_FOUND;
     char *end;
     unsigned long long us = strtoull(name + strlen(prefix), &end, 10);
-    if (*end || end == name + strlen(prefix))
+    if ((*end && *end != '/') || end == name + strlen(prefix))
         return CUDA_ERROR_NOT_FOUND;
     struct CUfunc_st *fn = calloc(1, sizeof *fn);
     if (!fn)

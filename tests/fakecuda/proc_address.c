@@ -26,6 +26,7 @@ static const struct entry entries[] = {
     E("cuCtxPushCurrent", 4000, cuCtxPushCurrent_v2, NULL),
     E("cuCtxPopCurrent", 4000, cuCtxPopCurrent_v2, NULL),
     E("cuCtxSynchronize", 2000, cuCtxSynchronize, NULL),
+    E("cuCtxSynchronize", 13000, cuCtxSynchronize_v2, NULL),
     E("cuStreamCreate", 2000, cuStreamCreate, NULL),
     E("cuStreamSynchronize", 2000, cuStreamSynchronize, cuStreamSynchronize_ptsz),
     E("cuStreamQuery", 2000, cuStreamQuery, cuStreamQuery_ptsz),

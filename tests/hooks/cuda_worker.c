@@ -16,6 +16,7 @@
 
 #include "fake_log.h"
 #include "fakecuda.h"
+#include "partition_scenarios.h"
 #include "gpuyield.h"
 
 static int failures;
@@ -371,6 +372,30 @@ static void scenario_bound(long us, int count)
     CU(cuCtxSynchronize());
 }
 
+/* Rounds of many short kernels then graph launches of 5 ms each on one stream: time:US must bound
+ * the graphs by their own GPU time, not by the short kernels' time per launch. */
+static void scenario_graph_mix(int rounds)
+{
+    CUfunction small = kernel_of(20), big = kernel_of(500);
+    CUstream s, capture;
+    CU(cuStreamCreate(&s, 0));
+    CU(cuStreamCreate(&capture, 0));
+    CUgraph graph;
+    CUgraphExec exec;
+    CU(cuStreamBeginCapture_v2(capture, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    for (int i = 0; i < 10; i++)
+        CU(launch(big, capture));
+    CU(cuStreamEndCapture(capture, &graph));
+    CU(cuGraphInstantiateWithFlags(&exec, graph, 0));
+    for (int r = 0; r < rounds; r++) {
+        for (int i = 0; i < 60; i++)
+            CU(launch(small, s));
+        for (int i = 0; i < 10; i++)
+            CU(cuGraphLaunch(exec, s));
+    }
+    CU(cuStreamSynchronize(s));
+}
+
 /* Kernels, a capture (launches inside it), the graph, kernels again: with sync:N / event:N the
  * hook must not insert a sync point into the capture. */
 static void scenario_capture(long us)
@@ -552,6 +577,8 @@ int main(int argc, char **argv)
         scenario_busy((long)ARG(2, 10000), (int)ARG(3, 20), ARG(4, 3), ARG(5, 0) != 0);
     else if (strcmp(what, "bound") == 0)
         scenario_bound((long)ARG(2, 200), (int)ARG(3, 200));
+    else if (strcmp(what, "graph_mix") == 0)
+        scenario_graph_mix((int)ARG(2, 3));
     else if (strcmp(what, "capture") == 0)
         scenario_capture((long)ARG(2, 100));
     else if (strcmp(what, "capture_hold") == 0)
@@ -566,8 +593,10 @@ int main(int argc, char **argv)
         scenario_thread_exit();
     else if (strcmp(what, "fork") == 0)
         scenario_fork((int)ARG(2, 7));
+    else if (strncmp(what, "partition", 9) == 0)
+        failures += partition_scenario(what, argc, argv);
     else {
-        fprintf(stderr, "usage: cuda_worker paths|plain|spin|copyspin|jobs|busy|bound|capture|capture_hold|rate|rtld_next|thread_exit|capture_two_threads|fork [args]\n");
+        fprintf(stderr, "usage: cuda_worker paths|plain|spin|copyspin|jobs|busy|bound|capture|capture_hold|rate|rtld_next|thread_exit|capture_two_threads|fork|graph_mix|partition* [args]\n");
         return 2;
     }
     if (strcmp(what, "jobs") != 0)

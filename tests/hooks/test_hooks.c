@@ -109,12 +109,16 @@ static bool spawn(struct setup *s, struct worker *w, const char *const *extra, c
     snprintf(devv, sizeof devv, "FAKECUDA_DEVICE_FILE=%s", s->device);
     const char *env[256];
     int n = 0;
+    bool own_libpath = false; /* an extra LD_LIBRARY_PATH (another fake driver) replaces ours */
+    for (const char *const *x = extra; x && *x; x++)
+        own_libpath |= strncmp(*x, "LD_LIBRARY_PATH=", 16) == 0;
     for (char **e = environ; *e && n < 200; e++)
         if (strncmp(*e, "GPUYIELD_", 9) && strncmp(*e, "LD_PRELOAD=", 11) && strncmp(*e, "LD_LIBRARY_PATH=", 16) &&
             strncmp(*e, "FAKECUDA_", 9) && strncmp(*e, "ASAN_OPTIONS=", 13))
             env[n++] = *e;
     env[n++] = preload;
-    env[n++] = libpath;
+    if (!own_libpath)
+        env[n++] = libpath;
     env[n++] = logv;
     env[n++] = devv;
     /* The fake driver, like a real one, never frees its objects: no leak report at exit. */
@@ -367,6 +371,14 @@ TEST(bad_environment_exits_2_with_one_line_before_any_launch)
         {"GPUYIELD_MODE", "GPUYIELD_MODE=time:0"},     {"GPUYIELD_MODE", "GPUYIELD_MODE=time:1ms"},
         {"GPUYIELD_SHM", "GPUYIELD_SHM="},             {"GPUYIELD_SHM", missing},
         {"GPUYIELD_SHM", "GPUYIELD_SHM=bad/tag"},
+        {"GPUYIELD_PARTITION_SMS", "GPUYIELD_PARTITION_SMS=0"},
+        {"GPUYIELD_PARTITION_SMS", "GPUYIELD_PARTITION_SMS=1.5"},
+        {"GPUYIELD_PARTITION_SMS", "GPUYIELD_PARTITION_SMS=0%"},
+        {"GPUYIELD_PARTITION_SMS", "GPUYIELD_PARTITION_SMS=120%"},
+        {"GPUYIELD_PARTITION_SMS", "GPUYIELD_PARTITION_SMS=16sm"},
+        {"GPUYIELD_PARTITION_SMS", "GPUYIELD_PARTITION_SMS=-8"},
+        {"GPUYIELD_PARTITION_SMS", "GPUYIELD_PARTITION_SMS=9999"},
+        {"GPUYIELD_PARTITION_SMS", "GPUYIELD_PARTITION_SMS="},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         /* The bad setting comes last so that it overrides the good GPUYIELD_SHM where both are given. */
@@ -470,6 +482,42 @@ TEST(time_mode_bounds_queued_gpu_time)
 {
     check_time_bound("time:1000", 11);  /* groups of 5 x 100 us: 2 groups + 1 */
     check_time_bound("time:200", 3);    /* one kernel per group */
+}
+
+/* Short kernels teach time:2000 a small time per launch; graph launches of 5 ms after them must
+ * be bounded by their own time (about two in flight), not queued like short kernels. */
+TEST(time_bound_counts_graph_launches_by_their_own_gpu_time)
+{
+    struct setup s;
+    REQUIRE(setup_begin(&s, "graphmix", 2000000000ull));
+    char shm[96];
+    snprintf(shm, sizeof shm, "GPUYIELD_SHM=%s", s.tag);
+    const char *env[] = {shm, "GPUYIELD_MODE=time:2000", NULL}, *args[] = {"graph_mix", "3", NULL};
+    struct worker w;
+    if (spawn(&s, &w, env, args)) {
+        CHECK(wait_exit(&w) == 0, "graph_mix worker failed");
+        struct fake_log log;
+        if (read_log(&s, &log)) {
+            /* After the first round (learning), count the graphs still queued when each graph is submitted. */
+            int graphs = 0, worst = 0;
+            for (int i = 0; i < log.n; i++) {
+                const struct fake_kernel *k = &log.kernels[i];
+                if (k->pid != w.pid || strcmp(k->kind, "graph") != 0 || ++graphs <= 10)
+                    continue;
+                int queued = 0;
+                for (int j = 0; j < i; j++)
+                    queued += log.kernels[j].pid == w.pid && !strcmp(log.kernels[j].kind, "graph") &&
+                              log.kernels[j].end > k->submit;
+                worst = queued > worst ? queued : worst;
+            }
+            CHECK(graphs == 30, "%d graph launches ran", graphs);
+            CHECK(worst <= 2, "%d graphs of 5 ms were queued ahead of a graph (time:2000 allows about 2)", worst);
+            fake_log_free(&log);
+        }
+        if (gy_test_failures_in_current)
+            dump(&w);
+    }
+    setup_end(&s);
 }
 
 TEST(mode_none_leaves_the_queue_unbounded)
@@ -866,4 +914,133 @@ TEST(a_forked_child_registers_and_counts_for_itself)
             dump(&w);
     }
     setup_end(&s);
+}
+
+/* ---- the partition policy ------------------------------------------------------------------- */
+
+static bool make_partition_segment(struct setup *s, bool mps)
+{
+    if (!setup_begin(s, "partition", 2000000000ull))
+        return false;
+    gy_shm shm;
+    gy_err err;
+    if (gy_open(s->tag, &shm, &err)) {
+        CHECK(false, "gy_open: %s", err.msg);
+        return false;
+    }
+    gy_set_policy(&shm, GY_POLICY_PARTITION, mps);
+    gy_close(&shm);
+    return true;
+}
+
+static int count_matching_lines(const char *text, const char *needle)
+{
+    int n = 0;
+    for (const char *line = text; line && *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        char buf[1024];
+        snprintf(buf, sizeof buf, "%.*s", (int)(len < sizeof buf ? len : sizeof buf - 1), line);
+        n += strstr(buf, needle) != NULL;
+        line = end ? end + 1 : NULL;
+    }
+    return n;
+}
+
+/* Runs a partition scenario; the worker checks the fake log itself. Returns its stderr (free it). */
+static char *run_partition(bool mps, const char *scenario, const char *const *extra_env, int want_rc)
+{
+    struct setup s;
+    if (!make_partition_segment(&s, mps))
+        return NULL;
+    char shm[96];
+    snprintf(shm, sizeof shm, "GPUYIELD_SHM=%s", s.tag);
+    const char *env[8] = {shm, "GPUYIELD_VERBOSE=1"};
+    int n = 2;
+    for (; extra_env && *extra_env && n < 7; extra_env++)
+        env[n++] = *extra_env;
+    env[n] = NULL;
+    const char *args[] = {scenario, NULL};
+    struct worker w;
+    char *err = NULL;
+    if (spawn(&s, &w, env, args)) {
+        int rc = wait_exit(&w);
+        CHECK(rc == want_rc, "%s: exit %d, expected %d", scenario, rc, want_rc);
+        err = slurp(w.err);
+        if (gy_test_failures_in_current)
+            dump(&w);
+    }
+    setup_end(&s);
+    return err;
+}
+
+TEST(partition_keeps_each_stream_in_order_across_a_job)
+{
+    char *err = run_partition(true, "partition", NULL, 0);
+    CHECK(err && count_matching_lines(err, "green context of 16 of the device's 132 SMs") == 1, "stderr: %s",
+          err ? err : "");
+    free(err);
+}
+
+TEST(partition_sends_async_copies_with_the_kernels_without_waiting)
+{
+    free(run_partition(true, "partition_copies", NULL, 0));
+}
+
+TEST(partition_many_threads_and_per_thread_default_streams)
+{
+    free(run_partition(true, "partition_threads", NULL, 0));
+}
+
+TEST(partition_state_does_not_survive_fork)
+{
+    free(run_partition(true, "partition_fork", NULL, 0));
+}
+
+TEST(partition_sms_as_a_count_a_fraction_or_a_percentage)
+{
+    const struct {
+        const char *setting, *line;
+    } cases[] = {
+        {"GPUYIELD_PARTITION_SMS=8", "green context of 8 of the device's 132 SMs"},
+        {"GPUYIELD_PARTITION_SMS=20", "green context of 24 of the device's 132 SMs"},
+        {"GPUYIELD_PARTITION_SMS=0.125", "green context of 24 of the device's 132 SMs"},
+        {"GPUYIELD_PARTITION_SMS=12.5%", "green context of 24 of the device's 132 SMs"},
+        {"GPUYIELD_PARTITION_SMS=1", "green context of 8 of the device's 132 SMs"},
+        {"GPUYIELD_PARTITION_SMS=200", "green context of 132 of the device's 132 SMs"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *env[] = {cases[i].setting, NULL};
+        char *err = run_partition(true, "partition_fork", env, 0);
+        CHECK(err && strstr(err, cases[i].line), "%s: stderr: %s", cases[i].setting, err ? err : "");
+        free(err);
+    }
+}
+
+static void check_fallback(bool mps, const char *const *env, const char *why, const char *to)
+{
+    char *err = run_partition(mps, "partition_fallback", env, 0);
+    CHECK(err && count_matching_lines(err, "policy partition unavailable") == 1 && strstr(err, why) &&
+              strstr(err, to),
+          "expected one line saying '%s' and '%s'; stderr: %s", why, to, err ? err : "");
+    free(err);
+}
+
+TEST(partition_falls_back_to_drain_without_mps)
+{
+    check_fallback(false, NULL, "the segment says no MPS", "falls back to drain");
+}
+
+TEST(partition_falls_back_to_corun_when_a_green_context_cannot_be_made)
+{
+    const char *env[] = {"FAKECUDA_GREEN_FAIL=1", NULL};
+    check_fallback(true, env, "cuGreenCtxCreate failed", "falls back to corun");
+}
+
+TEST(partition_falls_back_to_corun_on_a_driver_without_green_contexts)
+{
+    static char libpath[600];
+    snprintf(libpath, sizeof libpath, "LD_LIBRARY_PATH=%s-old", env_or_die("GY_FAKECUDA_DIR"));
+    const char *env[] = {libpath, NULL};
+    check_fallback(true, env, "the driver has no green contexts", "falls back to corun");
 }

@@ -583,17 +583,17 @@ def table_counters():
     return re.findall(r"X\((\w+),", table)
 
 
-PROC_KEYS = ["pid", "name", "priority", "state", "inflight"] + table_counters()
+PROC_KEYS = ["pid", "name", "priority", "state", "inflight"] + table_counters() + ["partition"]
 
 
 def test_counter_table_is_what_status_lists(segment, agents):
     counters = table_counters()
-    assert counters[:2] == ["launches", "graph_launches"] and counters[-1] == "drain_timeouts", counters
+    assert counters[:2] == ["launches", "graph_launches"] and counters[-1] == "partition_copies", counters
     agents(segment.name, GPUYIELD_PRIORITY=1)("begin 2")
     (proc,) = segment.status()["processes"]
-    assert list(proc)[5:] == counters
+    assert list(proc)[5:] == counters + ["partition"]
     (proc,) = json.loads(segment.status_json())["processes"]
-    assert list(proc)[5:] == counters
+    assert list(proc)[5:] == counters + ["partition"]
     build = os.environ.get("BUILD")
     tool = os.path.join(build, "bin", "expcontroller") if build else None
     if tool and os.access(tool, os.X_OK):
@@ -601,7 +601,7 @@ def test_counter_table_is_what_status_lists(segment, agents):
                              timeout=60)
         assert out.returncode == 0, out.stderr
         (proc,) = json.loads(out.stdout)["processes"]
-        assert list(proc)[5:] == counters
+        assert list(proc)[5:] == counters + ["partition"]
 
 
 def without_timestamp(status):

@@ -3,7 +3,7 @@
 # nvidia-cuda-mps-control (tests/run_exp/bin) logs every start and quit. expcontroller serve --mps
 # and run_exp --mps start a daemon before any worker and quit it at the end, on failure and on a
 # signal; a daemon that cannot start is one clear line, exit 1, nothing left behind; the policy
-# (drain | corun) is checked, stored in the segment and shown by status and summary.json.
+# (drain | corun | partition) is checked, stored in the segment and shown by status and summary.json.
 set -u
 . "$ROOT/tests/lib/suite.sh"
 
@@ -28,7 +28,7 @@ quit_logged() { grep -q "^quit $1 " "$FAKE_MPS_LOG"; }
 json_field() { "$PYTHON" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2], {"d": d}))' "$1" "$2"; }
 
 # ---- expcontroller ---------------------------------------------------------------------------
-expect cli_policy_bad 2 "--policy takes drain or corun, not 'fast'" "$EXP" create --policy fast
+expect cli_policy_bad 2 "--policy takes drain, corun or partition, not 'fast'" "$EXP" create --policy fast
 expect cli_policy_needs_create_or_serve 2 "--policy goes with 'create' or 'serve'" "$EXP" status --policy corun
 expect cli_mps_needs_serve 2 "mps" "$EXP" create --mps
 
@@ -37,6 +37,10 @@ clean_lock # a created segment outlives its creator: no clean beside us may take
 expect cli_create_corun 0 "gpuyield-$UIDN-$TAG" "$EXP" create --name "$TAG" --policy corun
 expect cli_status_corun 0 "\"policy\": \"corun\", \"mps\": false" "$EXP" status --name "$TAG" --json
 expect cli_status_table_corun 0 "policy corun" "$EXP" status --name "$TAG"
+"$EXP" remove --name "$TAG" > /dev/null 2>&1
+expect cli_create_partition 0 "gpuyield-$UIDN-$TAG" "$EXP" create --name "$TAG" --policy partition
+expect cli_status_partition 0 "\"policy\": \"partition\", \"mps\": false" "$EXP" status --name "$TAG" --json
+expect cli_status_table_partition 0 "policy partition" "$EXP" status --name "$TAG"
 "$EXP" remove --name "$TAG" > /dev/null 2>&1
 clean_unlock
 
@@ -123,9 +127,13 @@ check mps_dir_umask_made_private grep -q "^start-failed $T/umask/mps/pipe" "$FAK
 cfg() { local out=$1; shift; "$PYTHON" "$HERE/make_config.py" "$out" --image "$IMAGE" --out-dir "$T/out" "$@"; }
 cfg "$T/run.json" --set exp_dur=0.3 --set models.0.sleep_time=0.05 --set models.1.sleep_time=0.05
 expect run_mps_simulate_refused 2 "MPS needs a real GPU" "$RUN_EXP" -f "$T/run.json" --mps --simulate
-expect run_policy_flag_bad 2 "--policy 'fast' must be drain or corun" "$RUN_EXP" -f "$T/run.json" --policy fast
+expect run_policy_flag_bad 2 "--policy 'fast' must be drain, corun or partition" "$RUN_EXP" -f "$T/run.json" --policy fast
 cfg "$T/badpolicy.json" --set 'policy="fast"'
-expect run_policy_key_bad 2 "policy: must be \"drain\".*\"corun\".*got \"fast\"" "$RUN_EXP" -f "$T/badpolicy.json"
+expect run_policy_key_bad 2 "policy: must be \"drain\".*\"corun\".*\"partition\".*got \"fast\"" "$RUN_EXP" -f "$T/badpolicy.json"
+expect run_partition_without_mps_warns 0 "warning: policy partition without MPS falls back to drain" "$RUN_EXP" -f "$T/run.json" --dry-run --policy partition
+expect dry_run_says_partition_and_mps 0 "policy: partition; MPS: would start a daemon" "$RUN_EXP" -f "$T/run.json" --dry-run --mps --policy partition
+cfg "$T/partition_key.json" --set 'mps=true' --set 'policy="partition"'
+expect run_partition_key 0 "policy: partition; MPS: would start a daemon" "$RUN_EXP" -f "$T/partition_key.json" --dry-run
 expect run_mps_and_pipe_refused 2 "give one of them" "$RUN_EXP" -f "$T/run.json" --mps --mps-pipe /tmp/x
 check run_bad_input_created_nothing test ! -e "$T/out"
 expect run_corun_without_mps_warns 0 "warning: policy corun without MPS" "$RUN_EXP" -f "$T/run.json" --dry-run --policy corun

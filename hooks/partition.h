@@ -1,0 +1,73 @@
+/* The partition policy in a lower process: while a higher job runs, a launch on a user stream S
+ * does not block but goes to S's partition stream P(S), a stream of a green context holding a
+ * few SMs (GPUYIELD_PARTITION_SMS). Program order is kept with events both ways:
+ *   fork: the first launch of an episode records an event on S and makes P(S) wait on it;
+ *   join: before any other use of S (a launch after the job, a sync, query, event record, wait,
+ *         synchronous copy, host function, capture, destroy, free), S waits on an event recorded
+ *         on P(S).
+ * Async copies and memsets on S during a job go to P(S) like kernels (they use copy engines, not
+ * SMs, so a low worker that copies its input every iteration keeps going).
+ * The legacy default stream orders every blocking stream of its context, so (conservatively)
+ * an owed legacy stream is joined before any use of another stream of that context, and every
+ * owed stream of the context before a use of the legacy stream. A stream being captured is left
+ * alone. Nothing here runs while no stream owes a join: the hooks read one counter. */
+#ifndef GY_PARTITION_H
+#define GY_PARTITION_H
+
+#include "client.h"
+
+/* How many streams of this process owe a join (written under the partition lock). */
+extern _Atomic uint64_t gy_partition_owed;
+
+struct gy_partition_entry;
+
+struct gy_partition_route {
+    gy_cu_stream green;               /* the partition stream the launch goes to; NULL: none */
+    bool pass;                        /* a launch into a capture: passes unchanged, no wait */
+    struct gy_partition_entry *entry; /* with green: the partition lock is held until launched */
+};
+
+static inline bool gy_partition_owes(void)
+{
+    return atomic_load_explicit(&gy_partition_owed, memory_order_relaxed) != 0;
+}
+
+/* The gate is closed for a launch on `stream` (normalized: never NULL). True when it need not
+ * wait: route->green to launch on (lock held: call gy_partition_launched), or route->pass. False:
+ * the policy is not partition, or this process falls back (it then blocks as before). */
+bool gy_partition_route(gy_cu_stream stream, bool graph, struct gy_partition_route *route);
+/* The launch (copy: an async copy or memset) went to route->green: count it in partition_launches
+ * (copy: partition_copies) when ok, and release the lock. */
+void gy_partition_launched(struct gy_partition_route *route, bool ok, bool copy);
+/* The driver refused a graph launch on route->green: join S, remember that graphs stay on their
+ * own streams in this process, release the lock. */
+void gy_partition_graph_refused(struct gy_partition_route *route);
+/* Before a use of `stream` (normalized) other than a launch sent to its partition: join what it
+ * and the streams it is ordered with owe. When no higher job runs, everything joinable is joined
+ * (so the fast path comes back). Call only when gy_partition_owes(). */
+void gy_partition_before_use(gy_cu_stream stream);
+/* Before a call that covers every stream of the current context (cuCtxSynchronize), or of every
+ * context (every_context: cuMemFree). Call only when gy_partition_owes(). */
+void gy_partition_before_all(bool every_context);
+/* Before cuCtxSynchronize_v2(ctx): every stream of ctx (NULL: the current context). */
+void gy_partition_before_context(gy_cu_context ctx);
+/* At registration: decide what can be decided before any job (MPS, the driver's symbols), so
+ * that status and GPUYIELD_VERBOSE say it early. */
+void gy_partition_check_static(void);
+
+/* The gate for a launch or an async copy on `stream` (normalized): open, or a partition stream
+ * to send it to (route->green), or wait for the job's end. A stream that owes a join is joined
+ * before work that runs on it. */
+static inline void gy_partition_gate_enter(gy_cu_stream stream, bool graph, struct gy_partition_route *route)
+{
+    route->green = NULL;
+    route->pass = false;
+    atomic_fetch_add_explicit(&gy_client.entered, 1, memory_order_seq_cst);
+    gy_mark_inflight(&gy_client.shm);
+    if (!gy_launch_allowed(&gy_client.shm, gy_client.priority) && !gy_partition_route(stream, graph, route))
+        gy_client_block();
+    if (!route->green && !route->pass && gy_partition_owes())
+        gy_partition_before_use(stream);
+}
+
+#endif
