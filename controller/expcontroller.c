@@ -27,9 +27,10 @@ static const char usage_text[] =
     "         [--metrics [ADDR:]PORT] [--metrics-textfile PATH]\n"
     "                                                create it if absent, reap dead processes,\n"
     "                                                remove it on SIGINT/SIGTERM; --mps starts an MPS\n"
-    "                                                daemon for it (pipes and logs in DIR, default\n"
-    "                                                /tmp/gpuyield-mps-<uid>-<tag>) and quits it at the\n"
-    "                                                end; --mps-pipe joins a running one. Policy\n"
+    "                                                daemon for it (pipes and logs in DIR, private:\n"
+    "                                                made 0700; default gpuyield-mps-<uid>-<tag> in\n"
+    "                                                $XDG_RUNTIME_DIR if yours, else /tmp) and quits\n"
+    "                                                it at the end; --mps-pipe joins a running one. Policy\n"
     "                                                default: " GY_POLICY_DEFAULT_TEXT ";\n"
     "                                                partition needs MPS (else it drains)\n"
     "                                                --metrics serves GET /metrics (Prometheus text) on\n"
@@ -113,7 +114,7 @@ static int parse_options(int argc, char **argv, const char *command, struct opti
             if (optarg) {
                 errno = 0;
                 opt->watch_s = strtod(optarg, &end);
-                if (errno || *end || opt->watch_s < 0.05 || opt->watch_s > 3600)
+                if (errno || *end || end == optarg || !(opt->watch_s >= 0.05 && opt->watch_s <= 3600)) /* NaN too */
                     return usage_error("--watch takes seconds between 0.05 and 3600, not '%s'", optarg);
             }
             break;
@@ -262,11 +263,8 @@ static int cmd_serve(const struct options *opt)
         char dir[PATH_MAX];
         snprintf(dir, sizeof dir, "%s", opt->mps_dir ? opt->mps_dir : "");
         if (!opt->mps_dir)
-            snprintf(dir, sizeof dir, "/tmp/gpuyield-mps%s", shm.name + strlen("/gpuyield"));
-        char pipe_dir[PATH_MAX + 8], log_dir[PATH_MAX + 8];
-        snprintf(pipe_dir, sizeof pipe_dir, "%s/pipe", dir);
-        snprintf(log_dir, sizeof log_dir, "%s/log", dir);
-        if (opt->mps_pipe ? gy_mps_join(&mps, opt->mps_pipe, &err) : gy_mps_start(&mps, pipe_dir, log_dir, &err)) {
+            gy_mps_default_dir(shm.name, dir, sizeof dir);
+        if (opt->mps_pipe ? gy_mps_join(&mps, opt->mps_pipe, &err) : gy_mps_start(&mps, dir, &err)) {
             char name[GY_NAME_MAX];
             snprintf(name, sizeof name, "%s", shm.name);
             gy_close(&shm);
@@ -336,8 +334,11 @@ static void print_table(const struct gy_status *st)
            st->mps ? "under MPS" : "no MPS");
     for (int level = 0; level < GY_LEVELS; level++)
         printf(" %u", st->jobs[level]);
-    printf("\ndrain timeouts %llu, dead processes reaped %llu\n", (unsigned long long)st->total_drain_timeouts,
-           (unsigned long long)st->reaped);
+    printf("\ndrain timeouts %llu, dead processes reaped %llu, mutex waits given up %llu\n",
+           (unsigned long long)st->total_drain_timeouts, (unsigned long long)st->reaped,
+           (unsigned long long)st->lock_timeouts);
+    if (st->mutex_holder[0])
+        printf("the segment's mutex is held by %s: this snapshot was read without it\n", st->mutex_holder);
     printf("%8s %4s %-9s %12s %8s %8s %12s %8s %8s %12s %12s %s\n", "pid", "prio", "state", "launches", "graphs",
            "waits", "ms_blocked", "drains", "timeouts", "partitioned", "part_copies", "partition");
     for (int i = 0; i < st->nprocs; i++) {

@@ -83,11 +83,25 @@ static uint64_t deadline_after(uint64_t now, uint64_t timeout_ns)
     return timeout_ns < UINT64_MAX - now ? now + timeout_ns : UINT64_MAX;
 }
 
-/* A wait that also recovers the mutex of a process that died holding it. */
-static void wait_and_recover(struct gy_segment *seg, uint32_t seq, uint64_t timeout_ns)
+/* A wait that also recovers the mutex of a process that died holding it. 0 when the mutex is
+ * held again, -1 when it could not be taken back within its bound (not held). */
+static int wait_and_recover(struct gy_segment *seg, uint32_t seq, uint64_t timeout_ns)
 {
-    if (gy_wait_locked(seg, seq, timeout_ns) && gy_reap_locked(seg))
+    int rc = gy_wait_locked(seg, seq, timeout_ns);
+    if (rc == 1 && gy_reap_locked(seg))
         gy_wake_all(seg);
+    return rc < 0 ? -1 : 0;
+}
+
+/* Without the mutex (its holder is stopped, or it is corrupted): sleep on the wake word for one
+ * interval and say whether the gate lets a launch at `priority` through, from the atomic word. */
+static bool wait_unlocked(gy_shm *shm, int priority)
+{
+    uint32_t seq = gy_wake_seq(shm->seg);
+    if (gy_launch_allowed(shm, priority) || gy_segment_removed(shm))
+        return true;
+    gy_wait_unlocked(shm->seg, seq, REAP_INTERVAL_NS);
+    return gy_launch_allowed(shm, priority) || gy_segment_removed(shm);
 }
 
 uint64_t gy_wait_until_allowed(gy_shm *shm, int *allowed_at)
@@ -96,24 +110,39 @@ uint64_t gy_wait_until_allowed(gy_shm *shm, int *allowed_at)
     struct gy_proc_slot *slot = gy_my_slot(shm);
     int registered = slot_priority(slot), priority = registered;
     uint64_t start = gy_now_ns(), next_reap = start + REAP_INTERVAL_NS;
-    gy_lock_and_recover(seg);
-    if (slot)
-        atomic_store_explicit(&slot->state, GY_PROC_BLOCKED, memory_order_relaxed);
-    bool waited = false;
+    bool waited = false, locked = false;
     for (;;) {
+        if (!locked) {
+            if (gy_lock_and_recover(seg)) {
+                /* Not locked within its bound (counted): the gate word still tells when the
+                 * launch may go, at the registered priority (the held jobs need the mutex). */
+                waited = true;
+                priority = registered;
+                if (wait_unlocked(shm, registered))
+                    break;
+                continue;
+            }
+            locked = true;
+            if (slot)
+                atomic_store_explicit(&slot->state, GY_PROC_BLOCKED, memory_order_relaxed);
+        }
         uint32_t seq = gy_wake_seq(seg);
         priority = effective_priority_locked(seg, slot);
-        if (gy_launch_allowed(shm, priority))
+        if (gy_launch_allowed(shm, priority) || gy_segment_removed(shm))
             break;
         if (!waited)
             wake_helper_if_owed(seg, slot);
-        wait_and_recover(seg, seq, REAP_INTERVAL_NS);
         waited = true;
+        if (wait_and_recover(seg, seq, REAP_INTERVAL_NS)) {
+            locked = false;
+            continue;
+        }
         reap_if_due(seg, &next_reap);
     }
     if (slot)
         atomic_store_explicit(&slot->state, GY_PROC_RUNNING, memory_order_relaxed);
-    gy_unlock(seg);
+    if (locked)
+        gy_unlock(seg);
     uint64_t blocked = gy_now_ns() - start;
     bool passed_own_job = !waited && priority > registered && !gy_launch_allowed(shm, registered);
     if (slot && !passed_own_job) { /* running at our own job's level is not a wait */
@@ -144,7 +173,8 @@ int gy_job_enter(gy_shm *shm, int priority, uint64_t timeout_ns, gy_job *job, gy
         return gy_fail(err, EINVAL, "this process is not registered in %s: register before beginning a job",
                        shm->name);
     struct gy_segment *seg = shm->seg;
-    gy_lock_and_recover(seg);
+    if (gy_lock_and_recover(seg))
+        return gy_lock_fail(shm, "begin a job", err);
     if (slot->pid != getpid() || atomic_load_explicit(&slot->state, memory_order_acquire) == GY_PROC_FREE) {
         gy_unlock(seg);
         return gy_fail(err, ESRCH, "our slot in %s was reaped (wrong pid or corrupted): reconnect", shm->name);
@@ -165,6 +195,7 @@ int gy_job_enter(gy_shm *shm, int priority, uint64_t timeout_ns, gy_job *job, gy
     job->priority = priority;
     job->entered_ns = gy_now_ns();
     job->deadline_ns = deadline_after(job->entered_ns, timeout_ns ? timeout_ns : seg->drain_timeout_ns);
+    job->next_reap_ns = job->entered_ns + REAP_INTERVAL_NS;
     job->active = true;
     return 0;
 }
@@ -203,10 +234,14 @@ enum gy_wait_result gy_job_wait_drained(gy_shm *shm, gy_job *job, uint64_t slice
     }
     uint64_t now = gy_now_ns();
     uint64_t slice_end = slice_ns ? now + slice_ns : UINT64_MAX;
-    uint64_t next_reap = now + REAP_INTERVAL_NS;
+    if (!job->next_reap_ns)
+        job->next_reap_ns = now + REAP_INTERVAL_NS;
     enum gy_wait_result result;
-    gy_lock_and_recover(seg);
-    for (;;) {
+    bool locked = gy_lock_and_recover(seg) == 0;
+    /* A lock that cannot be had within its bound (a stopped holder) ends the wait as a timeout:
+     * the drain was not seen. Counted in lock_timeouts and as a drain timeout. */
+    result = GY_WAIT_TIMEDOUT;
+    while (locked) {
         uint32_t seq = gy_wake_seq(seg);
         if (!drain_pending_locked(shm, job)) {
             result = GY_WAIT_DRAINED;
@@ -222,12 +257,16 @@ enum gy_wait_result gy_job_wait_drained(gy_shm *shm, gy_job *job, uint64_t slice
             return GY_WAIT_PENDING;
         }
         uint64_t until = job->deadline_ns < slice_end ? job->deadline_ns : slice_end;
-        if (until > next_reap)
-            until = next_reap;
-        wait_and_recover(seg, seq, until > now ? until - now : 1);
-        reap_if_due(seg, &next_reap);
+        if (until > job->next_reap_ns)
+            until = job->next_reap_ns;
+        if (wait_and_recover(seg, seq, until > now ? until - now : 1)) {
+            locked = false;
+            break;
+        }
+        reap_if_due(seg, &job->next_reap_ns);
     }
-    gy_unlock(seg);
+    if (locked)
+        gy_unlock(seg);
     job->wait_ns = gy_now_ns() - job->entered_ns;
     job->drained = result == GY_WAIT_DRAINED;
     job->timed_out = result == GY_WAIT_TIMEDOUT;
@@ -248,7 +287,8 @@ int gy_job_exit(gy_shm *shm, gy_job *job, gy_err *err)
     struct gy_segment *seg = shm->seg;
     struct gy_proc_slot *slot = gy_my_slot(shm);
     int p = job->priority;
-    gy_lock_and_recover(seg);
+    if (gy_lock_and_recover(seg)) /* still counted in: end() may be called again */
+        return gy_lock_fail(shm, "end the job", err);
     bool ours = slot && slot->pid == getpid() && slot->held_jobs[p] > 0;
     if (ours) {
         slot->held_jobs[p]--;
@@ -281,7 +321,10 @@ bool gy_drain_wait_request(gy_shm *shm, uint64_t timeout_ns, uint64_t *epoch)
         return false;
     uint64_t now = gy_now_ns(), deadline = deadline_after(now, timeout_ns), next_reap = now + REAP_INTERVAL_NS;
     bool requested = false;
-    gy_lock_and_recover(seg);
+    if (gy_lock_and_recover(seg)) { /* a corrupted mutex fails at once: never spin on it */
+        gy_wait_unlocked(seg, gy_wake_seq(seg), deadline - now < REAP_INTERVAL_NS ? deadline - now : REAP_INTERVAL_NS);
+        return false;
+    }
     for (;;) {
         uint32_t seq = gy_wake_seq(seg);
         uint64_t current = atomic_load_explicit(&seg->job_epoch, memory_order_seq_cst);
@@ -297,7 +340,8 @@ bool gy_drain_wait_request(gy_shm *shm, uint64_t timeout_ns, uint64_t *epoch)
         if (now >= deadline)
             break;
         uint64_t until = deadline < next_reap ? deadline : next_reap;
-        wait_and_recover(seg, seq, until - now);
+        if (wait_and_recover(seg, seq, until - now))
+            return false;
         reap_if_due(seg, &next_reap);
     }
     gy_unlock(seg);

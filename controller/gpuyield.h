@@ -58,8 +58,15 @@ int gy_create(const char *tag_or_name, uint64_t drain_timeout_ns, gy_shm *out, g
 int gy_open(const char *tag_or_name, gy_shm *out, gy_err *err);
 /* Unregister (if registered) and unmap. The segment itself stays. */
 void gy_close(gy_shm *shm);
-/* Unlink the segment by name. */
+/* Unlink the segment by name. A segment of ours that opens cleanly is first marked removed
+ * (GY_REMOVED_BIT): every process still attached finds it on its next launch's slow path. */
 int gy_remove(const char *tag_or_name, gy_err *err);
+/* True once the segment was removed (see gy_remove); read on slow paths only. */
+static inline bool gy_segment_removed(const gy_shm *shm)
+{
+    return atomic_load_explicit(&shm->seg->active_levels, memory_order_acquire) & GY_REMOVED_BIT;
+}
+
 /* Which file the full segment name leads to now, so that a holder can tell its segment removed
  * (0: gone) or removed and created anew (1 with another dev/ino). -1 when it cannot tell: callers
  * count that as present, never inventing a removal. */
@@ -103,6 +110,10 @@ int gy_register(gy_shm *shm, int priority, gy_err *err);
  * of the hooks library and the Python extension. */
 int gy_priority_parse(const char *text, int *out);
 void gy_unregister(gy_shm *shm);
+/* At a normal exit (atexit): free this process's slot at once, counting out its jobs and its
+ * in-flight mark, so nobody waits for a reap or a drain timeout. Leaves the handle itself alone:
+ * other threads of the exiting process may still read it. Only our own slot (same pid) goes. */
+void gy_release_at_exit(gy_shm *shm);
 /* Count out dead processes: their jobs, their slots. Returns how many were reaped. Safe to call
  * from anyone, at any time. */
 int gy_reap(gy_shm *shm);
@@ -124,7 +135,8 @@ static inline bool gy_launch_allowed(const gy_shm *shm, int priority)
 
 /* The slow path: block until a launch at our effective priority is allowed: the registered one,
  * or the level of the highest job this process holds if that is higher (it never waits for its
- * own job, nor for peers at that level). Counts a wait and the time blocked in our slot, stores
+ * own job, nor for peers at that level), or until the segment is removed (gy_segment_removed:
+ * then the launch must not go ahead on it). Counts a wait and the time blocked in our slot, stores
  * the effective priority in *allowed_at (may be NULL) and returns the ns spent blocked. */
 uint64_t gy_wait_until_allowed(gy_shm *shm, int *allowed_at);
 /* Whether a launch is allowed now at our effective priority (see above), without waiting. */
@@ -154,6 +166,8 @@ typedef struct gy_job {
     uint64_t entered_ns; /* when the job was counted in */
     uint64_t deadline_ns;
     uint64_t wait_ns;    /* how long the drain wait took */
+    uint64_t next_reap_ns; /* when this job's wait reaps next: kept across slices, so a caller that
+                            * waits in short slices still reaps on schedule */
     bool drained;
     bool timed_out;
     bool corun;          /* the begin did not wait: the policy is corun, or partition under MPS */
@@ -201,6 +215,10 @@ struct gy_status {
     bool mps;
     uint32_t jobs[GY_LEVELS];
     uint64_t job_epoch, total_drain_timeouts, reaped;
+    uint64_t lock_timeouts; /* lock attempts on the segment's mutex that gave up after their bound */
+    /* Empty when the snapshot took the mutex; else who held it past the bound (pid, thread,
+     * registered priority, STOPPED) or that it is corrupted. Plain text, no quotes. */
+    char mutex_holder[160];
     int nprocs;
     struct gy_status_proc procs[GY_MAX_PROCS];
 };

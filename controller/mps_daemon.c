@@ -1,5 +1,6 @@
 /* Starting, joining and quitting an MPS control daemon for one experiment. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 
 #include "errors.h"
 #include "mps_daemon.h"
+#include "private_dir.h"
 
 extern char **environ;
 
@@ -26,43 +28,44 @@ static void sleep_ms(long ms)
     nanosleep(&ts, NULL);
 }
 
-static int mkdir_p(const char *path, gy_err *err)
+/* The daemon's pid from its pid file in the verified pipe directory: 0 when there is none, -1
+ * (err filled) when something other than our regular file is there (a planted FIFO or link). */
+static pid_t read_daemon_pid(int pipe_fd, const char *pipe_dir, gy_err *err)
 {
-    char buf[PATH_MAX];
-    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
-        return gy_fail(err, ENAMETOOLONG, "MPS directory '%s' is too long", path);
-    for (char *p = buf + 1;; p++) {
-        if (*p != '/' && *p != '\0')
-            continue;
-        char saved = *p;
-        *p = '\0';
-        if (mkdir(buf, 0700) != 0 && errno != EEXIST) {
-            int e = errno;
-            return gy_fail(err, e, "cannot create MPS directory '%s': %s", buf, strerror(e));
-        }
-        *p = saved;
-        if (!saved)
-            return 0;
-    }
-}
-
-static pid_t read_daemon_pid(const char *pipe_dir)
-{
-    char path[PATH_MAX + sizeof PID_FILE];
-    snprintf(path, sizeof path, "%s" PID_FILE, pipe_dir);
-    FILE *f = fopen(path, "r");
-    long pid = 0;
-    if (f) {
-        if (fscanf(f, "%ld", &pid) != 1)
-            pid = 0;
-        fclose(f);
-    }
-    return pid > 0 && pid < 1 << 30 ? (pid_t)pid : 0;
+    char shown[PATH_MAX + sizeof PID_FILE];
+    snprintf(shown, sizeof shown, "%s" PID_FILE, pipe_dir);
+    int fd = gy_private_file_read(pipe_fd, PID_FILE + 1, shown, err);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : -1;
+    char buf[32];
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    buf[n > 0 ? n : 0] = '\0';
+    char *end;
+    long pid = strtol(buf, &end, 10);
+    return pid > 0 && pid < 1 << 30 && end != buf ? (pid_t)pid : 0;
 }
 
 /* gy_proc_start_time counts a zombie as gone: a daemon detaches, so a subreaper ancestor (nsys is
  * one) adopts it instead of init and may reap it only at its own end. */
 static bool process_alive(pid_t pid) { return pid > 0 && gy_proc_start_time(pid) != 0; }
+
+/* A pid file names our daemon only if that process is alive and runs as us: a pid file naming
+ * anyone else's process (planted, or a pid reused since) is stale and must not refuse a start. */
+static bool our_process_alive(pid_t pid)
+{
+    char path[64];
+    struct stat st;
+    snprintf(path, sizeof path, "/proc/%d", (int)pid);
+    return process_alive(pid) && stat(path, &st) == 0 && st.st_uid == geteuid();
+}
+
+static bool has_control(int pipe_fd)
+{
+    struct stat st;
+    return fstatat(pipe_fd, "control", &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_uid == geteuid() &&
+           !S_ISLNK(st.st_mode) && !S_ISDIR(st.st_mode);
+}
 
 /* The environment with the two MPS directories set to ours. */
 static char **mps_environment(const char *pipe_dir, const char *log_dir, char *pipe_var, char *log_var, size_t len)
@@ -138,6 +141,7 @@ static int run_control(const gy_mps *mps, const char *arg, const char *input, gy
 static int set_dirs(gy_mps *mps, const char *pipe_dir, const char *log_dir, gy_err *err)
 {
     memset(mps, 0, sizeof *mps);
+    mps->dir_fd = mps->pipe_fd = -1;
     if (strlen(pipe_dir) + sizeof LONGEST_SOCKET > sizeof(((struct sockaddr_un *)0)->sun_path))
         return gy_fail(err, ENAMETOOLONG,
                        "MPS pipe directory '%s' is too long for the daemon's sockets (at most %zu characters): "
@@ -148,32 +152,97 @@ static int set_dirs(gy_mps *mps, const char *pipe_dir, const char *log_dir, gy_e
     return 0;
 }
 
-int gy_mps_start(gy_mps *mps, const char *pipe_dir, const char *log_dir, gy_err *err)
+void gy_mps_default_dir(const char *segment_name, char *out, size_t len)
 {
+    /* segment_name is "/gpuyield-<uid>-<tag>": the directory is gpuyield-mps-<uid>-<tag>. */
+    snprintf(out, len, "%s/gpuyield-mps%s", gy_runtime_base(), segment_name + strlen("/gpuyield"));
+}
+
+/* What the daemon leaves in its pipe directory once it is gone. */
+static const char *const pipe_files[] = {"control", "control_lock", "control_privileged", "log", PID_FILE + 1, NULL};
+
+/* Remove what we made, relative to the verified descriptors only: a path swapped in since is
+ * never followed. Directories go only when empty (the log directory keeps the daemon's log). */
+static void release_dirs(gy_mps *mps, bool remove_pipe)
+{
+    if (mps->pipe_fd >= 0 && remove_pipe)
+        for (const char *const *n = pipe_files; *n; n++)
+            unlinkat(mps->pipe_fd, *n, 0);
+    if (mps->dir_fd >= 0) {
+        if (remove_pipe)
+            unlinkat(mps->dir_fd, "pipe", AT_REMOVEDIR);
+        if (mps->created_dirs) { /* a failed start: nothing of ours stays */
+            unlinkat(mps->dir_fd, "log", AT_REMOVEDIR);
+            unlinkat(mps->dir_fd, "pipe", AT_REMOVEDIR);
+        }
+    }
+    if (mps->pipe_fd >= 0)
+        close(mps->pipe_fd);
+    if (mps->dir_fd >= 0)
+        close(mps->dir_fd);
+    mps->pipe_fd = mps->dir_fd = -1;
+}
+
+static int start_failed(gy_mps *mps, const char *dir)
+{
+    bool created = mps->created_dirs;
+    release_dirs(mps, true);
+    if (created)
+        rmdir(dir); /* only if empty; its parent was the caller's choice */
+    return -1;
+}
+
+int gy_mps_start(gy_mps *mps, const char *dir, gy_err *err)
+{
+    char pipe_dir[PATH_MAX], log_dir[PATH_MAX];
+    if (snprintf(pipe_dir, sizeof pipe_dir, "%s/pipe", dir) >= (int)sizeof pipe_dir ||
+        snprintf(log_dir, sizeof log_dir, "%s/log", dir) >= (int)sizeof log_dir)
+        return gy_fail(err, ENAMETOOLONG, "MPS directory '%s' is too long", dir);
     if (set_dirs(mps, pipe_dir, log_dir, err))
         return -1;
-    pid_t running = read_daemon_pid(pipe_dir);
-    if (process_alive(running))
-        return gy_fail(err, EEXIST,
-                       "MPS: a control daemon (pid %d) already serves %s: join it instead, or stop it with "
-                       "`echo quit | CUDA_MPS_PIPE_DIRECTORY=%s %s`",
-                       (int)running, pipe_dir, pipe_dir, GY_MPS_CONTROL);
-    if (mkdir_p(mps->pipe_dir, err) || mkdir_p(mps->log_dir, err))
+    bool created_dir = false, created_pipe = false, created_log = false;
+    mps->dir_fd = gy_private_dir(dir, &created_dir, err);
+    if (mps->dir_fd < 0)
         return -1;
+    mps->created_dirs = created_dir;
+    mps->pipe_fd = gy_private_dir_at(mps->dir_fd, "pipe", pipe_dir, &created_pipe, err);
+    if (mps->pipe_fd < 0)
+        return start_failed(mps, dir);
+    int log_fd = gy_private_dir_at(mps->dir_fd, "log", log_dir, &created_log, err);
+    if (log_fd < 0)
+        return start_failed(mps, dir);
+    close(log_fd);
+    pid_t running = read_daemon_pid(mps->pipe_fd, pipe_dir, err);
+    if (running < 0)
+        return start_failed(mps, dir);
+    if (running && our_process_alive(running) && has_control(mps->pipe_fd)) {
+        gy_fail(err, EEXIST,
+                "MPS: a control daemon (pid %d) already serves %s: join it instead, or stop it with "
+                "`echo quit | CUDA_MPS_PIPE_DIRECTORY=%s %s`",
+                (int)running, pipe_dir, pipe_dir, GY_MPS_CONTROL);
+        mps->created_dirs = false; /* its files are not ours to remove */
+        release_dirs(mps, false);
+        return -1;
+    }
+    if (running) /* stale: a dead daemon's, or naming a process that is not our daemon */
+        unlinkat(mps->pipe_fd, PID_FILE + 1, 0);
     int rc = run_control(mps, "-d", NULL, err);
     if (rc < 0)
-        return -1;
-    if (rc != 0)
-        return gy_fail(err, EIO, "MPS: `%s -d` failed (exit status %d); its log is in %s (control.log)",
-                       GY_MPS_CONTROL, rc, mps->log_dir);
+        return start_failed(mps, dir);
+    if (rc != 0) {
+        gy_fail(err, EIO, "MPS: `%s -d` failed (exit status %d); its log is in %s (control.log)", GY_MPS_CONTROL, rc,
+                mps->log_dir);
+        return start_failed(mps, dir); /* a log directory holding its log is not empty: it stays */
+    }
     /* -d returns once the daemon forked; wait for its pid file and control socket. */
-    char control[PATH_MAX + 16];
-    snprintf(control, sizeof control, "%s/control", mps->pipe_dir);
     for (int waited_ms = 0; waited_ms < 10000; waited_ms += 20) {
-        mps->daemon_pid = read_daemon_pid(mps->pipe_dir);
-        if (mps->daemon_pid && access(control, F_OK) == 0) {
+        mps->daemon_pid = read_daemon_pid(mps->pipe_fd, pipe_dir, err);
+        if (mps->daemon_pid < 0)
+            return start_failed(mps, dir);
+        if (mps->daemon_pid && has_control(mps->pipe_fd)) {
             mps->daemon_start_time = gy_proc_start_time(mps->daemon_pid);
             mps->started = true;
+            mps->created_dirs = false; /* from here on the directories hold the daemon's files */
             return 0;
         }
         sleep_ms(20);
@@ -199,24 +268,20 @@ int gy_mps_join(gy_mps *mps, const char *pipe_dir, gy_err *err)
                        "MPS: the control daemon at %s belongs to uid %u, not to you (uid %u): its server would run "
                        "as that user and refuse your processes; let gpuyield start your own daemon",
                        pipe_dir, (unsigned)st.st_uid, (unsigned)geteuid());
-    mps->daemon_pid = read_daemon_pid(mps->pipe_dir);
+    /* The directory the user named (links followed: their choice); its pid file never is. */
+    int pipe_fd = open(pipe_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (pipe_fd < 0) {
+        int e = errno;
+        return gy_fail(err, e, "MPS: cannot open %s: %s", pipe_dir, strerror(e));
+    }
+    mps->daemon_pid = read_daemon_pid(pipe_fd, pipe_dir, err);
+    close(pipe_fd);
+    if (mps->daemon_pid < 0)
+        return -1;
     if (mps->daemon_pid && !process_alive(mps->daemon_pid))
         return gy_fail(err, ESRCH, "MPS: the control daemon of %s (pid %d) is gone; remove its stale files or start a new one",
                        pipe_dir, (int)mps->daemon_pid);
     return 0;
-}
-
-/* The pipe directory holds only sockets and a pid file once the daemon is gone: remove them. */
-static void remove_pipe_dir(const char *dir)
-{
-    static const char *const names[] = {"control", "control_lock", "control_privileged", "log",
-                                        "nvidia-cuda-mps-control.pid", NULL};
-    char path[PATH_MAX + 64];
-    for (const char *const *n = names; *n; n++) {
-        snprintf(path, sizeof path, "%s/%s", dir, *n);
-        unlink(path);
-    }
-    rmdir(dir); /* fails harmlessly if the daemon left other files */
 }
 
 int gy_mps_stop(gy_mps *mps, double timeout_s, gy_err *err)
@@ -240,7 +305,7 @@ int gy_mps_stop(gy_mps *mps, double timeout_s, gy_err *err)
             kill(pid, SIGKILL);
         killed = true;
     }
-    remove_pipe_dir(mps->pipe_dir);
+    release_dirs(mps, true);
     if (killed)
         return gy_fail(err, ETIMEDOUT, "MPS: the control daemon (pid %d) did not quit within %.0f s and was killed",
                        (int)pid, timeout_s);

@@ -5,6 +5,7 @@
 #define GY_MPS_DAEMON_H
 
 #include <limits.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
@@ -19,12 +20,21 @@ typedef struct gy_mps {
     pid_t daemon_pid; /* from its pid file; 0 when unknown */
     uint64_t daemon_start_time; /* with the pid, tells it from a process that reused the pid */
     bool started;     /* ours to quit */
+    /* Started ones: the verified experiment and pipe directories (every removal is relative to
+     * them), and whether a failed start made them (then they go). -1 when not open. */
+    int dir_fd, pipe_fd;
+    bool created_dirs;
 } gy_mps;
 
-/* Start a control daemon whose pipes live in pipe_dir and logs in log_dir (both made, 0700).
- * Refuses a pipe_dir where a daemon already answers, a path too long for its sockets, a missing
- * control program; returns once its control socket exists. 0, or -1 with err filled. */
-int gy_mps_start(gy_mps *mps, const char *pipe_dir, const char *log_dir, gy_err *err);
+/* Start a control daemon whose pipes live in dir/pipe and logs in dir/log. dir and both
+ * subdirectories are made 0700 or must already be ours with mode 0700 and not links
+ * (private_dir.h); anything planted is refused naming its owner. Refuses a pipe directory where
+ * our daemon already answers, a path too long for its sockets, a missing control program;
+ * returns once its control socket exists. 0, or -1 with err filled and nothing left behind. */
+int gy_mps_start(gy_mps *mps, const char *dir, gy_err *err);
+/* The default experiment directory for segment_name: gpuyield-mps-<uid>-<tag> in
+ * $XDG_RUNTIME_DIR when that is ours (0700), else in /tmp. */
+void gy_mps_default_dir(const char *segment_name, char *out, size_t len);
 /* Use the daemon already serving pipe_dir (never quit by us). Refuses one of another user. */
 int gy_mps_join(gy_mps *mps, const char *pipe_dir, gy_err *err);
 /* Quit a daemon we started and wait (up to timeout_s) until it is gone; nothing for a joined

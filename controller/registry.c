@@ -1,5 +1,6 @@
 /* Process registration and reaping of dead processes. */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -22,7 +23,7 @@ bool gy_slot_sane(const struct gy_proc_slot *slot)
 
 void gy_publish_levels_locked(struct gy_segment *seg)
 {
-    uint32_t mask = 0;
+    uint32_t mask = atomic_load_explicit(&seg->active_levels, memory_order_relaxed) & GY_REMOVED_BIT;
     for (int level = 0; level < GY_LEVELS; level++)
         if (seg->jobs[level])
             mask |= 1u << level;
@@ -77,15 +78,71 @@ int gy_reap_locked(struct gy_segment *seg)
     return reaped;
 }
 
-void gy_lock_and_recover(struct gy_segment *seg)
+int gy_lock_and_recover(struct gy_segment *seg)
 {
-    if (gy_lock(seg) && gy_reap_locked(seg))
+    int rc = gy_lock(seg);
+    if (rc == 1 && gy_reap_locked(seg))
         gy_wake_all(seg);
+    return rc < 0 ? -1 : 0;
+}
+
+/* 'T' (stopped) or 't' (traced) in /proc/<pid>/stat: why a holder does not let go. */
+static bool process_stopped(int pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return false;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    return p && (p[2] == 'T' || p[2] == 't');
+}
+
+void gy_describe_holder(const struct gy_segment *seg, char *buf, size_t len)
+{
+    int tid, pid = gy_mutex_holder(seg, &tid);
+    if (!tid) {
+        snprintf(buf, len, "nobody now");
+        return;
+    }
+    int priority = -1;
+    for (int i = 0; i < GY_MAX_PROCS && pid > 0; i++) {
+        const struct gy_proc_slot *s = &seg->procs[i];
+        if (atomic_load_explicit(&s->state, memory_order_acquire) != GY_PROC_FREE && s->pid == pid && gy_slot_sane(s))
+            priority = s->priority;
+    }
+    char registered[64] = "not registered in it";
+    if (priority >= 0)
+        snprintf(registered, sizeof registered, "registered at priority %d", priority);
+    if (pid > 0)
+        snprintf(buf, len, "pid %d (thread %d, %s%s)", pid, tid, registered, process_stopped(pid) ? ", STOPPED" : "");
+    else
+        snprintf(buf, len, "thread id %d, which no live process has", tid);
+}
+
+int gy_lock_fail(const gy_shm *shm, const char *doing, gy_err *err)
+{
+    const struct gy_segment *seg = shm->seg;
+    if (!gy_mutex_sane(seg))
+        return gy_fail(err, EPROTO,
+                       "cannot %s: the mutex of segment %s is corrupted (kind %d): stop its users and "
+                       "`expcontroller remove --name %s`",
+                       doing, shm->name, seg->mutex.__data.__kind, shm->name);
+    char holder[160];
+    gy_describe_holder(seg, holder, sizeof holder);
+    return gy_fail(err, ETIMEDOUT,
+                   "cannot %s: the mutex of segment %s stayed held for over %llu ms by %s; a stopped process "
+                   "(SIGSTOP, a debugger) must be resumed (kill -CONT) or ended; counted in lock_timeouts",
+                   doing, shm->name, (unsigned long long)(gy_lock_bound_ns(seg) / 1000000ull), holder);
 }
 
 int gy_reap(gy_shm *shm)
 {
-    gy_lock_and_recover(shm->seg);
+    if (gy_lock_and_recover(shm->seg))
+        return 0;
     int reaped = gy_reap_locked(shm->seg);
     gy_unlock(shm->seg);
     if (reaped)
@@ -106,7 +163,8 @@ int gy_register(gy_shm *shm, int priority, gy_err *err)
         return gy_fail(err, EMFILE, "cannot read /proc/%d/stat to register in %s (out of file descriptors, or "
                                     "/proc not mounted?): free descriptors or mount /proc, then retry",
                        pid, shm->name);
-    gy_lock_and_recover(seg);
+    if (gy_lock_and_recover(seg))
+        return gy_lock_fail(shm, "register", err);
     int found = -1;
     for (int pass = 0; pass < 2 && found < 0; pass++) {
         if (pass == 1 && gy_reap_locked(seg) == 0)
@@ -139,17 +197,33 @@ int gy_register(gy_shm *shm, int priority, gy_err *err)
     return 0;
 }
 
+void gy_release_at_exit(gy_shm *shm)
+{
+    int index = shm->slot;
+    if (!shm->seg || index < 0 || index >= GY_MAX_PROCS)
+        return;
+    struct gy_segment *seg = shm->seg;
+    struct gy_proc_slot *slot = &seg->procs[index];
+    if (gy_lock_and_recover(seg))
+        return; /* the next reap frees it once we are gone */
+    if (slot->pid == getpid() && atomic_load_explicit(&slot->state, memory_order_acquire) != GY_PROC_FREE)
+        free_slot_locked(seg, slot);
+    gy_unlock(seg);
+    gy_wake_all(seg);
+}
+
 void gy_unregister(gy_shm *shm)
 {
     if (shm->slot < 0)
         return;
     struct gy_segment *seg = shm->seg;
     struct gy_proc_slot *slot = &seg->procs[shm->slot];
-    gy_lock_and_recover(seg);
+    shm->slot = -1;
+    if (gy_lock_and_recover(seg))
+        return; /* a reap frees the slot once we are gone */
     /* The slot may have been reaped and reused if our pid was misjudged; only free our own. */
     if (slot->pid == getpid() && atomic_load_explicit(&slot->state, memory_order_acquire) != GY_PROC_FREE)
         free_slot_locked(seg, slot);
     gy_unlock(seg);
     gy_wake_all(seg);
-    shm->slot = -1;
 }

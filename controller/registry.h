@@ -14,7 +14,12 @@ int gy_reap_locked(struct gy_segment *seg);
 #define GY_MAX_HELD_JOBS 1024
 /* A slot whose fields are in range; anything else is treated as corrupt and skipped. */
 bool gy_slot_sane(const struct gy_proc_slot *slot);
-/* Lock, and if the last owner died inside, reap before going on. */
-void gy_lock_and_recover(struct gy_segment *seg);
+/* Lock, and if the last owner died inside, reap before going on. 0 when locked, -1 when not
+ * (gy_lock's bound passed or the mutex is corrupted): then fill an error with gy_lock_fail. */
+int gy_lock_and_recover(struct gy_segment *seg);
+/* Fill err for a lock that failed while doing `doing`, naming the holder; returns -1. */
+int gy_lock_fail(const gy_shm *shm, const char *doing, gy_err *err);
+/* "pid P (thread T, registered at priority p, STOPPED)": who holds the mutex now. */
+void gy_describe_holder(const struct gy_segment *seg, char *buf, size_t len);
 
 #endif

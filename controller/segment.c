@@ -10,6 +10,7 @@
 
 #include "errors.h"
 #include "gpuyield.h"
+#include "private_dir.h"
 #include "shared_wait.h"
 
 #define TAG_MAX 40
@@ -26,6 +27,18 @@ static bool valid_tag(const char *tag)
             return false;
     }
     return strcmp(tag, ".") != 0 && strcmp(tag, "..") != 0;
+}
+
+/* The owner of /dev/shm<name> when it is not us (shm_open names map there on Linux). */
+static bool foreign_owner(const char *name, uid_t *owner)
+{
+    char path[GY_NAME_MAX + 16];
+    struct stat st;
+    snprintf(path, sizeof path, "/dev/shm%s", name);
+    if (lstat(path, &st) != 0 || st.st_uid == geteuid())
+        return false;
+    *owner = st.st_uid;
+    return true;
 }
 
 const char *gy_default_tag(void)
@@ -74,6 +87,15 @@ int gy_create(const char *tag_or_name, uint64_t drain_timeout_ns, gy_shm *out, g
     int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) {
         int e = errno;
+        uid_t squatter;
+        if (e == EEXIST && foreign_owner(name, &squatter)) {
+            char owner[160];
+            gy_owner_text(squatter, owner, sizeof owner);
+            return gy_fail(err, e,
+                           "segment %s already exists and belongs to %s, not to you (uid %u): another user holds "
+                           "this name; ask them (or root) to remove /dev/shm%s, or pick another tag",
+                           name, owner, (unsigned)geteuid(), name);
+        }
         if (e == EEXIST)
             return gy_fail(err, e,
                            "segment %s already exists: another experiment uses this tag, or a crashed one left "
@@ -81,6 +103,14 @@ int gy_create(const char *tag_or_name, uint64_t drain_timeout_ns, gy_shm *out, g
                            "`expcontroller remove --name %s`",
                            name, name);
         return gy_fail(err, e, "cannot create segment %s in /dev/shm: %s", name, strerror(e));
+    }
+    /* The mode we mean whatever the umask: a segment made 0000 under umask 0777 would be
+     * refused to its own owner's other processes as "another user's". */
+    if (fchmod(fd, 0600) != 0) {
+        int e = errno;
+        close(fd);
+        shm_unlink(name);
+        return gy_fail(err, e, "cannot set mode 0600 on segment %s: %s", name, strerror(e));
     }
     if (ftruncate(fd, sizeof(struct gy_segment)) != 0) {
         int e = errno;
@@ -133,6 +163,15 @@ int gy_open(const char *tag_or_name, gy_shm *out, gy_err *err)
                            "no segment %s: start the experiment first (run_exp creates one; by hand: "
                            "`expcontroller serve --name <tag>`), or check GPUYIELD_SHM",
                            name);
+        uid_t other;
+        if (e == EACCES && foreign_owner(name, &other)) {
+            char owner[160];
+            gy_owner_text(other, owner, sizeof owner);
+            return gy_fail(err, e,
+                           "segment %s belongs to another user, %s, not to you (uid %u): gpuyield segments are "
+                           "private (0600); use your own tag",
+                           name, owner, (unsigned)geteuid());
+        }
         if (e == EACCES)
             return gy_fail(err, e, "segment %s belongs to another user: gpuyield segments are private (0600)",
                            name);
@@ -145,11 +184,13 @@ int gy_open(const char *tag_or_name, gy_shm *out, gy_err *err)
         return gy_fail(err, e, "cannot stat segment %s: %s", name, strerror(e));
     }
     if (st.st_uid != geteuid()) {
+        char owner[160];
+        gy_owner_text(st.st_uid, owner, sizeof owner);
         close(fd);
         return gy_fail(err, EACCES,
-                       "segment %s is owned by uid %u, not by you (uid %u): gpuyield never joins another "
+                       "segment %s is owned by %s, not by you (uid %u): gpuyield never joins another "
                        "user's experiment; use your own tag",
-                       name, (unsigned)st.st_uid, (unsigned)geteuid());
+                       name, owner, (unsigned)geteuid());
     }
     if ((size_t)st.st_size != sizeof(struct gy_segment)) {
         close(fd);
@@ -207,6 +248,20 @@ int gy_remove(const char *tag_or_name, gy_err *err)
     char name[GY_NAME_MAX];
     if (gy_segment_name(tag_or_name, name, err))
         return -1;
+    /* Mark it first: hooked processes still attached must not go on launching ungated on a
+     * segment nobody can join any more (a new one of the same name may be made next). A segment
+     * that does not open cleanly (another user's, corrupted) is only unlinked. */
+    gy_shm old;
+    if (gy_open(name, &old, NULL) == 0) {
+        /* Under the mutex, so that no level update racing with us drops the bit; without it when
+         * the mutex cannot be had (a stopped holder): the bit still goes in. */
+        bool locked = gy_lock(old.seg) >= 0;
+        atomic_fetch_or_explicit(&old.seg->active_levels, GY_REMOVED_BIT, memory_order_seq_cst);
+        if (locked)
+            gy_unlock(old.seg);
+        gy_wake_all(old.seg);
+        gy_close(&old);
+    }
     if (shm_unlink(name) != 0) {
         int e = errno;
         if (e == ENOENT)

@@ -89,6 +89,10 @@ struct gy_segment {
     /* The hot word, alone on its cache line: bit L set while a job of level L is in progress.
      * A launch of priority p is allowed iff (active_levels >> (p + 1)) == 0. */
     _Atomic uint32_t active_levels __attribute__((aligned(64)));
+/* Set in active_levels (above every level) by `remove` before the name is unlinked: the one-load
+ * fast path then sees the gate closed for every priority, and the slow path finds the segment
+ * removed. It is never cleared: a removed segment stays removed. */
+#define GY_REMOVED_BIT (1u << 31)
 
     /* Slow path state, guarded by mutex. wake_seq is the futex word of the shared condition. */
     pthread_mutex_t mutex __attribute__((aligned(64)));
@@ -98,11 +102,16 @@ struct gy_segment {
     _Atomic uint64_t total_drain_timeouts;
     _Atomic uint64_t reaped;     /* dead processes counted out so far */
     uint64_t next_reap_ns;       /* CLOCK_MONOTONIC: the periodic reap is due; one waiter does it */
+    /* Lock attempts that gave up after the bound (a holder stopped, or a corrupted mutex). In
+     * what was padding before procs: no field moved. */
+    _Atomic uint64_t lock_timeouts;
 
     struct gy_proc_slot procs[GY_MAX_PROCS];
 };
 
 _Static_assert(sizeof(struct gy_segment) < 64 * 1024, "the segment must stay under 64 KiB");
+_Static_assert(offsetof(struct gy_segment, procs) == 320 && sizeof(struct gy_proc_slot) == 128,
+               "the slot table moved: bump GY_LAYOUT_VERSION");
 /* tests/lib/leaked_segments.py reads the header without this file: keep its offsets. */
 _Static_assert(offsetof(struct gy_segment, creator_pid) == 20 && offsetof(struct gy_segment, creator_start_time) == 24,
                "the header moved: update tests/lib/leaked_segments.py");

@@ -1,6 +1,7 @@
 #include "shared_wait.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <signal.h>
@@ -37,20 +38,87 @@ static void recover_if_owner_missing(struct gy_segment *seg)
         syscall(SYS_futex, word, FUTEX_WAKE, 1, NULL, NULL, 0);
 }
 
+/* The kind glibc stores in a mutex made by gy_mutex_init. Anything else is a corrupted segment:
+ * some kinds (robust priority-inheritance) abort inside glibc when the owner is missing. */
+static int expected_kind(void)
+{
+    static _Atomic int kind = -1;
+    int k = atomic_load(&kind);
+    if (k < 0) {
+        struct gy_segment probe;
+        gy_mutex_init(&probe);
+        k = probe.mutex.__data.__kind;
+        pthread_mutex_destroy(&probe.mutex);
+        atomic_store(&kind, k);
+    }
+    return k;
+}
+
+bool gy_mutex_sane(const struct gy_segment *seg)
+{
+    return seg->mutex.__data.__kind == expected_kind();
+}
+
+uint64_t gy_lock_bound_ns(const struct gy_segment *seg)
+{
+    uint64_t bound = seg->drain_timeout_ns;
+    if (bound < GY_LOCK_BOUND_MIN_NS)
+        return GY_LOCK_BOUND_MIN_NS;
+    return bound > GY_LOCK_BOUND_MAX_NS ? GY_LOCK_BOUND_MAX_NS : bound;
+}
+
 int gy_lock(struct gy_segment *seg)
 {
+    if (!gy_mutex_sane(seg)) {
+        atomic_fetch_add_explicit(&seg->lock_timeouts, 1, memory_order_relaxed);
+        return -1;
+    }
     /* trylock first so that a word naming a missing owner is noticed before blocking on it; both
-     * calls report a dead owner (EOWNERDEAD) the same way, and sanitizers know both. */
+     * calls report a dead owner (EOWNERDEAD) the same way, and sanitizers know both. The wait is
+     * bounded: a holder that is stopped (SIGSTOP, a debugger) or a word naming a live thread
+     * that never unlocks must not hold everyone else for ever. */
     int rc = pthread_mutex_trylock(&seg->mutex);
     if (rc == EBUSY) {
         recover_if_owner_missing(seg);
-        rc = pthread_mutex_lock(&seg->mutex);
+        uint64_t bound = gy_lock_bound_ns(seg);
+        struct timespec deadline;
+        clock_gettime(CLOCK_REALTIME, &deadline);
+        deadline.tv_sec += (time_t)(bound / 1000000000ull);
+        deadline.tv_nsec += (long)(bound % 1000000000ull);
+        if (deadline.tv_nsec >= 1000000000L) {
+            deadline.tv_sec++;
+            deadline.tv_nsec -= 1000000000L;
+        }
+        rc = pthread_mutex_timedlock(&seg->mutex, &deadline);
     }
     if (rc == EOWNERDEAD) {
         pthread_mutex_consistent(&seg->mutex);
         return 1;
     }
+    if (rc != 0) { /* ETIMEDOUT; or ENOTRECOVERABLE, EDEADLK from a corrupted word */
+        atomic_fetch_add_explicit(&seg->lock_timeouts, 1, memory_order_relaxed);
+        return -1;
+    }
     return 0;
+}
+
+int gy_mutex_holder(const struct gy_segment *seg, int *tid)
+{
+    const _Atomic uint32_t *word = (const _Atomic uint32_t *)(const void *)&seg->mutex;
+    *tid = (int)(atomic_load(word) & FUTEX_TID_MASK);
+    if (!*tid)
+        return 0;
+    char path[64], line[128];
+    snprintf(path, sizeof path, "/proc/%d/status", *tid);
+    FILE *f = fopen(path, "re");
+    int pid = 0;
+    if (f) {
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "Tgid: %d", &pid) == 1)
+                break;
+        fclose(f);
+    }
+    return pid;
 }
 
 void gy_unlock(struct gy_segment *seg)
@@ -71,6 +139,12 @@ int gy_wait_locked(struct gy_segment *seg, uint32_t seq, uint64_t timeout_ns)
      * measured on CLOCK_MONOTONIC. EAGAIN means the sequence already moved. */
     syscall(SYS_futex, &seg->wake_seq, FUTEX_WAIT, seq, &rel, NULL, 0);
     return gy_lock(seg);
+}
+
+void gy_wait_unlocked(struct gy_segment *seg, uint32_t seq, uint64_t timeout_ns)
+{
+    struct timespec rel = {(time_t)(timeout_ns / 1000000000ull), (long)(timeout_ns % 1000000000ull)};
+    syscall(SYS_futex, &seg->wake_seq, FUTEX_WAIT, seq, &rel, NULL, 0);
 }
 
 void gy_wake_all(struct gy_segment *seg)

@@ -36,15 +36,18 @@ int gy_status_read(gy_shm *shm, struct gy_status *out, gy_err *err)
     struct gy_segment *seg = shm->seg;
     memset(out, 0, sizeof *out);
     snprintf(out->name, sizeof out->name, "%s", shm->name);
-    /* A reader must not hang on a wedged segment: take the mutex with a deadline, and read the
-     * atomically kept fields without it if the deadline passes. */
-    struct timespec deadline;
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += 1;
-    int rc = pthread_mutex_timedlock(&seg->mutex, &deadline);
-    if (rc == EOWNERDEAD)
-        pthread_mutex_consistent(&seg->mutex);
-    bool locked = rc == 0 || rc == EOWNERDEAD;
+    /* A reader must not hang on a wedged segment: a mutex of another kind (corrupted: glibc
+     * aborts on some) is never locked, and a held one only within the lock's bound; the fields
+     * kept atomically are read without it then, and the holder is named. */
+    bool locked = gy_lock(seg) >= 0;
+    out->lock_timeouts = atomic_load(&seg->lock_timeouts);
+    if (!locked) {
+        if (gy_mutex_sane(seg))
+            gy_describe_holder(seg, out->mutex_holder, sizeof out->mutex_holder);
+        else
+            snprintf(out->mutex_holder, sizeof out->mutex_holder, "nobody: the mutex is corrupted (kind %d)",
+                     seg->mutex.__data.__kind);
+    }
     int bad_slot = -1;
     for (int level = 0; level < GY_LEVELS; level++) {
         out->jobs[level] = seg->jobs[level];
@@ -76,7 +79,7 @@ int gy_status_read(gy_shm *shm, struct gy_status *out, gy_err *err)
         p->partition = partition_name(atomic_load(&slot->partition_state));
     }
     if (locked)
-        pthread_mutex_unlock(&seg->mutex);
+        gy_unlock(seg);
     clock_gettime(CLOCK_REALTIME, &out->taken);
     for (int i = 0; i < out->nprocs && bad_slot == -1; i++) /* /proc reads outside the mutex */
         gy_proc_name(out->procs[i].pid, out->procs[i].name, sizeof out->procs[i].name);
@@ -136,9 +139,11 @@ int gy_status_json(const struct gy_status *st, char *buf, size_t len)
          gy_policy_name(st->policy), st->mps ? "true" : "false");
     for (int level = 0; level < GY_LEVELS; level++)
         EMIT("%s%u", level ? ", " : "", st->jobs[level]);
-    EMIT("], \"job_epoch\": %llu, \"drain_timeouts\": %llu, \"reaped\": %llu, \"processes\": [",
+    EMIT("], \"job_epoch\": %llu, \"drain_timeouts\": %llu, \"reaped\": %llu, \"lock_timeouts\": %llu, "
+         "\"mutex_holder\": ",
          (unsigned long long)st->job_epoch, (unsigned long long)st->total_drain_timeouts,
-         (unsigned long long)st->reaped);
+         (unsigned long long)st->reaped, (unsigned long long)st->lock_timeouts);
+    EMIT(st->mutex_holder[0] ? "\"%s\", \"processes\": [" : "null%s, \"processes\": [", st->mutex_holder);
     for (int i = 0; i < st->nprocs; i++) {
         const struct gy_status_proc *p = &st->procs[i];
         json_escape(p->name, name, sizeof name);

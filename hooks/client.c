@@ -3,6 +3,7 @@
  * registers itself again at its first launch. */
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -60,7 +61,23 @@ static void after_fork_child(void)
     atomic_fetch_add(&gy_client.generation, 1);
 }
 
-static void install_fork_handlers(void) { pthread_atfork(before_fork, after_fork_parent, after_fork_child); }
+/* A normal exit (return from main, exit()) frees our slot at once: otherwise the slot stays with
+ * work marked in flight until a reap notices the death, and a job begun meanwhile waits for a
+ * drain nobody will acknowledge. Launches made after this (other threads, other atexit handlers)
+ * pass straight through: the process is going. A forked child's exit frees only its own slot. */
+static void release_at_exit(void)
+{
+    if (atomic_load_explicit(&gy_client.phase, memory_order_acquire) != GY_PHASE_READY)
+        return;
+    atomic_store_explicit(&gy_client.phase, GY_PHASE_PASS_THROUGH, memory_order_release);
+    gy_release_at_exit(&gy_client.shm);
+}
+
+static void install_fork_handlers(void)
+{
+    pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+    atexit(release_at_exit);
+}
 
 static const char *mode_text(char *buf, size_t len)
 {
@@ -160,6 +177,9 @@ void gy_client_block(void)
         gy_range_push("preemption");
         gy_wait_until_allowed(&gy_client.shm, &allowed_at);
         gy_range_pop();
+        if (gy_segment_removed(&gy_client.shm))
+            die("stops: its segment was removed while it ran (expcontroller remove, or its experiment ended)",
+                "no launch goes ahead ungated; restart the worker to join the experiment's new segment");
         atomic_fetch_add_explicit(&gy_client.entered, 1, memory_order_seq_cst);
         gy_mark_inflight(&gy_client.shm);
         /* allowed_at is above our priority while this process holds a job above it (begun through

@@ -20,7 +20,7 @@ extern PyObject *gyp_ArgumentError;
 extern PyTypeObject gyp_SegmentType;
 extern PyTypeObject gyp_JobType;
 
-typedef struct {
+typedef struct SegmentObject {
     PyObject_HEAD
     gy_shm shm;
     bool open;
@@ -29,6 +29,7 @@ typedef struct {
     ino_t ino;
     int busy;        /* calls running with the GIL released: close() must not unmap under them */
     PyObject *begun[GY_LEVELS]; /* per level, a list of the Jobs begun by begin(), ended LIFO */
+    struct SegmentObject *open_prev, *open_next; /* the open handles, freed at a normal exit */
 } SegmentObject;
 
 typedef struct {

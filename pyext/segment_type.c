@@ -10,6 +10,41 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* The open handles of this process, linked so that a normal exit frees their slots at once (a
+ * handle still referenced at exit is never deallocated). Touched with the GIL held, and by the
+ * C atexit handler after the interpreter is finalized. */
+static SegmentObject *open_handles;
+static bool exit_handler_installed;
+
+static void release_open_handles_at_exit(void)
+{
+    for (SegmentObject *h = open_handles; h; h = h->open_next)
+        if (h->open && h->owner_pid == getpid())
+            gy_release_at_exit(&h->shm);
+}
+
+static void link_open(SegmentObject *self)
+{
+    if (!exit_handler_installed)
+        exit_handler_installed = atexit(release_open_handles_at_exit) == 0;
+    self->open_prev = NULL;
+    self->open_next = open_handles;
+    if (open_handles)
+        open_handles->open_prev = self;
+    open_handles = self;
+}
+
+static void unlink_open(SegmentObject *self)
+{
+    if (self->open_prev)
+        self->open_prev->open_next = self->open_next;
+    else if (open_handles == self)
+        open_handles = self->open_next;
+    if (self->open_next)
+        self->open_next->open_prev = self->open_prev;
+    self->open_prev = self->open_next = NULL;
+}
+
 PyObject *gyp_segment_new(gy_shm *shm)
 {
     SegmentObject *self = PyObject_GC_New(SegmentObject, &gyp_SegmentType);
@@ -23,6 +58,7 @@ PyObject *gyp_segment_new(gy_shm *shm)
     self->busy = 0;
     self->dev = 0;
     self->ino = 0;
+    link_open(self);
     /* Recorded right after the open; a replacement in between is not told apart (documented). */
     gy_segment_identity(self->shm.name, &self->dev, &self->ino);
     for (int level = 0; level < GY_LEVELS; level++)
@@ -126,6 +162,7 @@ static void close_segment(SegmentObject *self)
         self->shm.slot = -1; /* never unregister the parent's slot from a forked child */
     /* Unregistering counts out every job this process still holds (begun ones included). */
     forget_begun_jobs(self);
+    unlink_open(self);
     gy_close(&self->shm);
     self->open = false;
 }
@@ -347,12 +384,16 @@ static PyObject *status_dict(const struct gy_status *st)
         PyList_SET_ITEM(procs, i, proc);
     }
     /* Same keys, same order as gy_status_json (`expcontroller status --json`). */
+    PyObject *holder = st->mutex_holder[0] ? PyUnicode_FromString(st->mutex_holder) : (Py_INCREF(Py_None), Py_None);
+    if (!holder)
+        goto fail;
     char stamp[48];
     gy_rfc3339(&st->taken, stamp, sizeof stamp);
-    return Py_BuildValue("{s:s,s:s,s:s,s:O,s:N,s:K,s:K,s:K,s:N}", "segment", st->name, "timestamp", stamp, "policy",
+    return Py_BuildValue("{s:s,s:s,s:s,s:O,s:N,s:K,s:K,s:K,s:K,s:N,s:N}", "segment", st->name, "timestamp", stamp, "policy",
                          gy_policy_name(st->policy), "mps", st->mps ? Py_True : Py_False, "jobs", jobs, "job_epoch",
                          (unsigned long long)st->job_epoch, "drain_timeouts",
                          (unsigned long long)st->total_drain_timeouts, "reaped", (unsigned long long)st->reaped,
+                         "lock_timeouts", (unsigned long long)st->lock_timeouts, "mutex_holder", holder,
                          "processes", procs);
 fail:
     Py_XDECREF(jobs);
@@ -391,7 +432,8 @@ PyDoc_STRVAR(status_doc,
              "status($self, /)\n--\n\n"
              "A snapshot of the segment as a dict with exactly the fields of\n"
              "`expcontroller status --json`: segment (name), jobs (8 counts, one per priority),\n"
-             "policy (one of gpuyield.POLICIES), mps, job_epoch, drain_timeouts, reaped, and processes: a list of dicts with pid, priority,\n"
+             "policy (one of gpuyield.POLICIES), mps, job_epoch, drain_timeouts, reaped, lock_timeouts,\n"
+             "mutex_holder (None, or who held the segment's mutex past its bound), and processes: a list of dicts with pid, priority,\n"
              "state ('running', 'blocked', 'draining'), inflight" GY_PROC_COUNTERS(COUNTER_DOC_NAME) ", partition\n"
              "('-', 'active' or 'fallback: <why>').\n"
              "Works on a removed segment too (it reads the memory this process still maps).\n"

@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -377,6 +378,9 @@ static void disambiguate_pid_names(struct exp_config *cfg)
             }
 }
 
+/* An experiment file is a few KiB; anything this large is the wrong file. */
+#define EXP_CONFIG_MAX_BYTES (16 << 20)
+
 int config_load(const char *path, const char *out_dir_override, struct exp_config *cfg)
 {
     static const char *const keys[] = {"models", "exp_dur", "device_id", "mps", "policy", NULL};
@@ -384,7 +388,27 @@ int config_load(const char *path, const char *out_dir_override, struct exp_confi
     memset(cfg, 0, sizeof *cfg);
     cfg->path = path;
     json_error_t jerr;
-    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+    /* Sized before it is read: a huge file (or a device, a FIFO) is refused, not parsed whole. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    struct stat fst;
+    if (fd >= 0 && fstat(fd, &fst) == 0 && S_ISREG(fst.st_mode) && fst.st_size > EXP_CONFIG_MAX_BYTES) {
+        fprintf(stderr, "run_exp: error: %s is %lld bytes: an experiment file is at most %d MiB; check the path "
+                        "given to -f\n",
+                path, (long long)fst.st_size, EXP_CONFIG_MAX_BYTES >> 20);
+        close(fd);
+        return 1;
+    }
+    json_t *root = NULL;
+    if (fd >= 0 && fstat(fd, &fst) == 0 && S_ISREG(fst.st_mode))
+        root = json_loadfd(fd, JSON_REJECT_DUPLICATES, &jerr);
+    else if (fd >= 0 && !S_ISDIR(fst.st_mode)) {
+        fprintf(stderr, "run_exp: error: %s is not a regular file (a FIFO or a device?); give -f the experiment's "
+                        "JSON file\n", path);
+        close(fd);
+        return 1;
+    }
+    if (fd >= 0)
+        close(fd);
     if (!root) {
         struct stat st;
         if (stat(path, &st) != 0 || access(path, R_OK) != 0)

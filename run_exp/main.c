@@ -500,13 +500,9 @@ int main(int argc, char **argv)
     }
     /* MPS before any worker: a worker that finds no daemon would run without it, unseen. */
     gy_mps mps = {0};
-    if (use_mps && (o.mps_pipe ? gy_mps_join(&mps, pipe_dir, &err) : gy_mps_start(&mps, pipe_dir, log_dir, &err))) {
+    if (use_mps && (o.mps_pipe ? gy_mps_join(&mps, pipe_dir, &err) : gy_mps_start(&mps, mps_dir, &err))) {
         fprintf(stderr, "run_exp: error: %s\n", err.msg);
-        if (mps_dir[0]) { /* only what is empty: nothing of the user's goes */
-            rmdir(log_dir);
-            rmdir(pipe_dir);
-            rmdir(mps_dir);
-        }
+        /* gy_mps_start removed what it made (relative to the directories it verified). */
         for (int i = 0; i < cfg.nmodels; i++)
             rmdir(cfg.models[i].out_dir);
         gy_close(&shm);

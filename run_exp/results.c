@@ -1,6 +1,8 @@
 #include "results.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -138,11 +140,22 @@ static int dump_json(json_t *doc, const char *dir, const char *name)
     char path[PATH_MAX + 64], tmp[PATH_MAX + 80];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
-    /* Ten significant digits: 32.534, not 32.533999999999999 (values are rounded to 3 decimals). */
-    if (json_dump_file(doc, tmp, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) != 0 || rename(tmp, path) != 0) {
+    /* The temporary name is made anew (O_EXCL, no link followed); rename replaces a link at the
+     * final name rather than writing through it. Ten significant digits: 32.534, not
+     * 32.533999999999999 (values are rounded to 3 decimals). */
+    unlink(tmp);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    bool ok = f && json_dumpf(doc, f, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) == 0;
+    if (f)
+        ok = fclose(f) == 0 && ok;
+    else if (fd >= 0)
+        close(fd);
+    if (!ok || rename(tmp, path) != 0) {
         fprintf(stderr, "run_exp: error: cannot write %s: %s; check the directory's space and permissions\n", path,
                 strerror(errno));
-        unlink(tmp);
+        if (fd >= 0)
+            unlink(tmp);
         return -1;
     }
     return 0;

@@ -4,6 +4,7 @@
  * It reaches the driver through dlopen/dlsym exactly as PyTorch does, so the hooks see it. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -169,7 +170,8 @@ int main(int argc, char **argv)
     driver_open(&d, &a, kernel_us);
     run_kernels(&d, kernels); /* warm-up, not recorded */
 
-    FILE *csv = fopen(a.csv, "w");
+    int csv_fd = open(a.csv, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644); /* never via a link */
+    FILE *csv = csv_fd >= 0 ? fdopen(csv_fd, "w") : NULL;
     if (!csv) {
         fprintf(stderr, "gpuyield-standin: cannot write %s: %s\n", a.csv, strerror(errno));
         return 1;

@@ -93,10 +93,17 @@ static int spawn(struct worker *w)
         return -1;
     }
     unlink(w->m->csv_path); /* a stale file must not pass for this run's results */
-    int log_fd = open(w->m->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    /* Never through a link: one planted in a shared output directory would have us write (as
+     * ourselves) wherever it points. */
+    int log_fd = open(w->m->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+    int open_errno = errno;
     char **envp = launch_envp(w->launch);
     if (log_fd < 0 || !envp) {
-        fprintf(stderr, "run_exp: error: cannot open %s: %s\n", w->m->log_path, strerror(errno));
+        if (log_fd < 0 && open_errno == ELOOP)
+            fprintf(stderr, "run_exp: error: %s is a symbolic link: refused (output files are never written through "
+                            "a link); remove it\n", w->m->log_path);
+        else
+            fprintf(stderr, "run_exp: error: cannot open %s: %s\n", w->m->log_path, strerror(log_fd < 0 ? open_errno : errno));
         launch_free_envp(envp);
         if (log_fd >= 0)
             close(log_fd);

@@ -150,7 +150,9 @@ class JobCsv:
     """CSV of one row per job, each row written whole with one write() when its job ends."""
 
     def __init__(self, path: str) -> None:
-        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_CLOEXEC, 0o644)
+        # Never through a link planted at the name (O_NOFOLLOW): it would write wherever it points.
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW,
+                          0o644)
         os.write(self.fd, CSV_HEADER.encode())
 
     def write(self, job: int, start_ns: int, end_ns: int, drain_wait_ns: int = 0, drained: int = -1, mem_peak: int = 0,

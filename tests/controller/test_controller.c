@@ -732,6 +732,36 @@ TEST(sigkill_while_holding_the_mutex_does_not_hang_others)
     destroy(&shm);
 }
 
+/* issue 19: a process stopped (SIGSTOP) while it holds the mutex. Every call that needs the
+ * mutex gives up after the bound (the drain timeout, 300 ms here), counts it, and says who holds
+ * it; status reads without it and names the holder. */
+TEST(a_stopped_mutex_holder_bounds_every_wait_and_is_named)
+{
+    gy_shm shm;
+    gy_err err;
+    gy_job job;
+    REQUIRE(create_fresh("stopmutex", 300 * MS, &shm));
+    REQUIRE(gy_register(&shm, 1, &err) == 0);
+    pid_t child = spawn(hold_mutex_forever, shm.name, 0);
+    CHECK(WAIT_FOR(atomic_load((_Atomic uint32_t *)(void *)&shm.seg->mutex) != 0, 3000));
+    kill(child, SIGSTOP);
+    char pid_text[32];
+    snprintf(pid_text, sizeof pid_text, "pid %d", (int)child);
+    CHECK(gy_job_enter(&shm, 1, 0, &job, &err) == -1 && err.code == ETIMEDOUT, "begin: %s", err.msg);
+    CHECK(strstr(err.msg, pid_text) && strstr(err.msg, "STOPPED"), "the holder is not named: %s", err.msg);
+    CHECK(gy_reap(&shm) == 0);
+    static struct gy_status st;
+    CHECK(gy_status_read(&shm, &st, &err) == 0, "%s", err.msg);
+    CHECK(strstr(st.mutex_holder, pid_text) && strstr(st.mutex_holder, "STOPPED"), "status: holder '%s'",
+          st.mutex_holder);
+    CHECK(st.lock_timeouts >= 3, "%llu lock timeouts counted", (unsigned long long)st.lock_timeouts);
+    kill(child, SIGKILL);
+    wait_exit(child);
+    CHECK(gy_begin(&shm, 1, &job, &err) == 0, "%s", err.msg);
+    CHECK(gy_job_exit(&shm, &job, &err) == 0, "%s", err.msg);
+    destroy(&shm);
+}
+
 static int job_then_hang(const char *name, long priority)
 {
     gy_shm shm;

@@ -798,6 +798,94 @@ TEST(a_launch_from_a_late_thread_destructor_is_safe)
     setup_end(&s);
 }
 
+/* issue 19: a worker that launched (so it is marked in flight) and exits normally frees its slot
+ * at exit; a job begun right after is drained at once and nothing is reaped or timed out. Before,
+ * the slot stayed with work in flight until a reap noticed the death. */
+TEST(a_normal_exit_deregisters_at_once)
+{
+    struct setup s;
+    REQUIRE(setup_begin(&s, "exit", 2000000000ull));
+    char shm_env[96];
+    snprintf(shm_env, sizeof shm_env, "GPUYIELD_SHM=%s", s.tag);
+    const char *env[] = {shm_env, NULL}, *args[] = {"plain", "5", NULL};
+    struct worker w;
+    gy_shm shm;
+    gy_err err;
+    if (spawn(&s, &w, env, args)) {
+        CHECK(wait_exit(&w) == 0, "worker failed");
+        REQUIRE(gy_open(s.tag, &shm, &err) == 0, "%s", err.msg);
+        struct gy_status *st = calloc(1, sizeof *st);
+        REQUIRE(st && gy_status_read(&shm, st, &err) == 0, "%s", err.msg);
+        CHECK(st->nprocs == 0 && st->reaped == 0, "after a normal exit: %d processes registered, %llu reaped",
+              st->nprocs, (unsigned long long)st->reaped);
+        REQUIRE(gy_register(&shm, 1, &err) == 0, "%s", err.msg);
+        gy_job job;
+        REQUIRE(gy_begin(&shm, 1, &job, &err) == 0, "%s", err.msg);
+        CHECK(job.drained && !job.timed_out, "drained %d, timed out %d", job.drained, job.timed_out);
+        gy_job_exit(&shm, &job, &err);
+        REQUIRE(gy_status_read(&shm, st, &err) == 0, "%s", err.msg);
+        CHECK(st->total_drain_timeouts == 0 && st->reaped == 0, "%llu drain timeouts, %llu reaped",
+              (unsigned long long)st->total_drain_timeouts, (unsigned long long)st->reaped);
+        free(st);
+        gy_close(&shm);
+        if (gy_test_failures_in_current)
+            dump(&w);
+    }
+    setup_end(&s);
+}
+
+static uint64_t launches_of(gy_shm *shm, int pid)
+{
+    uint64_t n = 0;
+    for (int i = 0; i < GY_MAX_PROCS; i++)
+        if (atomic_load(&shm->seg->procs[i].state) != GY_PROC_FREE && shm->seg->procs[i].pid == pid)
+            n += atomic_load(&shm->seg->procs[i].counters.launches);
+    return n;
+}
+
+/* issue 19: `remove` then `create` of the same tag while a hooked worker launches. The worker
+ * must not go on launching ungated on the removed segment beside a job of the new one: it stops
+ * at its next launch with one line (exit 2), at most the launch already past the gate after. */
+TEST(a_removed_segment_stops_its_hooked_workers)
+{
+    struct setup s;
+    REQUIRE(setup_begin(&s, "removed", 2000000000ull));
+    char shm_env[96];
+    snprintf(shm_env, sizeof shm_env, "GPUYIELD_SHM=%s", s.tag);
+    const char *env[] = {shm_env, NULL}, *args[] = {"spin", "1000", "5", "30", NULL};
+    struct worker w;
+    gy_shm old, fresh;
+    gy_err err;
+    REQUIRE(gy_open(s.tag, &old, &err) == 0, "%s", err.msg);
+    if (spawn(&s, &w, env, args)) {
+        uint64_t until = gy_now_ns() + 30000000000ull;
+        while (launches_of(&old, w.pid) == 0 && gy_now_ns() < until)
+            usleep(2000);
+        CHECK(launches_of(&old, w.pid) > 0, "the worker never launched");
+        REQUIRE(gy_remove(s.tag, &err) == 0, "%s", err.msg);
+        uint64_t before = launches_of(&old, w.pid); /* the gate is marked closed from here on */
+        REQUIRE(gy_create(s.tag, 2000000000ull, &fresh, &err) == 0, "%s", err.msg);
+        int rc = wait_exit(&w);
+        uint64_t after = launches_of(&old, w.pid);
+        CHECK(rc == 2, "worker ended with %d, not 2 (it went on launching on the removed segment)", rc);
+        CHECK(after <= before + 1, "%llu launches on the removed segment after its removal",
+              (unsigned long long)(after - before));
+        char *text = slurp(w.err);
+        CHECK(text && strstr(text, "segment was removed") && count_lines(text) == 1, "stderr: %s", text ? text : "");
+        free(text);
+        REQUIRE(gy_register(&fresh, 1, &err) == 0, "%s", err.msg);
+        gy_job job;
+        REQUIRE(gy_begin(&fresh, 1, &job, &err) == 0, "%s", err.msg);
+        CHECK(job.drained && !job.timed_out);
+        gy_job_exit(&fresh, &job, &err);
+        gy_close(&fresh);
+        if (gy_test_failures_in_current)
+            dump(&w);
+    }
+    gy_close(&old);
+    setup_end(&s);
+}
+
 TEST(a_forked_child_registers_and_counts_for_itself)
 {
     struct setup s;

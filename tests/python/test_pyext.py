@@ -58,6 +58,9 @@ for line in sys.stdin:
             gpuyield.setMem(int(args[0]), args[1].encode()); out = ""
         elif cmd == "waitempty":
             gpuyield.waitForEmptyGPU(); out = ""
+        elif cmd == "pin":  # a daemon thread keeps seg referenced: it is never deallocated at exit
+            import threading, time
+            threading.Thread(target=lambda s=seg: time.sleep(3600), daemon=True).start(); out = ""
         elif cmd == "exit":
             print("ok", flush=True); break
         else:
@@ -502,6 +505,38 @@ def test_process_killed_inside_a_job_is_reaped(segment, agents):
     assert doomed.pid not in [p["pid"] for p in status["processes"]]
 
 
+def test_normal_exit_deregisters_at_once(tags, agents):
+    """issue 19: a process that exits normally with work marked in flight frees its slot at exit:
+    the next job drains at once, with nothing reaped and no drain timeout."""
+    with gpuyield.create(tags(), drain_timeout_ms=2000) as seg:
+        low = agents(seg.name)
+        low("inflight")
+        low("pin")  # so that no deallocation at exit frees the slot: only the exit handler does
+        low.send("exit")
+        assert low.reply() == "ok"
+        assert low.proc.wait(timeout=15) == 0
+        status = seg.status()
+        assert low.pid not in [p["pid"] for p in status["processes"]] and status["reaped"] == 0
+        with seg.job(1) as job:
+            assert job.drained and not job.timed_out
+        status = seg.status()
+        assert status["drain_timeouts"] == 0 and status["reaped"] == 0
+
+
+def test_begin_reaps_a_dead_lower_process_while_it_waits(tags, agents):
+    """issue 19: begin() waits in 50 ms slices; the reap must still come every 100 ms (each slice
+    used to restart the timer, so a killed lower process cost the whole drain timeout)."""
+    with gpuyield.create(tags(), drain_timeout_ms=2000) as seg:
+        low = agents(seg.name)
+        low("inflight")
+        os.kill(low.pid, signal.SIGKILL)
+        low.proc.wait()
+        with seg.job(1) as job:
+            assert job.drained and not job.timed_out
+        status = seg.status()
+        assert status["drain_timeouts"] == 0 and status["reaped"] == 1
+
+
 def test_reap_counts_out_a_dead_job_holder(segment, agents):
     doomed = agents(segment.name)
     doomed("begin 2")
@@ -578,7 +613,9 @@ def test_status_has_the_fields_of_the_json_status(segment, agents):
     agents(segment.name, GPUYIELD_PRIORITY=1)("inflight")
     segment.begin(4, wait=False)  # the agent never drains: do not wait for it
     status = segment.status()
-    assert list(status) == ["segment", "timestamp", "policy", "mps", "jobs", "job_epoch", "drain_timeouts", "reaped", "processes"]
+    assert list(status) == ["segment", "timestamp", "policy", "mps", "jobs", "job_epoch", "drain_timeouts", "reaped",
+                            "lock_timeouts", "mutex_holder", "processes"]
+    assert status["lock_timeouts"] == 0 and status["mutex_holder"] is None
     assert status["segment"] == segment.name and status["job_epoch"] == 1
     assert status["policy"] == "drain" and status["mps"] is False
     assert [list(p) for p in status["processes"]] == [PROC_KEYS, PROC_KEYS]
@@ -753,6 +790,15 @@ def test_priority_errors(segment):
             with pytest.raises(TypeError, match="must be an int in 0..7"):
                 call(wrong)
     assert jobs(segment) == [0] * 8 and not segment.registered
+
+
+@pytest.mark.parametrize("value", ["", " 1", "+1", "8", "1 "])
+def test_priority_from_environment_one_rule_with_the_hook(tags, agents, value):
+    """issue 19: GPUYIELD_PRIORITY="" (and any form the hook refuses) is refused here too."""
+    with gpuyield.create(tags()) as seg:
+        agent = agents(seg.name, GPUYIELD_PRIORITY=value)
+        answer = agent.send("register") or agent.reply()
+        assert answer.startswith("err ArgumentError") and "GPUYIELD_PRIORITY" in answer, answer
 
 
 def test_closed_segment_errors(segment):

@@ -498,6 +498,47 @@ TEST(mutex_held_by_a_thread_that_does_not_exist)
     scene_down(&s);
 }
 
+/* issue 19: a mutex word naming a live thread of a process outside the experiment (it never
+ * unlocks): every locker gives up after the bound with a clear error, nobody hangs. */
+TEST(mutex_held_by_a_live_foreign_thread)
+{
+    struct scene s;
+    REQUIRE(scene_up(&s, "foreign"));
+    gy_err err;
+    gy_job_exit(&s.shm, &s.job, &err);
+    fflush(NULL);
+    pid_t foreign = fork();
+    if (foreign == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        for (;;)
+            pause();
+    }
+    atomic_store((_Atomic int *)(void *)&s.shm.seg->mutex, foreign);
+    every_reader_survives(&s, "a mutex held by a live thread of another process");
+    CHECK(atomic_load(&s.shm.seg->lock_timeouts) > 0, "no lock timeout counted");
+    kill(foreign, SIGKILL);
+    waitpid(foreign, NULL, 0);
+    scene_down(&s);
+}
+
+/* issue 19: a mutex of another kind (robust priority-inheritance, what a flipped bit can give)
+ * naming a missing owner made glibc abort in status: it is refused before any lock. */
+TEST(mutex_of_a_corrupted_kind)
+{
+    struct scene s;
+    REQUIRE(scene_up(&s, "kind"));
+    gy_err err;
+    gy_job_exit(&s.shm, &s.job, &err);
+    pid_t gone = fork();
+    if (gone == 0)
+        _exit(0);
+    waitpid(gone, NULL, 0);
+    s.shm.seg->mutex.__data.__kind |= 32 /* PTHREAD_MUTEX_PRIO_INHERIT_NP */;
+    atomic_store((_Atomic int *)(void *)&s.shm.seg->mutex, gone);
+    every_reader_survives(&s, "a mutex of a corrupted kind");
+    scene_down(&s);
+}
+
 TEST(header_corruption_is_refused_with_a_clear_error)
 {
     static const char *const whats[] = {"bad magic", "layout version 99", "declared size 12", "owner uid 4242",

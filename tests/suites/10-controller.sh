@@ -18,6 +18,9 @@ expect cli_missing_option_value 2 "incomplete option" "$EXP" status --name
 expect cli_bad_tag 2 "tag 'a b' is invalid" "$EXP" status --name 'a b'
 expect cli_json_needs_status 2 "--json goes with 'status'" "$EXP" create --json
 expect cli_bad_watch 2 "--watch takes seconds" "$EXP" status --watch 0
+for bad in nan inf -1 ""; do # issue 19: NaN passed both range comparisons
+    expect "cli_bad_watch_${bad:-empty}" 2 "--watch takes seconds" "$EXP" status --watch="$bad"
+done
 expect cli_bad_drain_timeout 2 "--drain-timeout-ms takes" "$EXP" create --drain-timeout-ms -5
 expect cli_clean_takes_no_name 2 "takes no --name" "$EXP" clean --name x
 expect cli_extra_argument 2 "unexpected argument 'extra'" "$EXP" remove extra
@@ -83,6 +86,26 @@ if [ "$rc" -eq 0 ] && [ -z "$leaked" ]; then pass leak_check_keeps_live_and_exce
 rm -rf "$SHMDIR"
 clean_unlock
 kill -INT "$LIVE"; wait "$LIVE"
+
+# ---- issue 19 ------------------------------------------------------------------------------
+# Under umask 0777 the owner's segment still gets mode 0600 (fchmod after create), so the
+# owner's other processes open it.
+clean_lock
+(umask 0777; "$EXP" create --name "$TAG-umask" > /dev/null)
+check umask_0777_segment_mode_0600 test "$(stat -c %a "/dev/shm/gpuyield-$(id -u)-$TAG-umask" 2>/dev/null)" = 600
+"$EXP" remove --name "$TAG-umask" > /dev/null 2>&1
+clean_unlock
+# A squatted name (our prefix, another user's file): one line naming the owner, exit 1.
+if [ "$(id -u)" -eq 0 ] && id nobody > /dev/null 2>&1; then
+    SQUAT=/dev/shm/gpuyield-0-$TAG-squat
+    : > "$SQUAT" && chown nobody "$SQUAT" && chmod 600 "$SQUAT"
+    expect squatted_create_names_owner 1 "belongs to uid [0-9]+ \(nobody\)" "$EXP" create --name "$TAG-squat"
+    expect squatted_serve_names_owner 1 "(belongs to|owned by) uid [0-9]+ \(nobody\)" "$EXP" serve --name "$TAG-squat"
+    expect squatted_status_names_owner 1 "owned by uid [0-9]+ \(nobody\)" "$EXP" status --name "$TAG-squat"
+    rm -f "$SQUAT"
+else
+    echo "skip squatted_*: needs root and the user 'nobody' to plant another user's segment"
+fi
 check serve_removes_on_sigint test ! -e "/dev/shm/gpuyield-$(id -u)-$TAG-live"
 
 finish

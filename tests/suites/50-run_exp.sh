@@ -239,6 +239,21 @@ check worker_death_summary test "$(summary_field 'd["outcome"]')" = worker_faile
 check worker_death_no_process_left none_alive $(pids_of "$T/out/models_pid.json")
 check worker_death_no_segment test "$(segments_of "$RUN_PID")" -eq 0
 
+# issue 19: a symbolic link planted at a worker's log: refused with one line, nothing written
+# through it, exit 1.
+rm -rf "$T/out"; mkdir -p "$T/out"; : > "$T/victim.txt"
+ln -s "$T/victim.txt" "$T/out/model_A.log"
+runx "$RUN_EXP" -f "$T/min.json" --min-jobs 1
+check log_symlink_refused_exit test "$rc" -eq 1
+check log_symlink_refused_line grep -q "model_A.log is a symbolic link: refused" <<< "$out"
+check log_symlink_not_written_through test ! -s "$T/victim.txt"
+check log_symlink_no_segment test "$(segments_of "$RUN_PID")" -eq 0
+# A huge experiment file is refused before it is read, with one line.
+truncate -s 17M "$T/huge.json"
+expect config_too_large 2 "huge.json is [0-9]+ bytes: an experiment file is at most 16 MiB" "$RUN_EXP" -f "$T/huge.json"
+mkfifo "$T/fifo.json"
+expect config_fifo_refused 2 "fifo.json is not a regular file" timeout 20 "$RUN_EXP" -f "$T/fifo.json"
+
 # A worker that cannot be started at all. Both fail; either may be reaped (and reported) first.
 rm -rf "$T/out"
 expect worker_exec_fails 1 "worker '(model_A|model_B)' \(pid [0-9]+\) exited with status 127 before the experiment ended; its log" \

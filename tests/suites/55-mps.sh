@@ -77,6 +77,52 @@ check serve_mps_start_fails_exit_1 test "$rc" -eq 1
 check serve_mps_start_fails_says_so grep -qi "mps" <<< "$out"
 check serve_mps_start_fails_no_segment test ! -e "/dev/shm/gpuyield-$UIDN-$TAG"
 
+# ---- issue 19: the MPS directories are private ------------------------------------------------
+# Another user plants the directory first (the default name in /tmp is predictable): one line
+# naming the owner, exit 1, no segment, nothing of the victim's touched. Needs a second user.
+no_segment() { test ! -e "/dev/shm/gpuyield-$UIDN-$TAG"; }
+if [ "$UIDN" -eq 0 ] && id nobody > /dev/null 2>&1; then
+    mkdir "$T/planted" && chown nobody "$T/planted"
+    expect mps_dir_planted_refused 1 "belongs to uid [0-9]+ \(nobody\)" timeout 30 "$EXP" serve --name "$TAG" --mps --mps-dir "$T/planted"
+    check mps_dir_planted_no_segment no_segment
+    DEFAULT_DIR=/tmp/gpuyield-mps-$UIDN-$TAG
+    rm -rf "$DEFAULT_DIR"; mkdir -m 0700 "$DEFAULT_DIR" && chown nobody "$DEFAULT_DIR"
+    expect mps_default_dir_planted_refused 1 "$DEFAULT_DIR belongs to uid [0-9]+ \(nobody\)" \
+        timeout 30 env -u XDG_RUNTIME_DIR "$EXP" serve --name "$TAG" --mps
+    check mps_default_dir_planted_no_segment no_segment
+    rm -rf "$DEFAULT_DIR"
+    # A pid file naming another user's live process is stale: serve starts a daemon.
+    setpriv --reuid nobody --regid nogroup --clear-groups sleep 60 & FOREIGN=$!
+    mkdir -m 0700 "$T/foreign" "$T/foreign/pipe"; echo "$FOREIGN" > "$T/foreign/pipe/nvidia-cuda-mps-control.pid"
+    : > "$FAKE_MPS_LOG"
+    "$EXP" serve --name "$TAG" --mps --mps-dir "$T/foreign" > /dev/null 2>&1 & SERVE=$!
+    check mps_foreign_pid_file_not_refused wait_until 60 grep -q "^start " "$FAKE_MPS_LOG"
+    kill -TERM "$SERVE"; wait "$SERVE"; rc=$?
+    check mps_foreign_pid_file_serve_ok test "$rc" -eq 0
+    check mps_foreign_process_untouched alive "$FOREIGN"
+    kill "$FOREIGN"; wait "$FOREIGN" 2>/dev/null
+else
+    echo "skip mps_dir_planted_*: needs root and the user 'nobody' for a second user"
+fi
+# A 'pipe' symlink into a directory of the victim's: refused before anything is removed there.
+mkdir -m 0700 "$T/linked" "$T/victim"; : > "$T/victim/control"; : > "$T/victim/log"
+ln -s "$T/victim" "$T/linked/pipe"
+expect mps_pipe_symlink_refused 1 "pipe is a symbolic link" timeout -s INT 30 "$EXP" serve --name "$TAG" --mps --mps-dir "$T/linked"
+check mps_pipe_symlink_victim_intact test -e "$T/victim/control" -a -e "$T/victim/log"
+check mps_pipe_symlink_no_segment no_segment
+# A FIFO as the daemon's pid file: refused at once, never waited on.
+mkdir -m 0700 "$T/fifo" "$T/fifo/pipe"; mkfifo "$T/fifo/pipe/nvidia-cuda-mps-control.pid"
+expect mps_pid_fifo_refused 1 "not a regular file" timeout 20 "$EXP" serve --name "$TAG" --mps --mps-dir "$T/fifo"
+check mps_pid_fifo_no_segment no_segment
+# A directory of ours open to others: refused (files may have been planted in it).
+mkdir -m 0777 "$T/open"; chmod 0777 "$T/open"
+expect mps_dir_open_mode_refused 1 "mode 0777, not 0700" timeout 30 "$EXP" serve --name "$TAG" --mps --mps-dir "$T/open"
+# Made under umask 0777: still 0700 (fchmod after mkdir), and removed again when the start fails.
+: > "$FAKE_MPS_LOG"
+out=$(umask 0777; FAKE_MPS_FAIL=start timeout 30 "$EXP" serve --name "$TAG" --mps --mps-dir "$T/umask/mps" 2>&1); rc=$?
+check mps_dir_umask_start_fails_exit_1 test "$rc" -eq 1
+check mps_dir_umask_made_private grep -q "^start-failed $T/umask/mps/pipe" "$FAKE_MPS_LOG"
+
 # ---- run_exp ---------------------------------------------------------------------------------
 cfg() { local out=$1; shift; "$PYTHON" "$HERE/make_config.py" "$out" --image "$IMAGE" --out-dir "$T/out" "$@"; }
 cfg "$T/run.json" --set exp_dur=0.3 --set models.0.sleep_time=0.05 --set models.1.sleep_time=0.05
