@@ -95,16 +95,34 @@ static int wait_and_recover(struct gy_segment *seg, uint32_t seq, uint64_t timeo
 
 /* Without the mutex (its holder is stopped, or it is corrupted): sleep on the wake word for one
  * interval and say whether the gate lets a launch at `priority` through, from the atomic word. */
-static bool wait_unlocked(gy_shm *shm, int priority)
+static bool wait_unlocked(gy_shm *shm, int device, int priority)
 {
     uint32_t seq = gy_wake_seq(shm->seg);
-    if (gy_launch_allowed(shm, priority) || gy_segment_removed(shm))
+    if (gy_launch_allowed_on(shm, device, priority) || gy_segment_removed(shm))
         return true;
     gy_wait_unlocked(shm->seg, seq, REAP_INTERVAL_NS);
-    return gy_launch_allowed(shm, priority) || gy_segment_removed(shm);
+    return gy_launch_allowed_on(shm, device, priority) || gy_segment_removed(shm);
+}
+
+/* Under the mutex: is a job above `priority` in progress on a device this process has launched
+ * on (any device, for launches on no known device)? Then it owes that job a drain. */
+static bool gated_where_launched_locked(const gy_shm *shm, const struct gy_proc_slot *slot, int priority)
+{
+    uint32_t launched = atomic_load_explicit(&slot->launched_devices, memory_order_seq_cst);
+    if (!launched || (launched & GY_LAUNCHED_UNKNOWN))
+        return !gy_launch_allowed(shm, priority);
+    for (int d = 0; d < GY_MAX_DEVICES; d++)
+        if ((launched & (1u << d)) && !gy_launch_allowed_on(shm, d, priority))
+            return true;
+    return false;
 }
 
 uint64_t gy_wait_until_allowed(gy_shm *shm, int *allowed_at)
+{
+    return gy_wait_until_allowed_on(shm, GY_DEVICE_ALL, allowed_at);
+}
+
+uint64_t gy_wait_until_allowed_on(gy_shm *shm, int device, int *allowed_at)
 {
     struct gy_segment *seg = shm->seg;
     struct gy_proc_slot *slot = gy_my_slot(shm);
@@ -118,7 +136,7 @@ uint64_t gy_wait_until_allowed(gy_shm *shm, int *allowed_at)
                  * launch may go, at the registered priority (the held jobs need the mutex). */
                 waited = true;
                 priority = registered;
-                if (wait_unlocked(shm, registered))
+                if (wait_unlocked(shm, device, registered))
                     break;
                 continue;
             }
@@ -128,7 +146,7 @@ uint64_t gy_wait_until_allowed(gy_shm *shm, int *allowed_at)
         }
         uint32_t seq = gy_wake_seq(seg);
         priority = effective_priority_locked(seg, slot);
-        if (gy_launch_allowed(shm, priority) || gy_segment_removed(shm))
+        if (gy_launch_allowed_on(shm, device, priority) || gy_segment_removed(shm))
             break;
         if (!waited)
             wake_helper_if_owed(seg, slot);
@@ -144,7 +162,7 @@ uint64_t gy_wait_until_allowed(gy_shm *shm, int *allowed_at)
     if (locked)
         gy_unlock(seg);
     uint64_t blocked = gy_now_ns() - start;
-    bool passed_own_job = !waited && priority > registered && !gy_launch_allowed(shm, registered);
+    bool passed_own_job = !waited && priority > registered && !gy_launch_allowed_on(shm, device, registered);
     if (slot && !passed_own_job) { /* running at our own job's level is not a wait */
         atomic_fetch_add_explicit(&slot->counters.waits, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&slot->counters.blocked_ns, blocked, memory_order_relaxed);
@@ -156,18 +174,34 @@ uint64_t gy_wait_until_allowed(gy_shm *shm, int *allowed_at)
 
 bool gy_allowed_now(gy_shm *shm)
 {
+    return gy_allowed_now_on(shm, GY_DEVICE_ALL);
+}
+
+bool gy_allowed_now_on(gy_shm *shm, int device)
+{
     gy_lock_and_recover(shm->seg);
-    bool allowed = gy_launch_allowed(shm, effective_priority_locked(shm->seg, gy_my_slot(shm)));
+    bool allowed = gy_launch_allowed_on(shm, device, effective_priority_locked(shm->seg, gy_my_slot(shm)));
     gy_unlock(shm->seg);
     return allowed;
 }
 
 int gy_job_enter(gy_shm *shm, int priority, uint64_t timeout_ns, gy_job *job, gy_err *err)
 {
+    return gy_job_enter_on(shm, priority, GY_DEVICE_ALL, timeout_ns, job, err);
+}
+
+int gy_job_enter_on(gy_shm *shm, int priority, int device, uint64_t timeout_ns, gy_job *job, gy_err *err)
+{
     memset(job, 0, sizeof *job);
     if (priority < 0 || priority >= GY_LEVELS)
         return gy_fail(err, EINVAL, "job priority %d is out of range: use 0..%d (higher wins)", priority,
                        GY_LEVELS - 1);
+    if (device < GY_DEVICE_ALL || device >= GY_MAX_DEVICES ||
+        (device >= 0 && !atomic_load_explicit(&shm->seg->devices[device].claimed, memory_order_acquire)))
+        return gy_fail(err, EINVAL,
+                       "device slot %d is not a claimed device of %s: use gy_device_slot() on the GPU's UUID, or "
+                       "GY_DEVICE_ALL (%d) for every device",
+                       device, shm->name, GY_DEVICE_ALL);
     struct gy_proc_slot *slot = gy_my_slot(shm);
     if (!slot)
         return gy_fail(err, EINVAL, "this process is not registered in %s: register before beginning a job",
@@ -188,11 +222,16 @@ int gy_job_enter(gy_shm *shm, int priority, uint64_t timeout_ns, gy_job *job, gy
     }
     seg->jobs[priority]++;
     slot->held_jobs[priority]++;
+    if (device >= 0) {
+        seg->devices[device].jobs[priority]++;
+        slot->held_device_jobs[device][priority]++;
+    }
     gy_publish_levels_locked(seg);
     job->epoch = atomic_fetch_add_explicit(&seg->job_epoch, 1, memory_order_seq_cst) + 1;
     gy_unlock(seg);
     gy_wake_all(seg); /* lower helpers: a drain is requested */
     job->priority = priority;
+    job->device = device;
     job->entered_ns = gy_now_ns();
     job->deadline_ns = deadline_after(job->entered_ns, timeout_ns ? timeout_ns : seg->drain_timeout_ns);
     job->next_reap_ns = job->entered_ns + REAP_INTERVAL_NS;
@@ -213,6 +252,9 @@ static bool drain_pending_locked(const gy_shm *shm, const gy_job *job)
             continue;
         if (!atomic_load_explicit(&slot->inflight, memory_order_seq_cst))
             continue; /* nothing in flight: it must not delay us */
+        uint32_t launched = atomic_load_explicit(&slot->launched_devices, memory_order_seq_cst);
+        if (job->device >= 0 && launched && !(launched & (GY_LAUNCHED_UNKNOWN | (1u << job->device))))
+            continue; /* its work runs on other GPUs only */
         if (atomic_load_explicit(&slot->drained_epoch, memory_order_acquire) < job->epoch &&
             effective_priority_locked(seg, slot) < job->priority)
             return true;
@@ -289,11 +331,18 @@ int gy_job_exit(gy_shm *shm, gy_job *job, gy_err *err)
     int p = job->priority;
     if (gy_lock_and_recover(seg)) /* still counted in: end() may be called again */
         return gy_lock_fail(shm, "end the job", err);
-    bool ours = slot && slot->pid == getpid() && slot->held_jobs[p] > 0;
+    int d = job->device;
+    bool ours = slot && slot->pid == getpid() && slot->held_jobs[p] > 0 &&
+                (d < 0 || (d < GY_MAX_DEVICES && slot->held_device_jobs[d][p] > 0));
     if (ours) {
         slot->held_jobs[p]--;
         if (seg->jobs[p])
             seg->jobs[p]--;
+        if (d >= 0) {
+            slot->held_device_jobs[d][p]--;
+            if (seg->devices[d].jobs[p])
+                seg->devices[d].jobs[p]--;
+        }
         gy_publish_levels_locked(seg);
     }
     gy_unlock(seg);
@@ -307,7 +356,12 @@ int gy_job_exit(gy_shm *shm, gy_job *job, gy_err *err)
 
 int gy_begin(gy_shm *shm, int priority, gy_job *job, gy_err *err)
 {
-    if (gy_job_enter(shm, priority, 0, job, err))
+    return gy_begin_on(shm, priority, GY_DEVICE_ALL, job, err);
+}
+
+int gy_begin_on(gy_shm *shm, int priority, int device, gy_job *job, gy_err *err)
+{
+    if (gy_job_enter_on(shm, priority, device, 0, job, err))
         return -1;
     gy_job_wait_drained(shm, job, 0);
     return 0;
@@ -328,7 +382,7 @@ bool gy_drain_wait_request(gy_shm *shm, uint64_t timeout_ns, uint64_t *epoch)
     for (;;) {
         uint32_t seq = gy_wake_seq(seg);
         uint64_t current = atomic_load_explicit(&seg->job_epoch, memory_order_seq_cst);
-        if (!gy_launch_allowed(shm, effective_priority_locked(seg, slot)) &&
+        if (gated_where_launched_locked(shm, slot, effective_priority_locked(seg, slot)) &&
             atomic_load_explicit(&slot->inflight, memory_order_seq_cst) &&
             atomic_load_explicit(&slot->drained_epoch, memory_order_acquire) < current) {
             *epoch = current;

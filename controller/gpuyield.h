@@ -125,22 +125,53 @@ static inline struct gy_proc_slot *gy_my_slot(const gy_shm *shm)
 
 /* ---- the launch gate (gate.c) ---------------------------------------------------------------- */
 
+/* The gate word of launches on device slot `device` (GY_DEVICE_ALL: on no known device, gated
+ * by a job on any device). */
+static inline _Atomic uint32_t *gy_gate_word(const gy_shm *shm, int device)
+{
+    return device >= 0 && device < GY_MAX_DEVICES ? &shm->seg->devices[device].active_levels
+                                                  : &shm->seg->active_levels;
+}
+
 /* The fast path: one atomic load. A process of priority p may launch while no job above p is
- * in progress. */
+ * in progress on the word's device(s). */
+static inline bool gy_word_allows(_Atomic uint32_t *word, int priority)
+{
+    return (atomic_load_explicit(word, memory_order_seq_cst) >> (priority + 1)) == 0;
+}
+static inline bool gy_launch_allowed_on(const gy_shm *shm, int device, int priority)
+{
+    return gy_word_allows(gy_gate_word(shm, device), priority);
+}
+/* On any device: no job above `priority` anywhere. */
 static inline bool gy_launch_allowed(const gy_shm *shm, int priority)
 {
-    uint32_t active = atomic_load_explicit(&shm->seg->active_levels, memory_order_seq_cst);
-    return (active >> (priority + 1)) == 0;
+    return gy_launch_allowed_on(shm, GY_DEVICE_ALL, priority);
 }
 
 /* The slow path: block until a launch at our effective priority is allowed: the registered one,
  * or the level of the highest job this process holds if that is higher (it never waits for its
  * own job, nor for peers at that level), or until the segment is removed (gy_segment_removed:
  * then the launch must not go ahead on it). Counts a wait and the time blocked in our slot, stores
- * the effective priority in *allowed_at (may be NULL) and returns the ns spent blocked. */
+ * the effective priority in *allowed_at (may be NULL) and returns the ns spent blocked. The _on
+ * form waits for `device`'s gate word only (GY_DEVICE_ALL: for every device). */
 uint64_t gy_wait_until_allowed(gy_shm *shm, int *allowed_at);
+uint64_t gy_wait_until_allowed_on(gy_shm *shm, int device, int *allowed_at);
 /* Whether a launch is allowed now at our effective priority (see above), without waiting. */
 bool gy_allowed_now(gy_shm *shm);
+bool gy_allowed_now_on(gy_shm *shm, int device);
+
+/* ---- devices (registry.c) ------------------------------------------------------------------- */
+
+/* The device slot of the GPU with this UUID, claimed under the mutex on first use. -1 with err
+ * filled (ENOSPC) when GY_MAX_DEVICES others hold every slot: the caller then uses GY_DEVICE_ALL. */
+int gy_device_slot(gy_shm *shm, const uint8_t uuid[GY_UUID_BYTES], gy_err *err);
+/* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", as nvidia-smi -L writes it. */
+#define GY_UUID_TEXT 41
+void gy_format_uuid(const uint8_t uuid[GY_UUID_BYTES], char out[GY_UUID_TEXT]);
+/* Record that this process launches on `device` (GY_DEVICE_ALL: on no known device). Must
+ * precede the gate check of the first such launch; cheap once recorded. */
+void gy_note_launch_device(gy_shm *shm, int device);
 
 /* Mark that this process may now have GPU work in flight (called on each launch, cheap when
  * already marked). Must precede the gate check of the launch it covers. */
@@ -162,6 +193,7 @@ enum gy_wait_result {
 
 typedef struct gy_job {
     int priority;
+    int device;          /* the device slot it gates, or GY_DEVICE_ALL */
     uint64_t epoch;      /* the epoch lower processes must acknowledge */
     uint64_t entered_ns; /* when the job was counted in */
     uint64_t deadline_ns;
@@ -175,14 +207,18 @@ typedef struct gy_job {
 } gy_job;
 
 /* Count a job in at priority 0..7: lower launches stop from here on. timeout_ns 0 uses the
- * segment's drain timeout. Requires a registered process. */
+ * segment's drain timeout. Requires a registered process. The job gates every device; the _on
+ * form gates lower launches on one device slot only (GY_DEVICE_ALL: every device), and waits
+ * only for lower processes that have launched on it (or on no known device). */
 int gy_job_enter(gy_shm *shm, int priority, uint64_t timeout_ns, gy_job *job, gy_err *err);
+int gy_job_enter_on(gy_shm *shm, int priority, int device, uint64_t timeout_ns, gy_job *job, gy_err *err);
 /* Wait for the drain, at most slice_ns this call (0: until drained or timed out). */
 enum gy_wait_result gy_job_wait_drained(gy_shm *shm, gy_job *job, uint64_t slice_ns);
 /* Count the job out; lower launches resume once no job above them remains. */
 int gy_job_exit(gy_shm *shm, gy_job *job, gy_err *err);
 /* enter + wait to the end: the usual way to begin a job. */
 int gy_begin(gy_shm *shm, int priority, gy_job *job, gy_err *err);
+int gy_begin_on(gy_shm *shm, int priority, int device, gy_job *job, gy_err *err);
 
 /* ---- the drain side, run by a helper thread of a gated process (gate.c) ---------------------- */
 

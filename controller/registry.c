@@ -15,18 +15,44 @@ bool gy_slot_sane(const struct gy_proc_slot *slot)
         return true;
     if (state > GY_PROC_DRAINING || slot->pid <= 0 || slot->priority < 0 || slot->priority >= GY_LEVELS)
         return false;
-    for (int level = 0; level < GY_LEVELS; level++)
-        if (slot->held_jobs[level] > GY_MAX_HELD_JOBS)
+    for (int level = 0; level < GY_LEVELS; level++) {
+        uint32_t on_devices = 0;
+        for (int d = 0; d < GY_MAX_DEVICES; d++)
+            on_devices += slot->held_device_jobs[d][level];
+        if (slot->held_jobs[level] > GY_MAX_HELD_JOBS || on_devices > slot->held_jobs[level])
             return false;
+    }
     return true;
+}
+
+/* Levels with a job on every device: jobs[] counts all jobs, devices[].jobs those on one device. */
+static uint32_t all_device_levels(const struct gy_segment *seg)
+{
+    uint32_t mask = 0;
+    for (int level = 0; level < GY_LEVELS; level++) {
+        uint64_t on_devices = 0;
+        for (int d = 0; d < GY_MAX_DEVICES; d++)
+            on_devices += seg->devices[d].jobs[level];
+        if (seg->jobs[level] > on_devices)
+            mask |= 1u << level;
+    }
+    return mask;
 }
 
 void gy_publish_levels_locked(struct gy_segment *seg)
 {
-    uint32_t mask = atomic_load_explicit(&seg->active_levels, memory_order_relaxed) & GY_REMOVED_BIT;
+    uint32_t removed = atomic_load_explicit(&seg->active_levels, memory_order_relaxed) & GY_REMOVED_BIT;
+    uint32_t mask = removed, everywhere = removed | all_device_levels(seg);
     for (int level = 0; level < GY_LEVELS; level++)
         if (seg->jobs[level])
             mask |= 1u << level;
+    for (int d = 0; d < GY_MAX_DEVICES; d++) {
+        uint32_t word = everywhere;
+        for (int level = 0; level < GY_LEVELS; level++)
+            if (seg->devices[d].jobs[level])
+                word |= 1u << level;
+        atomic_store_explicit(&seg->devices[d].active_levels, word, memory_order_seq_cst);
+    }
     atomic_store_explicit(&seg->active_levels, mask, memory_order_seq_cst);
 }
 
@@ -36,6 +62,12 @@ static void free_slot_locked(struct gy_segment *seg, struct gy_proc_slot *slot)
         uint32_t held = slot->held_jobs[level];
         seg->jobs[level] = seg->jobs[level] >= held ? seg->jobs[level] - held : 0;
         slot->held_jobs[level] = 0;
+        for (int d = 0; d < GY_MAX_DEVICES; d++) {
+            uint32_t *jobs = &seg->devices[d].jobs[level];
+            held = slot->held_device_jobs[d][level];
+            *jobs = *jobs >= held ? *jobs - held : 0;
+            slot->held_device_jobs[d][level] = 0;
+        }
     }
     atomic_store_explicit(&slot->inflight, 0, memory_order_seq_cst);
     atomic_store_explicit(&slot->state, GY_PROC_FREE, memory_order_release);
@@ -69,6 +101,16 @@ int gy_reap_locked(struct gy_segment *seg)
         if (seg->jobs[level] != held) {
             seg->jobs[level] = held;
             corrected++;
+        }
+        for (int d = 0; d < GY_MAX_DEVICES; d++) {
+            held = 0;
+            for (int i = 0; i < GY_MAX_PROCS; i++)
+                if (atomic_load_explicit(&seg->procs[i].state, memory_order_relaxed) != GY_PROC_FREE)
+                    held += seg->procs[i].held_device_jobs[d][level];
+            if (seg->devices[d].jobs[level] != held) {
+                seg->devices[d].jobs[level] = held;
+                corrected++;
+            }
         }
     }
     uint32_t published = atomic_load_explicit(&seg->active_levels, memory_order_relaxed);
@@ -186,6 +228,8 @@ int gy_register(gy_shm *shm, int priority, gy_err *err)
     struct gy_proc_slot *slot = &seg->procs[found];
     memset(&slot->counters, 0, sizeof slot->counters);
     memset(slot->held_jobs, 0, sizeof slot->held_jobs);
+    memset(slot->held_device_jobs, 0, sizeof slot->held_device_jobs);
+    atomic_store_explicit(&slot->launched_devices, 0, memory_order_relaxed);
     slot->pid = pid;
     slot->start_time = start;
     slot->priority = priority;
@@ -226,4 +270,55 @@ void gy_unregister(gy_shm *shm)
         free_slot_locked(seg, slot);
     gy_unlock(seg);
     gy_wake_all(seg);
+}
+
+int gy_device_slot(gy_shm *shm, const uint8_t uuid[GY_UUID_BYTES], gy_err *err)
+{
+    struct gy_segment *seg = shm->seg;
+    for (int d = 0; d < GY_MAX_DEVICES; d++) /* the common case: claimed before, no lock */
+        if (atomic_load_explicit(&seg->devices[d].claimed, memory_order_acquire) &&
+            memcmp(seg->devices[d].uuid, uuid, GY_UUID_BYTES) == 0)
+            return d;
+    if (gy_lock_and_recover(seg))
+        return gy_lock_fail(shm, "claim a device slot", err);
+    int found = -1;
+    for (int d = 0; d < GY_MAX_DEVICES && found < 0; d++) {
+        struct gy_device_slot *dev = &seg->devices[d];
+        if (!atomic_load_explicit(&dev->claimed, memory_order_relaxed)) {
+            memcpy(dev->uuid, uuid, GY_UUID_BYTES);
+            atomic_store_explicit(&dev->claimed, 1, memory_order_release);
+            found = d;
+        } else if (memcmp(dev->uuid, uuid, GY_UUID_BYTES) == 0) {
+            found = d;
+        }
+    }
+    gy_unlock(seg);
+    if (found < 0)
+        return gy_fail(err, ENOSPC,
+                       "the device table of segment %s is full (%d GPUs): launches on further GPUs are gated "
+                       "by every job; split the GPUs over several experiments (tags)",
+                       shm->name, GY_MAX_DEVICES);
+    return found;
+}
+
+void gy_format_uuid(const uint8_t uuid[GY_UUID_BYTES], char out[GY_UUID_TEXT])
+{
+    static const int dash_after[] = {3, 5, 7, 9};
+    char *p = out + sprintf(out, "GPU-");
+    for (int i = 0, k = 0; i < GY_UUID_BYTES; i++) {
+        p += sprintf(p, "%02x", uuid[i]);
+        if (k < 4 && i == dash_after[k]) {
+            *p++ = '-';
+            k++;
+        }
+    }
+    *p = '\0';
+}
+
+void gy_note_launch_device(gy_shm *shm, int device)
+{
+    struct gy_proc_slot *slot = gy_my_slot(shm);
+    uint32_t bit = device >= 0 && device < GY_MAX_DEVICES ? 1u << device : GY_LAUNCHED_UNKNOWN;
+    if (slot && !(atomic_load_explicit(&slot->launched_devices, memory_order_relaxed) & bit))
+        atomic_fetch_or_explicit(&slot->launched_devices, bit, memory_order_seq_cst);
 }

@@ -257,6 +257,8 @@ int gy_remove(const char *tag_or_name, gy_err *err)
          * the mutex cannot be had (a stopped holder): the bit still goes in. */
         bool locked = gy_lock(old.seg) >= 0;
         atomic_fetch_or_explicit(&old.seg->active_levels, GY_REMOVED_BIT, memory_order_seq_cst);
+        for (int d = 0; d < GY_MAX_DEVICES; d++) /* every device's launches see it on the fast path */
+            atomic_fetch_or_explicit(&old.seg->devices[d].active_levels, GY_REMOVED_BIT, memory_order_seq_cst);
         if (locked)
             gy_unlock(old.seg);
         gy_wake_all(old.seg);

@@ -11,10 +11,17 @@
 #include <stdint.h>
 
 #define GY_MAGIC 0x444c454959555047ull /* "GPUYIELD" read as little-endian bytes */
-#define GY_LAYOUT_VERSION 4u
+#define GY_LAYOUT_VERSION 5u
 #define GY_LEVELS 8     /* priorities 0..7, higher wins */
 #define GY_MAX_PROCS 128 /* registered processes per experiment */
 #define GY_NAME_MAX 64  /* "/gpuyield-<uid>-<tag>" including the NUL */
+#define GY_MAX_DEVICES 16 /* GPUs per experiment, each with its own gate word */
+#define GY_UUID_BYTES 16  /* a GPU's UUID as the driver gives it (cuDeviceGetUuid) */
+/* A job or launch whose device is not known (no CUDA context, or the device table is full):
+ * it is gated by, and gates, every device. */
+#define GY_DEVICE_ALL (-1)
+/* Bit of a slot's launched_devices for launches on no known device (GY_DEVICE_ALL). */
+#define GY_LAUNCHED_UNKNOWN (1u << 31)
 
 /* A slot's life: FREE -> (claimed under the mutex) -> RUNNING <-> BLOCKED / DRAINING -> FREE. */
 enum gy_proc_state {
@@ -63,6 +70,10 @@ struct gy_proc_slot {
     uint64_t start_time;          /* /proc/<pid>/stat starttime: tells a reused pid apart */
     int32_t priority;             /* 0..GY_LEVELS-1 */
     uint16_t held_jobs[GY_LEVELS]; /* jobs this process has in progress, so a reaper can count them out */
+    /* Bit d: this process has launched on device slot d (GY_LAUNCHED_UNKNOWN: on no known
+     * device). Set before the launch's gate check, never cleared: a drain for a job on device d
+     * is owed by a lower process with in-flight work that has ever launched on d (or unknown). */
+    _Atomic uint32_t launched_devices;
     /* Drain handshake. inflight: 1 while the process may have GPU work queued or running (set
      * by its launches, cleared by its helper after a drain). drained_epoch: the last job epoch
      * whose drain this process has acknowledged. */
@@ -70,6 +81,19 @@ struct gy_proc_slot {
     _Atomic uint64_t drained_epoch;
     _Atomic uint32_t partition_state; /* enum gy_partition_state, written by the process's hook */
     struct gy_proc_counters counters;
+    /* Of held_jobs, those begun on one device (the rest gate every device). */
+    uint16_t held_device_jobs[GY_MAX_DEVICES][GY_LEVELS];
+} __attribute__((aligned(64)));
+
+/* One GPU of the experiment: claimed under the mutex by the first process that names its UUID,
+ * never released (a segment lives one experiment). Its gate word, alone on its cache line, is
+ * what a launch on that device loads: bit L set while a job of level L runs on this device or on
+ * every device (GY_DEVICE_ALL), plus GY_REMOVED_BIT once the segment is removed. */
+struct gy_device_slot {
+    _Atomic uint32_t active_levels;
+    _Atomic uint32_t claimed;  /* 1 once uuid is set (written last, under the mutex) */
+    uint8_t uuid[GY_UUID_BYTES];
+    uint32_t jobs[GY_LEVELS];  /* jobs in progress on this device alone, per level */
 } __attribute__((aligned(64)));
 
 struct gy_segment {
@@ -86,8 +110,9 @@ struct gy_segment {
     _Atomic uint32_t mps;    /* 1: the experiment's processes run under an MPS daemon */
     char name[GY_NAME_MAX];
 
-    /* The hot word, alone on its cache line: bit L set while a job of level L is in progress.
-     * A launch of priority p is allowed iff (active_levels >> (p + 1)) == 0. */
+    /* The hot word of launches on no known device, alone on its cache line: bit L set while a
+     * job of level L is in progress on any device. A launch of priority p is allowed iff
+     * (active_levels >> (p + 1)) == 0. Each device has its own word (devices[].active_levels). */
     _Atomic uint32_t active_levels __attribute__((aligned(64)));
 /* Set in active_levels (above every level) by `remove` before the name is unlinked: the one-load
  * fast path then sees the gate closed for every priority, and the slow path finds the segment
@@ -97,7 +122,7 @@ struct gy_segment {
     /* Slow path state, guarded by mutex. wake_seq is the futex word of the shared condition. */
     pthread_mutex_t mutex __attribute__((aligned(64)));
     _Atomic uint32_t wake_seq;
-    uint32_t jobs[GY_LEVELS];   /* jobs in progress per level */
+    uint32_t jobs[GY_LEVELS];   /* jobs in progress per level, on any device (devices[].jobs: per device) */
     _Atomic uint64_t job_epoch; /* bumped by each begin; drains acknowledge an epoch */
     _Atomic uint64_t total_drain_timeouts;
     _Atomic uint64_t reaped;     /* dead processes counted out so far */
@@ -106,11 +131,14 @@ struct gy_segment {
      * what was padding before procs: no field moved. */
     _Atomic uint64_t lock_timeouts;
 
+    struct gy_device_slot devices[GY_MAX_DEVICES];
     struct gy_proc_slot procs[GY_MAX_PROCS];
 };
 
 _Static_assert(sizeof(struct gy_segment) < 64 * 1024, "the segment must stay under 64 KiB");
-_Static_assert(offsetof(struct gy_segment, procs) == 320 && sizeof(struct gy_proc_slot) == 128,
+_Static_assert(offsetof(struct gy_segment, devices) == 320 && sizeof(struct gy_device_slot) == 64 &&
+                   offsetof(struct gy_segment, procs) == 320 + 64 * GY_MAX_DEVICES &&
+                   sizeof(struct gy_proc_slot) == 448,
                "the slot table moved: bump GY_LAYOUT_VERSION");
 /* tests/lib/leaked_segments.py reads the header without this file: keep its offsets. */
 _Static_assert(offsetof(struct gy_segment, creator_pid) == 20 && offsetof(struct gy_segment, creator_start_time) == 24,
