@@ -19,6 +19,8 @@
 struct gy_client gy_client = {.shm = {.slot = -1}, .generation = 1};
 __thread uint64_t gy_thread_generation __attribute__((tls_model("initial-exec")));
 __thread gy_cu_context gy_thread_context __attribute__((tls_model("initial-exec")));
+__thread _Atomic uint32_t *gy_thread_gate __attribute__((tls_model("initial-exec")));
+__thread int gy_thread_device __attribute__((tls_model("initial-exec"))) = GY_DEVICE_ALL;
 
 static pthread_mutex_t join_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t contexts_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -128,10 +130,39 @@ bool gy_client_join_slow(void)
     return phase == GY_PHASE_READY;
 }
 
+/* The device slot of the current context's GPU, by UUID (CUDA_VISIBLE_DEVICES renumbers
+ * ordinals, never UUIDs); GY_DEVICE_ALL when the driver cannot tell or the table is full. */
+static int current_device_slot(void)
+{
+    gy_pfn_ctx_get_device get_device = (gy_pfn_ctx_get_device)gy_real(GY_FN_CTX_GET_DEVICE);
+    gy_pfn_device_get_uuid get_uuid = (gy_pfn_device_get_uuid)gy_real(GY_FN_DEVICE_GET_UUID_V2);
+    if (!get_uuid)
+        get_uuid = (gy_pfn_device_get_uuid)gy_real(GY_FN_DEVICE_GET_UUID);
+    gy_cu_device device;
+    gy_cu_uuid uuid;
+    if (!get_device || !get_uuid || get_device(&device) != GY_CUDA_SUCCESS ||
+        get_uuid(&uuid, device) != GY_CUDA_SUCCESS)
+        return GY_DEVICE_ALL;
+    gy_err err;
+    int slot = gy_device_slot(&gy_client.shm, (const uint8_t *)uuid.bytes, &err);
+    if (slot < 0) {
+        static _Atomic int told;
+        if (!atomic_exchange(&told, 1))
+            fprintf(stderr, "gpuyield: pid %d: %s\n", (int)getpid(), err.msg);
+        return GY_DEVICE_ALL;
+    }
+    return slot;
+}
+
 void gy_client_note_context_slow(gy_cu_context ctx)
 {
     gy_thread_generation = atomic_load_explicit(&gy_client.generation, memory_order_relaxed);
     gy_thread_context = ctx;
+    /* The context's device: recorded in our slot before its first launch passes the gate, so
+     * that a job on that device finds our in-flight work there. */
+    gy_thread_device = ctx ? current_device_slot() : GY_DEVICE_ALL;
+    gy_note_launch_device(&gy_client.shm, gy_thread_device);
+    gy_thread_gate = gy_gate_word(&gy_client.shm, gy_thread_device);
     if (!ctx)
         return;
     pthread_mutex_lock(&contexts_lock);
@@ -175,7 +206,7 @@ void gy_client_block(void)
     do {
         atomic_fetch_sub_explicit(&gy_client.entered, 1, memory_order_seq_cst);
         gy_range_push("preemption");
-        gy_wait_until_allowed(&gy_client.shm, &allowed_at);
+        gy_wait_until_allowed_on(&gy_client.shm, gy_thread_device, &allowed_at);
         gy_range_pop();
         if (gy_segment_removed(&gy_client.shm))
             die("stops: its segment was removed while it ran (expcontroller remove, or its experiment ended)",
@@ -184,5 +215,5 @@ void gy_client_block(void)
         gy_mark_inflight(&gy_client.shm);
         /* allowed_at is above our priority while this process holds a job above it (begun through
          * the Python extension): its launches then run at that job's level. */
-    } while (!gy_launch_allowed(&gy_client.shm, allowed_at));
+    } while (!gy_word_allows(gy_thread_gate, allowed_at));
 }

@@ -37,11 +37,16 @@ extern struct gy_client gy_client;
 extern __thread uint64_t gy_thread_generation __attribute__((tls_model("initial-exec")));
 /* The context this thread's last gated call ran in (NULL: none yet, or none current). */
 extern __thread gy_cu_context gy_thread_context __attribute__((tls_model("initial-exec")));
+/* The gate word of that context's device (the segment's word for no known device), set with
+ * gy_thread_context: a launch loads it and nothing else. */
+extern __thread _Atomic uint32_t *gy_thread_gate __attribute__((tls_model("initial-exec")));
+extern __thread int gy_thread_device __attribute__((tls_model("initial-exec")));
 
 /* First use, or first use after fork: read the configuration, join and register, start the
  * drain helper. Exits the process (status 2, one line) if that fails. True when gated. */
 bool gy_client_join_slow(void);
-/* Record ctx, the thread's current context, in the process's list (it changed, or first use). */
+/* Record ctx, the thread's current context, in the process's list (it changed, or first use),
+ * and find its device's gate word (the UUID's slot, claimed on first use). */
 void gy_client_note_context_slow(gy_cu_context ctx);
 /* Drop a context the driver no longer knows (destroyed) from the list. */
 void gy_client_forget_context(gy_cu_context ctx);
@@ -74,13 +79,14 @@ static inline void gy_client_note_context(void)
         gy_client_note_context_slow(ctx);
 }
 
-/* The gate. seq_cst on `entered` pairs with the job's seq_cst store of active_levels: either
- * the helper sees this launch in `entered`, or this launch sees the gate closed. */
+/* The gate, on the device of the thread's context (gy_client_note_context first). seq_cst on
+ * `entered` pairs with the job's seq_cst store of the gate word: either the helper sees this
+ * launch in `entered`, or this launch sees the gate closed. */
 static inline void gy_gate_enter(void)
 {
     atomic_fetch_add_explicit(&gy_client.entered, 1, memory_order_seq_cst);
     gy_mark_inflight(&gy_client.shm);
-    if (!gy_launch_allowed(&gy_client.shm, gy_client.priority))
+    if (!gy_word_allows(gy_thread_gate, gy_client.priority))
         gy_client_block();
 }
 

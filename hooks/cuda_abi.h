@@ -18,6 +18,7 @@ typedef struct gy_cu_graph_exec *gy_cu_graph_exec;
 typedef struct gy_cu_graph_node *gy_cu_graph_node;
 typedef struct gy_cu_graph_edge_data gy_cu_graph_edge_data; /* only passed through by pointer */
 typedef int gy_cu_device;
+typedef struct { char bytes[16]; } gy_cu_uuid; /* CUuuid */
 typedef struct gy_cu_green_ctx *gy_cu_green_ctx;
 typedef struct gy_cu_dev_resource_desc *gy_cu_dev_resource_desc;
 typedef void (*gy_cu_host_fn)(void *);
@@ -114,6 +115,7 @@ typedef gy_cu_result (*gy_pfn_memset_d8_sync)(gy_cu_deviceptr, unsigned char, si
 typedef gy_cu_result (*gy_pfn_memset_d16_sync)(gy_cu_deviceptr, unsigned short, size_t);
 typedef gy_cu_result (*gy_pfn_memset_d32_sync)(gy_cu_deviceptr, unsigned int, size_t);
 typedef gy_cu_result (*gy_pfn_ctx_get_device)(gy_cu_device *);
+typedef gy_cu_result (*gy_pfn_device_get_uuid)(gy_cu_uuid *, gy_cu_device);
 typedef gy_cu_result (*gy_pfn_device_get_dev_resource)(gy_cu_device, gy_cu_dev_resource *, int);
 typedef gy_cu_result (*gy_pfn_dev_sm_resource_split_by_count)(gy_cu_dev_resource *, unsigned *,
                                                               const gy_cu_dev_resource *, gy_cu_dev_resource *,

@@ -22,6 +22,10 @@ _Static_assert(sizeof(CUstreamCaptureStatus) == sizeof(int), "capture status is 
 _Static_assert(sizeof(CUdriverProcAddressQueryResult) == sizeof(int), "query result is an int-sized enum");
 _Static_assert(sizeof(CUstreamCaptureMode) == sizeof(int), "capture mode is an int-sized enum");
 
+_Static_assert(sizeof(gy_cu_uuid) == sizeof(CUuuid), "CUuuid size");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cuCtxGetDevice), CUresult (*)(CUdevice *)),
+               "cuCtxGetDevice signature");
+_Static_assert(sizeof(gy_cu_device) == sizeof(CUdevice), "CUdevice size");
 _Static_assert(sizeof(gy_cu_launch_attribute) == sizeof(CUlaunchAttribute), "CUlaunchAttribute size");
 _Static_assert(sizeof(gy_cu_launch_config) == sizeof(CUlaunchConfig), "CUlaunchConfig size");
 SAME_OFFSET(gy_cu_launch_config, CUlaunchConfig, gridDimX);

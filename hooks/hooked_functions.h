@@ -92,7 +92,10 @@
     X(cuEventQuery, GY_FN_EVENT_QUERY, gy_pfn_event_query)                                             \
     X(cuEventElapsedTime_v2, GY_FN_EVENT_ELAPSED, gy_pfn_event_elapsed)                                \
     X(cuEventElapsedTime, GY_FN_EVENT_ELAPSED_V1, gy_pfn_event_elapsed)                                \
-    /* Green contexts for the partition policy (partition.c). */                                      \
+    /* A context's GPU, by UUID: the gate word of its launches (client.c). */                         \
+    X(cuDeviceGetUuid_v2, GY_FN_DEVICE_GET_UUID_V2, gy_pfn_device_get_uuid)                            \
+    X(cuDeviceGetUuid, GY_FN_DEVICE_GET_UUID, gy_pfn_device_get_uuid)                                  \
+    /* Green contexts for the partition policy (partition.c); cuCtxGetDevice also for the UUID. */     \
     X(cuCtxGetDevice, GY_FN_CTX_GET_DEVICE, gy_pfn_ctx_get_device)                                     \
     X(cuDeviceGetDevResource, GY_FN_DEVICE_GET_DEV_RESOURCE, gy_pfn_device_get_dev_resource)           \
     X(cuDevSmResourceSplitByCount, GY_FN_DEV_SM_RESOURCE_SPLIT_BY_COUNT, gy_pfn_dev_sm_resource_split_by_count) \

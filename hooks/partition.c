@@ -338,7 +338,7 @@ bool gy_partition_route(gy_cu_stream stream, bool graph, struct gy_partition_rou
      * begin (a new epoch) can change that answer from no to yes. */
     uint64_t epoch = atomic_load_explicit(&gy_client.shm.seg->job_epoch, memory_order_acquire);
     if (epoch != blocked_at_epoch) {
-        if (gy_allowed_now(&gy_client.shm))
+        if (gy_allowed_now_on(&gy_client.shm, gy_thread_device))
             goto block; /* gy_client_block() returns at once and counts no wait */
         blocked_at_epoch = epoch;
     }
@@ -377,7 +377,7 @@ void gy_partition_before_use(gy_cu_stream stream)
 {
     gy_cu_context ctx = current_context();
     pthread_mutex_lock(&lock);
-    if (gy_client.shm.seg && gy_launch_allowed(&gy_client.shm, gy_client.priority)) {
+    if (gy_client.shm.seg && gy_launch_allowed_on(&gy_client.shm, gy_thread_device, gy_client.priority)) {
         join_all_locked(ctx, true); /* no job above us: settle everything, the fast path returns */
     } else {
         join_ordered_with_locked(ctx, stream);

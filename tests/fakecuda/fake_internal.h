@@ -19,6 +19,7 @@
 
 struct CUctx_st {
     int id;
+    int device; /* physical index (devices.c) */
 };
 
 struct CUfunc_st {
@@ -88,6 +89,14 @@ void fk_log_violation(const char *fmt, ...) __attribute__((format(printf, 1, 2))
 struct CUstream_st *fk_stream_locked(CUstream handle, bool per_thread_default);
 /* The current context of this thread, or NULL. */
 CUcontext fk_current_ctx(void);
+
+/* Devices (devices.c). CUdevice is the ordinal, as in the real driver. */
+#define FK_MAX_DEVICES 8
+int fk_device_count(void);
+bool fk_device_valid(CUdevice dev);
+int fk_physical_device(CUdevice dev); /* -1 when not valid */
+CUcontext fk_primary_ctx(CUdevice dev);
+bool fk_is_primary(CUcontext ctx);
 /* Is any stream of this process capturing? (fk_lock held) */
 bool fk_any_capturing_locked(void);
 /* When work put on s now may start at the earliest: its tail, and under the legacy stream's

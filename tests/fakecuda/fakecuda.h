@@ -23,6 +23,7 @@ typedef struct CUgraphExec_st *CUgraphExec;
 typedef struct CUgreenCtx_st *CUgreenCtx;
 typedef struct CUdevResourceDesc_st *CUdevResourceDesc;
 typedef void (*CUhostFn)(void *);
+typedef struct { char bytes[16]; } CUuuid;
 /* CUdevResource as in cuda.h (ABI version 1). */
 typedef struct {
     int type;
@@ -93,6 +94,8 @@ typedef struct {
 CUresult cuInit(unsigned int flags);
 CUresult cuDriverGetVersion(int *version);
 CUresult cuDeviceGet(CUdevice *device, int ordinal);
+CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev);
+CUresult cuCtxGetDevice(CUdevice *device);
 CUresult cuDeviceGetCount(int *count);
 CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev);
 CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev);

@@ -11,7 +11,6 @@
 
 pthread_mutex_t fk_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static struct CUctx_st primary_ctx = {.id = 1};
 static int next_ctx_id = 2;
 static uint64_t next_stream_id = 1;
 static struct CUstream_st legacy_stream = {.id = 0};
@@ -97,7 +96,7 @@ FK_EXPORT CUresult cuDeviceGetCount(int *count)
 {
     if (!count)
         return CUDA_ERROR_INVALID_VALUE;
-    *count = 1;
+    *count = fk_device_count();
     return initialized ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
 }
 
@@ -105,9 +104,9 @@ FK_EXPORT CUresult cuDeviceGet(CUdevice *device, int ordinal)
 {
     if (!initialized)
         return CUDA_ERROR_NOT_INITIALIZED;
-    if (!device || ordinal != 0)
+    if (!device || !fk_device_valid(ordinal))
         return CUDA_ERROR_INVALID_VALUE;
-    *device = 0;
+    *device = ordinal;
     return CUDA_SUCCESS;
 }
 
@@ -115,26 +114,27 @@ FK_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev)
 {
     if (!initialized)
         return CUDA_ERROR_NOT_INITIALIZED;
-    if (!ctx || dev != 0)
+    if (!ctx || !fk_device_valid(dev))
         return CUDA_ERROR_INVALID_VALUE;
-    *ctx = &primary_ctx;
+    *ctx = fk_primary_ctx(dev);
     return CUDA_SUCCESS;
 }
 
-FK_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) { return dev == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE; }
+FK_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) { return fk_device_valid(dev) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE; }
 
 FK_EXPORT CUresult cuCtxCreate_v2(CUcontext *ctx, unsigned int flags, CUdevice dev)
 {
     (void)flags;
     if (!initialized)
         return CUDA_ERROR_NOT_INITIALIZED;
-    if (!ctx || dev != 0)
+    if (!ctx || !fk_device_valid(dev))
         return CUDA_ERROR_INVALID_VALUE;
     struct CUctx_st *c = calloc(1, sizeof *c);
     if (!c)
         abort();
     pthread_mutex_lock(&fk_lock);
     c->id = next_ctx_id++;
+    c->device = fk_physical_device(dev);
     pthread_mutex_unlock(&fk_lock);
     *ctx = c;
     return cuCtxPushCurrent_v2(c);
@@ -142,7 +142,7 @@ FK_EXPORT CUresult cuCtxCreate_v2(CUcontext *ctx, unsigned int flags, CUdevice d
 
 FK_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
 {
-    if (!ctx || ctx == &primary_ctx)
+    if (!ctx || fk_is_primary(ctx))
         return CUDA_ERROR_INVALID_VALUE;
     if (fk_current_ctx() == ctx)
         ctx_depth--;
@@ -256,9 +256,15 @@ FK_EXPORT CUresult cuCtxGetDevice(CUdevice *device)
 {
     if (!device)
         return CUDA_ERROR_INVALID_VALUE;
-    if (!fk_current_ctx())
+    CUcontext ctx = fk_current_ctx();
+    if (!ctx)
         return CUDA_ERROR_INVALID_CONTEXT;
-    *device = 0;
+    *device = -1; /* the ordinal of its physical device, as this process numbers them */
+    for (int i = 0; i < fk_device_count(); i++)
+        if (fk_physical_device(i) == ctx->device)
+            *device = i;
+    if (*device < 0)
+        return CUDA_ERROR_INVALID_CONTEXT;
     return CUDA_SUCCESS;
 }
 
@@ -291,7 +297,7 @@ struct CUdevResourceDesc_st {
 
 FK_EXPORT CUresult cuDeviceGetDevResource(CUdevice device, CUdevResource *resource, int type)
 {
-    if (!resource || device != 0 || type != CU_DEV_RESOURCE_TYPE_SM)
+    if (!resource || !fk_device_valid(device) || type != CU_DEV_RESOURCE_TYPE_SM)
         return CUDA_ERROR_INVALID_VALUE;
     memset(resource, 0, sizeof *resource);
     resource->type = CU_DEV_RESOURCE_TYPE_SM;
@@ -335,7 +341,7 @@ FK_EXPORT CUresult cuDevResourceGenerateDesc(CUdevResourceDesc *desc, CUdevResou
 /* FAKECUDA_GREEN_FAIL=1: creation fails, as on a device or setup that refuses green contexts. */
 FK_EXPORT CUresult cuGreenCtxCreate(CUgreenCtx *green, CUdevResourceDesc desc, CUdevice dev, unsigned int flags)
 {
-    if (!green || !desc || dev != 0 || !(flags & CU_GREEN_CTX_DEFAULT_STREAM))
+    if (!green || !desc || !fk_device_valid(dev) || !(flags & CU_GREEN_CTX_DEFAULT_STREAM))
         return CUDA_ERROR_INVALID_VALUE;
     const char *fail = getenv("FAKECUDA_GREEN_FAIL");
     if (fail && strcmp(fail, "1") == 0)
