@@ -339,15 +339,24 @@ static void print_table(const struct gy_status *st)
            (unsigned long long)st->lock_timeouts);
     if (st->mutex_holder[0])
         printf("the segment's mutex is held by %s: this snapshot was read without it\n", st->mutex_holder);
-    printf("%8s %4s %-9s %12s %8s %8s %12s %8s %8s %12s %12s %s\n", "pid", "prio", "state", "launches", "graphs",
-           "waits", "ms_blocked", "drains", "timeouts", "partitioned", "part_copies", "partition");
+    for (int i = 0; i < st->ndevices; i++) {
+        const struct gy_status_device *d = &st->devices[i];
+        printf("device %d %s jobs on it per level 0..7:", d->slot, d->uuid);
+        for (int level = 0; level < GY_LEVELS; level++)
+            printf(" %u", d->jobs[level]);
+        printf("\n");
+    }
+    printf("%8s %4s %-9s %12s %8s %8s %12s %8s %8s %12s %12s %-9s %s\n", "pid", "prio", "state", "launches", "graphs",
+           "waits", "ms_blocked", "drains", "timeouts", "partitioned", "part_copies", "devices", "partition");
     for (int i = 0; i < st->nprocs; i++) {
         const struct gy_status_proc *p = &st->procs[i];
-        printf("%8d %4d %-9s %12llu %8llu %8llu %12.1f %8llu %8llu %12llu %12llu %s\n", p->pid, p->priority, p->state,
+        char devices[64];
+        gy_devices_text(p->launched_devices, devices, sizeof devices);
+        printf("%8d %4d %-9s %12llu %8llu %8llu %12.1f %8llu %8llu %12llu %12llu %-9s %s\n", p->pid, p->priority, p->state,
                (unsigned long long)p->launches, (unsigned long long)p->graph_launches,
                (unsigned long long)p->waits, (double)p->blocked_ns / 1e6, (unsigned long long)p->drains,
                (unsigned long long)p->drain_timeouts, (unsigned long long)p->partition_launches,
-               (unsigned long long)p->partition_copies, p->partition);
+               (unsigned long long)p->partition_copies, devices, p->partition);
     }
     if (st->nprocs == 0)
         printf("(no registered processes)\n");
@@ -360,7 +369,7 @@ static int cmd_status(const struct options *opt)
     if (gy_open(opt->name, &shm, &err))
         return fail(&err);
     static struct gy_status st;
-    static char json[64 * 1024];
+    static char json[160 * 1024];
     int rc = 0;
     if (opt->watch_s > 0) {
         struct sigaction sa = {.sa_handler = on_stop_signal};

@@ -242,6 +242,13 @@ struct gy_status_proc {
     GY_PROC_COUNTERS(GY_STATUS_COUNTER) /* segment_layout.h */
 #undef GY_STATUS_COUNTER
     const char *partition; /* "-" (not decided), "active", or "fallback: <why>" */
+    uint32_t launched_devices; /* bit d: launched on device slot d; GY_LAUNCHED_UNKNOWN: on no known device */
+};
+
+struct gy_status_device {
+    int slot;
+    char uuid[GY_UUID_TEXT];
+    uint32_t jobs[GY_LEVELS]; /* jobs in progress on this device alone (jobs on every device: not counted) */
 };
 
 struct gy_status {
@@ -255,9 +262,13 @@ struct gy_status {
     /* Empty when the snapshot took the mutex; else who held it past the bound (pid, thread,
      * registered priority, STOPPED) or that it is corrupted. Plain text, no quotes. */
     char mutex_holder[160];
+    int ndevices; /* claimed device slots, in slot order */
+    struct gy_status_device devices[GY_MAX_DEVICES];
     int nprocs;
     struct gy_status_proc procs[GY_MAX_PROCS];
 };
+/* "0,1" for a launched_devices mask ("-": none yet; "?" stands for no known device). */
+void gy_devices_text(uint32_t launched, char *out, size_t len);
 
 /* A consistent snapshot; every field read from the segment is range-checked (a corrupt segment
  * gives -1 and an error, never a crash). */

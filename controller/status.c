@@ -59,6 +59,19 @@ int gy_status_read(gy_shm *shm, struct gy_status *out, gy_err *err)
     out->job_epoch = atomic_load(&seg->job_epoch);
     out->total_drain_timeouts = atomic_load(&seg->total_drain_timeouts);
     out->reaped = atomic_load(&seg->reaped);
+    for (int d = 0; d < GY_MAX_DEVICES && bad_slot == -1; d++) {
+        const struct gy_device_slot *dev = &seg->devices[d];
+        if (!atomic_load_explicit(&dev->claimed, memory_order_acquire))
+            continue;
+        struct gy_status_device *o = &out->devices[out->ndevices++];
+        o->slot = d;
+        gy_format_uuid(dev->uuid, o->uuid);
+        for (int level = 0; level < GY_LEVELS; level++) {
+            o->jobs[level] = dev->jobs[level];
+            if (o->jobs[level] > out->jobs[level])
+                bad_slot = -2 - level;
+        }
+    }
     for (int i = 0; i < GY_MAX_PROCS && bad_slot == -1; i++) {
         const struct gy_proc_slot *slot = &seg->procs[i];
         uint32_t state = atomic_load_explicit(&slot->state, memory_order_acquire);
@@ -77,6 +90,7 @@ int gy_status_read(gy_shm *shm, struct gy_status *out, gy_err *err)
         GY_PROC_COUNTERS(COPY_COUNTER)
 #undef COPY_COUNTER
         p->partition = partition_name(atomic_load(&slot->partition_state));
+        p->launched_devices = atomic_load(&slot->launched_devices);
     }
     if (locked)
         gy_unlock(seg);
@@ -125,6 +139,19 @@ void gy_rfc3339(const struct timespec *when, char *out, size_t len)
     snprintf(out, len, "%s.%03ldZ", day, when->tv_nsec / 1000000L);
 }
 
+void gy_devices_text(uint32_t launched, char *out, size_t len)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (int d = 0; d < GY_MAX_DEVICES; d++)
+        if (launched & (1u << d))
+            used += (size_t)snprintf(out + used, used < len ? len - used : 0, "%s%d", used ? "," : "", d);
+    if (launched & GY_LAUNCHED_UNKNOWN)
+        used += (size_t)snprintf(out + used, used < len ? len - used : 0, "%s?", used ? "," : "");
+    if (!used)
+        snprintf(out, len, "-");
+}
+
 int gy_status_json(const struct gy_status *st, char *buf, size_t len)
 {
     size_t used = 0;
@@ -143,7 +170,15 @@ int gy_status_json(const struct gy_status *st, char *buf, size_t len)
          "\"mutex_holder\": ",
          (unsigned long long)st->job_epoch, (unsigned long long)st->total_drain_timeouts,
          (unsigned long long)st->reaped, (unsigned long long)st->lock_timeouts);
-    EMIT(st->mutex_holder[0] ? "\"%s\", \"processes\": [" : "null%s, \"processes\": [", st->mutex_holder);
+    EMIT(st->mutex_holder[0] ? "\"%s\", \"devices\": [" : "null%s, \"devices\": [", st->mutex_holder);
+    for (int i = 0; i < st->ndevices; i++) {
+        const struct gy_status_device *d = &st->devices[i];
+        EMIT("%s{\"slot\": %d, \"uuid\": \"%s\", \"jobs\": [", i ? ", " : "", d->slot, d->uuid);
+        for (int level = 0; level < GY_LEVELS; level++)
+            EMIT("%s%u", level ? ", " : "", d->jobs[level]);
+        EMIT("]}");
+    }
+    EMIT("], \"processes\": [");
     for (int i = 0; i < st->nprocs; i++) {
         const struct gy_status_proc *p = &st->procs[i];
         json_escape(p->name, name, sizeof name);
@@ -152,7 +187,17 @@ int gy_status_json(const struct gy_status *st, char *buf, size_t len)
 #define EMIT_COUNTER(name, what) EMIT(", \"" #name "\": %llu", (unsigned long long)p->name);
         GY_PROC_COUNTERS(EMIT_COUNTER)
 #undef EMIT_COUNTER
-        EMIT(", \"partition\": \"%s\"}", p->partition);
+        EMIT(", \"partition\": \"%s\", \"devices\": [", p->partition);
+        /* device slots launched on; -1 (GY_DEVICE_ALL) for launches on no known device */
+        bool first = true;
+        for (int d = 0; d < GY_MAX_DEVICES; d++)
+            if (p->launched_devices & (1u << d)) {
+                EMIT("%s%d", first ? "" : ", ", d);
+                first = false;
+            }
+        if (p->launched_devices & GY_LAUNCHED_UNKNOWN)
+            EMIT("%s%d", first ? "" : ", ", GY_DEVICE_ALL);
+        EMIT("]}");
     }
     EMIT("]}");
 #undef EMIT
