@@ -386,7 +386,9 @@ bool gy_drain_wait_request(gy_shm *shm, uint64_t timeout_ns, uint64_t *epoch)
             atomic_load_explicit(&slot->inflight, memory_order_seq_cst) &&
             atomic_load_explicit(&slot->drained_epoch, memory_order_acquire) < current) {
             *epoch = current;
-            atomic_store_explicit(&slot->state, GY_PROC_DRAINING, memory_order_relaxed);
+            /* A process whose launch is blocked stays shown blocked while its helper drains. */
+            uint32_t running = GY_PROC_RUNNING;
+            atomic_compare_exchange_strong(&slot->state, &running, GY_PROC_DRAINING);
             requested = true;
             break;
         }

@@ -458,6 +458,25 @@ static void scenario_rate(int count)
     printf("RATE %.1f ns/launch\n", best);
 }
 
+/* For each device ordinal given: make its primary context current, launch 3 short kernels and
+ * synchronize, then print "PASSED <ordinal>" (a launch blocked by a job on that GPU holds it). */
+static void scenario_devices(int argc, char **argv)
+{
+    CUfunction f = kernel_of(10); /* loads the module in device 0's context */
+    for (int i = 2; i < argc; i++) {
+        int ordinal = atoi(argv[i]);
+        CUdevice dev;
+        CUcontext ctx;
+        CU(cuDeviceGet(&dev, ordinal));
+        CU(cuDevicePrimaryCtxRetain(&ctx, dev));
+        CU(cuCtxSetCurrent(ctx));
+        for (int k = 0; k < 3; k++)
+            CU(launch(f, NULL));
+        CU(cuCtxSynchronize());
+        printf("PASSED %d\n", ordinal);
+    }
+}
+
 int gy_next_call(void); /* tests/hooks/next_first.c */
 
 /* dlsym(RTLD_NEXT) from a library after the hook must find the definition after that library. */
@@ -591,12 +610,14 @@ int main(int argc, char **argv)
         scenario_capture_two_threads((long)ARG(2, 100));
     else if (strcmp(what, "thread_exit") == 0)
         scenario_thread_exit();
+    else if (strcmp(what, "devices") == 0)
+        scenario_devices(argc, argv);
     else if (strcmp(what, "fork") == 0)
         scenario_fork((int)ARG(2, 7));
     else if (strncmp(what, "partition", 9) == 0)
         failures += partition_scenario(what, argc, argv);
     else {
-        fprintf(stderr, "usage: cuda_worker paths|plain|spin|copyspin|jobs|busy|bound|capture|capture_hold|rate|rtld_next|thread_exit|capture_two_threads|fork|graph_mix|partition* [args]\n");
+        fprintf(stderr, "usage: cuda_worker paths|plain|spin|copyspin|jobs|busy|bound|capture|capture_hold|rate|rtld_next|thread_exit|capture_two_threads|fork|devices|graph_mix|partition* [args]\n");
         return 2;
     }
     if (strcmp(what, "jobs") != 0)

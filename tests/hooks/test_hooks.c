@@ -1044,3 +1044,146 @@ TEST(partition_falls_back_to_corun_on_a_driver_without_green_contexts)
     const char *env[] = {libpath, NULL};
     check_fallback(true, env, "the driver has no green contexts", "falls back to corun");
 }
+
+/* ---- per-GPU gating (issue 20): a job gates lower launches on its own GPU only ------------- */
+
+/* The fake driver's UUID of physical device p (tests/fakecuda/devices.c). */
+static void fake_uuid(int physical, uint8_t uuid[GY_UUID_BYTES])
+{
+    static const uint8_t base[GY_UUID_BYTES] = {0xfa, 0x4e, 0xc0, 0xda, 0x11, 0x22, 0x33, 0x44,
+                                                0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb, 0x00};
+    memcpy(uuid, base, GY_UUID_BYTES);
+    uuid[15] = (uint8_t)physical;
+}
+
+/* The worker's state in the segment ("blocked" while a launch waits), or "" when not found. */
+static const char *worker_state(gy_shm *shm, int pid)
+{
+    static struct gy_status st;
+    gy_err err;
+    if (gy_status_read(shm, &st, &err))
+        return "";
+    for (int i = 0; i < st.nprocs; i++)
+        if (st.procs[i].pid == pid)
+            return st.procs[i].state;
+    return "";
+}
+
+static bool wait_blocked(gy_shm *shm, int pid)
+{
+    uint64_t until = gy_now_ns() + 30000000000ull;
+    while (strcmp(worker_state(shm, pid), "blocked") != 0 && gy_now_ns() < until)
+        usleep(2000);
+    return strcmp(worker_state(shm, pid), "blocked") == 0;
+}
+
+/* A job of priority 1 on physical GPU 0 (held by this test process) while a priority-0 worker on
+ * a host of two fake GPUs launches on the given ordinals in order (CUDA_VISIBLE_DEVICES `visible`
+ * or unset). blocked_at: the argument index (0-based) of the ordinal whose launches must wait for
+ * the job, -1 when none must. */
+static void check_device_gating(const char *visible, const char *const *ordinals, int blocked_at)
+{
+    struct setup s;
+    REQUIRE(setup_begin(&s, "devices", 2000000000ull));
+    char shm_env[96], visible_env[64];
+    snprintf(shm_env, sizeof shm_env, "GPUYIELD_SHM=%s", s.tag);
+    snprintf(visible_env, sizeof visible_env, "CUDA_VISIBLE_DEVICES=%s", visible ? visible : "");
+    const char *env[] = {shm_env, "GPUYIELD_PRIORITY=0", "FAKECUDA_DEVICES=2", visible ? visible_env : NULL, NULL};
+    const char *args[8] = {"devices"};
+    int nargs = 1;
+    for (const char *const *o = ordinals; *o && nargs < 7; o++)
+        args[nargs++] = *o;
+    gy_shm holder;
+    gy_err err;
+    uint8_t uuid[GY_UUID_BYTES];
+    fake_uuid(0, uuid);
+    REQUIRE(gy_open(s.tag, &holder, &err) == 0, "%s", err.msg);
+    REQUIRE(gy_register(&holder, 1, &err) == 0, "%s", err.msg);
+    int gpu0 = gy_device_slot(&holder, uuid, &err);
+    REQUIRE(gpu0 >= 0, "%s", err.msg);
+    gy_job job;
+    REQUIRE(gy_job_enter_on(&holder, 1, gpu0, 0, &job, &err) == 0, "%s", err.msg);
+    CHECK(!gy_launch_allowed_on(&holder, gpu0, 0) && !gy_launch_allowed(&holder, 0),
+          "GPU 0's word and the any-device word are closed to priority 0");
+    struct worker w;
+    if (spawn(&s, &w, env, args)) {
+        unsigned long long ordinal;
+        int rc = -2;
+        if (blocked_at < 0) {
+            rc = wait_exit(&w); /* every launch passes while the job holds GPU 0 */
+        } else {
+            char mark[32];
+            if (blocked_at > 0) { /* the earlier ordinals passed during the job */
+                snprintf(mark, sizeof mark, "PASSED %s", ordinals[blocked_at - 1]);
+                bool passed = wait_mark(&w, "PASSED", &ordinal);
+                char *out = slurp(w.out);
+                CHECK(passed && strstr(out, mark), "the launches on the other GPU did not pass during the job");
+                free(out);
+            }
+            CHECK(wait_blocked(&holder, w.pid), "the worker never blocked on GPU 0 (state %s)",
+                  worker_state(&holder, w.pid));
+            snprintf(mark, sizeof mark, "PASSED %s", ordinals[blocked_at]);
+            char *out = slurp(w.out);
+            CHECK(!strstr(out, mark), "launches on GPU 0 passed during its job");
+            free(out);
+        }
+        /* Status names both GPUs by UUID and says where the worker launched. */
+        static struct gy_status st;
+        REQUIRE(gy_status_read(&holder, &st, &err) == 0, "%s", err.msg);
+        char text[GY_UUID_TEXT];
+        gy_format_uuid(uuid, text);
+        int gpus = nargs - 1 + (blocked_at < 0); /* the worker's GPUs and the job's */
+        CHECK(st.ndevices == gpus, "%d devices claimed, expected %d", st.ndevices, gpus);
+        for (int i = 0; i < st.nprocs; i++) {
+            uint32_t mask = st.procs[i].launched_devices;
+            if (st.procs[i].pid != w.pid)
+                continue;
+            CHECK(__builtin_popcount(mask) == nargs - 1 && !(mask & GY_LAUNCHED_UNKNOWN) &&
+                      ((mask >> gpu0) & 1) == (blocked_at >= 0),
+                  "the worker's devices are %#x (%d ordinals, GPU 0 in slot %d)", mask, nargs - 1, gpu0);
+        }
+        CHECK(st.ndevices >= 1 && st.devices[0].slot == gpu0 && strcmp(st.devices[0].uuid, text) == 0 &&
+                  st.devices[0].jobs[1] == 1,
+              "device slot %d is %s with %u jobs at level 1, not %s with 1", st.devices[0].slot, st.devices[0].uuid,
+              st.devices[0].jobs[1], text);
+        gy_job_exit(&holder, &job, &err);
+        if (blocked_at >= 0)
+            rc = wait_exit(&w);
+        CHECK(rc == 0, "worker exit %d", rc);
+        struct counters c;
+        if (read_counters(&w, 0, &c)) {
+            CHECK(c.launches == 3ull * (unsigned long long)(nargs - 1), "%llu launches", c.launches);
+            CHECK(c.waits == (blocked_at < 0 ? 0u : 1u), "%llu waits (expected %d)", c.waits, blocked_at < 0 ? 0 : 1);
+        }
+        if (gy_test_failures_in_current)
+            dump(&w);
+    }
+    gy_close(&holder);
+    setup_end(&s);
+}
+
+TEST(a_job_on_gpu0_does_not_block_launches_on_gpu1)
+{
+    const char *ordinals[] = {"1", NULL};
+    check_device_gating(NULL, ordinals, -1);
+}
+
+TEST(a_job_on_gpu0_blocks_lower_launches_on_gpu0)
+{
+    const char *ordinals[] = {"0", NULL};
+    check_device_gating(NULL, ordinals, 0);
+}
+
+TEST(a_process_on_both_gpus_is_blocked_only_for_gpu0_launches)
+{
+    const char *ordinals[] = {"1", "0", NULL};
+    check_device_gating(NULL, ordinals, 1);
+}
+
+/* CUDA_VISIBLE_DEVICES=1,0: ordinal 0 is physical GPU 1 (free), ordinal 1 is GPU 0 (the job's):
+ * the UUID, not the ordinal, picks the gate word. */
+TEST(cuda_visible_devices_reordering_keeps_the_gpu_by_uuid)
+{
+    const char *ordinals[] = {"0", "1", NULL};
+    check_device_gating("1,0", ordinals, 1);
+}
