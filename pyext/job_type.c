@@ -10,7 +10,7 @@
  * noticed, and costs one wake-up per slice only while a drain is actually pending. */
 #define WAIT_SLICE_NS 50000000ull
 
-JobObject *gyp_job_new(SegmentObject *seg, int priority)
+JobObject *gyp_job_new(SegmentObject *seg, int priority, int device)
 {
     JobObject *self = PyObject_GC_New(JobObject, &gyp_JobType);
     if (!self)
@@ -20,6 +20,7 @@ JobObject *gyp_job_new(SegmentObject *seg, int priority)
     memset(&self->job, 0, sizeof self->job);
     self->job.priority = priority;
     self->priority = priority;
+    self->device = device;
     self->owner_pid = 0;
     self->waited = false;
     self->entering = false;
@@ -76,13 +77,16 @@ int gyp_job_begin(JobObject *self, bool wait)
     }
     if (gyp_segment_ready(seg) || gyp_segment_check_present(seg) || gyp_segment_ensure_registered(seg))
         return -1;
+    int device = self->device;
+    if (device == GYP_DEVICE_CURRENT && gyp_resolve_device(seg, NULL, &device))
+        return -1;
     gy_err err;
     gy_job entered;
     int rc;
     self->entering = true;
     seg->busy++;
     Py_BEGIN_ALLOW_THREADS
-    rc = gy_job_enter(&seg->shm, self->priority, 0, &entered, &err);
+    rc = gy_job_enter_on(&seg->shm, self->priority, device, 0, &entered, &err);
     Py_END_ALLOW_THREADS
     seg->busy--;
     self->entering = false;

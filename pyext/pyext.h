@@ -37,10 +37,15 @@ typedef struct {
     SegmentObject *segment;
     gy_job job;
     int priority;
+    int device;      /* the device slot it gates, or GY_DEVICE_ALL (job_device.c) */
     pid_t owner_pid; /* the process that began it */
     bool waited;     /* the drain wait has finished (drained or timed out) */
     bool entering;   /* a thread is counting it in (GIL released): others get EBUSY */
 } JobObject;
+
+/* seg.job()/begin()'s device argument (NULL or None: the current context's GPU, else every GPU)
+ * -> a device slot of the segment, or GY_DEVICE_ALL. -1 with an exception set. */
+int gyp_resolve_device(SegmentObject *seg, PyObject *device, int *slot);
 
 /* Raise Error (or ArgumentError for EINVAL) with this errno and message; returns NULL. */
 PyObject *gyp_raise(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -62,7 +67,9 @@ int gyp_segment_check_present(SegmentObject *seg);
 int gyp_segment_ensure_registered(SegmentObject *seg);
 
 /* A new, not yet begun Job of this segment. */
-JobObject *gyp_job_new(SegmentObject *seg, int priority);
+/* device: a device slot, GY_DEVICE_ALL, or GYP_DEVICE_CURRENT (resolved when the job begins). */
+#define GYP_DEVICE_CURRENT (-2)
+JobObject *gyp_job_new(SegmentObject *seg, int priority, int device);
 /* Count the job in; with wait, also wait for the drain (counted out again if interrupted). */
 int gyp_job_begin(JobObject *job, bool wait);
 /* Count the job out. */

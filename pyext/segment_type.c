@@ -203,7 +203,7 @@ static PyObject *segment_repr(SegmentObject *self)
 /* ---- methods ------------------------------------------------------------------------------------ */
 
 PyDoc_STRVAR(job_doc,
-             "job($self, priority, /)\n--\n\n"
+             "job($self, /, priority, device=None)\n--\n\n"
              "A context manager for one job at `priority` (0..7, higher wins):\n\n"
              "    with seg.job(1) as job:\n"
              "        run_inference()\n\n"
@@ -211,36 +211,54 @@ PyDoc_STRVAR(job_doc,
              "until their in-flight GPU work has drained, or the segment's drain timeout passed.\n"
              "The wait releases the GIL; Ctrl-C raises KeyboardInterrupt within ~50 ms and the job\n"
              "is counted out. `job.wait_ns`, `job.drained` and `job.timed_out` tell what the wait\n"
-             "cost. Leaving counts the job out, also when the block raises (the exception goes on).");
+             "cost. Leaving counts the job out, also when the block raises (the exception goes on).\n\n"
+             "device: the GPU whose lower launches the job stops. None (default): the GPU of this\n"
+             "thread's current CUDA context when the job begins, every GPU when there is none;\n"
+             "\"all\"; a UUID \"GPU-...\" (nvidia-smi -L); or an int ordinal (as CUDA_VISIBLE_DEVICES\n"
+             "numbers them). Lower processes with work on other GPUs are neither stopped nor drained.");
 
-static PyObject *segment_job(SegmentObject *self, PyObject *arg)
+/* The device argument: resolved now when given, at begin when None (GYP_DEVICE_CURRENT). */
+static int job_device(SegmentObject *self, PyObject *device_obj, int *device)
 {
-    int priority;
-    if (gyp_segment_ready(self) || gyp_parse_priority(arg, "job priority", &priority))
+    *device = GYP_DEVICE_CURRENT;
+    return device_obj && device_obj != Py_None ? gyp_resolve_device(self, device_obj, device) : 0;
+}
+
+static PyObject *segment_job(SegmentObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *keywords[] = {"priority", "device", NULL};
+    PyObject *priority_obj, *device_obj = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O:job", keywords, &priority_obj, &device_obj))
         return NULL;
-    return (PyObject *)gyp_job_new(self, priority);
+    int priority, device;
+    if (gyp_segment_ready(self) || gyp_parse_priority(priority_obj, "job priority", &priority) ||
+        job_device(self, device_obj, &device))
+        return NULL;
+    return (PyObject *)gyp_job_new(self, priority, device);
 }
 
 PyDoc_STRVAR(begin_doc,
-             "begin($self, /, priority, wait=True)\n--\n\n"
+             "begin($self, /, priority, wait=True, device=None)\n--\n\n"
              "Begin a job at `priority` (0..7) without a `with` block; returns its Job.\n\n"
              "Same as entering seg.job(priority). Jobs nest: begin(1) twice needs end(1) twice.\n"
              "With wait=False the job is only counted in (lower launches stop at once); call\n"
              "job.wait() to wait for the drain. The first begin registers this process at\n"
              "$GPUYIELD_PRIORITY (default 0). Raises gpuyield.Error(ENOENT) when the segment was\n"
-             "removed since connect(), ArgumentError for a priority out of range.");
+             "removed since connect(), ArgumentError for a priority out of range. device: as for\n"
+             "job().");
 
 static PyObject *segment_begin(SegmentObject *self, PyObject *args, PyObject *kwargs)
 {
-    static char *keywords[] = {"priority", "wait", NULL};
-    PyObject *priority_obj;
+    static char *keywords[] = {"priority", "wait", "device", NULL};
+    PyObject *priority_obj, *device_obj = NULL;
     int wait = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|p:begin", keywords, &priority_obj, &wait))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|pO:begin", keywords, &priority_obj, &wait, &device_obj))
         return NULL;
-    int priority;
-    if (gyp_segment_ready(self) || gyp_parse_priority(priority_obj, "job priority", &priority))
+    int priority, device;
+    if (gyp_segment_ready(self) || gyp_parse_priority(priority_obj, "job priority", &priority) ||
+        job_device(self, device_obj, &device))
         return NULL;
-    JobObject *job = gyp_job_new(self, priority);
+    JobObject *job = gyp_job_new(self, priority, device);
     if (!job)
         return NULL;
     if (gyp_job_begin(job, wait != 0)) {
@@ -361,6 +379,27 @@ static PyObject *proc_dict(const struct gy_status_proc *p)
         return NULL;
     }
     Py_DECREF(partition);
+    PyObject *devices = PyList_New(0); /* device slots launched on; -1: on no known device */
+    for (int d = 0; devices && d < GY_MAX_DEVICES; d++) {
+        if (!(p->launched_devices & (1u << d)))
+            continue;
+        PyObject *slot = PyLong_FromLong(d);
+        if (!slot || PyList_Append(devices, slot))
+            Py_CLEAR(devices);
+        Py_XDECREF(slot);
+    }
+    if (devices && (p->launched_devices & GY_LAUNCHED_UNKNOWN)) {
+        PyObject *unknown = PyLong_FromLong(GY_DEVICE_ALL);
+        if (!unknown || PyList_Append(devices, unknown))
+            Py_CLEAR(devices);
+        Py_XDECREF(unknown);
+    }
+    if (!devices || PyDict_SetItemString(proc, "devices", devices)) {
+        Py_XDECREF(devices);
+        Py_DECREF(proc);
+        return NULL;
+    }
+    Py_DECREF(devices);
     return proc;
 }
 
@@ -383,18 +422,39 @@ static PyObject *status_dict(const struct gy_status *st)
             goto fail;
         PyList_SET_ITEM(procs, i, proc);
     }
+    PyObject *devices = PyList_New(st->ndevices);
+    for (int i = 0; devices && i < st->ndevices; i++) {
+        const struct gy_status_device *d = &st->devices[i];
+        PyObject *counts = PyList_New(GY_LEVELS);
+        for (int level = 0; counts && level < GY_LEVELS; level++) {
+            PyObject *count = PyLong_FromUnsignedLong(d->jobs[level]);
+            if (!count)
+                Py_CLEAR(counts);
+            else
+                PyList_SET_ITEM(counts, level, count);
+        }
+        PyObject *entry = counts ? Py_BuildValue("{s:i,s:s,s:N}", "slot", d->slot, "uuid", d->uuid, "jobs", counts) : NULL;
+        if (!entry)
+            Py_CLEAR(devices);
+        else
+            PyList_SET_ITEM(devices, i, entry);
+    }
+    if (!devices)
+        goto fail;
     /* Same keys, same order as gy_status_json (`expcontroller status --json`). */
     PyObject *holder = st->mutex_holder[0] ? PyUnicode_FromString(st->mutex_holder) : (Py_INCREF(Py_None), Py_None);
-    if (!holder)
+    if (!holder) {
+        Py_DECREF(devices);
         goto fail;
+    }
     char stamp[48];
     gy_rfc3339(&st->taken, stamp, sizeof stamp);
-    return Py_BuildValue("{s:s,s:s,s:s,s:O,s:N,s:K,s:K,s:K,s:K,s:N,s:N}", "segment", st->name, "timestamp", stamp, "policy",
+    return Py_BuildValue("{s:s,s:s,s:s,s:O,s:N,s:K,s:K,s:K,s:K,s:N,s:N,s:N}", "segment", st->name, "timestamp", stamp, "policy",
                          gy_policy_name(st->policy), "mps", st->mps ? Py_True : Py_False, "jobs", jobs, "job_epoch",
                          (unsigned long long)st->job_epoch, "drain_timeouts",
                          (unsigned long long)st->total_drain_timeouts, "reaped", (unsigned long long)st->reaped,
                          "lock_timeouts", (unsigned long long)st->lock_timeouts, "mutex_holder", holder,
-                         "processes", procs);
+                         "devices", devices, "processes", procs);
 fail:
     Py_XDECREF(jobs);
     Py_XDECREF(procs);
@@ -595,7 +655,7 @@ static PyObject *segment_wait_launch_allowed(SegmentObject *self, PyObject *unus
 }
 
 static PyMethodDef segment_methods[] = {
-    {"job", (PyCFunction)segment_job, METH_O, job_doc},
+    {"job", (PyCFunction)(void (*)(void))segment_job, METH_VARARGS | METH_KEYWORDS, job_doc},
     {"begin", (PyCFunction)(void (*)(void))segment_begin, METH_VARARGS | METH_KEYWORDS, begin_doc},
     {"end", (PyCFunction)segment_end, METH_O, end_doc},
     {"status", (PyCFunction)segment_status, METH_NOARGS, status_doc},

@@ -184,7 +184,7 @@ def test_help_explains_each_call():
     assert out.returncode == 0, out.stderr
     text = out.stdout.replace("'", "")  # postponed annotations show as strings on some versions
     for name in ["connect(name=None)", "create(name=None, drain_timeout_ms=None)", "remove(name)",
-                 "class Segment", "job(self, priority, /)", "begin(self, /, priority, wait=True)",
+                 "class Segment", "job(self, /, priority, device=None)", "begin(self, /, priority, wait=True, device=None)",
                  "end(self, priority, /)", "status(self, /)", "launch_allowed(self, priority, /)", "close(self, /)",
                  "class Job", "wait_ns", "drained", "timed_out", "class Error", "class ArgumentError",
                  "create_shared_mem_and_locks(suffix: str | bytes | int) -> None",
@@ -583,7 +583,7 @@ def table_counters():
     return re.findall(r"X\((\w+),", table)
 
 
-PROC_KEYS = ["pid", "name", "priority", "state", "inflight"] + table_counters() + ["partition"]
+PROC_KEYS = ["pid", "name", "priority", "state", "inflight"] + table_counters() + ["partition", "devices"]
 
 
 def test_counter_table_is_what_status_lists(segment, agents):
@@ -591,9 +591,9 @@ def test_counter_table_is_what_status_lists(segment, agents):
     assert counters[:2] == ["launches", "graph_launches"] and counters[-1] == "partition_copies", counters
     agents(segment.name, GPUYIELD_PRIORITY=1)("begin 2")
     (proc,) = segment.status()["processes"]
-    assert list(proc)[5:] == counters + ["partition"]
+    assert list(proc)[5:] == counters + ["partition", "devices"]
     (proc,) = json.loads(segment.status_json())["processes"]
-    assert list(proc)[5:] == counters + ["partition"]
+    assert list(proc)[5:] == counters + ["partition", "devices"]
     build = os.environ.get("BUILD")
     tool = os.path.join(build, "bin", "expcontroller") if build else None
     if tool and os.access(tool, os.X_OK):
@@ -601,7 +601,7 @@ def test_counter_table_is_what_status_lists(segment, agents):
                              timeout=60)
         assert out.returncode == 0, out.stderr
         (proc,) = json.loads(out.stdout)["processes"]
-        assert list(proc)[5:] == counters + ["partition"]
+        assert list(proc)[5:] == counters + ["partition", "devices"]
 
 
 def without_timestamp(status):
@@ -614,7 +614,7 @@ def test_status_has_the_fields_of_the_json_status(segment, agents):
     segment.begin(4, wait=False)  # the agent never drains: do not wait for it
     status = segment.status()
     assert list(status) == ["segment", "timestamp", "policy", "mps", "jobs", "job_epoch", "drain_timeouts", "reaped",
-                            "lock_timeouts", "mutex_holder", "processes"]
+                            "lock_timeouts", "mutex_holder", "devices", "processes"]
     assert status["lock_timeouts"] == 0 and status["mutex_holder"] is None
     assert status["segment"] == segment.name and status["job_epoch"] == 1
     assert status["policy"] == "drain" and status["mps"] is False
@@ -978,3 +978,59 @@ def test_compat_reconnects_after_its_segment_is_made_anew(tags):
         gpuyield.setMem(0, suffix.encode())
     finally:
         gpuyield.remove_shared_mem_and_locks(suffix.encode())
+
+
+# ---- per-GPU jobs (issue 20) ---------------------------------------------------------------------
+
+FAKE_UUID = "GPU-fa4ec0da-1122-3344-5566-778899aabb%02x"  # tests/fakecuda/devices.c, physical GPU n
+
+
+def test_a_job_on_one_gpu_counts_on_that_gpu_only(segment):
+    with segment.job(3, device=FAKE_UUID % 1):
+        st = segment.status()
+        assert [(d["slot"], d["uuid"], d["jobs"][3]) for d in st["devices"]] == [(0, FAKE_UUID % 1, 1)]
+        assert st["jobs"][3] == 1
+    assert segment.status()["devices"][0]["jobs"][3] == 0
+    with segment.job(3, device="all"):  # every GPU: counted in jobs, on no one device
+        st = segment.status()
+        assert st["jobs"][3] == 1 and st["devices"][0]["jobs"][3] == 0
+
+
+def test_a_job_without_a_cuda_context_gates_every_gpu(segment):
+    job = segment.begin(2)
+    assert segment.status()["devices"] == [] and not segment.launch_allowed(1)
+    segment.end(2)
+
+
+def test_bad_devices_are_one_clear_error(segment):
+    with pytest.raises(gpuyield.ArgumentError, match="not a GPU UUID"):
+        segment.job(1, device="GPU-12")
+    with pytest.raises(TypeError, match="device must be"):
+        segment.begin(1, device=1.5)
+    assert segment.status()["jobs"] == [0] * 8
+
+
+def test_default_device_is_the_current_contexts_gpu(segment):
+    """Under the fake driver with two GPUs and CUDA_VISIBLE_DEVICES=1,0, ordinal 0's context is
+    physical GPU 1: the job names GPU 1 by UUID, and an int ordinal resolves the same way."""
+    fake = os.path.join(os.environ.get("BUILD", ""), "fakecuda")
+    if not os.path.exists(os.path.join(fake, "libcuda.so.1")):
+        pytest.skip("no fake driver in $BUILD/fakecuda (set BUILD to a build directory)")
+    code = (
+        "import ctypes, json, sys, gpuyield\n"
+        "cuda = ctypes.CDLL('libcuda.so.1')\n"
+        "ctx = ctypes.c_void_p(); dev = ctypes.c_int()\n"
+        "assert cuda.cuInit(0) == 0 and cuda.cuDeviceGet(ctypes.byref(dev), 0) == 0\n"
+        "assert cuda.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev) == 0 and cuda.cuCtxSetCurrent(ctx) == 0\n"
+        "seg = gpuyield.connect(sys.argv[1])\n"
+        "with seg.job(2):\n"
+        "    a = seg.status()['devices']\n"
+        "with seg.job(2, device=1):\n"
+        "    b = seg.status()['devices']\n"
+        "print(json.dumps([a, b]))\n")
+    out = subprocess.run([sys.executable, "-c", code, segment.name], capture_output=True, text=True, timeout=60,
+                         env=child_env(LD_LIBRARY_PATH=fake, FAKECUDA_DEVICES=2, CUDA_VISIBLE_DEVICES="1,0"))
+    assert out.returncode == 0, out.stderr
+    a, b = json.loads(out.stdout)
+    assert a == [{"slot": 0, "uuid": FAKE_UUID % 1, "jobs": [0, 0, 1, 0, 0, 0, 0, 0]}]
+    assert b[1] == {"slot": 1, "uuid": FAKE_UUID % 0, "jobs": [0, 0, 1, 0, 0, 0, 0, 0]}

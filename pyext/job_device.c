@@ -1,0 +1,123 @@
+/* Which GPU a Python job gates: the `device` argument of seg.job() and seg.begin() resolved to a
+ * device slot of the segment. None: the GPU of this thread's current CUDA context, or every GPU
+ * when the process has no CUDA context (libcuda not loaded, or nothing current); "all": every
+ * GPU; "GPU-<uuid>": that GPU; an int: that device ordinal of this process (as
+ * CUDA_VISIBLE_DEVICES numbers them), which needs libcuda. */
+#include "pyext.h"
+
+#include <ctype.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <string.h>
+
+typedef int (*pfn_init)(unsigned);
+typedef int (*pfn_ctx_get_current)(void **);
+typedef int (*pfn_ctx_get_device)(int *);
+typedef int (*pfn_device_get)(int *, int);
+typedef int (*pfn_device_get_uuid)(uint8_t *, int);
+
+/* libcuda.so.1 as the process has it loaded (NULL when it has none, for a default), or loaded now
+ * when the caller names an ordinal. */
+static void *driver(bool load)
+{
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (!lib && load)
+        lib = dlopen("libcuda.so.1", RTLD_NOW);
+    return lib;
+}
+
+static int uuid_of(void *lib, int ordinal, uint8_t uuid[GY_UUID_BYTES])
+{
+    pfn_device_get_uuid get_uuid = (pfn_device_get_uuid)dlsym(lib, "cuDeviceGetUuid_v2");
+    if (!get_uuid)
+        get_uuid = (pfn_device_get_uuid)dlsym(lib, "cuDeviceGetUuid");
+    return get_uuid ? get_uuid(uuid, ordinal) : -1;
+}
+
+/* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" (dashes optional) -> 16 bytes; -1 if malformed. */
+static int parse_uuid(const char *text, uint8_t uuid[GY_UUID_BYTES])
+{
+    if (strncmp(text, "GPU-", 4) != 0)
+        return -1;
+    int n = 0;
+    for (const char *p = text + 4; *p; p++) {
+        if (*p == '-')
+            continue;
+        if (!isxdigit((unsigned char)p[0]) || !isxdigit((unsigned char)p[1]) || n == GY_UUID_BYTES)
+            return -1;
+        char byte[3] = {p[0], p[1], 0};
+        uuid[n++] = (uint8_t)strtoul(byte, NULL, 16);
+        p++;
+    }
+    return n == GY_UUID_BYTES ? 0 : -1;
+}
+
+static int claim(SegmentObject *seg, const uint8_t uuid[GY_UUID_BYTES], int *slot)
+{
+    gy_err err;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = gy_device_slot(&seg->shm, uuid, &err);
+    Py_END_ALLOW_THREADS
+    if (rc < 0) {
+        gyp_raise_err(&err);
+        return -1;
+    }
+    *slot = rc;
+    return 0;
+}
+
+int gyp_resolve_device(SegmentObject *seg, PyObject *device, int *slot)
+{
+    uint8_t uuid[GY_UUID_BYTES];
+    *slot = GY_DEVICE_ALL;
+    if (!device || device == Py_None) {
+        void *lib = driver(false);
+        pfn_ctx_get_current get_current = lib ? (pfn_ctx_get_current)dlsym(lib, "cuCtxGetCurrent") : NULL;
+        pfn_ctx_get_device get_device = lib ? (pfn_ctx_get_device)dlsym(lib, "cuCtxGetDevice") : NULL;
+        void *ctx = NULL;
+        int ordinal;
+        bool known = get_current && get_device && get_current(&ctx) == 0 && ctx && get_device(&ordinal) == 0 &&
+                     uuid_of(lib, ordinal, uuid) == 0;
+        if (lib)
+            dlclose(lib);
+        return known ? claim(seg, uuid, slot) : 0;
+    }
+    if (PyUnicode_Check(device)) {
+        const char *text = PyUnicode_AsUTF8(device);
+        if (!text)
+            return -1;
+        if (strcmp(text, "all") == 0)
+            return 0;
+        if (parse_uuid(text, uuid)) {
+            gyp_raise(EINVAL, "device %s is not a GPU UUID (GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx, as nvidia-smi -L "
+                              "shows it), \"all\", an ordinal or None",
+                      text);
+            return -1;
+        }
+        return claim(seg, uuid, slot);
+    }
+    if (PyLong_Check(device)) {
+        long ordinal = PyLong_AsLong(device);
+        if (ordinal == -1 && PyErr_Occurred())
+            return -1;
+        void *lib = driver(true);
+        pfn_init init = lib ? (pfn_init)dlsym(lib, "cuInit") : NULL;
+        pfn_device_get get = lib ? (pfn_device_get)dlsym(lib, "cuDeviceGet") : NULL;
+        int dev;
+        bool known = init && get && ordinal >= 0 && ordinal <= 1024 && init(0) == 0 && get(&dev, (int)ordinal) == 0 &&
+                     uuid_of(lib, dev, uuid) == 0;
+        if (lib)
+            dlclose(lib);
+        if (!known) {
+            gyp_raise(EINVAL, "device %ld is not a GPU ordinal the CUDA driver knows here (%s): use 0..N-1 as "
+                              "CUDA_VISIBLE_DEVICES numbers them, a UUID, or \"all\"",
+                      ordinal, lib ? "cuDeviceGet failed" : "libcuda.so.1 cannot be loaded");
+            return -1;
+        }
+        return claim(seg, uuid, slot);
+    }
+    PyErr_Format(PyExc_TypeError, "device must be None, \"all\", a GPU UUID string or an int ordinal, not %s",
+                 Py_TYPE(device)->tp_name);
+    return -1;
+}
