@@ -902,3 +902,135 @@ TEST(status_reports_processes_jobs_and_refuses_corruption)
     shm.slot = -1;
     destroy(&shm);
 }
+
+/* ---- per-GPU gating (issue 20) ------------------------------------------------------------- */
+
+static void uuid_n(int n, uint8_t uuid[GY_UUID_BYTES])
+{
+    memset(uuid, 0xab, GY_UUID_BYTES);
+    uuid[0] = (uint8_t)n;
+}
+
+/* A lower process with work in flight on one device slot (-1: on no known device) that never
+ * drains. */
+static int lower_on_device(const char *name, long device)
+{
+    gy_shm shm;
+    gy_err err;
+    if (gy_open(name, &shm, &err) || gy_register(&shm, 0, &err))
+        return 10;
+    gy_note_launch_device(&shm, (int)device);
+    gy_mark_inflight(&shm);
+    sleep_ms(10000);
+    return 0;
+}
+
+TEST(device_slots_are_claimed_once_per_uuid_and_bounded)
+{
+    gy_shm shm;
+    gy_err err;
+    uint8_t uuid[GY_UUID_BYTES];
+    REQUIRE(create_fresh("devslots", 0, &shm));
+    for (int n = 0; n < GY_MAX_DEVICES; n++) {
+        uuid_n(n, uuid);
+        CHECK(gy_device_slot(&shm, uuid, &err) == n, "GPU %d", n);
+    }
+    uuid_n(3, uuid);
+    CHECK(gy_device_slot(&shm, uuid, &err) == 3, "a known UUID keeps its slot");
+    uuid_n(GY_MAX_DEVICES, uuid);
+    CHECK(gy_device_slot(&shm, uuid, &err) == -1 && err.code == ENOSPC && strstr(err.msg, "device table"), "%s",
+          err.msg);
+    char text[GY_UUID_TEXT];
+    uuid_n(1, uuid);
+    gy_format_uuid(uuid, text);
+    CHECK(strcmp(text, "GPU-01ababab-abab-abab-abab-abababababab") == 0, "%s", text);
+    destroy(&shm);
+}
+
+TEST(a_job_on_one_device_gates_and_drains_that_device_only)
+{
+    gy_shm shm;
+    gy_err err;
+    gy_job job;
+    uint8_t uuid[GY_UUID_BYTES];
+    REQUIRE(create_fresh("perdevice", 5000 * MS, &shm));
+    REQUIRE(gy_register(&shm, 2, &err) == 0);
+    uuid_n(0, uuid);
+    int gpu0 = gy_device_slot(&shm, uuid, &err);
+    uuid_n(1, uuid);
+    int gpu1 = gy_device_slot(&shm, uuid, &err);
+    REQUIRE(gpu0 == 0 && gpu1 == 1);
+    CHECK(gy_job_enter_on(&shm, 2, 5, 0, &job, &err) == -1 && err.code == EINVAL && strstr(err.msg, "device slot 5"),
+          "%s", err.msg);
+    pid_t child = spawn(lower_on_device, shm.name, gpu1); /* in flight on GPU 1, never drains */
+    CHECK(WAIT_FOR(shm.seg->procs[1].inflight, 3000));
+    /* A job on GPU 0: lower launches on GPU 0 and on no known device stop, those on GPU 1 go on;
+     * the process busy on GPU 1 owes it no drain. */
+    REQUIRE(gy_job_enter_on(&shm, 2, gpu0, 300 * MS, &job, &err) == 0, "%s", err.msg);
+    CHECK(!gy_launch_allowed_on(&shm, gpu0, 0) && gy_launch_allowed_on(&shm, gpu1, 0) && !gy_launch_allowed(&shm, 0));
+    CHECK(gy_launch_allowed_on(&shm, gpu0, 2), "a peer at the job's level is not gated");
+    CHECK(gy_job_wait_drained(&shm, &job, 0) == GY_WAIT_DRAINED, "the GPU 1 process delayed a GPU 0 job");
+    CHECK(shm.seg->devices[gpu0].jobs[2] == 1 && shm.seg->jobs[2] == 1);
+    REQUIRE(gy_job_exit(&shm, &job, &err) == 0);
+    CHECK(gy_launch_allowed_on(&shm, gpu0, 0) && gy_launch_allowed(&shm, 0) && shm.seg->devices[gpu0].jobs[2] == 0);
+    /* A job on GPU 1 waits for it (and times out: it never drains). */
+    REQUIRE(gy_job_enter_on(&shm, 2, gpu1, 300 * MS, &job, &err) == 0);
+    CHECK(gy_launch_allowed_on(&shm, gpu0, 0) && !gy_launch_allowed_on(&shm, gpu1, 0));
+    CHECK(gy_job_wait_drained(&shm, &job, 0) == GY_WAIT_TIMEDOUT, "the GPU 1 job did not wait for GPU 1's work");
+    REQUIRE(gy_job_exit(&shm, &job, &err) == 0);
+    /* A job on every device closes every word and waits for it too. */
+    REQUIRE(gy_job_enter(&shm, 2, 300 * MS, &job, &err) == 0);
+    CHECK(!gy_launch_allowed_on(&shm, gpu0, 0) && !gy_launch_allowed_on(&shm, gpu1, 0) &&
+          !gy_launch_allowed_on(&shm, 7, 0) && !gy_launch_allowed(&shm, 0));
+    CHECK(gy_job_wait_drained(&shm, &job, 0) == GY_WAIT_TIMEDOUT);
+    struct gy_status st;
+    static char json[8192];
+    REQUIRE(gy_status_read(&shm, &st, &err) == 0);
+    gy_status_json(&st, json, sizeof json);
+    CHECK(st.ndevices == 2 && st.devices[1].slot == gpu1 &&
+              strstr(json, "\"partition\": \"-\", \"devices\": [1]}") != NULL,
+          "%s", json);
+    REQUIRE(gy_job_exit(&shm, &job, &err) == 0);
+    CHECK(gy_launch_allowed_on(&shm, gpu1, 0) && gy_launch_allowed(&shm, 0));
+    kill(child, SIGKILL);
+    wait_exit(child);
+    destroy(&shm);
+}
+
+TEST(a_process_on_no_known_device_owes_every_device_job_a_drain)
+{
+    gy_shm shm;
+    gy_err err;
+    gy_job job;
+    uint8_t uuid[GY_UUID_BYTES];
+    REQUIRE(create_fresh("nodevice", 5000 * MS, &shm));
+    REQUIRE(gy_register(&shm, 2, &err) == 0);
+    uuid_n(0, uuid);
+    int gpu0 = gy_device_slot(&shm, uuid, &err);
+    pid_t child = spawn(lower_on_device, shm.name, GY_DEVICE_ALL);
+    CHECK(WAIT_FOR(shm.seg->procs[1].inflight, 3000));
+    REQUIRE(gy_job_enter_on(&shm, 2, gpu0, 300 * MS, &job, &err) == 0);
+    CHECK(gy_job_wait_drained(&shm, &job, 0) == GY_WAIT_TIMEDOUT);
+    REQUIRE(gy_job_exit(&shm, &job, &err) == 0);
+    kill(child, SIGKILL);
+    wait_exit(child);
+    destroy(&shm);
+}
+
+TEST(reap_corrects_device_job_counts_that_no_live_process_holds)
+{
+    gy_shm shm;
+    gy_err err;
+    uint8_t uuid[GY_UUID_BYTES];
+    REQUIRE(create_fresh("devreap", 0, &shm));
+    uuid_n(0, uuid);
+    int gpu0 = gy_device_slot(&shm, uuid, &err);
+    REQUIRE(gpu0 == 0);
+    shm.seg->jobs[3] = 1;
+    shm.seg->devices[gpu0].jobs[3] = 1;
+    atomic_store(&shm.seg->devices[gpu0].active_levels, 1u << 3);
+    CHECK(!gy_launch_allowed_on(&shm, gpu0, 0));
+    gy_reap(&shm);
+    CHECK(shm.seg->devices[gpu0].jobs[3] == 0 && shm.seg->jobs[3] == 0 && gy_launch_allowed_on(&shm, gpu0, 0));
+    destroy(&shm);
+}
