@@ -275,7 +275,7 @@ static void load_model(struct ctx *c, json_t *obj, int i, struct exp_model *m, c
 {
     static const char *const keys[] = {"model_name", "model_weight", "sleep_time", "input_file_path",
                                        "output_file_path", "output_file_name", "priority", "resize",
-                                       "resize_size", "control", "batch_size", NULL};
+                                       "resize_size", "control", "batch_size", "device_id", NULL};
     char where[32];
     snprintf(where, sizeof where, "models[%d]", i);
     memset(m, 0, sizeof *m);
@@ -319,6 +319,9 @@ static void load_model(struct ctx *c, json_t *obj, int i, struct exp_model *m, c
                  m->output_file_name);
     }
     get_int(c, obj, where, "priority", true, 0, 7, "0 is the lowest; higher wins", &m->priority);
+    m->device_id = -1; /* absent: the experiment's device_id (config_load) */
+    get_int(c, obj, where, "device_id", false, 0, 1023,
+            "the GPU this model runs on, as nvidia-smi numbers them; absent: the experiment's device_id", &m->device_id);
     get_bool(c, obj, where, "resize", false, &m->resize);
     json_t *rs = json_object_get(obj, "resize_size");
     snprintf(sub, sizeof sub, "%s.resize_size", where);
@@ -449,8 +452,11 @@ int config_load(const char *path, const char *out_dir_override, struct exp_confi
     }
     if (models) {
         cfg->nmodels = (int)json_array_size(models);
-        for (int i = 0; i < cfg->nmodels; i++)
+        for (int i = 0; i < cfg->nmodels; i++) {
             load_model(&c, json_array_get(models, (size_t)i), i, &cfg->models[i], out_dir_override);
+            if (cfg->models[i].device_id < 0)
+                cfg->models[i].device_id = cfg->device_id;
+        }
         disambiguate_pid_names(cfg);
     }
     return c.errors;
@@ -542,6 +548,12 @@ int config_check_environment(const struct exp_config *cfg, int gpu_count)
     if (gpu_count >= 0 && cfg->device_id >= gpu_count)
         error_at(&c, "device_id", "is %d but this machine has %d GPU%s (0..%d); pick one nvidia-smi lists",
                  cfg->device_id, gpu_count, gpu_count == 1 ? "" : "s", gpu_count - 1);
+    for (int i = 0; i < cfg->nmodels; i++) {
+        snprintf(where, sizeof where, "models[%d].device_id", i);
+        if (gpu_count >= 0 && cfg->models[i].device_id >= gpu_count && cfg->models[i].device_id != cfg->device_id)
+            error_at(&c, where, "is %d but this machine has %d GPU%s (0..%d); pick one nvidia-smi lists",
+                     cfg->models[i].device_id, gpu_count, gpu_count == 1 ? "" : "s", gpu_count - 1);
+    }
     for (int i = 0; i < cfg->nmodels; i++) {
         const struct exp_model *m = &cfg->models[i];
         int h, w;

@@ -23,6 +23,7 @@ struct exp_model {
     int batch_size;                /* 1 when absent */
     bool control, controlsync, controlEvent, controlTime;
     int queue_sync, queue_event_group, queue_time_us;
+    int device_id;                 /* "device_id" of the model, else the experiment's: its GPU */
 
     /* Derived. */
     char mode[EXP_MODE_MAX];       /* GPUYIELD_MODE: none | sync:N | event:N | time:US */
@@ -50,7 +51,7 @@ struct exp_config {
 int config_load(const char *path, const char *out_dir_override, struct exp_config *cfg);
 
 /* Checks against the machine: input images, output directories, duplicate outputs, local weight
- * files, device_id against gpu_count (-1: unknown, not checked). Returns the number of errors. */
+ * files, each device_id against gpu_count (-1: unknown, not checked). Returns the number of errors. */
 int config_check_environment(const struct exp_config *cfg, int gpu_count);
 
 /* Create every model's output directory (after all checks passed). Returns 0 or -1 (printed). */

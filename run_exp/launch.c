@@ -91,6 +91,22 @@ static void add_env_prepend(struct launch *l, const char *name, const char *valu
     add_env(l, name, buf);
 }
 
+int launch_simulated_device(const struct exp_config *cfg, int device_id, int *count)
+{
+    int rank = 0, distinct = 0;
+    for (int i = 0; i < cfg->nmodels; i++) {
+        int id = cfg->models[i].device_id;
+        bool first = true;
+        for (int j = 0; j < i; j++)
+            first = first && cfg->models[j].device_id != id;
+        distinct += first;
+        rank += first && id < device_id;
+    }
+    if (count)
+        *count = distinct;
+    return rank;
+}
+
 int launch_build(const struct exp_config *cfg, const struct exp_model *m, const struct install *in,
                  const struct launch_settings *s, struct launch *out)
 {
@@ -123,7 +139,8 @@ int launch_build(const struct exp_config *cfg, const struct exp_model *m, const 
     add_arg(out, "--priority");
     add_arg(out, "%d", m->priority);
     add_arg(out, "--device-id");
-    add_arg(out, "%d", s->simulate ? 0 : cfg->device_id); /* the simulated GPU is device 0 */
+    int fake_gpus = 1;
+    add_arg(out, "%d", s->simulate ? launch_simulated_device(cfg, m->device_id, &fake_gpus) : m->device_id);
     add_arg(out, "--csv");
     add_arg(out, "%s", m->csv_path);
     out->argv[out->nargs] = NULL;
@@ -147,6 +164,8 @@ int launch_build(const struct exp_config *cfg, const struct exp_model *m, const 
     if (s->simulate) {
         add_env_prepend(out, "LD_LIBRARY_PATH", in->fakecuda_dir);
         add_env(out, "FAKECUDA_DEVICE_FILE", s->fake_device_file);
+        snprintf(num, sizeof num, "%d", fake_gpus); /* one fake GPU per device_id the models use */
+        add_env(out, "FAKECUDA_DEVICES", num);
         if (s->fake_log)
             add_env(out, "FAKECUDA_LOG", s->fake_log);
     }

@@ -44,6 +44,9 @@ struct launch {
     const char *mode_desc;       /* one phrase: hooks on/off, jobs marked or not */
 };
 
+/* Under --simulate, the fake GPU a model's device_id runs on: its rank among the distinct
+ * device_ids of the models (0..count-1); count: how many fake GPUs the run needs. */
+int launch_simulated_device(const struct exp_config *cfg, int device_id, int *count);
 int launch_build(const struct exp_config *cfg, const struct exp_model *m, const struct install *in,
                  const struct launch_settings *s, struct launch *out);
 /* run_exp's environment with out->env applied (replacing the same names); caller frees with

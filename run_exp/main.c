@@ -338,7 +338,7 @@ static void print_dry_run(const struct exp_config *cfg, struct launch *launches,
                mps_pipe_dir);
     printf("experiment: exp_dur %g s, device_id %d%s, %d worker%s, each at least %d jobs\n", cfg->exp_dur,
            cfg->device_id,
-           o->simulate ? " (simulated: runs on the fake GPU, device 0)"
+           o->simulate ? " (simulated: runs on fake GPUs, one per device_id the models use, from 0)"
            : gpu_count < 0 ? " (not checked: no GPU found here)" : "",
            cfg->nmodels,
            cfg->nmodels == 1 ? "" : "s", o->min_jobs);
@@ -352,6 +352,12 @@ static void print_dry_run(const struct exp_config *cfg, struct launch *launches,
         launch_format_command(&launches[i], cmd, sizeof cmd);
         printf("worker %d '%s': %s (%s), priority %d, mode %s (%s)\n", i, m->output_file_name, m->model_name,
                km ? model_task_name(km->task) : "?", m->priority, m->mode, launches[i].mode_desc);
+        int fake_gpus;
+        int fake = launch_simulated_device(cfg, m->device_id, &fake_gpus);
+        if (o->simulate)
+            printf("  gpu: device_id %d, simulated as fake GPU %d of %d\n", m->device_id, fake, fake_gpus);
+        else
+            printf("  gpu: device_id %d\n", m->device_id);
         printf("  command: %s\n", cmd);
         for (int k = 0; k < launches[i].nenv; k++)
             printf("  %s %s\n", k == 0 ? "env:" : "    ", launches[i].env[k]);

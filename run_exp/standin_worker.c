@@ -21,6 +21,7 @@ typedef int CUresult;
 typedef void *CUptr;
 typedef CUresult (*fn_init)(unsigned);
 typedef CUresult (*fn_device_get)(int *, int);
+typedef CUresult (*fn_device_get_uuid)(uint8_t *, int);
 typedef CUresult (*fn_ctx_retain)(CUptr *, int);
 typedef CUresult (*fn_ctx_set)(CUptr);
 typedef CUresult (*fn_module_load)(CUptr *, const void *);
@@ -34,6 +35,7 @@ struct driver {
     fn_launch launch;
     fn_stream_sync sync;
     CUptr function, stream;
+    uint8_t uuid[GY_UUID_BYTES]; /* the GPU's, for the job's device slot */
 };
 
 struct args {
@@ -76,6 +78,7 @@ static void driver_open(struct driver *d, const struct args *a, int kernel_us)
     CUptr ctx, module;
     check(((fn_init)need(lib, "cuInit"))(0), "cuInit");
     check(((fn_device_get)need(lib, "cuDeviceGet"))(&dev, a->device), "cuDeviceGet");
+    check(((fn_device_get_uuid)need(lib, "cuDeviceGetUuid"))(d->uuid, dev), "cuDeviceGetUuid");
     check(((fn_ctx_retain)need(lib, "cuDevicePrimaryCtxRetain"))(&ctx, dev), "cuDevicePrimaryCtxRetain");
     check(((fn_ctx_set)need(lib, "cuCtxSetCurrent"))(ctx), "cuCtxSetCurrent");
     check(((fn_module_load)need(lib, "cuModuleLoadData"))(&module, "standin"), "cuModuleLoadData");
@@ -169,6 +172,10 @@ int main(int argc, char **argv)
     struct driver d;
     driver_open(&d, &a, kernel_us);
     run_kernels(&d, kernels); /* warm-up, not recorded */
+    /* A job stops lower work on this worker's GPU only (every GPU if the table is full). */
+    int device = mark ? gy_device_slot(&shm, d.uuid, &err) : GY_DEVICE_ALL;
+    if (device < 0)
+        device = GY_DEVICE_ALL;
 
     int csv_fd = open(a.csv, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644); /* never via a link */
     FILE *csv = csv_fd >= 0 ? fdopen(csv_fd, "w") : NULL;
@@ -189,7 +196,7 @@ int main(int argc, char **argv)
         row.start_ns = gy_now_ns();
         gy_job gj;
         if (mark) {
-            if (gy_begin(&shm, a.priority, &gj, &err) != 0)
+            if (gy_begin_on(&shm, a.priority, device, &gj, &err) != 0)
                 die("cannot begin a job: %s%s", err.msg, "");
             row.drain_wait_ns = gj.wait_ns;
             row.drained = gj.corun ? JOB_CORUN : gj.drained ? JOB_DRAINED : JOB_DRAIN_TIMED_OUT;

@@ -91,7 +91,7 @@ struct CUstream_st *fk_stream_locked(CUstream handle, bool per_thread_default);
 CUcontext fk_current_ctx(void);
 
 /* Devices (devices.c). CUdevice is the ordinal, as in the real driver. */
-#define FK_MAX_DEVICES 8
+#define FK_MAX_DEVICES 32
 int fk_device_count(void);
 bool fk_device_valid(CUdevice dev);
 int fk_physical_device(CUdevice dev); /* -1 when not valid */

@@ -141,8 +141,22 @@ dry simulate_fake_driver "LD_LIBRARY_PATH=$BUILD/fakecuda"
 # The reference's files name device 1; the simulated GPU is device 0 whatever the machine has.
 cfg "$T/dev1.json" --set device_id=1
 out=$(FAKE_GPUS=0 "$RUN_EXP" -f "$T/dev1.json" --dry-run --simulate 2>&1)
-dry simulate_any_device_id "device_id 1 \(simulated: runs on the fake GPU, device 0\)"
+dry simulate_any_device_id "device_id 1 \(simulated: runs on fake GPUs, one per device_id the models use, from 0\)"
 dry simulate_runs_on_device_0 "gpuyield-standin .*--device-id 0"
+dry simulate_one_fake_gpu "FAKECUDA_DEVICES=1"
+# issue 20: a model's own device_id puts it on another GPU of the host (the reference's files,
+# without it, keep every model on the experiment's device_id).
+cfg "$T/pergpu.json" --set device_id=1 --set models.1.device_id=3
+out=$(FAKE_GPUS=0 "$RUN_EXP" -f "$T/pergpu.json" --dry-run 2>&1)
+dry per_model_gpu_default "  gpu: device_id 1$"
+dry per_model_gpu_own "  gpu: device_id 3$"
+dry per_model_gpu_command "--name model_B .*--device-id 3 "
+out=$(FAKE_GPUS=0 "$RUN_EXP" -f "$T/pergpu.json" --dry-run --simulate 2>&1)
+dry per_model_simulated "  gpu: device_id 3, simulated as fake GPU 1 of 2"
+dry per_model_simulated_devices "FAKECUDA_DEVICES=2"
+cfg "$T/badgpu.json" --set 'models.0.device_id="1"'
+out=$(FAKE_GPUS=0 "$RUN_EXP" -f "$T/badgpu.json" --dry-run 2>&1)
+dry per_model_gpu_type_error "models\[0\].device_id: must be an integer 0..1023"
 
 # ---- runs with the stand-in Python (fake_worker.sh) ------------------------------------------
 # csv_whole FILE MIN_ROWS: a header, then MIN_ROWS or more rows, each with 8 numeric fields.
