@@ -990,6 +990,15 @@ def test_a_job_on_one_gpu_counts_on_that_gpu_only(segment):
         st = segment.status()
         assert [(d["slot"], d["uuid"], d["jobs"][3]) for d in st["devices"]] == [(0, FAKE_UUID % 1, 1)]
         assert st["jobs"][3] == 1
+        build = os.environ.get("BUILD")
+        tool = os.path.join(build, "bin", "expcontroller") if build else None
+        if tool and os.access(tool, os.X_OK):
+            out = subprocess.run([tool, "status", "--name", segment.name], capture_output=True, text=True, timeout=60)
+            assert out.returncode == 0, out.stderr
+            assert "device 0 %s jobs on it per level 0..7: 0 0 0 1 0 0 0 0\n" % (FAKE_UUID % 1) in out.stdout
+            out = subprocess.run([tool, "status", "--json", "--name", segment.name], capture_output=True, text=True,
+                                 timeout=60)
+            assert json.loads(out.stdout)["devices"] == st["devices"]
     assert segment.status()["devices"][0]["jobs"][3] == 0
     with segment.job(3, device="all"):  # every GPU: counted in jobs, on no one device
         st = segment.status()
