@@ -21,3 +21,10 @@ $(O)/tests/test_controller: $(O)/obj/tests/controller/test_controller.o $(CONTRO
 
 
 ALL += $(O)/tests/test_controller
+
+# Preloaded by 10-controller.sh: SIGTERM right after the segment is created (serve's early stop).
+$(O)/tests/libgy_term_after_create.so: $(O)/obj/tests/controller/term_after_create.o
+	@mkdir -p $(dir $@)
+	$(CC) -shared $(LDFLAGS) $^ -ldl -o $@
+
+ALL += $(O)/tests/libgy_term_after_create.so

@@ -230,6 +230,14 @@ static int cmd_serve(const struct options *opt)
     gy_shm shm;
     gy_err err;
     bool created = true;
+    /* The handlers before anything is made: a SIGINT/SIGTERM from here on only sets stop_requested,
+     * so the setup below finishes (or fails and undoes itself), the loop does not start and the
+     * common end removes what was made. Installed later, one arriving between the segment's
+     * creation and the handlers killed serve and left the segment in /dev/shm. */
+    struct sigaction sa = {.sa_handler = on_stop_signal};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
     /* The port first: a bad address or a taken port leaves no segment behind. */
     gy_metrics_http http = {.fd = -1};
     if (opt->metrics && gy_metrics_http_listen(&http, opt->metrics, &err)) {
@@ -253,10 +261,6 @@ static int cmd_serve(const struct options *opt)
         gy_metrics_http_close(&http);
         return fail(&err);
     }
-    struct sigaction sa = {.sa_handler = on_stop_signal};
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
     /* MPS before any worker can start: they read the policy and find the daemon. */
     gy_mps mps = {0};
     if (opt->mps || opt->mps_pipe) {

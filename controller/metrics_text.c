@@ -1,6 +1,10 @@
 /* A status snapshot in the Prometheus text exposition format (version 0.0.4): per segment, the
  * jobs in progress per level and the reaped processes; per registered process (labelled with its
- * pid, name and priority level), its launches, waits, seconds blocked, drains and drain timeouts. */
+ * pid, name and priority level), every counter of GY_PROC_COUNTERS. */
+#include <ctype.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -24,26 +28,40 @@ static void label_escape(const char *in, char *out, size_t len)
     out[o] = '\0';
 }
 
+/* The per-process counters: one family per row of GY_PROC_COUNTERS (segment_layout.h), so a new
+ * row is exported without an edit here. A row counts `name` -> gpuyield_<name>_total, its HELP the
+ * row's description; a row of nanoseconds (name ending in _ns) is exported in seconds, Prometheus'
+ * base unit: blocked_ns -> gpuyield_blocked_seconds_total. */
 struct proc_counter {
-    const char *name, *help;
-    double (*value)(const struct gy_status_proc *p);
+    const char *name, *what;
+    size_t offset; /* of its uint64_t in struct gy_status_proc */
 };
 
-static double launches(const struct gy_status_proc *p) { return (double)p->launches; }
-static double graph_launches(const struct gy_status_proc *p) { return (double)p->graph_launches; }
-static double waits(const struct gy_status_proc *p) { return (double)p->waits; }
-static double blocked_seconds(const struct gy_status_proc *p) { return (double)p->blocked_ns / 1e9; }
-static double drains(const struct gy_status_proc *p) { return (double)p->drains; }
-static double drain_timeouts(const struct gy_status_proc *p) { return (double)p->drain_timeouts; }
+#define PROC_COUNTER_ROW(name, what) {#name, what, offsetof(struct gy_status_proc, name)},
+static const struct proc_counter proc_counters[] = {GY_PROC_COUNTERS(PROC_COUNTER_ROW)};
+#undef PROC_COUNTER_ROW
 
-static const struct proc_counter proc_counters[] = {
-    {"gpuyield_launches_total", "Kernel launches, copies and memsets that passed the gate.", launches},
-    {"gpuyield_graph_launches_total", "CUDA graph launches that passed the gate.", graph_launches},
-    {"gpuyield_waits_total", "Launches that waited at the gate for a higher-priority job.", waits},
-    {"gpuyield_blocked_seconds_total", "Seconds launches spent waiting at the gate.", blocked_seconds},
-    {"gpuyield_drains_total", "Drain requests this process acknowledged.", drains},
-    {"gpuyield_drain_timeouts_total", "Drain waits on this process that timed out.", drain_timeouts},
-};
+static bool in_nanoseconds(const char *name)
+{
+    size_t n = strlen(name);
+    return n > 3 && strcmp(name + n - 3, "_ns") == 0;
+}
+
+/* "gpuyield_<name>_total", or "gpuyield_<stem>_seconds_total" for <stem>_ns. */
+static void family_name(const char *name, char *out, size_t len)
+{
+    if (in_nanoseconds(name))
+        snprintf(out, len, "gpuyield_%.*s_seconds_total", (int)(strlen(name) - 3), name);
+    else
+        snprintf(out, len, "gpuyield_%s_total", name);
+}
+
+static uint64_t counter_value(const struct gy_status_proc *p, const struct proc_counter *c)
+{
+    uint64_t v;
+    memcpy(&v, (const char *)p + c->offset, sizeof v);
+    return v;
+}
 
 int gy_metrics_text(const struct gy_status *st, char *buf, size_t len)
 {
@@ -76,13 +94,23 @@ int gy_metrics_text(const struct gy_status *st, char *buf, size_t len)
          "gpuyield_registered_processes{segment=\"%s\"} %d\n",
          seg, st->nprocs);
     for (size_t c = 0; c < sizeof proc_counters / sizeof *proc_counters; c++) {
-        EMIT("# HELP %s %s\n# TYPE %s counter\n", proc_counters[c].name, proc_counters[c].help, proc_counters[c].name);
+        const struct proc_counter *pc = &proc_counters[c];
+        char family[96];
+        family_name(pc->name, family, sizeof family);
+        bool seconds = in_nanoseconds(pc->name);
+        /* HELP: the row's description, capitalized (the table's texts need no escaping). */
+        EMIT("# HELP %s %c%s%s.\n# TYPE %s counter\n", family, toupper((unsigned char)pc->what[0]), pc->what + 1,
+             seconds ? ", in seconds" : "", family);
         for (int i = 0; i < st->nprocs; i++) {
             const struct gy_status_proc *p = &st->procs[i];
             char name[4 * sizeof p->name];
             label_escape(p->name, name, sizeof name);
-            EMIT("%s{segment=\"%s\",pid=\"%d\",name=\"%s\",level=\"%d\"} %.9g\n", proc_counters[c].name, seg, p->pid,
-                 name, p->priority, proc_counters[c].value(p));
+            uint64_t v = counter_value(p, pc);
+            EMIT("%s{segment=\"%s\",pid=\"%d\",name=\"%s\",level=\"%d\"} ", family, seg, p->pid, name, p->priority);
+            if (seconds)
+                EMIT("%llu.%09llu\n", (unsigned long long)(v / 1000000000u), (unsigned long long)(v % 1000000000u));
+            else
+                EMIT("%llu\n", (unsigned long long)v);
         }
     }
 #undef EMIT

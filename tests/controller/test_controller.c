@@ -2,6 +2,7 @@
 #define GY_TEST_MAIN
 #include "../lib/harness.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "gpuyield.h"
+#include "metrics.h"
 #include "shared_wait.h"
 
 #define MS 1000000ull
@@ -1033,4 +1035,66 @@ TEST(reap_corrects_device_job_counts_that_no_live_process_holds)
     gy_reap(&shm);
     CHECK(shm.seg->devices[gpu0].jobs[3] == 0 && shm.seg->jobs[3] == 0 && gy_launch_allowed_on(&shm, gpu0, 0));
     destroy(&shm);
+}
+
+/* ---- metrics textfile ------------------------------------------------------------------------ */
+
+static bool file_is(const char *path, const char *want)
+{
+    char buf[256] = {0};
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    return n == strlen(want) && memcmp(buf, want, n) == 0;
+}
+
+/* Symbolic links planted at the temporary names the writer may pick (the old fixed
+ * "<path>.tmp.<pid>" and the first "<path>.tmp.<pid>.<n>") are never written through: the writer
+ * skips taken names and leaves them alone. */
+TEST(metrics_textfile_never_writes_through_a_planted_link)
+{
+    char dir[] = "/tmp/gy-textfile-XXXXXX";
+    REQUIRE(mkdtemp(dir), "mkdtemp: %s", strerror(errno));
+    char path[128], victim[128], link[160];
+    snprintf(path, sizeof path, "%s/gy.prom", dir);
+    snprintf(victim, sizeof victim, "%s/victim", dir);
+    FILE *f = fopen(victim, "w");
+    REQUIRE(f);
+    fputs("precious\n", f);
+    fclose(f);
+    enum { PLANTED = 8 };
+    snprintf(link, sizeof link, "%s.tmp.%d", path, (int)getpid());
+    CHECK(symlink(victim, link) == 0);
+    for (int k = 0; k < PLANTED; k++) {
+        snprintf(link, sizeof link, "%s.tmp.%d.%d", path, (int)getpid(), k);
+        CHECK(symlink(victim, link) == 0);
+    }
+    gy_err err;
+    for (int round = 0; round < 3; round++) {
+        char text[32];
+        snprintf(text, sizeof text, "gpuyield_round %d\n", round);
+        CHECK(gy_metrics_write_file(path, text, &err) == 0, "%s", err.msg);
+        CHECK(file_is(path, text), "round %d", round);
+        CHECK(file_is(victim, "precious\n"), "the link's target was written through in round %d", round);
+    }
+    struct stat st;
+    CHECK(lstat(path, &st) == 0 && S_ISREG(st.st_mode));
+    /* Left: the victim, the target and the planted links, no temporary file of ours. */
+    int entries = 0, links = 0;
+    DIR *d = opendir(dir);
+    REQUIRE(d);
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] == '.')
+            continue;
+        char full[512];
+        snprintf(full, sizeof full, "%s/%s", dir, e->d_name);
+        entries++;
+        links += lstat(full, &st) == 0 && S_ISLNK(st.st_mode);
+        unlink(full);
+    }
+    closedir(d);
+    rmdir(dir);
+    CHECK(links == PLANTED + 1 && entries == PLANTED + 3, "%d entries, %d links", entries, links);
 }

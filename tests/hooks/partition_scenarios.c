@@ -557,6 +557,59 @@ static void scenario_fallback(void)
     fake_log_free(&the_log);
 }
 
+/* The partition stream has its own queue bound. Run under GPUYIELD_MODE=sync:1: a burst of kernels
+ * launched during the job goes to the green stream, and each launch returns only once its kernel
+ * has ended, so no kernel is submitted while another is still queued there. Without the bound the
+ * burst is queued at once: kernels submitted behind others, launches returning before their
+ * kernels end. */
+#define BURST 20
+static void scenario_bound(void)
+{
+    hp_start();
+    cuda_init();
+    CUstream s;
+    CU(cuStreamCreate(&s, 0));
+    CU(run("b0", s));
+    hp_do('b');
+    uint64_t returned[BURST];
+    for (int i = 0; i < BURST; i++) {
+        char tag[8];
+        snprintf(tag, sizeof tag, "q%d", i);
+        CU(run(tag, s));
+        returned[i] = gy_now_ns();
+    }
+    hp_do('e');
+    CU(cuStreamSynchronize(s));
+    hp_stop();
+
+    read_the_log();
+    for (int i = 0; i < BURST; i++) {
+        char tag[8], what[48];
+        snprintf(tag, sizeof tag, "q%d", i);
+        expect_green(tag, true);
+        const struct fake_kernel *k = find(tag);
+        if (k && k->outstanding != 0)
+            fail("%s was submitted with %u kernels still queued on its stream: sync:1 allows none", tag,
+                 k->outstanding);
+        snprintf(what, sizeof what, "the launch of %s", tag);
+        expect_covered(what, returned[i], tag);
+    }
+    gy_shm shm;
+    gy_err err;
+    static struct gy_status st;
+    if (gy_open(getenv("GPUYIELD_SHM"), &shm, &err) || gy_status_read(&shm, &st, &err)) {
+        fail("cannot read the status: %s", err.msg);
+    } else {
+        gy_close(&shm);
+        for (int i = 0; i < st.nprocs; i++)
+            if (st.procs[i].pid == getpid() && (st.procs[i].partition_launches != BURST || st.procs[i].sync_points < BURST))
+                fail("status: %llu launches sent to the partition (expected %d), %llu sync points (expected >= %d)",
+                     (unsigned long long)st.procs[i].partition_launches, BURST,
+                     (unsigned long long)st.procs[i].sync_points, BURST);
+    }
+    fake_log_free(&the_log);
+}
+
 int partition_scenario(const char *what, int argc, char **argv)
 {
     (void)argc, (void)argv;
@@ -570,6 +623,8 @@ int partition_scenario(const char *what, int argc, char **argv)
         scenario_fork();
     else if (strcmp(what, "partition_fallback") == 0)
         scenario_fallback();
+    else if (strcmp(what, "partition_bound") == 0)
+        scenario_bound();
     else
         fail("unknown scenario %s", what);
     return failures;

@@ -2,8 +2,8 @@
 #ifndef GY_TEST_PARTITION_SCENARIOS_H
 #define GY_TEST_PARTITION_SCENARIOS_H
 
-/* Runs scenario `what` (partition, partition_threads, partition_fork, partition_fallback);
- * returns the number of failed checks (each printed as a line "FAIL ..."). */
+/* Runs scenario `what` (partition, partition_threads, partition_fork, partition_fallback,
+ * partition_bound); returns the number of failed checks (each printed as a line "FAIL ..."). */
 int partition_scenario(const char *what, int argc, char **argv);
 
 #endif

@@ -997,6 +997,13 @@ TEST(partition_state_does_not_survive_fork)
     free(run_partition(true, "partition_fork", NULL, 0));
 }
 
+/* The green stream has its own queue bound (sync:1: one kernel queued there at a time). */
+TEST(partition_bounds_the_green_stream_queue)
+{
+    const char *env[] = {"GPUYIELD_MODE=sync:1", NULL};
+    free(run_partition(true, "partition_bound", env, 0));
+}
+
 TEST(partition_sms_as_a_count_a_fraction_or_a_percentage)
 {
     const struct {

@@ -1,9 +1,12 @@
 """Scrapes `expcontroller serve --metrics` over real HTTP (urllib) and checks the Prometheus text:
 every sample belongs to a family announced by HELP and TYPE lines, the jobs in progress and the
-per-process counters match what the agent did, other paths get 404.
+per-process counters match what the agent did: every row of GY_PROC_COUNTERS
+(controller/segment_layout.h) has its family (gpuyield_<name>_total; a _ns row in seconds,
+gpuyield_<stem>_seconds_total), other paths get 404.
 
 usage: scrape.py URL SEGMENT AGENT_PID  (the agent holds one job at level 3, named GPUYIELD_MODEL=agent-model)
 """
+import os
 import re
 import sys
 import urllib.error
@@ -44,8 +47,31 @@ assert value("gpuyield_info", segment=segment, policy="drain") == 1
 assert [value("gpuyield_jobs_in_progress", segment=segment, level=lv) for lv in range(8)] == [0, 0, 0, 1, 0, 0, 0, 0]
 assert value("gpuyield_reaped_processes_total", segment=segment) == 0
 assert value("gpuyield_registered_processes", segment=segment) == 1
-for family in ("launches", "graph_launches", "waits", "blocked_seconds", "drains", "drain_timeouts"):
-    assert value("gpuyield_%s_total" % family, segment=segment, pid=agent_pid, name="agent-model", level=0) == 0
+
+
+def table_counters():
+    """The counter names of GY_PROC_COUNTERS in controller/segment_layout.h, in order."""
+    layout = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "controller", "segment_layout.h")
+    with open(layout) as f:
+        text = f.read()
+    table = text[text.index("#define GY_PROC_COUNTERS(X)"):]
+    table = table[:table.index("\n\n")]
+    return re.findall(r"X\((\w+),", table)
+
+
+def family(counter):
+    return "gpuyield_%s_total" % (counter[:-3] + "_seconds" if counter.endswith("_ns") else counter)
+
+
+counters = table_counters()
+assert "partition_launches" in counters and "partition_copies" in counters and "blocked_ns" in counters, counters
+# The names scrapers already use stay as they were.
+assert {family(c) for c in counters} >= {"gpuyield_%s_total" % f for f in (
+    "launches", "graph_launches", "waits", "blocked_seconds", "drains", "drain_timeouts")}
+for counter in counters:
+    name = family(counter)
+    assert name in helps and types.get(name) == "counter", "no HELP/TYPE counter for %s (row %s)" % (name, counter)
+    assert value(name, segment=segment, pid=agent_pid, name="agent-model", level=0) == 0, name
 
 try:
     urllib.request.urlopen(url + "/other", timeout=30)

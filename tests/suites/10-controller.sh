@@ -51,6 +51,46 @@ check serve_removes_on_sigterm test ! -e "/dev/shm$NAME"
 check serve_says_removed grep -q "removed $NAME" /tmp/serve-$$.out
 rm -f /tmp/serve-$$.out
 
+# serve stopped early: a SIGTERM that comes while it is still setting up ends it with exit 0 and
+# nothing left behind (the segment, the MPS daemon and its pipe directory; the log directory
+# keeps the daemon's log by design). The stand-in MPS daemon
+# (tests/run_exp/bin) logs its starts and quits.
+EARLY=$(mktemp -d /tmp/serve-early.XXXXXX)
+EARLY_NAME=/gpuyield-$(id -u)-$TAG-early
+early_cleanup() {
+    local pid; for pid in $(awk '$1 == "start" {print $2}' "$EARLY/mps.log" 2>/dev/null); do kill "$pid" 2>/dev/null; done
+    rm -f "/dev/shm$EARLY_NAME"; rm -rf "$EARLY"
+}
+trap early_cleanup EXIT
+# Certain, not raced: a preloaded shm_open sends SIGTERM the moment the segment exists (before the
+# fix that killed serve, exit 143, and the segment stayed).
+PATH=$ROOT/tests/run_exp/bin:$PATH FAKE_MPS_LOG=$EARLY/mps.log LD_PRELOAD=$BUILD/tests/libgy_term_after_create.so \
+    "$EXP" serve --name "$TAG-early" --mps --mps-dir "$EARLY/mps" > "$EARLY/out" 2>&1
+rc=$?
+check serve_sigterm_at_create_exits_zero test "$rc" -eq 0
+check serve_sigterm_at_create_removes_segment test ! -e "/dev/shm$EARLY_NAME"
+check serve_sigterm_at_create_quits_mps grep -qs "^quit " "$EARLY/mps.log"
+check serve_sigterm_at_create_removes_mps_pipe_dir test ! -e "$EARLY/mps/pipe"
+rm -f "/dev/shm$EARLY_NAME"
+# Raced: 30 starts, each sent SIGTERM 0-20 ms after it was spawned. One killed before main() runs
+# has made nothing and dies of the signal (143); any other must exit 0. Nothing may stay behind.
+bad=
+for i in $(seq 30); do
+    PATH=$ROOT/tests/run_exp/bin:$PATH FAKE_MPS_LOG=$EARLY/mps.log \
+        "$EXP" serve --name "$TAG-early" --mps --mps-dir "$EARLY/mps-$i" > "$EARLY/out" 2>&1 &
+    pid=$!
+    sleep "$(printf '0.%03d' $((RANDOM % 21)))"
+    kill -TERM "$pid"; wait "$pid"; rc=$?
+    if [ "$rc" -ne 0 ] && [ "$rc" -ne 143 ]; then bad="$bad start $i: exit $rc ($(head -c 300 "$EARLY/out"));"; fi
+    [ -e "/dev/shm$EARLY_NAME" ] && { bad="$bad start $i: segment left (exit $rc);"; rm -f "/dev/shm$EARLY_NAME"; }
+    [ -e "$EARLY/mps-$i/pipe" ] && bad="$bad start $i: MPS pipe directory left (exit $rc);"
+done
+for pid in $(awk '$1 == "start" {print $2}' "$EARLY/mps.log" 2>/dev/null); do
+    grep -q "^quit $pid " "$EARLY/mps.log" || bad="$bad MPS daemon $pid never quit;"
+done
+if [ -z "$bad" ]; then pass serve_early_sigterm_30_starts_leave_nothing; else fail serve_early_sigterm_30_starts_leave_nothing "$bad"; fi
+early_cleanup; trap - EXIT
+
 # clean: removes this user's segments whose creator is dead, leaves live and foreign ones
 clean_lock # our clean runs unwrapped below: we hold the lock
 "$EXP" create --name "$TAG-stale" > /dev/null
