@@ -1145,9 +1145,11 @@ static void check_device_gating(const char *visible, const char *const *ordinals
             uint32_t mask = st.procs[i].launched_devices;
             if (st.procs[i].pid != w.pid)
                 continue;
-            CHECK(__builtin_popcount(mask) == nargs - 1 && !(mask & GY_LAUNCHED_UNKNOWN) &&
-                      ((mask >> gpu0) & 1) == (blocked_at >= 0),
-                  "the worker's devices are %#x (%d ordinals, GPU 0 in slot %d)", mask, nargs - 1, gpu0);
+            int used = __builtin_popcount(mask);
+            bool on_gpu0 = (mask >> gpu0) & 1, unknown = mask & GY_LAUNCHED_UNKNOWN;
+            CHECK(used == nargs - 1, "the worker launched on %d GPUs (%#x), not %d", used, mask, nargs - 1);
+            CHECK(!unknown, "the worker launched on no known GPU (%#x)", mask);
+            CHECK(on_gpu0 == (blocked_at >= 0), "the worker's GPUs %#x, GPU 0 in slot %d", mask, gpu0);
         }
         CHECK(st.ndevices >= 1 && st.devices[0].slot == gpu0 && strcmp(st.devices[0].uuid, text) == 0 &&
                   st.devices[0].jobs[1] == 1,
