@@ -21,10 +21,10 @@ $(O)/bench/launch-cost: bench/gpu/launch_cost.cu bench/gpu/spin_kernels.cuh benc
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) $< -ldl -o $@
 # The partition policy's proof: green-context facts (driver API: libcuda) and the LP/HP sides.
-$(O)/bench/green-probe: bench/gpu/green_probe.cu bench/gpu/smid_kernels.cuh bench/gpu/spin_kernels.cuh
+$(O)/bench/green-probe: bench/gpu/green_probe.cu bench/gpu/smid_kernels.cuh bench/gpu/check_cuda.cuh bench/gpu/spin_kernels.cuh
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) $< -lcuda -o $@
-$(O)/bench/partition-bench: bench/gpu/partition_bench.cu bench/gpu/smid_kernels.cuh $(O)/obj/bench/gpu/job_shim.o $(CONTROLLER_LIB)
+$(O)/bench/partition-bench: bench/gpu/partition_bench.cu bench/gpu/smid_kernels.cuh bench/gpu/check_cuda.cuh $(O)/obj/bench/gpu/job_shim.o $(CONTROLLER_LIB)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) $< $(O)/obj/bench/gpu/job_shim.o $(CONTROLLER_LIB) -o $@
 ALL += $(O)/bench/launch-rate $(O)/bench/preempt-bench $(O)/bench/launch-cost $(O)/bench/green-probe $(O)/bench/partition-bench

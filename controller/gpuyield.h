@@ -94,6 +94,9 @@ bool gy_get_mps(const gy_shm *shm);
 
 /* starttime of /proc/<pid>/stat (clock ticks since boot), 0 if the process does not exist. */
 uint64_t gy_proc_start_time(int pid);
+/* /proc/<pid>/<file> read into buf (NUL-terminated, at most len-1 bytes): the byte count, or -1
+ * with errno set (ENOENT/ESRCH: no such process). */
+long gy_proc_read(int pid, const char *file, char *buf, size_t len);
 /* Its name for status and metrics: $GPUYIELD_MODEL of its environment, else /proc/PID/comm;
  * "" when neither can be read (proc_name.c). */
 void gy_proc_name(int pid, char *out, size_t len);

@@ -9,18 +9,28 @@
 
 enum proc_read { PROC_GONE, PROC_FOUND, PROC_UNKNOWN };
 
+long gy_proc_read(int pid, const char *file, char *buf, size_t len)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/%s", pid, file);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return -1;
+    size_t n = len ? fread(buf, 1, len - 1, f) : 0;
+    fclose(f);
+    if (len)
+        buf[n] = '\0';
+    return (long)n;
+}
+
 /* Reads the start time from /proc/<pid>/stat. A zombie counts as gone: its work is over even if
  * nobody reaped it. A /proc we cannot read (out of file descriptors, say) tells nothing. */
 static enum proc_read read_start_time(int pid, uint64_t *start_time)
 {
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", pid);
-    FILE *f = fopen(path, "re");
-    if (!f)
+    char buf[1024];
+    long n = gy_proc_read(pid, "stat", buf, sizeof buf);
+    if (n < 0)
         return errno == ENOENT || errno == ESRCH ? PROC_GONE : PROC_UNKNOWN;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
     /* The command name (field 2) may hold spaces and parentheses: fields resume after the last ')'. */
     char *p = strrchr(buf, ')');
     char state = 0;

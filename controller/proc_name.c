@@ -9,14 +9,11 @@
 /* GPUYIELD_MODEL=... from /proc/PID/environ (readable for our own processes), or false. */
 static bool model_from_environ(int pid, char *out, size_t len)
 {
-    char path[64], buf[32768];
-    snprintf(path, sizeof path, "/proc/%d/environ", pid);
-    FILE *f = fopen(path, "re");
-    if (!f)
+    char buf[32768];
+    long got = gy_proc_read(pid, "environ", buf, sizeof buf);
+    if (got < 0)
         return false;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
+    size_t n = (size_t)got;
     static const char key[] = "GPUYIELD_MODEL=";
     for (size_t at = 0; at < n; at += strlen(buf + at) + 1) {
         if (strncmp(buf + at, key, sizeof key - 1) == 0 && buf[at + sizeof key - 1]) {

@@ -89,14 +89,9 @@ int gy_lock_and_recover(struct gy_segment *seg)
 /* 'T' (stopped) or 't' (traced) in /proc/<pid>/stat: why a holder does not let go. */
 static bool process_stopped(int pid)
 {
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/%d/stat", pid);
-    FILE *f = fopen(path, "re");
-    if (!f)
+    char buf[512];
+    if (gy_proc_read(pid, "stat", buf, sizeof buf) < 0)
         return false;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
     const char *p = strrchr(buf, ')');
     return p && (p[2] == 'T' || p[2] == 't');
 }

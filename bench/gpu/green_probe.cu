@@ -17,27 +17,10 @@
 #include <string>
 #include <vector>
 
+#include "check_cuda.cuh"
 #include "smid_kernels.cuh"
 #include "spin_kernels.cuh"
 
-#define CHECK_CUDA(call)                                                                             \
-    do {                                                                                             \
-        cudaError_t e_ = (call);                                                                     \
-        if (e_ != cudaSuccess) {                                                                     \
-            std::fprintf(stderr, "green-probe: %s failed: %s\n", #call, cudaGetErrorString(e_));     \
-            std::exit(1);                                                                            \
-        }                                                                                            \
-    } while (0)
-#define CHECK_CU(call)                                                                               \
-    do {                                                                                             \
-        CUresult r_ = (call);                                                                        \
-        if (r_ != CUDA_SUCCESS) {                                                                    \
-            const char *s_ = nullptr;                                                                \
-            cuGetErrorString(r_, &s_);                                                               \
-            std::fprintf(stderr, "green-probe: %s failed: %s\n", #call, s_ ? s_ : "unknown error");  \
-            std::exit(1);                                                                            \
-        }                                                                                            \
-    } while (0)
 
 static const unsigned long long BLOCK_SPIN_NS = 20000; // long enough for blocks to spread over SMs
 

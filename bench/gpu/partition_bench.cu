@@ -32,16 +32,9 @@
 #include <vector>
 
 #include "job_shim.h"
+#include "check_cuda.cuh"
 #include "smid_kernels.cuh"
 
-#define CHECK_CUDA(call)                                                                             \
-    do {                                                                                             \
-        cudaError_t e_ = (call);                                                                     \
-        if (e_ != cudaSuccess) {                                                                     \
-            std::fprintf(stderr, "partition-bench: %s failed: %s\n", #call, cudaGetErrorString(e_)); \
-            std::exit(1);                                                                            \
-        }                                                                                            \
-    } while (0)
 
 static int usage(const char *why)
 {
