@@ -34,15 +34,21 @@ static void __attribute__((noreturn)) die(const char *what, const char *detail)
     gy_die("gpuyield: pid %d %s: %s", (int)getpid(), what, detail);
 }
 
+/* One set of fork handlers takes every lock of the hooks in the order the code nests them: the
+ * join holds join_lock while it takes the partition lock (gy_partition_check_static), and
+ * contexts_lock is taken under no other lock. Separate pthread_atfork registrations ran in the
+ * reverse order (partition first): a fork racing a join could deadlock (TSan found the cycle). */
 static void before_fork(void)
 {
     pthread_mutex_lock(&join_lock);
+    gy_partition_fork_prepare();
     pthread_mutex_lock(&contexts_lock);
 }
 
 static void after_fork_parent(void)
 {
     pthread_mutex_unlock(&contexts_lock);
+    gy_partition_fork_parent();
     pthread_mutex_unlock(&join_lock);
 }
 
@@ -51,6 +57,7 @@ static void after_fork_parent(void)
 static void after_fork_child(void)
 {
     pthread_mutex_unlock(&contexts_lock);
+    gy_partition_fork_child();
     pthread_mutex_unlock(&join_lock);
     if (atomic_load(&gy_client.phase) == GY_PHASE_READY)
         atomic_store(&gy_client.phase, GY_PHASE_JOIN);

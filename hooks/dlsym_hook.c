@@ -13,7 +13,7 @@
 
 static __thread int in_hook __attribute__((tls_model("initial-exec")));
 
-static __attribute__((noinline, no_sanitize_address, no_sanitize_undefined)) void *lookup(void *handle,
+static __attribute__((noinline, no_sanitize_address, no_sanitize_undefined, no_sanitize_thread)) void *lookup(void *handle,
                                                                                      const char *name)
 {
     void *result = gy_real_dlsym()(handle, name);
@@ -29,7 +29,7 @@ static __attribute__((noinline, no_sanitize_address, no_sanitize_undefined)) voi
     return result;
 }
 
-GY_EXPORT __attribute__((no_sanitize_address, no_sanitize_undefined)) void *dlsym(void *handle, const char *name)
+GY_EXPORT __attribute__((no_sanitize_address, no_sanitize_undefined, no_sanitize_thread)) void *dlsym(void *handle, const char *name)
 {
     if (handle == RTLD_NEXT)
         return gy_real_dlsym()(handle, name);

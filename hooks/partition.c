@@ -32,7 +32,6 @@ struct gy_partition_entry {
 _Atomic uint64_t gy_partition_owed;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 static struct green greens[MAX_GREENS];
 static int ngreens;
 static struct gy_partition_entry entries[MAX_ENTRIES];
@@ -42,11 +41,11 @@ static pthread_once_t thread_exit_once = PTHREAD_ONCE_INIT;
 static uint32_t state; /* enum gy_partition_state of this process */
 static uint64_t blocked_at_epoch; /* the job epoch at which our own jobs were found not to lift the gate */
 
-static void before_fork(void) { pthread_mutex_lock(&lock); }
-static void after_fork_parent(void) { pthread_mutex_unlock(&lock); }
+void gy_partition_fork_prepare(void) { pthread_mutex_lock(&lock); }
+void gy_partition_fork_parent(void) { pthread_mutex_unlock(&lock); }
 
 /* Streams and contexts do not survive fork: the child starts with nothing (no driver calls). */
-static void after_fork_child(void)
+void gy_partition_fork_child(void)
 {
     memset(greens, 0, sizeof greens);
     memset(entries, 0, sizeof entries);
@@ -57,8 +56,6 @@ static void after_fork_child(void)
     atomic_store(&gy_partition_owed, 0);
     pthread_mutex_unlock(&lock);
 }
-
-static void install_fork_handlers(void) { pthread_atfork(before_fork, after_fork_parent, after_fork_child); }
 
 static void publish_state_locked(uint32_t new_state)
 {
@@ -99,7 +96,6 @@ static void decide_static_locked(void)
 
 void gy_partition_check_static(void)
 {
-    pthread_once(&fork_once, install_fork_handlers);
     if (gy_get_policy(&gy_client.shm) != GY_POLICY_PARTITION)
         return;
     pthread_mutex_lock(&lock);
@@ -324,7 +320,6 @@ bool gy_partition_route(gy_cu_stream stream, bool graph, struct gy_partition_rou
     *route = (struct gy_partition_route){0};
     if (gy_get_policy(&gy_client.shm) != GY_POLICY_PARTITION)
         return false;
-    pthread_once(&fork_once, install_fork_handlers);
     pthread_mutex_lock(&lock);
     decide_static_locked();
     if (state != GY_PARTITION_UNDECIDED && state != GY_PARTITION_ACTIVE)

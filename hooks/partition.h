@@ -52,6 +52,10 @@ void gy_partition_before_context(gy_cu_context ctx);
 /* At registration: decide what can be decided before any job (MPS, the driver's symbols), so
  * that status and GPUYIELD_VERBOSE say it early. */
 void gy_partition_check_static(void);
+/* Fork: the client's fork handlers call these between its own locks (client.c says the order). */
+void gy_partition_fork_prepare(void);
+void gy_partition_fork_parent(void);
+void gy_partition_fork_child(void);
 
 /* The gate for a launch or an async copy on `stream` (normalized): open, or a partition stream
  * to send it to (route->green), or wait for the job's end. A stream that owes a join is joined

@@ -10,7 +10,7 @@
 
 static _Atomic(gy_dlsym_fn) real;
 
-__attribute__((no_sanitize_address, no_sanitize_undefined)) gy_dlsym_fn gy_real_dlsym(void)
+__attribute__((no_sanitize_address, no_sanitize_undefined, no_sanitize_thread)) gy_dlsym_fn gy_real_dlsym(void)
 {
     gy_dlsym_fn fn = atomic_load_explicit(&real, memory_order_acquire);
     if (fn)

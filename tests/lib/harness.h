@@ -1,6 +1,6 @@
 /* A tiny test harness for the C suites: each TEST runs in the test binary's own process, in
- * order; CHECK records a failure and goes on; the binary prints one line per test and ends with
- * "N passed, N failed" (exit status 1 on any failure). Use fork() inside a test for crashes. */
+ * order; CHECK records a failure and goes on; SKIP ends a test that cannot run here; the binary
+ * prints one line per test and ends with "N passed, N failed" (exit status 1 on any failure). Use fork() inside a test for crashes. */
 #ifndef GY_TEST_HARNESS_H
 #define GY_TEST_HARNESS_H
 
@@ -14,6 +14,7 @@ struct gy_test {
 };
 
 extern int gy_test_failures_in_current;
+const char *gy_test_skipped_because;
 
 #define CHECK(cond, ...)                                                                             \
     do {                                                                                             \
@@ -37,6 +38,14 @@ extern int gy_test_failures_in_current;
         }                                                                                            \
     } while (0)
 
+/* End the current test as skipped (neither passed nor failed): "skip NAME: why" is printed. */
+extern const char *gy_test_skipped_because;
+#define SKIP(why)                                                                                    \
+    do {                                                                                             \
+        gy_test_skipped_because = (why);                                                             \
+        return;                                                                                      \
+    } while (0)
+
 #define TEST(name)                                                                                   \
     static void name(void);                                                                          \
     static const struct gy_test gy_test_##name __attribute__((used, section("gy_tests"))) = {#name, name}; \
@@ -56,8 +65,11 @@ int gy_test_main(int argc, char **argv)
         if (argc > 1 && !strstr(t->name, argv[1]))
             continue;
         gy_test_failures_in_current = 0;
+        gy_test_skipped_because = NULL;
         t->fn();
-        if (gy_test_failures_in_current) {
+        if (gy_test_skipped_because && !gy_test_failures_in_current) {
+            printf("skip %s: %s\n", t->name, gy_test_skipped_because);
+        } else if (gy_test_failures_in_current) {
             failed++;
             printf("FAIL %s\n", t->name);
         } else {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The hooks library (libgpuyield.so) against the fake driver, in the plain build and in the
-# ASan+UBSan build (the sanitizer runtime preloaded first). Ends with "N passed, N failed".
+# The hooks library (libgpuyield.so) against the fake driver, in the plain build, the ASan+UBSan
+# build and the TSan build (the sanitizer runtime preloaded first). Ends with "N passed, N failed".
 set -u
 ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 BUILD=${BUILD:-$ROOT/build}
@@ -69,4 +69,24 @@ run_variant asan+ubsan "$BUILD/asan" "$ASAN_RUNTIME"
 . "$ROOT/tests/lib/compat_env_tests.sh"
 compat_env_tests plain "$BUILD" ""
 compat_env_tests asan+ubsan "$BUILD/asan" "$ASAN_RUNTIME"
+
+# TSan: its runtime is preloaded first, like ASan's: as a mere dependency of the hook it comes
+# after libc, whose malloc and pthread functions then win over its interceptors, and TSan, blind
+# to the locks, reports races that are not there. Every process writes its reports into
+# tsan_logs (halt_on_error: the first report ends it with exit 66): any file there fails the
+# variant, whatever the exit status the test expected. No suppressions: none has been needed.
+TSAN_RUNTIME=$(gcc -print-file-name=libtsan.so)
+tsan_logs=$(mktemp -d "/tmp/gy-hooks-tsan-$$-XXXXXX")
+export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 log_path=$tsan_logs/report"
+export GY_NO_THREADS_AFTER_FORK="ThreadSanitizer cannot start threads in a forked child of a threaded process (die_after_fork)"
+run_variant tsan "$BUILD/tsan" "$TSAN_RUNTIME"
+compat_env_tests tsan "$BUILD/tsan" "$TSAN_RUNTIME"
+unset TSAN_OPTIONS GY_NO_THREADS_AFTER_FORK
+if [ -z "$(ls -A "$tsan_logs")" ]; then
+    ok "tsan: no ThreadSanitizer report from any process"
+else
+    bad "tsan: ThreadSanitizer reports:"
+    for report in "$tsan_logs"/*; do sed 's/^/     /' "$report"; done
+fi
+rm -rf "$tsan_logs"
 echo "$passed passed, $failed failed"
