@@ -9,6 +9,16 @@
 #include <time.h>
 #include <unistd.h>
 
+/* libtsan records a lock taken by pthread_mutex_timedlock only when it returns 0, not when it
+ * returns EOWNERDEAD (the mutex is ours then too): without this note, the next unlock of a mutex
+ * recovered that way is reported as "unlock of an unlocked mutex". Only the TSan build has it. */
+#if defined(__SANITIZE_THREAD__)
+#include <sanitizer/tsan_interface.h>
+static void note_recovered_by_timedlock(pthread_mutex_t *m) { __tsan_mutex_post_lock(m, __tsan_mutex_try_lock, 0); }
+#else
+static void note_recovered_by_timedlock(pthread_mutex_t *m) { (void)m; }
+#endif
+
 int gy_mutex_init(struct gy_segment *seg)
 {
     pthread_mutexattr_t attr;
@@ -90,6 +100,8 @@ int gy_lock(struct gy_segment *seg)
             deadline.tv_nsec -= 1000000000L;
         }
         rc = pthread_mutex_timedlock(&seg->mutex, &deadline);
+        if (rc == EOWNERDEAD)
+            note_recovered_by_timedlock(&seg->mutex);
     }
     if (rc == EOWNERDEAD) {
         pthread_mutex_consistent(&seg->mutex);
