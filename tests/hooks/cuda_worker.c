@@ -17,29 +17,9 @@
 #include "fake_log.h"
 #include "fakecuda.h"
 #include "partition_scenarios.h"
+#include "worker_check.h"
 #include "gpuyield.h"
 
-static int failures;
-
-static void fail(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    printf("FAIL ");
-    vprintf(fmt, ap);
-    printf("\n");
-    va_end(ap);
-    failures++;
-}
-
-#define CU(call)                                                                                     \
-    do {                                                                                             \
-        CUresult rc_ = (call);                                                                       \
-        if (rc_ != CUDA_SUCCESS) {                                                                   \
-            fail("%s returned %d (line %d)", #call, rc_, __LINE__);                                   \
-            exit(1);                                                                                 \
-        }                                                                                            \
-    } while (0)
 
 static uint64_t now_ns(void) { return gy_now_ns(); }
 
@@ -615,7 +595,7 @@ int main(int argc, char **argv)
     else if (strcmp(what, "fork") == 0)
         scenario_fork((int)ARG(2, 7));
     else if (strncmp(what, "partition", 9) == 0)
-        failures += partition_scenario(what, argc, argv);
+        partition_scenario(what, argc, argv); /* its failures are counted in `failures` */
     else {
         fprintf(stderr, "usage: cuda_worker paths|plain|spin|copyspin|jobs|busy|bound|capture|capture_hold|rate|rtld_next|thread_exit|capture_two_threads|fork|devices|graph_mix|partition* [args]\n");
         return 2;

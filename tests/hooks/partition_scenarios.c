@@ -20,34 +20,11 @@
 #include "fakecuda.h"
 #include "gpuyield.h"
 #include "partition_scenarios.h"
+#include "worker_check.h"
 
 #define GREEN_IDS 1000000ull
 #define KERNEL_US 2000
 
-static int failures;
-static pthread_mutex_t fail_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static void fail(const char *fmt, ...)
-{
-    pthread_mutex_lock(&fail_lock);
-    va_list ap;
-    va_start(ap, fmt);
-    printf("FAIL ");
-    vprintf(fmt, ap);
-    printf("\n");
-    va_end(ap);
-    failures++;
-    pthread_mutex_unlock(&fail_lock);
-}
-
-#define CU(call)                                                                                     \
-    do {                                                                                             \
-        CUresult rc_ = (call);                                                                       \
-        if (rc_ != CUDA_SUCCESS) {                                                                   \
-            fail("%s returned %d (line %d)", #call, rc_, __LINE__);                                   \
-            exit(1);                                                                                 \
-        }                                                                                            \
-    } while (0)
 
 /* ---- the higher process: begins and ends jobs on command ------------------------------------ */
 

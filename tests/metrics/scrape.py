@@ -9,6 +9,9 @@ usage: scrape.py URL SEGMENT AGENT_PID  (the agent holds one job at level 3, nam
 import os
 import re
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from counter_table import table_counters  # noqa: E402
 import urllib.error
 import urllib.request
 
@@ -49,14 +52,6 @@ assert value("gpuyield_reaped_processes_total", segment=segment) == 0
 assert value("gpuyield_registered_processes", segment=segment) == 1
 
 
-def table_counters():
-    """The counter names of GY_PROC_COUNTERS in controller/segment_layout.h, in order."""
-    layout = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "controller", "segment_layout.h")
-    with open(layout) as f:
-        text = f.read()
-    table = text[text.index("#define GY_PROC_COUNTERS(X)"):]
-    table = table[:table.index("\n\n")]
-    return re.findall(r"X\((\w+),", table)
 
 
 def family(counter):

@@ -23,6 +23,9 @@ import pytest
 
 import gpuyield
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from counter_table import table_counters  # noqa: E402
+
 UID = os.getuid()
 _counter = itertools.count()
 
@@ -573,14 +576,6 @@ def test_forked_child_registers_on_its_own(segment):
 
 # ---- status --------------------------------------------------------------------------------------
 
-def table_counters():
-    """The counter names of GY_PROC_COUNTERS in controller/segment_layout.h, in order."""
-    layout = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "controller", "segment_layout.h")
-    with open(layout) as f:
-        text = f.read()
-    table = text[text.index("#define GY_PROC_COUNTERS(X)"):]
-    table = table[:table.index("\n\n")]
-    return re.findall(r"X\((\w+),", table)
 
 
 PROC_KEYS = ["pid", "name", "priority", "state", "inflight"] + table_counters() + ["partition", "devices"]
