@@ -24,6 +24,15 @@ run_counted() {
     fi
     rm -f "$out"
 }
+# at_exit ACTION: run ACTION (shell text) when this suite's own shell exits, never in a child.
+# For `cmd &` bash forks a copy of itself that still holds our EXIT trap until it execs cmd: a
+# signal in that window (a test that sends SIGTERM 0-20 ms after a spawn) ran the trap in the child,
+# which removed the suite's directory under it (CI, 10-controller, 2026-11-23).
+at_exit() {
+    SUITE_EXIT_ACTION=$1
+    trap 'if [ "$BASHPID" = "$SUITE_SHELL_PID" ]; then eval "$SUITE_EXIT_ACTION"; fi' EXIT
+}
+SUITE_SHELL_PID=$BASHPID
 # A segment made by `expcontroller create` outlives its creator: `expcontroller clean` in another
 # worktree's suites running beside ours would remove it under us. Every clean a test runs and every
 # stretch that holds such a segment take this lock (flock(1); CLEAN_LOCK for C and Python tests).

@@ -51,6 +51,16 @@ check serve_removes_on_sigterm test ! -e "/dev/shm$NAME"
 check serve_says_removed grep -q "removed $NAME" /tmp/serve-$$.out
 rm -f /tmp/serve-$$.out
 
+# at_exit (tests/lib/suite.sh) runs its action in the suite's shell only: 200 children killed
+# right after their fork, before they exec, must not run it (unguarded, most of them did).
+AT_EXIT_DIR=$(mktemp -d)
+ROOT=$ROOT AT_EXIT_DIR=$AT_EXIT_DIR bash -c '. "$ROOT/tests/lib/suite.sh"
+    at_exit "touch \"\$AT_EXIT_DIR/ran-\$BASHPID\""
+    for _ in $(seq 200); do sleep 5 & kill -TERM $!; wait $! 2>/dev/null; done
+    echo "$BASHPID" > "$AT_EXIT_DIR/shell"' 2> /dev/null
+check at_exit_runs_in_the_suite_shell_only test "$(ls "$AT_EXIT_DIR")" = "$(printf 'ran-%s\nshell' "$(cat "$AT_EXIT_DIR/shell")")"
+rm -rf "$AT_EXIT_DIR"
+
 # serve stopped early: a SIGTERM that comes while it is still setting up ends it with exit 0 and
 # nothing left behind (the segment, the MPS daemon and its pipe directory; the log directory
 # keeps the daemon's log by design). The stand-in MPS daemon
@@ -61,7 +71,7 @@ early_cleanup() {
     local pid; for pid in $(awk '$1 == "start" {print $2}' "$EARLY/mps.log" 2>/dev/null); do kill "$pid" 2>/dev/null; done
     rm -f "/dev/shm$EARLY_NAME"; rm -rf "$EARLY"
 }
-trap early_cleanup EXIT
+at_exit early_cleanup
 # Certain, not raced: a preloaded shm_open sends SIGTERM the moment the segment exists (before the
 # fix that killed serve, exit 143, and the segment stayed).
 PATH=$ROOT/tests/run_exp/bin:$PATH FAKE_MPS_LOG=$EARLY/mps.log LD_PRELOAD=$BUILD/tests/libgy_term_after_create.so \

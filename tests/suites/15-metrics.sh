@@ -14,7 +14,7 @@ cleanup() {
     [ -n "$SERVE" ] && kill -TERM "$SERVE" 2>/dev/null && wait "$SERVE" 2>/dev/null
     rm -rf "$T"
 }
-trap cleanup EXIT
+at_exit cleanup
 
 # Bad inputs: one line, exit 2 (usage) or 1 (runtime), no segment left behind.
 expect metrics_bad_address 2 "'1.2.3' is not an IPv4 address" "$EXP" serve --name "$TAG" --metrics 1.2.3:9400

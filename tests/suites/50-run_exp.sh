@@ -16,7 +16,7 @@ export PATH=$HERE/bin:$PATH
 export GPUYIELD_PYTHON=$HERE/fake_worker.sh
 
 cleanup() { rm -rf "$T"; }
-trap cleanup EXIT
+at_exit cleanup
 
 cfg() { # cfg FILE [make_config args...]
     local out=$1; shift

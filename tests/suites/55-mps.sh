@@ -21,7 +21,7 @@ cleanup() {
     local pid; for pid in $(awk '$1 == "start" {print $2}' "$FAKE_MPS_LOG" 2>/dev/null); do kill "$pid" 2>/dev/null; done
     rm -rf "$T"
 }
-trap cleanup EXIT
+at_exit cleanup
 
 started_pid() { awk '$1 == "start" {p = $2} END {print p}' "$FAKE_MPS_LOG"; }
 quit_logged() { grep -q "^quit $1 " "$FAKE_MPS_LOG"; }

@@ -9,7 +9,7 @@ PYTHON=${PYTHON:-python3}
 cd "$ROOT"
 VERSION=$(cat VERSION)
 T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
+at_exit 'rm -rf "$T"'
 
 check version_file_is_semver grep -qxE '[0-9]+\.[0-9]+\.[0-9]+' VERSION
 check licence_is_apache_2 grep -q "Apache License" LICENSE
