@@ -1,9 +1,11 @@
 /* Binding to the real driver. Real entry points are looked up by exact name on libcuda's own
  * handle, so a _ptsz hook always calls the real _ptsz function and a lookup never finds our
  * preloaded exports. Binding happens once, the first time a lookup hands out a libcuda pointer
- * (or a hook runs in a process linked to libcuda): a dladdr, a no-load dlopen, a few dlsyms. */
+ * (or a hook runs in a process linked to libcuda): a dladdr, a no-load dlopen, a few dlsyms.
+ * It takes no lock: a fork while another thread held one left the child waiting for good on its
+ * first hooked call (the holder does not exist in the child; test fork_while_binding). Threads
+ * that bind at once all fill the table from the first handle chosen, storing the same pointers. */
 #include <dlfcn.h>
-#include <pthread.h>
 #include <string.h>
 
 #include "driver.h"
@@ -19,9 +21,9 @@ struct fn_name {
 #define CALLED_ROW(fn, id, pfn) [id] = {#fn, NULL},
 static const struct fn_name fn_names[GY_FN_COUNT] = {GY_HOOKED_FUNCTIONS(HOOKED_ROW) GY_CALLED_FUNCTIONS(CALLED_ROW)};
 
-void *gy_real_fns[GY_FN_COUNT];
+_Atomic(void *) gy_real_fns[GY_FN_COUNT];
 _Atomic int gy_driver_bound;
-static pthread_mutex_t bind_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic(void *) chosen_handle; /* the first libcuda handle a binding thread offered */
 
 static bool is_libcuda_path(const char *path)
 {
@@ -30,11 +32,16 @@ static bool is_libcuda_path(const char *path)
     return strncmp(base, "libcuda.so", strlen("libcuda.so")) == 0;
 }
 
-static bool bind_handle_locked(void *handle)
+static bool bind_handle(void *handle)
 {
+    if (!handle)
+        return false;
+    void *none = NULL;
+    atomic_compare_exchange_strong(&chosen_handle, &none, handle);
+    handle = atomic_load(&chosen_handle);
     gy_dlsym_fn real_dlsym = gy_real_dlsym();
     for (int i = 0; i < GY_FN_COUNT; i++)
-        gy_real_fns[i] = real_dlsym(handle, fn_names[i].name);
+        atomic_store_explicit(&gy_real_fns[i], real_dlsym(handle, fn_names[i].name), memory_order_relaxed);
     atomic_store_explicit(&gy_driver_bound, 1, memory_order_release);
     return true;
 }
@@ -46,26 +53,14 @@ bool gy_driver_bind_from(void *known)
     Dl_info info;
     if (!known || !dladdr(known, &info) || !info.dli_fname || !is_libcuda_path(info.dli_fname))
         return false;
-    pthread_mutex_lock(&bind_lock);
-    bool bound = atomic_load_explicit(&gy_driver_bound, memory_order_acquire);
-    if (!bound) {
-        void *handle = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
-        bound = handle && bind_handle_locked(handle);
-    }
-    pthread_mutex_unlock(&bind_lock);
-    return bound;
+    return bind_handle(dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD));
 }
 
 bool gy_driver_bind_loaded(void)
 {
-    pthread_mutex_lock(&bind_lock);
-    bool bound = atomic_load_explicit(&gy_driver_bound, memory_order_acquire);
-    if (!bound) {
-        void *handle = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
-        bound = handle && bind_handle_locked(handle);
-    }
-    pthread_mutex_unlock(&bind_lock);
-    return bound;
+    if (atomic_load_explicit(&gy_driver_bound, memory_order_acquire))
+        return true;
+    return bind_handle(dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD));
 }
 
 void *gy_hook_by_name(const char *name)

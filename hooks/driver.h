@@ -23,7 +23,7 @@ enum gy_fn {
 };
 #undef GY_FN_ENUM_ROW
 
-extern void *gy_real_fns[GY_FN_COUNT];
+extern _Atomic(void *) gy_real_fns[GY_FN_COUNT];
 extern _Atomic int gy_driver_bound;
 
 /* Bind to the driver library that contains `known` (a pointer a lookup just returned), if that
@@ -37,7 +37,7 @@ static inline void *gy_real(enum gy_fn id)
 {
     if (!atomic_load_explicit(&gy_driver_bound, memory_order_acquire))
         gy_driver_bind_loaded();
-    return gy_real_fns[id];
+    return atomic_load_explicit(&gy_real_fns[id], memory_order_relaxed);
 }
 
 /* Our hook for the hooked name `name`, or NULL. */

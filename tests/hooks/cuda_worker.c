@@ -6,7 +6,9 @@
  * and exits 0, or 1 with a line "FAIL ..." when a check of its own fails. */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -493,6 +495,61 @@ static void scenario_fork(int count)
     CU(cuCtxSynchronize());
 }
 
+/* A fork while another thread binds the hook to the driver (its first call of a hooked function):
+ * the child's own first call must not wait for a lock the binding thread held at the fork (that
+ * thread does not exist in the child). The call is a stream query (no context: its result does not
+ * matter here, only that it returns). Each round is a fresh, unbound process; the fork lands at a random point
+ * in the first 10 us after the other thread starts its call (the binding takes about 7 us with the
+ * fake driver). A child still waiting after 5 s is stuck, and the first stuck one ends the rounds. */
+static _Atomic int binder_started;
+static void *first_cuda_call(void *unused)
+{
+    (void)unused;
+    atomic_store(&binder_started, 1);
+    (void)cuStreamQuery(NULL);
+    return NULL;
+}
+static void scenario_fork_while_binding(int rounds)
+{
+    int stuck = 0, failed = 0;
+    unsigned seed = (unsigned)getpid();
+    int r = 0;
+    for (; r < rounds; r++) {
+        fflush(stdout);
+        pid_t unbound = fork();
+        if (unbound == 0) {
+            pthread_t binder;
+            pthread_create(&binder, NULL, first_cuda_call, NULL);
+            while (!atomic_load(&binder_started))
+                ;
+            uint64_t until = now_ns() + (uint64_t)(rand_r(&seed) % 10000u);
+            while (now_ns() < until)
+                ;
+            pid_t child = fork();
+            if (child == 0) {
+                alarm(5);
+                (void)cuStreamQuery(NULL);
+                _exit(0);
+            }
+            int status = 0;
+            waitpid(child, &status, 0);
+            pthread_join(binder, NULL);
+            _exit(WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM ? 3 : WIFEXITED(status) ? WEXITSTATUS(status) : 2);
+        }
+        int status = 0;
+        waitpid(unbound, &status, 0);
+        int code = WIFEXITED(status) ? WEXITSTATUS(status) : 2;
+        stuck += code == 3;
+        failed += code != 0 && code != 3;
+        if (stuck)
+            break;
+        seed = seed * 1103515245u + 12345u;
+    }
+    printf("fork_while_binding rounds=%d stuck=%d failed=%d\n", r, stuck, failed);
+    if (stuck || failed)
+        fail("%d of %d forked children stuck in their first CUDA call, %d failed", stuck, rounds, failed);
+}
+
 /* A thread launches, then sets a pthread key created after the hook's, whose destructor
  * launches once more while the thread exits: the hook's per-thread state must not be used after
  * its own destructor freed it (event mode keeps events in it). */
@@ -594,13 +651,15 @@ int main(int argc, char **argv)
         scenario_devices(argc, argv);
     else if (strcmp(what, "fork") == 0)
         scenario_fork((int)ARG(2, 7));
+    else if (strcmp(what, "fork_while_binding") == 0)
+        scenario_fork_while_binding((int)ARG(2, 300));
     else if (strncmp(what, "partition", 9) == 0)
         partition_scenario(what, argc, argv); /* its failures are counted in `failures` */
     else {
-        fprintf(stderr, "usage: cuda_worker paths|plain|spin|copyspin|jobs|busy|bound|capture|capture_hold|rate|rtld_next|thread_exit|capture_two_threads|fork|devices|graph_mix|partition* [args]\n");
+        fprintf(stderr, "usage: cuda_worker paths|plain|spin|copyspin|jobs|busy|bound|capture|capture_hold|rate|rtld_next|thread_exit|capture_two_threads|fork|fork_while_binding|devices|graph_mix|partition* [args]\n");
         return 2;
     }
-    if (strcmp(what, "jobs") != 0)
-        print_counters();
+    if (strcmp(what, "jobs") != 0 && strcmp(what, "fork_while_binding") != 0)
+        print_counters(); /* fork_while_binding's parent never calls CUDA: it stays unbound */
     return failures ? 1 : 0;
 }

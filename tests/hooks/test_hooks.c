@@ -896,6 +896,25 @@ TEST(a_removed_segment_stops_its_hooked_workers)
     setup_end(&s);
 }
 
+TEST(a_fork_during_the_first_binding_leaves_the_child_working)
+{
+    if (no_threads_after_fork())
+        SKIP(no_threads_after_fork());
+    struct setup s;
+    REQUIRE(setup_begin(&s, "forkbind", 2000000000ull));
+    const char *args[] = {"fork_while_binding", "300", NULL};
+    struct worker w;
+    if (spawn(&s, &w, NULL, args)) {
+        CHECK(wait_exit(&w) == 0, "fork_while_binding worker failed");
+        char *out = slurp(w.out);
+        CHECK(strstr(out, "fork_while_binding rounds=300 stuck=0 failed=0") != NULL, "worker said: %s", out);
+        free(out);
+        if (gy_test_failures_in_current)
+            dump(&w);
+    }
+    setup_end(&s);
+}
+
 TEST(a_forked_child_registers_and_counts_for_itself)
 {
     if (no_threads_after_fork())
