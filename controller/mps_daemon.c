@@ -194,6 +194,18 @@ static int start_failed(gy_mps *mps, const char *dir)
 
 int gy_mps_start(gy_mps *mps, const char *dir, gy_err *err)
 {
+    /* Workers are told the pipe directory: a relative one would name another place from their cwd. */
+    char absolute[PATH_MAX], cwd[PATH_MAX];
+    if (dir[0] != '/') {
+        if (!getcwd(cwd, sizeof cwd)) {
+            int e = errno;
+            return gy_fail(err, e, "MPS directory '%s' is relative and the current directory is unknown: %s", dir,
+                           strerror(e));
+        }
+        if (snprintf(absolute, sizeof absolute, "%s/%s", cwd, dir) >= (int)sizeof absolute)
+            return gy_fail(err, ENAMETOOLONG, "MPS directory '%s/%s' is too long", cwd, dir);
+        dir = absolute;
+    }
     char pipe_dir[PATH_MAX], log_dir[PATH_MAX];
     if (snprintf(pipe_dir, sizeof pipe_dir, "%s/pipe", dir) >= (int)sizeof pipe_dir ||
         snprintf(log_dir, sizeof log_dir, "%s/log", dir) >= (int)sizeof log_dir)

@@ -87,6 +87,67 @@ int gy_private_dir_at(int parent_fd, const char *name, const char *shown, bool *
     return fd;
 }
 
+/* A directory above a private one is safe when nobody else can rename what is in it: owned by
+ * root or by us, and writable by group or others only with the sticky bit (as /tmp). Otherwise
+ * its owner (or anyone) could move our directory away and put theirs at the path the MPS daemon
+ * and the workers are given. Checked on the resolved path of the deepest part that exists; what is
+ * missing below it we make ourselves (0700). */
+static int check_ancestor(const char *at, const char *shown, gy_err *err)
+{
+    struct stat st;
+    if (lstat(at, &st) != 0) {
+        int e = errno;
+        return gy_fail(err, e, "cannot check %s (above %s): %s", at, shown, strerror(e));
+    }
+    if (st.st_uid != 0 && st.st_uid != geteuid()) {
+        char owner[160];
+        gy_owner_text(st.st_uid, owner, sizeof owner);
+        return gy_fail(err, EACCES,
+                       "%s (above %s) belongs to %s: its owner could swap the directory under the MPS daemon and "
+                       "your workers; choose a directory whose parents only you or root can change",
+                       at, shown, owner);
+    }
+    if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))
+        return gy_fail(err, EACCES,
+                       "%s (above %s) has mode %04o: others can write to it without the sticky bit and could swap "
+                       "the directory under the MPS daemon and your workers; `chmod go-w` it or choose another "
+                       "directory",
+                       at, shown, (unsigned)(st.st_mode & 07777));
+    return 0;
+}
+
+static int check_ancestors(const char *above, const char *shown, gy_err *err)
+{
+    char probe[PATH_MAX], real[PATH_MAX];
+    snprintf(probe, sizeof probe, "%s", above);
+    while (!realpath(probe, real)) { /* up to the deepest part that exists */
+        int e = errno;
+        char *slash = strrchr(probe, '/');
+        if (e != ENOENT)
+            return gy_fail(err, e, "cannot resolve %s (above %s): %s", probe, shown, strerror(e));
+        if (!slash)
+            snprintf(probe, sizeof probe, "."); /* relative, none of it there yet: below the cwd */
+        else if (slash == probe)
+            probe[1] = '\0';
+        else
+            *slash = '\0';
+    }
+    char prefix[PATH_MAX] = "/";
+    const char *rest = real + 1;
+    for (;;) { /* "/", then each longer prefix of the resolved path */
+        if (check_ancestor(prefix, shown, err))
+            return -1;
+        if (!*rest)
+            return 0;
+        size_t n = strcspn(rest, "/"), used = strlen(prefix);
+        if (used > 1)
+            prefix[used++] = '/';
+        memcpy(prefix + used, rest, n);
+        prefix[used + n] = '\0';
+        rest += n + (rest[n] == '/');
+    }
+}
+
 /* mkdir -p of everything above the last component; a component that exists is taken as is. */
 static int make_parents(char *path, gy_err *err)
 {
@@ -121,6 +182,17 @@ int gy_private_dir(const char *path, bool *created, gy_err *err)
     const char *name = slash ? slash + 1 : buf;
     if (!*name || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
         return gy_fail(err, EINVAL, "directory '%s' must end in a name, not '/', '.' or '..'", path);
+    if (slash == buf) {
+        if (check_ancestors("/", buf, err))
+            return -1;
+    } else if (slash) {
+        *slash = '\0';
+        int rc = check_ancestors(buf, path, err);
+        *slash = '/';
+        if (rc)
+            return -1;
+    } else if (check_ancestors(".", path, err))
+        return -1;
     int parent = AT_FDCWD;
     if (slash) {
         if (make_parents(buf, err))

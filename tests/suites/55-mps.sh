@@ -117,6 +117,29 @@ check mps_pid_fifo_no_segment no_segment
 # A directory of ours open to others: refused (files may have been planted in it).
 mkdir -m 0777 "$T/open"; chmod 0777 "$T/open"
 expect mps_dir_open_mode_refused 1 "mode 0777, not 0700" timeout 30 "$EXP" serve --name "$TAG" --mps --mps-dir "$T/open"
+# A directory above it that others can change: they could move ours away and put theirs at the
+# path the daemon and the workers are given. Refused before anything is made under it.
+mkdir -m 0777 "$T/open-parent"; chmod 0777 "$T/open-parent"
+expect mps_dir_parent_open_refused 1 "open-parent \(above .*\) has mode 0777: others can write to it without the sticky bit" \
+    timeout 30 "$EXP" serve --name "$TAG" --mps --mps-dir "$T/open-parent/sub/mps"
+check mps_dir_parent_open_nothing_made test -z "$(ls -A "$T/open-parent")"
+check mps_dir_parent_open_no_segment no_segment
+# With the sticky bit (as /tmp) others cannot rename what is ours: accepted. A relative directory
+# is given to the workers as an absolute one.
+mkdir -m 1777 "$T/sticky"; chmod 1777 "$T/sticky"; : > "$FAKE_MPS_LOG"
+(cd "$T/sticky" && exec "$EXP" serve --name "$TAG" --mps --mps-dir rel/mps > "$T/sticky.out" 2>&1) & SERVE=$!
+check mps_dir_parent_sticky_accepted wait_until 60 grep -q "^start " "$FAKE_MPS_LOG"
+check mps_dir_relative_told_absolute grep -q "CUDA_MPS_PIPE_DIRECTORY=$T/sticky/rel/mps/pipe\$" "$T/sticky.out"
+kill -TERM "$SERVE"; wait "$SERVE"; rc=$?
+check mps_dir_parent_sticky_serve_ok test "$rc" -eq 0
+if [ "$UIDN" -eq 0 ] && id nobody > /dev/null 2>&1; then
+    mkdir -m 0755 "$T/foreign-parent"; chown nobody "$T/foreign-parent"
+    expect mps_dir_parent_foreign_refused 1 "foreign-parent \(above .*\) belongs to uid [0-9]+ \(nobody\)" \
+        timeout 30 "$EXP" serve --name "$TAG" --mps --mps-dir "$T/foreign-parent/mps"
+    check mps_dir_parent_foreign_nothing_made test -z "$(ls -A "$T/foreign-parent")"
+else
+    echo "skip mps_dir_parent_foreign_refused: needs root and the user 'nobody' for a second user"
+fi
 # Made under umask 0777: still 0700 (fchmod after mkdir), and removed again when the start fails.
 : > "$FAKE_MPS_LOG"
 out=$(umask 0777; FAKE_MPS_FAIL=start timeout 30 "$EXP" serve --name "$TAG" --mps --mps-dir "$T/umask/mps" 2>&1); rc=$?
