@@ -17,29 +17,8 @@ import subprocess
 import sys
 
 from .contention import PAIRS, control_block, model_entry
+from .intervals import covered, merged
 from .stats import nearest_rank
-
-
-def merged(intervals):
-    out = []
-    for s, e in sorted(intervals):
-        if out and s <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], e)
-        else:
-            out.append([s, e])
-    return out
-
-
-def covered(merged_intervals, lo, hi):
-    """ns of [lo, hi) covered by the merged intervals."""
-    total = 0
-    for s, e in merged_intervals:
-        if e <= lo:
-            continue
-        if s >= hi:
-            break
-        total += min(e, hi) - max(s, lo)
-    return total
 
 
 def analyse(db_path):

@@ -9,6 +9,8 @@
 #         compat (the drop-in for the original experiment: bench/gpu/compat_check.sh)
 #         partition-proof (green-context probe, SM-id proof and size sweep of the partition policy:
 #         bench/gpu/partition_proof.sh, about 3-4 minutes, its own MPS daemon)
+#         partition-explain (why the partition verdict misses, from Nsight: bench/gpu/partition_explain.sh;
+#         PE_PAIRS, PE_SECONDS; about 1.5 minutes a pair)
 #   recheck = pyext hookcount launch gating preempt-quick: the re-proof after a change to the hooks
 #   or the gate.
 set -u
@@ -48,6 +50,9 @@ for stage in "${stages[@]}"; do
         "$PY" -m bench.gpu.partition_verdict --build "$B" --out "$R/partition-verdict" \
             --device "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1)" ${PV_ARGS:-}
         cp "$R/partition-verdict/verdict.json" "$R/partition-verdict/summary.json" "$OUT/" 2>/dev/null ;;
+    partition-explain)  # issue 18: the partition setup's HP and LP kernels against alone, under nsys
+        bash bench/gpu/partition_explain.sh "$B" "$R/partition-explain" "$OUT" "${PE_PAIRS:-reference resnet bert_train}" \
+            "${PE_SECONDS:-4}" ;;
     corun-nsight)  # what co-runs with each HP job, and how busy the LP keeps the gaps (Nsight)
         "$PY" -m bench.gpu.corun_nsight --pair "${PAIR:-reference}" --build "$B" --out "$R/corun-nsight" \
             --dur "${DUR:-8}" --hp-sleep "${HP_SLEEP:-0.01}" ${NSYS:+--nsys "$NSYS"} \

@@ -3,7 +3,9 @@
 # package built into $BUILD/python (and the kernels plot end to end through $BUILD/bin/nsight-parser
 # when it is built), tests/python/test_bench_metrics.py (bench/gpu's Python on synthetic
 # inputs), tests/python/test_partition_records.py and test_partition_runs.py (the partition
-# proof's analysis on synthetic records, its runs on fake programs). Ends with
+# proof's analysis on synthetic records, its runs on fake programs), test_partition_explain.py
+# (the Nsight explanation of the partition verdict on synthetic exports, its stage script with a
+# stand-in nsys). Ends with
 # "N passed, N failed" converted from pytest's summary (errors count as failures).
 set -uo pipefail
 ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -19,5 +21,5 @@ if [ ! -f "$BUILD/lib/libgycontrol.a" ] || ! PYTHON_BIN=$PYTHON bash pyext/build
 fi
 PYTHONPATH="$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" MPLBACKEND=Agg NSIGHT_PARSER=$BUILD/bin/nsight-parser \
     run_pytest pytest tests/python/test_plot.py tests/python/test_bench_metrics.py tests/python/test_bench_stats.py \
-        tests/python/test_partition_records.py tests/python/test_partition_runs.py
+        tests/python/test_partition_records.py tests/python/test_partition_runs.py tests/python/test_partition_explain.py
 finish
