@@ -12,7 +12,6 @@ from nsys_report import Report
 from partition_explain_report import synthetic
 
 
-
 def test_the_known_slowdowns_come_out(tmp_path):
     out = partition_explain.explain(synthetic(str(tmp_path / "r.sqlite")))
     g = out["partition"]
