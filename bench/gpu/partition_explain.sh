@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Nsight evidence for the partition verdict's misses (issue 18): per pair, one short
 # partition_verdict invocation (one round of hp_alone, lp_alone, corun, partition; no latency
-# segments) under nsys, exported to SQLite and read by bench.gpu.partition_explain.
+# segments, no torch.profiler segment: it and nsys both use CUPTI, never tried together) under nsys, exported to
+# SQLite and read by bench.gpu.partition_explain.
 #   bash bench/gpu/partition_explain.sh BUILD RESULTS_DIR OUT_DIR [PAIRS] [CONTENDED_S]
 # Writes OUT_DIR/explain_<pair>.json and RESULTS_DIR/<pair>/ (nsys and verdict logs, the verdict's
 # own JSON of that invocation: its ratios are of one round, a cross-check, not the verdict).
@@ -20,7 +21,7 @@ for pair in $PAIRS; do
     "$NSYS" profile -t cuda,nvtx -s none --cpuctxsw=none -o "$d/rep" -f true \
         "$PY" -m bench.gpu.partition_verdict --build "$B" --out "$d/verdict" --pairs "$pair" --rounds 1 \
         --setups hp_alone,lp_alone,corun,partition --contended-s "$SECONDS_EACH" --hp-alone-s "$SECONDS_EACH" \
-        --lp-alone-s 2 --latency-pairs= --device "$device" ${PE_VERDICT_ARGS:-} > "$d/nsys_profile.log" 2>&1
+        --lp-alone-s 2 --latency-pairs= --no-kernel-profile --device "$device" ${PE_VERDICT_ARGS:-} > "$d/nsys_profile.log" 2>&1
     echo "partition-explain: $pair: profile exit $?; $(grep -c . "$d/nsys_profile.log") log lines"
     if ! "$NSYS" export --type sqlite -o "$d/rep.sqlite" -f true "$d/rep.nsys-rep" > "$d/nsys_export.log" 2>&1; then
         echo "partition-explain: $pair: nsys export failed: $(tail -n 3 "$d/nsys_export.log")"; status=1; continue

@@ -326,7 +326,7 @@ def run_pair(pair, args, progress):
                             "wall_start": wall0, "wall_end": time.time()})
             progress(pair, setup, rnd, (end - start) / 1e9)
 
-        if "plain" in groups:  # the LP's kernels, alone: what a higher job can wait behind
+        if "plain" in groups and not args.no_kernel_profile:  # the LP's kernels, alone: what a higher job can wait behind
             segment("lp_kernels", "-", ("lp",), "plain", seconds=0.2, lp_options="profile=1")
         for rnd, setup in schedule(args.rounds, args.seed, args.setups):
             segment(setup, rnd, RUNS_IN.get(setup, ("hp", "lp")), GROUP_OF[setup], segment_seconds(setup, args))
@@ -529,6 +529,8 @@ def parse_args(argv=None):
     ap.add_argument("--startup-s", type=float, default=30, help="the estimate's loading time per pair")
     ap.add_argument("--ready-timeout", type=float, default=300)
     ap.add_argument("--device", default="")
+    ap.add_argument("--no-kernel-profile", action="store_true",
+                    help="skip the LP's torch.profiler segment (under nsys: both use CUPTI, not tried together)")
     ap.add_argument("--python", default=os.environ.get("GPUYIELD_PYTHON") or sys.executable)
     ap.add_argument("--worker-module", default="gpuyield.worker", help="tests: a stand-in worker")
     ap.add_argument("--no-mps", action="store_true", help="tests: start no MPS daemon")

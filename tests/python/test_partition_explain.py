@@ -79,5 +79,7 @@ def test_the_stage_script_runs_the_verdict_under_nsys_and_explains(tmp_path):
     assert explained["partition"]["lp_kernel_time_ratio_in_job"] == 8.0
     verdict = json.loads((results / "resnet" / "verdict" / "verdict.json").read_text())
     assert set(verdict["pairs"]["resnet"]) == {"corun", "partition"}
+    summary = json.loads((results / "resnet" / "verdict" / "summary.json").read_text())
+    assert "no kernel trace" in summary["resnet"]["lp_kernels"][0]["error"]  # no torch.profiler under nsys
     assert not list(results.glob("resnet/rep*"))  # the big files are gone
     assert not [n for n in os.listdir("/dev/shm") if "verdict" in n]
