@@ -125,6 +125,8 @@ static int check_ancestors(const char *above, const char *shown, gy_err *err)
         char *slash = strrchr(probe, '/');
         if (e != ENOENT)
             return gy_fail(err, e, "cannot resolve %s (above %s): %s", probe, shown, strerror(e));
+        if (!slash && strcmp(probe, ".") == 0)
+            return gy_fail(err, e, "cannot resolve the current directory (above %s): %s", shown, strerror(e));
         if (!slash)
             snprintf(probe, sizeof probe, "."); /* relative, none of it there yet: below the cwd */
         else if (slash == probe)
@@ -182,16 +184,14 @@ int gy_private_dir(const char *path, bool *created, gy_err *err)
     const char *name = slash ? slash + 1 : buf;
     if (!*name || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
         return gy_fail(err, EINVAL, "directory '%s' must end in a name, not '/', '.' or '..'", path);
-    if (slash == buf) {
-        if (check_ancestors("/", buf, err))
-            return -1;
-    } else if (slash) {
-        *slash = '\0';
-        int rc = check_ancestors(buf, path, err);
-        *slash = '/';
-        if (rc)
-            return -1;
-    } else if (check_ancestors(".", path, err))
+    char above[PATH_MAX];
+    if (!slash)
+        snprintf(above, sizeof above, ".");
+    else if (slash == buf)
+        snprintf(above, sizeof above, "/");
+    else
+        snprintf(above, sizeof above, "%.*s", (int)(slash - buf), buf);
+    if (check_ancestors(above, path, err))
         return -1;
     int parent = AT_FDCWD;
     if (slash) {
