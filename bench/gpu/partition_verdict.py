@@ -223,8 +223,8 @@ def group_env(args, group, role, segments, mps_dirs):
     env = base_env(args)
     if group in ("mps", "corun", "partition") and mps_dirs:
         env["CUDA_MPS_PIPE_DIRECTORY"], env["CUDA_MPS_LOG_DIRECTORY"] = mps_dirs
-        if role == "lp":
-            env["CUDA_MPS_CLIENT_PRIORITY"] = "1"  # as run_exp: the lower worker below normal
+        if role == "lp" and args.lp_client_priority is not None:  # default 1, as run_exp: below normal
+            env["CUDA_MPS_CLIENT_PRIORITY"] = str(args.lp_client_priority)
     if group in segments:
         env["LD_PRELOAD"] = os.path.join(args.build, "lib", "libgpuyield.so")
         env["GPUYIELD_SHM"] = segments[group]
@@ -498,7 +498,8 @@ def method_text(args):
             f"{args.hp_alone_s} s hp_alone, {args.lp_alone_s} s lp_alone; one process set per kind kept for the "
             "whole pair and paused outside its segments (idle contexts of the other sets stay resident); "
             f"corun: gpuyield corun under MPS, LP {args.corun_mode}; partition: gpuyield partition under MPS, "
-            f"GPUYIELD_PARTITION_SMS={args.partition_sms}, LP {args.partition_mode}; "
+            f"GPUYIELD_PARTITION_SMS={args.partition_sms}, LP {args.partition_mode}; LP CUDA_MPS_CLIENT_PRIORITY "
+            f"{'unset' if args.lp_client_priority is None else args.lp_client_priority} under MPS; "
             "HP p50/p99 ratio = nearest-rank percentile of the setup's HP JCTs / of hp_alone's, pooled over rounds; "
             "LP throughput ratio = LP jobs/s in the setup / in lp_alone (one denominator per pair); "
             "ci: 95 % block bootstrap resampling whole rounds (invocation x round when merged), 2000 resamples, seed 1"
@@ -529,6 +530,9 @@ def parse_args(argv=None):
     ap.add_argument("--startup-s", type=float, default=30, help="the estimate's loading time per pair")
     ap.add_argument("--ready-timeout", type=float, default=300)
     ap.add_argument("--device", default="")
+    ap.add_argument("--lp-client-priority", type=lambda v: None if v == "unset" else int(v), default=1,
+                    choices=(None, 0, 1), metavar="0|1|unset",
+                    help="CUDA_MPS_CLIENT_PRIORITY of the LP under MPS (default 1, as run_exp; 'unset': not set)")
     ap.add_argument("--no-kernel-profile", action="store_true",
                     help="skip the LP's torch.profiler segment (under nsys: both use CUPTI, not tried together)")
     ap.add_argument("--python", default=os.environ.get("GPUYIELD_PYTHON") or sys.executable)

@@ -112,6 +112,18 @@ def test_fewer_rounds_than_asked_say_so_in_the_method():
         pv.parse_args(["--out", "x", "--setups", "nocontrol,corun"])  # no alone baselines
 
 
+def test_the_lp_mps_client_priority_is_a_choice_and_in_the_method():
+    env = lambda *flags: pv.group_env(pv.parse_args(["--out", "x", *flags]), "partition", "lp", {}, ("/p", "/l"))
+    assert env()["CUDA_MPS_CLIENT_PRIORITY"] == "1"  # as run_exp
+    assert env("--lp-client-priority", "0")["CUDA_MPS_CLIENT_PRIORITY"] == "0"
+    assert "CUDA_MPS_CLIENT_PRIORITY" not in env("--lp-client-priority", "unset")
+    hp = pv.group_env(pv.parse_args(["--out", "x"]), "partition", "hp", {}, ("/p", "/l"))
+    assert "CUDA_MPS_CLIENT_PRIORITY" not in hp
+    assert "CUDA_MPS_CLIENT_PRIORITY unset" in pv.method_text(pv.parse_args(["--out", "x", "--lp-client-priority", "unset"]))
+    with pytest.raises(SystemExit):
+        pv.parse_args(["--out", "x", "--lp-client-priority", "2"])
+
+
 def test_dry_run_end_to_end_with_a_stand_in_worker(tmp_path):
     build = os.environ.get("BUILD", os.path.join(ROOT, "build"))
     if not os.path.exists(os.path.join(build, "bin", "expcontroller")):
