@@ -11,10 +11,17 @@
 
 /* libtsan records a lock taken by pthread_mutex_timedlock only when it returns 0, not when it
  * returns EOWNERDEAD (the mutex is ours then too): without this note, the next unlock of a mutex
- * recovered that way is reported as "unlock of an unlocked mutex". Only the TSan build has it. */
+ * recovered that way is reported as "unlock of an unlocked mutex". The annotation is a pair: a
+ * post_lock alone ends an ignore that no pre_lock began, and TSan's runtime aborts (CHECK
+ * ignore_sync > 0; test a_holder_killed_during_a_timed_lock_hands_the_mutex_over). Only the
+ * TSan build has it. */
 #if defined(__SANITIZE_THREAD__)
 #include <sanitizer/tsan_interface.h>
-static void note_recovered_by_timedlock(pthread_mutex_t *m) { __tsan_mutex_post_lock(m, __tsan_mutex_try_lock, 0); }
+static void note_recovered_by_timedlock(pthread_mutex_t *m)
+{
+    __tsan_mutex_pre_lock(m, __tsan_mutex_try_lock);
+    __tsan_mutex_post_lock(m, __tsan_mutex_try_lock, 0);
+}
 #else
 static void note_recovered_by_timedlock(pthread_mutex_t *m) { (void)m; }
 #endif
