@@ -14,7 +14,6 @@
 #include "partition.h"
 #include "trace_ranges.h"
 
-#define MAX_CONTEXTS 32
 
 struct gy_client gy_client = {.shm = {.slot = -1}, .generation = 1};
 __thread uint64_t gy_thread_generation __attribute__((tls_model("initial-exec")));
@@ -24,7 +23,8 @@ __thread int gy_thread_device __attribute__((tls_model("initial-exec"))) = GY_DE
 
 static pthread_mutex_t join_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t contexts_lock = PTHREAD_MUTEX_INITIALIZER;
-static gy_cu_context contexts[MAX_CONTEXTS];
+static gy_cu_context contexts[GY_MAX_CONTEXTS];
+static int context_devices[GY_MAX_CONTEXTS]; /* each one's device slot, or GY_DEVICE_ALL */
 static bool contexts_overflow_told;
 static int ncontexts;
 static pthread_once_t fork_handlers_once = PTHREAD_ONCE_INIT;
@@ -176,13 +176,15 @@ void gy_client_note_context_slow(gy_cu_context ctx)
     bool known = false;
     for (int i = 0; i < ncontexts && !known; i++)
         known = contexts[i] == ctx;
-    if (!known && ncontexts < MAX_CONTEXTS)
+    if (!known && ncontexts < GY_MAX_CONTEXTS) {
+        context_devices[ncontexts] = gy_thread_device;
         contexts[ncontexts++] = ctx;
+    }
     else if (!known && !contexts_overflow_told) {
         contexts_overflow_told = true;
         fprintf(stderr, "gpuyield: pid %d launches in more than %d live CUDA contexts: drains synchronize only "
                         "the first %d\n",
-                (int)getpid(), MAX_CONTEXTS, MAX_CONTEXTS);
+                (int)getpid(), GY_MAX_CONTEXTS, GY_MAX_CONTEXTS);
     }
     pthread_mutex_unlock(&contexts_lock);
 }
@@ -193,16 +195,18 @@ void gy_client_forget_context(gy_cu_context ctx)
     for (int i = 0; i < ncontexts; i++)
         if (contexts[i] == ctx) {
             contexts[i] = contexts[--ncontexts];
+            context_devices[i] = context_devices[ncontexts];
             break;
         }
     pthread_mutex_unlock(&contexts_lock);
 }
 
-int gy_client_contexts(gy_cu_context *out, int max)
+int gy_client_contexts(gy_cu_context *out, int *devices, int max)
 {
     pthread_mutex_lock(&contexts_lock);
     int n = ncontexts < max ? ncontexts : max;
     memcpy(out, contexts, (size_t)n * sizeof *out);
+    memcpy(devices, context_devices, (size_t)n * sizeof *devices);
     pthread_mutex_unlock(&contexts_lock);
     return n;
 }

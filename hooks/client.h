@@ -52,8 +52,10 @@ void gy_client_note_context_slow(gy_cu_context ctx);
 void gy_client_forget_context(gy_cu_context ctx);
 /* A launch found the gate closed: step out, block (NVTX "preemption"), step back in. */
 void gy_client_block(void);
-/* The contexts this process launched in, for the drain helper. Returns how many (<= max). */
-int gy_client_contexts(gy_cu_context *out, int max);
+/* The contexts this process launched in (at most GY_MAX_CONTEXTS are remembered), and each one's
+ * device slot (GY_DEVICE_ALL: unknown), for the drain helper. Returns how many (<= max). */
+#define GY_MAX_CONTEXTS 32
+int gy_client_contexts(gy_cu_context *out, int *devices, int max);
 
 static inline bool gy_client_gated(void)
 {

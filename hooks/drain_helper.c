@@ -5,7 +5,8 @@
  *      illegal during a global-mode capture, and captured launches run nothing anyway; the
  *      job's drain timeout bounds how long its begin waits for us meanwhile. New captures
  *      wait for the end of the synchronize (capture_hooks.c);
- *   3. synchronize every context this process launched in;
+ *   3. synchronize every context this process launched in, except those on a GPU whose gate is
+ *      open to us (no job above us there: a job on GPU 0 does not wait for our queue on GPU 1);
  *   4. acknowledge, saying whether launches slipped in meanwhile (the job ended during the
  *      drain): then our inflight flag stays set. */
 #include <pthread.h>
@@ -21,7 +22,6 @@
 #include "driver.h"
 
 #define REQUEST_POLL_NS 200000000ull /* also bounds how long a stale helper lingers */
-#define MAX_CONTEXTS 32
 
 static void sleep_ns(long ns)
 {
@@ -46,9 +46,14 @@ static void synchronize_contexts(void)
     gy_pfn_ctx_synchronize sync = (gy_pfn_ctx_synchronize)gy_real(GY_FN_CTX_SYNCHRONIZE);
     if (!push || !pop || !sync)
         return;
-    gy_cu_context contexts[MAX_CONTEXTS];
-    int n = gy_client_contexts(contexts, MAX_CONTEXTS);
+    gy_cu_context contexts[GY_MAX_CONTEXTS];
+    int devices[GY_MAX_CONTEXTS];
+    int n = gy_client_contexts(contexts, devices, GY_MAX_CONTEXTS);
     for (int i = 0; i < n; i++) {
+        /* A job closes its GPU's word before it publishes the epoch we drain for, so every job
+         * this drain answers is seen here; one that began since gets a drain of its own. */
+        if (devices[i] != GY_DEVICE_ALL && gy_launch_allowed_on(&gy_client.shm, devices[i], gy_client.priority))
+            continue;
         if (push(contexts[i]) != GY_CUDA_SUCCESS) {
             gy_client_forget_context(contexts[i]); /* destroyed: nothing of it can still run */
             continue;

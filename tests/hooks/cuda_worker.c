@@ -459,6 +459,27 @@ static void scenario_devices(int argc, char **argv)
     }
 }
 
+/* Work on two GPUs: a short kernel on GPU 0 (finished), then `us` of kernel queued on GPU 1,
+ * then "QUEUED <ns>" and a wait for it: a job on GPU 0 must not wait for GPU 1's queue. Created
+ * streams, not the legacy one (the fake driver keeps one legacy stream for all contexts). */
+static void scenario_device_backlog(long us)
+{
+    CUfunction quick = kernel_of(10), slow = kernel_of(us);
+    CUstream on0, on1;
+    CUdevice dev;
+    CUcontext ctx;
+    CU(cuStreamCreate(&on0, 0)); /* kernel_of made GPU 0's context current */
+    CU(launch(quick, on0));
+    CU(cuStreamSynchronize(on0));
+    CU(cuDeviceGet(&dev, 1));
+    CU(cuDevicePrimaryCtxRetain(&ctx, dev));
+    CU(cuCtxSetCurrent(ctx));
+    CU(cuStreamCreate(&on1, 0));
+    CU(launch(slow, on1));
+    printf("QUEUED %llu\n", (unsigned long long)now_ns());
+    CU(cuStreamSynchronize(on1));
+}
+
 int gy_next_call(void); /* tests/hooks/next_first.c */
 
 /* dlsym(RTLD_NEXT) from a library after the hook must find the definition after that library. */
@@ -649,6 +670,8 @@ int main(int argc, char **argv)
         scenario_thread_exit();
     else if (strcmp(what, "devices") == 0)
         scenario_devices(argc, argv);
+    else if (strcmp(what, "device_backlog") == 0)
+        scenario_device_backlog((long)ARG(2, 3000000));
     else if (strcmp(what, "fork") == 0)
         scenario_fork((int)ARG(2, 7));
     else if (strcmp(what, "fork_while_binding") == 0)
@@ -656,7 +679,7 @@ int main(int argc, char **argv)
     else if (strncmp(what, "partition", 9) == 0)
         partition_scenario(what, argc, argv); /* its failures are counted in `failures` */
     else {
-        fprintf(stderr, "usage: cuda_worker paths|plain|spin|copyspin|jobs|busy|bound|capture|capture_hold|rate|rtld_next|thread_exit|capture_two_threads|fork|fork_while_binding|devices|graph_mix|partition* [args]\n");
+        fprintf(stderr, "usage: cuda_worker paths|plain|spin|copyspin|jobs|busy|bound|capture|capture_hold|rate|rtld_next|thread_exit|capture_two_threads|fork|fork_while_binding|devices|device_backlog|graph_mix|partition* [args]\n");
         return 2;
     }
     if (strcmp(what, "jobs") != 0 && strcmp(what, "fork_while_binding") != 0)

@@ -1216,6 +1216,46 @@ static void check_device_gating(const char *visible, const char *const *ordinals
     setup_end(&s);
 }
 
+/* A lower process has a finished kernel on GPU 0 and 4 s of work queued on GPU 1 (the fake
+ * driver's one time line: nothing of GPU 0's is behind it). A job on GPU 0 is owed a drain by it,
+ * and the drain synchronizes only the contexts on GPUs gated for it: it must not wait for GPU 1.
+ * Before, the drain synchronized every context and the job waited the 4 s. */
+TEST(a_job_on_gpu0_does_not_wait_for_the_lower_queue_on_gpu1)
+{
+    struct setup s;
+    REQUIRE(setup_begin(&s, "backlog", 10000000000ull));
+    char shm_env[96];
+    snprintf(shm_env, sizeof shm_env, "GPUYIELD_SHM=%s", s.tag);
+    const char *env[] = {shm_env, "GPUYIELD_PRIORITY=0", "FAKECUDA_DEVICES=2", NULL};
+    const char *args[] = {"device_backlog", "4000000", NULL};
+    gy_shm holder;
+    gy_err err;
+    uint8_t uuid[GY_UUID_BYTES];
+    fake_uuid(0, uuid);
+    REQUIRE(gy_open(s.tag, &holder, &err) == 0, "%s", err.msg);
+    REQUIRE(gy_register(&holder, 1, &err) == 0, "%s", err.msg);
+    struct worker w;
+    if (spawn(&s, &w, env, args)) {
+        unsigned long long queued;
+        if (wait_mark(&w, "QUEUED", &queued)) {
+            int gpu0 = gy_device_slot(&holder, uuid, &err);
+            REQUIRE(gpu0 >= 0, "%s", err.msg);
+            gy_job job;
+            REQUIRE(gy_job_enter_on(&holder, 1, gpu0, 0, &job, &err) == 0, "%s", err.msg);
+            enum gy_wait_result r = gy_job_wait_drained(&holder, &job, 0);
+            CHECK(r == GY_WAIT_DRAINED, "the job's wait ended with %d, not drained", (int)r);
+            CHECK(job.wait_ns < 2000000000ull, "the job on GPU 0 waited %.2f s: the drain waited for GPU 1's queue",
+                  (double)job.wait_ns / 1e9);
+            gy_job_exit(&holder, &job, &err);
+        }
+        CHECK(wait_exit(&w) == 0, "device_backlog worker failed");
+        if (gy_test_failures_in_current)
+            dump(&w);
+    }
+    gy_close(&holder);
+    setup_end(&s);
+}
+
 TEST(a_job_on_gpu0_does_not_block_launches_on_gpu1)
 {
     const char *ordinals[] = {"1", NULL};
