@@ -1108,6 +1108,25 @@ static void fake_uuid(int physical, uint8_t uuid[GY_UUID_BYTES])
     uuid[15] = (uint8_t)physical;
 }
 
+/* The test's own process registered at priority 1 in the setup's segment (as the HP), and the
+ * device slot of the fake driver's GPU 0 (by its UUID). */
+static bool holder_with_gpu0(const struct setup *s, gy_shm *holder, int *gpu0)
+{
+    gy_err err;
+    uint8_t uuid[GY_UUID_BYTES];
+    fake_uuid(0, uuid);
+    if (gy_open(s->tag, holder, &err) != 0) {
+        CHECK(false, "%s", err.msg);
+        return false;
+    }
+    if (gy_register(holder, 1, &err) != 0 || (*gpu0 = gy_device_slot(holder, uuid, &err)) < 0) {
+        CHECK(false, "%s", err.msg);
+        gy_close(holder);
+        return false;
+    }
+    return true;
+}
+
 /* The worker's state in the segment ("blocked" while a launch waits), or "" when not found. */
 static const char *worker_state(gy_shm *shm, int pid)
 {
@@ -1147,12 +1166,13 @@ static void check_device_gating(const char *visible, const char *const *ordinals
         args[nargs++] = *o;
     gy_shm holder;
     gy_err err;
+    int gpu0;
+    if (!holder_with_gpu0(&s, &holder, &gpu0)) {
+        setup_end(&s);
+        return;
+    }
     uint8_t uuid[GY_UUID_BYTES];
     fake_uuid(0, uuid);
-    REQUIRE(gy_open(s.tag, &holder, &err) == 0, "%s", err.msg);
-    REQUIRE(gy_register(&holder, 1, &err) == 0, "%s", err.msg);
-    int gpu0 = gy_device_slot(&holder, uuid, &err);
-    REQUIRE(gpu0 >= 0, "%s", err.msg);
     gy_job job;
     REQUIRE(gy_job_enter_on(&holder, 1, gpu0, 0, &job, &err) == 0, "%s", err.msg);
     CHECK(!gy_launch_allowed_on(&holder, gpu0, 0) && !gy_launch_allowed(&holder, 0),
@@ -1230,16 +1250,15 @@ TEST(a_job_on_gpu0_does_not_wait_for_the_lower_queue_on_gpu1)
     const char *args[] = {"device_backlog", "4000000", NULL};
     gy_shm holder;
     gy_err err;
-    uint8_t uuid[GY_UUID_BYTES];
-    fake_uuid(0, uuid);
-    REQUIRE(gy_open(s.tag, &holder, &err) == 0, "%s", err.msg);
-    REQUIRE(gy_register(&holder, 1, &err) == 0, "%s", err.msg);
+    int gpu0;
+    if (!holder_with_gpu0(&s, &holder, &gpu0)) {
+        setup_end(&s);
+        return;
+    }
     struct worker w;
     if (spawn(&s, &w, env, args)) {
         unsigned long long queued;
         if (wait_mark(&w, "QUEUED", &queued)) {
-            int gpu0 = gy_device_slot(&holder, uuid, &err);
-            REQUIRE(gpu0 >= 0, "%s", err.msg);
             gy_job job;
             REQUIRE(gy_job_enter_on(&holder, 1, gpu0, 0, &job, &err) == 0, "%s", err.msg);
             enum gy_wait_result r = gy_job_wait_drained(&holder, &job, 0);
