@@ -114,8 +114,18 @@ bool np_export_nsys_rep(const char *rep_path, const char *nsys_path, char **sqli
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
     fprintf(stderr, "nsight-parser: exporting %s to SQLite with %s\n", rep_path, nsys);
+    /* Held until export_child names the child: a Ctrl-C that came between the fork and that
+     * store found no child to stop, and nsys ran on, orphaned, holding our output pipes open. */
+    sigset_t stops, before;
+    sigemptyset(&stops);
+    sigaddset(&stops, SIGINT);
+    sigaddset(&stops, SIGTERM);
+    sigprocmask(SIG_BLOCK, &stops, &before);
     pid_t child = fork();
     if (child == 0) {
+        sigaction(SIGINT, &old_int, NULL); /* the caller's, not our cleanup, until exec */
+        sigaction(SIGTERM, &old_term, NULL);
+        sigprocmask(SIG_SETMASK, &before, NULL);
         /* stdout carries nsys's chatter: keep ours for results. */
         dup2(STDERR_FILENO, STDOUT_FILENO);
         execl(nsys, nsys, "export", "--type", "sqlite", "--output", *sqlite_path, rep_path, (char *)NULL);
@@ -124,8 +134,10 @@ bool np_export_nsys_rep(const char *rep_path, const char *nsys_path, char **sqli
     }
     int status = 0;
     bool ok = child > 0;
-    if (child > 0) {
+    if (child > 0)
         export_child = child;
+    sigprocmask(SIG_SETMASK, &before, NULL);
+    if (child > 0) {
         while (waitpid(child, &status, 0) < 0 && errno == EINTR)
             ;
         export_child = 0;

@@ -498,7 +498,8 @@ def test_interrupted_export_leaves_nothing(work):
     import time
     fake = work / "nsys"
     started = work / "started"
-    fake.write_text(f"#!/bin/sh\n: > \"$5\"\ntouch {started}\nexec sleep 60\n")
+    pid_file = work / "nsys.pid"
+    fake.write_text(f"#!/bin/sh\n: > \"$5\"\necho $$ > {pid_file}\ntouch {started}\nexec sleep 60\n")
     fake.chmod(0o755)
     (work / "run.nsys-rep").write_bytes(b"x")
     tmp = work / "tmp"
@@ -510,9 +511,11 @@ def test_interrupted_export_leaves_nothing(work):
         time.sleep(0.05)
     assert started.exists(), "the fake nsys never ran"
     p.send_signal(signal.SIGINT)
-    p.communicate(timeout=30)
+    p.communicate(timeout=30)  # an nsys left running would hold the pipes open: a timeout
     assert p.returncode == -signal.SIGINT
     assert list(tmp.iterdir()) == [] and not (work / "out").exists()
+    with pytest.raises(ProcessLookupError):  # stopped and reaped, never orphaned
+        os.kill(int(pid_file.read_text()), 0)
 
 
 @pytest.mark.skipif(not FIXTURES, reason="no real fixtures in tests/fixtures/nsys yet")
