@@ -21,7 +21,8 @@
 static const char usage_text[] =
     "usage: expcontroller COMMAND [options]\n"
     "  create [--name TAG] [--drain-timeout-ms MS] [--policy %s]\n"
-    "                                                create a segment, print its name\n"
+    "         [--mps-pipe DIR]                       create a segment, print its name; --mps-pipe: its\n"
+    "                                                workers run under the MPS daemon serving DIR\n"
     "  serve  [--name TAG] [--drain-timeout-ms MS] [--policy %s]\n"
     "         [--mps [--mps-dir DIR] | --mps-pipe DIR]\n"
     "         [--metrics [ADDR:]PORT] [--metrics-textfile PATH]\n"
@@ -43,14 +44,19 @@ static const char usage_text[] =
     "  --version                                     print the gpuyield version\n"
     "TAG defaults to $GPUYIELD_SHM, else \"" GY_DEFAULT_TAG "\"; a full name /gpuyield-<uid>-<tag> works too.\n";
 
+static void print_usage(FILE *to)
+{
+    char choices[128];
+    gy_policy_choices(choices, sizeof choices, "|", "|");
+    fprintf(to, usage_text, choices, choices);
+}
+
 static int usage_error(const char *fmt, const char *arg)
 {
     fprintf(stderr, "expcontroller: ");
     fprintf(stderr, fmt, arg);
-    char choices[128];
-    gy_policy_choices(choices, sizeof choices, "|", "|");
     fputc('\n', stderr);
-    fprintf(stderr, usage_text, choices, choices);
+    print_usage(stderr);
     return EXIT_USAGE;
 }
 
@@ -141,17 +147,19 @@ static int parse_options(int argc, char **argv, const char *command, struct opti
             opt->policy = optarg;
             break;
         }
+        case 'P':
+            if (strcmp(command, "serve") != 0 && strcmp(command, "create") != 0)
+                return usage_error("--mps-pipe goes with 'create' or 'serve', not '%s'", command);
+            opt->mps_pipe = optarg;
+            break;
         case 'm':
         case 'd':
-        case 'P':
             if (strcmp(command, "serve") != 0)
-                return usage_error("--mps, --mps-dir and --mps-pipe go with 'serve', not '%s'", command);
+                return usage_error("--mps and --mps-dir go with 'serve', not '%s'", command);
             if (c == 'm')
                 opt->mps = true;
-            else if (c == 'd')
-                opt->mps_dir = optarg;
             else
-                opt->mps_pipe = optarg;
+                opt->mps_dir = optarg;
             break;
         case 'M':
         case 'T':
@@ -166,7 +174,7 @@ static int parse_options(int argc, char **argv, const char *command, struct opti
                 opt->metrics_textfile = optarg;
             break;
         case 'h':
-            fputs(usage_text, stdout);
+            print_usage(stdout);
             exit(0);
         default:
             return usage_error("unknown or incomplete option '%s'", argv[optind - 1]);
@@ -199,13 +207,29 @@ static enum gy_policy chosen_policy(const struct options *opt, bool mps)
     return policy;
 }
 
+/* Partition confines lower work only under MPS; a segment that says no MPS makes its workers
+ * fall back to drain. Said once where the segment is made: the workers say it only when verbose. */
+static void warn_partition_without_mps(const gy_shm *shm)
+{
+    if (gy_get_policy(shm) == GY_POLICY_PARTITION && !gy_get_mps(shm))
+        fprintf(stderr, "expcontroller: warning: %s has policy partition but no MPS: its lower processes will "
+                        "drain instead; give --mps (serve) or --mps-pipe DIR (the daemon the workers use)\n",
+                shm->name);
+}
+
 static int cmd_create(const struct options *opt)
 {
-    gy_shm shm;
+    gy_mps mps = {0};
     gy_err err;
+    /* The daemon is checked before the segment exists: a wrong DIR leaves nothing behind. */
+    if (opt->mps_pipe && gy_mps_join(&mps, opt->mps_pipe, &err))
+        return fail(&err);
+    gy_shm shm;
     if (gy_create(opt->name, opt->drain_timeout_ns, &shm, &err))
         return fail(&err);
-    gy_set_policy(&shm, chosen_policy(opt, false), false);
+    bool under_mps = opt->mps_pipe != NULL;
+    gy_set_policy(&shm, chosen_policy(opt, under_mps), under_mps);
+    warn_partition_without_mps(&shm);
     printf("%s\n", shm.name);
     gy_close(&shm);
     return 0;
@@ -284,6 +308,7 @@ static int cmd_serve(const struct options *opt)
     }
     if (created || opt->policy)
         gy_set_policy(&shm, chosen_policy(opt, opt->mps || opt->mps_pipe), opt->mps || opt->mps_pipe);
+    warn_partition_without_mps(&shm);
     printf("%s\n", shm.name);
     fprintf(stderr, "expcontroller: serving %s (%s, policy %s%s); reaping dead processes every 200 ms; Ctrl-C removes it\n",
             shm.name, created ? "created" : "already existed", gy_policy_name(gy_get_policy(&shm)),
@@ -477,7 +502,7 @@ int main(int argc, char **argv)
         return usage_error("%s", "missing command");
     const char *command = argv[1];
     if (!strcmp(command, "-h") || !strcmp(command, "--help") || !strcmp(command, "help")) {
-        fputs(usage_text, stdout);
+        print_usage(stdout);
         return 0;
     }
     if (!strcmp(command, "--version")) {

@@ -52,6 +52,7 @@ from .stats import nearest_rank, percentile_of, rate_of, ratio_with_interval, sp
 
 SETUPS = ("hp_alone", "lp_alone", "nocontrol", "mps", "corun", "partition")
 CONTENDED = ("nocontrol", "mps", "corun", "partition")
+MPS_GROUPS = ("mps", "corun", "partition")  # the process sets that run under the MPS daemon
 LATENCY = ("alone", "drain", "corun", "partition")  # "alone": the HP alone, the probe's own cost
 GROUP_OF = {"hp_alone": "plain", "lp_alone": "plain", "nocontrol": "plain", "mps": "mps", "corun": "corun",
             "partition": "partition"}
@@ -221,7 +222,7 @@ def base_env(args):
 
 def group_env(args, group, role, segments, mps_dirs):
     env = base_env(args)
-    if group in ("mps", "corun", "partition") and mps_dirs:
+    if group in MPS_GROUPS and mps_dirs:
         env["CUDA_MPS_PIPE_DIRECTORY"], env["CUDA_MPS_LOG_DIRECTORY"] = mps_dirs
         if role == "lp" and args.lp_client_priority is not None:  # default 1, as run_exp: below normal
             env["CUDA_MPS_CLIENT_PRIORITY"] = str(args.lp_client_priority)
@@ -236,6 +237,30 @@ def group_env(args, group, role, segments, mps_dirs):
     return env
 
 
+def create_words(name, policy, mps_pipe):
+    """expcontroller's words for a segment of policy; mps_pipe: its workers use that MPS daemon."""
+    return ["create", "--name", name, "--policy", policy] + (["--mps-pipe", mps_pipe] if mps_pipe else [])
+
+
+def policy_problems(raw):
+    """Where the partition setup did not run the partition policy: its LP fell back (to drain
+    without MPS, to corun without green contexts) or sent nothing to the partition. Ratios of such
+    rounds describe another policy, so the verdict refuses them."""
+    problems = []
+    for pair, data in raw["pairs"].items():
+        for i, rnd in enumerate(data["rounds"]):
+            if "partition" not in rnd:
+                continue
+            check = rnd["partition"].get("lp_partition")
+            if check is None:
+                problems.append(f"{pair} round {i}: no record of the LP's partition state (a harness before that check)")
+            elif check["state"] != "active":
+                problems.append(f"{pair} round {i}: the LP's partition state is '{check['state']}', not 'active'")
+            elif check["launches"] <= 0:
+                problems.append(f"{pair} round {i}: the LP sent no launch to the partition")
+    return problems
+
+
 class Tool:
     """The MPS daemon and the gpuyield segments of one pair, and their removal."""
 
@@ -247,12 +272,27 @@ class Tool:
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
     def create_segment(self, policy):
+        """The segment of one policy; those whose workers run under the MPS daemon say so (a partition
+        segment that says no MPS makes its LP drain: the verdict of 2026-11-23 measured that)."""
         name = f"{self.tag}-{policy}"
-        r = self.expcontroller("create", "--name", name, "--policy", policy)
+        r = self.expcontroller(*create_words(name, policy, self.mps_dirs[0] if self.mps_dirs and policy in MPS_GROUPS
+                                              else None))
         if r.returncode != 0:
             raise SystemExit(f"partition_verdict: cannot create a '{policy}' segment: {r.stdout.strip()} "
                              "(leave the setup out with --setups, or build the policy)")
         self.segments[policy] = name
+
+    def lp_policy_state(self, group):
+        """The LP's partition state and partition_launches so far, from `expcontroller status --json`."""
+        r = self.expcontroller("status", "--name", self.segments[group], "--json")
+        try:
+            procs = json.loads(r.stdout)["processes"]
+        except (ValueError, KeyError):
+            return {"state": f"status failed: {r.stdout.strip()[:200]}", "partition_launches": 0}
+        lp = [p for p in procs if p["priority"] == 0]
+        if not lp:
+            return {"state": "the LP is not registered", "partition_launches": 0}
+        return {"state": lp[0]["partition"], "partition_launches": lp[0]["partition_launches"]}
 
     def start_mps(self):
         root = f"/tmp/gy-verdict-mps-{os.getpid()}"
@@ -289,11 +329,11 @@ def run_pair(pair, args, progress):
     workers = {}
     windows = []  # {"setup", "round", "start_ns", "end_ns", "wall_start", "wall_end"}
     try:
+        if not args.no_mps and any(g in MPS_GROUPS for g in groups):
+            tools.start_mps()
         for g in groups:
             if g in ("corun", "partition", "drain"):
                 tools.create_segment(g)
-        if not args.no_mps and any(g in ("mps", "corun", "partition") for g in groups):
-            tools.start_mps()
         for g in groups:
             for role, prio in (("hp", 1), ("lp", 0)):
                 argv = worker_argv(args, spec[role], role, prio, spec["hp_sleep"] if role == "hp" else 0, run_dir, g)
@@ -307,6 +347,8 @@ def run_pair(pair, args, progress):
             w.send("pause")
         wait_words(everyone, "paused", 120, f"{pair}: first pause")
         progress(pair, "start-up", "-", time.monotonic() - t0)
+
+        launches_before = [0]
 
         def segment(setup, rnd, roles, group, seconds=None, hp_jobs=None, options="", lp_options=""):
             running = [workers[(group, r)] for r in roles]
@@ -322,8 +364,14 @@ def run_pair(pair, args, progress):
                 w.send("pause")
             wait_words(running, "running", 30, f"{pair} {setup}: resume")
             wait_words(running, "paused", 120, f"{pair} {setup}: pause")
-            windows.append({"setup": setup, "round": rnd, "group": group, "start_ns": start, "end_ns": end,
-                            "wall_start": wall0, "wall_end": time.time()})
+            window = {"setup": setup, "round": rnd, "group": group, "start_ns": start, "end_ns": end,
+                      "wall_start": wall0, "wall_end": time.time()}
+            if group == "partition" and "lp" in roles:  # did the policy run, or fall back?
+                now = tools.lp_policy_state(group)
+                window["lp_partition"] = {"state": now["state"],
+                                          "launches": now["partition_launches"] - launches_before[0]}
+                launches_before[0] = now["partition_launches"]
+            windows.append(window)
             progress(pair, setup, rnd, (end - start) / 1e9)
 
         if "plain" in groups and not args.no_kernel_profile:  # the LP's kernels, alone: what a higher job can wait behind
@@ -362,6 +410,8 @@ def collect(run_dir, workers, windows):
         lp = [r for r in rows.get((win["group"], "lp"), []) if inside(r, "start_ns")]
         seg = {"hp_jct": [float(r["jct_ms"]) for r in hp], "lp_jobs": len(lp),
                "lp_span_s": (max(int(r["end_ns"]) for r in lp) - min(int(r["start_ns"]) for r in lp)) / 1e9 if lp else 0.0}
+        if "lp_partition" in win:
+            seg["lp_partition"] = win["lp_partition"]
         if win["setup"].startswith("latency_"):
             out["latency"][win["setup"][8:]] = [(int(r["first_kernel_ns"]) - int(r["begin_ns"])) / 1e6
                                                 for r in lat.get(win["group"], []) if inside(r, "begin_ns")]
@@ -568,6 +618,11 @@ def main(argv=None):
         for d in args.merge:
             with open(os.path.join(d, "raw.json")) as f:
                 raws.append(json.load(f))
+        problems = [f"{d}: {p}" for d, r in zip(args.merge, raws) for p in policy_problems(r)]
+        if problems:
+            print("partition_verdict: error: these invocations' partition setup did not run the partition policy, "
+                  "so no verdict was written:\n  " + "\n  ".join(problems), file=sys.stderr)
+            return 1
         result, summary = verdict(raws, args.device or raws[0].get("device", ""),
                                   raws[0].get("method", "") + f"; merged over {len(raws)} invocations")
         write_json(os.path.join(args.out, "verdict.json"), result)
@@ -599,6 +654,12 @@ def main(argv=None):
     for data in raw["pairs"].values():
         data["clocks"] = clocks_by_setup(samples, data["windows"]) if samples else "no nvidia-smi samples"
     write_json(os.path.join(args.out, "raw.json"), raw)
+    problems = [] if args.no_mps else policy_problems(raw)
+    if problems:
+        print("partition_verdict: error: the partition setup did not run the partition policy, so no verdict was "
+              "written (raw.json keeps the data; GPUYIELD_VERBOSE=1 on the LP says why it fell back):\n  "
+              + "\n  ".join(problems), file=sys.stderr)
+        return 1
     result, summary = verdict([raw], args.device, raw["method"])
     write_json(os.path.join(args.out, "verdict.json"), result)
     write_json(os.path.join(args.out, "summary.json"), summary)

@@ -105,6 +105,41 @@ def test_merged_invocations_report_their_spread():
     assert corun["hp_p50_ratio"]["ci"][0] >= 1.2 and corun["hp_p50_ratio"]["ci"][1] <= 1.4
 
 
+def checked_invocation(slow, state="active", launches=500):
+    inv = fake_invocation(slow)
+    for rnd in inv["pairs"]["resnet"]["rounds"]:
+        rnd["partition"]["lp_partition"] = {"state": state, "launches": launches}
+    return inv
+
+
+def test_a_partition_setup_that_fell_back_is_refused():
+    assert pv.policy_problems(checked_invocation(1.0)) == []
+    drained = pv.policy_problems(checked_invocation(1.0, state="fallback: no MPS (drain)"))
+    assert len(drained) == 3 and "'fallback: no MPS (drain)', not 'active'" in drained[0]
+    assert "sent no launch" in pv.policy_problems(checked_invocation(1.0, launches=0))[0]
+    assert "no record" in pv.policy_problems(fake_invocation(1.0))[0]  # raw data of a harness without the check
+    no_partition = fake_invocation(1.0)
+    for rnd in no_partition["pairs"]["resnet"]["rounds"]:
+        del rnd["partition"]
+    assert pv.policy_problems(no_partition) == []
+
+
+def test_merge_refuses_invocations_whose_partition_was_not_checked(tmp_path):
+    for name, inv in (("good", checked_invocation(1.1)), ("old", fake_invocation(1.2))):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "raw.json").write_text(json.dumps(inv))
+    out = tmp_path / "merged"
+    assert pv.main(["--merge", str(tmp_path / "good"), str(tmp_path / "old"), "--out", str(out)]) == 1
+    assert not (out / "verdict.json").exists()
+    assert pv.main(["--merge", str(tmp_path / "good"), "--out", str(out)]) == 0
+    assert json.loads((out / "verdict.json").read_text())["pairs"]["resnet"]["partition"]["invocations"] == 1
+
+
+def test_segments_under_mps_say_so():
+    assert pv.create_words("t", "partition", "/m/pipe")[-2:] == ["--mps-pipe", "/m/pipe"]
+    assert "--mps-pipe" not in pv.create_words("t", "drain", None)
+
+
 def test_fewer_rounds_than_asked_say_so_in_the_method():
     args = pv.parse_args(["--out", "x", "--rounds", "2"])
     assert "FEWER THAN THE 3" in pv.method_text(args)
@@ -146,3 +181,29 @@ def test_dry_run_end_to_end_with_a_stand_in_worker(tmp_path):
     assert summary["resnet"]["lp_kernels"][0]["longest_ms"] == 1.0
     assert "ETA" in r.stdout and "estimated" in r.stdout
     assert not [n for n in os.listdir("/dev/shm") if "verdict" in n]  # segments removed
+
+
+def test_a_partition_that_falls_back_writes_no_verdict(tmp_path):
+    """Under a stand-in MPS daemon the partition segment says MPS; the stand-in LP never launches
+    (so never registers through the hook): the run ends in one error, no verdict, nothing left behind."""
+    build = os.environ.get("BUILD", os.path.join(ROOT, "build"))
+    if not os.path.exists(os.path.join(build, "bin", "expcontroller")):
+        pytest.skip("no build")
+    log = tmp_path / "mps.log"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "tests", "bench"), os.path.join(build, "python"),
+                                                       ROOT]),
+               PATH=os.path.join(ROOT, "tests", "run_exp", "bin") + os.pathsep + os.environ["PATH"], FAKE_MPS_LOG=str(log))
+    out = tmp_path / "v"
+    r = subprocess.run([sys.executable, "-m", "bench.gpu.partition_verdict", "--build", build, "--out", str(out),
+                        "--worker-module", "fake_verdict_worker", "--pairs", "resnet", "--setups",
+                        "hp_alone,lp_alone,partition", "--rounds", "1", "--contended-s", "0.3", "--hp-alone-s", "0.2",
+                        "--lp-alone-s", "0.2", "--latency-pairs="], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=120)
+    assert r.returncode == 1, r.stdout
+    assert "did not run the partition policy" in r.stdout and "resnet round 0: the LP's partition state is 'the LP is not registered', not 'active'" in r.stdout
+    assert not (out / "verdict.json").exists() and (out / "raw.json").exists()
+    raw = json.loads((out / "raw.json").read_text())
+    assert raw["pairs"]["resnet"]["rounds"][0]["partition"]["lp_partition"]["launches"] == 0
+    started = [line.split()[1] for line in log.read_text().splitlines() if line.startswith("start ")]
+    assert len(started) == 1 and f"quit {started[0]}" in log.read_text()  # the daemon was quit
+    assert not [n for n in os.listdir("/dev/shm") if "verdict" in n]

@@ -25,6 +25,7 @@ expect cli_bad_drain_timeout 2 "--drain-timeout-ms takes" "$EXP" create --drain-
 expect cli_clean_takes_no_name 2 "takes no --name" "$EXP" clean --name x
 expect cli_extra_argument 2 "unexpected argument 'extra'" "$EXP" remove extra
 expect cli_help 0 'usage: expcontroller' "$EXP" --help
+check cli_help_names_the_policies bash -c "\"$EXP\" --help | grep -q -- '--policy drain|corun|partition' && ! \"$EXP\" --help | grep -q '%s'"
 expect cli_version 0 "^expcontroller \(gpuyield\) $(cat "$ROOT/VERSION")\$" "$EXP" --version
 clean_lock # from create to remove: a created segment has no live creator
 expect cli_status_missing 1 "no segment $NAME" "$EXP" status --name "$TAG"

@@ -42,6 +42,27 @@ expect cli_create_partition 0 "gpuyield-$UIDN-$TAG" "$EXP" create --name "$TAG" 
 expect cli_status_partition 0 "\"policy\": \"partition\", \"mps\": false" "$EXP" status --name "$TAG" --json
 expect cli_status_table_partition 0 "policy partition" "$EXP" status --name "$TAG"
 "$EXP" remove --name "$TAG" > /dev/null 2>&1
+# A partition segment that says no MPS makes its workers drain: create says so where it is made
+# (the partition verdict of 2026-11-23 ran such a segment and measured drain, unnoticed).
+expect cli_create_partition_without_mps_warns 0 "warning: .*policy partition but no MPS: its lower processes will drain" \
+    "$EXP" create --name "$TAG" --policy partition
+"$EXP" remove --name "$TAG" > /dev/null 2>&1
+# create --mps-pipe DIR: the segment says MPS (corun is then the default), checked against DIR first.
+mkdir -p "$T/joined" && : > "$T/joined/control"
+expect cli_create_mps_pipe 0 "^/gpuyield-$UIDN-$TAG\$" "$EXP" create --name "$TAG" --policy partition --mps-pipe "$T/joined"
+"$EXP" remove --name "$TAG" > /dev/null 2>&1
+"$EXP" create --name "$TAG" --policy partition --mps-pipe "$T/joined" > "$T/create.out" 2>&1
+check cli_create_mps_pipe_no_warning bash -c "grep -q gpuyield '$T/create.out' && ! grep -q warning '$T/create.out'"
+expect cli_create_mps_pipe_status 0 "\"policy\": \"partition\", \"mps\": true" "$EXP" status --name "$TAG" --json
+"$EXP" remove --name "$TAG" > /dev/null 2>&1
+"$EXP" create --name "$TAG" --mps-pipe "$T/joined" > /dev/null 2>&1
+expect cli_create_mps_pipe_default_corun 0 "\"policy\": \"corun\", \"mps\": true" "$EXP" status --name "$TAG" --json
+"$EXP" remove --name "$TAG" > /dev/null 2>&1
+expect cli_create_mps_pipe_missing_refused 1 "no control daemon serves $T/nothing" \
+    "$EXP" create --name "$TAG" --policy partition --mps-pipe "$T/nothing"
+check cli_create_mps_pipe_missing_left_nothing test ! -e "/dev/shm/gpuyield-$UIDN-$TAG"
+expect cli_mps_pipe_needs_create_or_serve 2 "--mps-pipe goes with 'create' or 'serve', not 'status'" \
+    "$EXP" status --mps-pipe "$T/joined"
 clean_unlock
 
 # serve --mps: the daemon starts before the segment is served and quits when serve stops.
