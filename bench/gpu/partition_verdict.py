@@ -9,11 +9,13 @@ the LP each alone as plain processes, in interleaved rounds of one invocation.
 Processes: one set per kind, all started together per pair and kept for the whole pair, so that
 the rounds do not pay model loading again (10-15 s a process): plain (HP and LP, no MPS, no hook,
 no LD_PRELOAD: hp_alone, lp_alone and nocontrol), mps (both under the MPS daemon, no hook), corun
-and partition (hooked, each with its own gpuyield segment of that policy, under the MPS daemon;
-the LP bounded by time:500), drain (hooked, no MPS; preemption latency only). The harness drives
+and partition (hooked, each with its own gpuyield segment of that policy, made with --mps-pipe so
+that it says MPS, under the MPS daemon; the LP bounded by time:500), drain (hooked, no MPS; preemption latency only). The harness drives
 each worker over run_exp's pipes (gpuyield.worker) and pauses every process outside its setup's
 segments ("pause" waits for the job in flight), so exactly one setup runs at a time; the others'
-processes sit idle with their contexts.
+processes sit idle with their contexts. After each partition segment the LP's partition state and
+partition_launches are read from `expcontroller status --json`; a round whose LP was not `active`
+or sent nothing to the partition makes the run (or a --merge) exit 1 without a verdict.
 
 Rounds: each round runs every setup once, in an order shuffled with a seed per round; hp_alone
 and lp_alone are in every round. Per HP job its JCT; contended jobs are those of a contention
