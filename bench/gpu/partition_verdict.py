@@ -294,7 +294,8 @@ class Tool:
         lp = [p for p in procs if p["priority"] == 0]
         if not lp:
             return {"state": "the LP is not registered", "partition_launches": 0}
-        return {"state": lp[0]["partition"], "partition_launches": lp[0]["partition_launches"]}
+        hook = max(lp, key=lambda p: p["partition_launches"])  # a process with the extension too has 2 slots
+        return {"state": hook["partition"], "partition_launches": hook["partition_launches"]}
 
     def start_mps(self):
         root = f"/tmp/gy-verdict-mps-{os.getpid()}"
