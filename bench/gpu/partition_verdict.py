@@ -351,9 +351,10 @@ def run_pair(pair, args, progress):
         wait_words(everyone, "paused", 120, f"{pair}: first pause")
         progress(pair, "start-up", "-", time.monotonic() - t0)
 
-        launches_before = [0]
+        launches_before = 0  # the LP's partition_launches at the end of the last partition segment
 
         def segment(setup, rnd, roles, group, seconds=None, hp_jobs=None, options="", lp_options=""):
+            nonlocal launches_before
             running = [workers[(group, r)] for r in roles]
             wall0, start = time.time(), time.monotonic_ns()
             for w in running:
@@ -372,8 +373,8 @@ def run_pair(pair, args, progress):
             if group == "partition" and "lp" in roles:  # did the policy run, or fall back?
                 now = tools.lp_policy_state(group)
                 window["lp_partition"] = {"state": now["state"],
-                                          "launches": now["partition_launches"] - launches_before[0]}
-                launches_before[0] = now["partition_launches"]
+                                          "launches": now["partition_launches"] - launches_before}
+                launches_before = now["partition_launches"]
             windows.append(window)
             progress(pair, setup, rnd, (end - start) / 1e9)
 
