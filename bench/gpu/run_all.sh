@@ -4,7 +4,7 @@
 # are) and .nsys-libs; this builds the Python extension there, runs the named stages, and packs
 # every raw result into $OUT/results.tgz (the device returns at most 8 files).
 #   bash bench/gpu/run_all.sh STAGE...
-# stages: partition-verdict pyext hookcount launch launch-cost corun-resnet corun-ref corun-nsight preempt preempt-quick smoke proof contention-ref contention-resnet
+# stages: matrix partition-verdict pyext hookcount launch launch-cost corun-resnet corun-ref corun-nsight preempt preempt-quick smoke proof contention-ref contention-resnet
 #         modes-cost nsight clocks lpcost gating nsight-alone fixture hpcost faults
 #         compat (the drop-in for the original experiment: bench/gpu/compat_check.sh)
 #         partition-proof (green-context probe, SM-id proof and size sweep of the partition policy:
@@ -46,6 +46,11 @@ for stage in "${stages[@]}"; do
             --dur "${DUR:-60}" --alone-dur "${ALONE_DUR:-15}" --hp-sleep "${HP_SLEEP:-0.035}" ${PHASED:+--phased "$PHASED"} \
             --device "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1)"
         cp "$R/$stage/verdict_$pair.json" "$OUT/" 2>/dev/null ;;
+    matrix)  # issue 25's matrix, one invocation (MX_ARGS: more flags, e.g. --hp-kinds gemm,small --rounds 2)
+        "$PY" -m bench.gpu.matrix --build "$B" --out "$R/matrix" --commit "${COMMIT:-unknown}" \
+            --device "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1)" ${MX_ARGS:-}
+        echo "matrix exit $?"
+        cp "$R/matrix/matrix.json" "$R/matrix/heatmap.png" "$OUT/" 2>/dev/null ;;
     partition-verdict)  # issue 18's verdict, one invocation (PV_ARGS: more flags, e.g. --rounds 4 --pairs resnet)
         "$PY" -m bench.gpu.partition_verdict --build "$B" --out "$R/partition-verdict" \
             --device "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1)" ${PV_ARGS:-}

@@ -97,3 +97,35 @@ def spread(values):
     """{"min", "max", "n"} of point values (e.g. one per invocation), None when there are none."""
     vals = [v for v in values if v is not None]
     return {"min": min(vals), "max": max(vals), "n": len(vals)} if vals else None
+
+
+def two_stage_bootstrap(invocations, statistic, resamples=RESAMPLES, seed=SEED, level=0.95):
+    """A percentile interval [lo, hi] of statistic(blocks) when blocks (rounds) sit inside
+    invocations (leases, days): each resample draws invocations with replacement, then, inside
+    each drawn invocation, as many of its rounds with replacement. Rounds of one invocation share
+    its machine and its start-up, so resampling them as if independent gives intervals too narrow.
+    With one invocation this is the round bootstrap. None when no resample gives a value."""
+    invocations = [inv for inv in invocations if inv]
+    if not invocations:
+        return None
+    rng = random.Random(seed)
+    values = []
+    for _ in range(resamples):
+        blocks = [b for inv in resample_blocks(invocations, rng) for b in resample_blocks(inv, rng)]
+        v = statistic(blocks)
+        if v is not None:
+            values.append(v)
+    if not values:
+        return None
+    tail = (1 - level) / 2 * 100
+    return [nearest_rank(values, tail), nearest_rank(values, 100 - tail)]
+
+
+def ratio_two_stage(invocations, num_stat, den_stat, resamples=RESAMPLES, seed=SEED, digits=4):
+    """{"value", "ci"} of num_stat(blocks) / den_stat(blocks) over every invocation's rounds, the
+    interval from two_stage_bootstrap (each block carries its numerator and denominator data)."""
+    blocks = [b for inv in invocations for b in inv]
+    value = ratio(num_stat(blocks), den_stat(blocks))
+    ci = two_stage_bootstrap(invocations, lambda bs: ratio(num_stat(bs), den_stat(bs)), resamples, seed)
+    rnd = lambda v: None if v is None else round(v, digits)
+    return {"value": rnd(value), "ci": [rnd(ci[0]), rnd(ci[1])] if ci else None}

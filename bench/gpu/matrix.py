@@ -1,0 +1,642 @@
+"""The matrix benchmark (issue 25): every HP kind x LP kind x load under every setup, against the
+HP and the LP each alone as plain processes, alternated with the setups in every round (ABAB).
+
+  python3 -m bench.gpu.matrix --build BUILD --out DIR [--hp-kinds gemm,small] [--lp-kinds ...]
+      [--setups ...] [--rounds 2] [--jobs 50] [--device "NVIDIA H100 ..."]
+  python3 -m bench.gpu.matrix --merge DIR1 DIR2 ... --out DIR   (the verdict over invocations)
+
+Processes: one bench.gpu.matrix_worker per role (hp, lp) and setup group, alive for the whole
+invocation; a cell only loads its kinds into them. Groups: plain (no MPS, no hook, no
+LD_PRELOAD: hp_alone, lp_alone, nocontrol), mps (MPS clients, no hook), one hooked group per
+policy (corun, partition, guarded: the HP preloaded at priority 1 marking each job in its own
+segment made with --mps-pipe, the LP preloaded at priority 0 with --lp-mode, both MPS clients, the
+LP at MPS client priority 1), markonly (cost cell only: the HP marking its jobs with no hook).
+
+Load: Poisson arrivals at a share of the HP's alone capacity (poisson-25: 25 %, poisson-60), the
+rate set once per HP kind from its alone service time (median of --calib-jobs jobs, plain
+process); latency counts from arrival, queueing included. Every setup of a round uses the same
+arrival seed. The LP starts --lp-lead-s before the HP's first arrival (its queue is full when
+the HP starts) and its units are counted over the HP's window only.
+
+Setups: hp_alone, lp_alone, nocontrol, mps, corun, partition, guarded, hp_ctl_alone (the HP
+controlled, marking its jobs on the corun segment, the LP idle); in the first cell of each HP kind
+also the cost setups hp_mps_alone (an MPS client, no hook), hp_hook_alone (hooked, not marking),
+hp_mark_alone (marking, no hook).
+
+Per cell and setup (matrix.json): hp_p50_ratio and hp_p99_ratio (nearest-rank percentile of the
+setup's latencies / the same of hp_alone's, pooled over rounds), lp_throughput_ratio (LP units/s
+in the setup / in lp_alone: one denominator per cell), each with a 95 % two-stage bootstrap
+interval (invocations, then rounds inside them; bench.gpu.stats); lp_share_of_left: the LP ratio
+over the GPU time the HP leaves, 1 - rate x (GPU-busy ms of one HP job alone, from the profiler).
+Also GPU clocks (nvidia-smi every 500 ms, nothing set) and the CPU load average per segment.
+"""
+import argparse
+import datetime
+import json
+import os
+import random
+import select
+import shutil
+import subprocess
+import sys
+import time
+
+from .stats import nearest_rank, percentile_of, rate_of, ratio_two_stage
+
+HP_KINDS = ("gemm", "small", "frcnn720", "bert")
+LP_KINDS = ("gemm", "resnet50train", "graph", "frcnn1440")
+LOADS = {"poisson-25": 0.25, "poisson-60": 0.60}
+# setup: (process group, roles that run, does the HP mark its jobs)
+SETUP = {
+    "hp_alone": ("plain", ("hp",), False),
+    "lp_alone": ("plain", ("lp",), False),
+    "nocontrol": ("plain", ("hp", "lp"), False),
+    "mps": ("mps", ("hp", "lp"), False),
+    "corun": ("corun", ("hp", "lp"), True),
+    "partition": ("partition", ("hp", "lp"), True),
+    "guarded": ("guarded", ("hp", "lp"), True),
+    "hp_ctl_alone": ("corun", ("hp",), True),
+    "hp_mps_alone": ("mps", ("hp",), False),
+    "hp_hook_alone": ("corun", ("hp",), False),
+    "hp_mark_alone": ("markonly", ("hp",), True),
+}
+DEFAULT_SETUPS = ("hp_alone", "lp_alone", "nocontrol", "mps", "corun", "partition", "hp_ctl_alone")
+COST_SETUPS = ("hp_mps_alone", "hp_hook_alone", "hp_mark_alone")
+POLICY_GROUPS = ("corun", "partition", "guarded")
+MPS_GROUPS = ("mps", "corun", "partition", "guarded", "markonly")
+# The targets of issues 25 and 26, for the summary's "meets" column.
+TARGET_P50, TARGET_P50_CI, TARGET_P99 = 1.03, 1.06, 1.10
+
+
+def fail(msg, code=1):
+    print(f"matrix: {msg}", file=sys.stderr, flush=True)
+    raise SystemExit(code)
+
+
+# ---- the plan ----------------------------------------------------------------------------------
+
+def cells(hp_kinds, lp_kinds, loads, high_load_lp):
+    """[(hp, lp, load)]: every pair at the first load; the other loads beside high_load_lp only."""
+    out = []
+    for hp in hp_kinds:
+        for lp in lp_kinds:
+            for i, load in enumerate(loads):
+                if i == 0 or lp == high_load_lp:
+                    out.append((hp, lp, load))
+    return out
+
+
+def cell_setups(setups, first_of_hp, cost):
+    return list(setups) + ([s for s in COST_SETUPS if s not in setups] if first_of_hp and cost else [])
+
+
+def schedule(setups, rounds, seed):
+    """[(round, setup)]: every setup once per round, in an order shuffled with seed and round."""
+    plan = []
+    for r in range(rounds):
+        order = list(setups)
+        random.Random(seed * 1000 + r).shuffle(order)
+        plan += [(r, s) for s in order]
+    return plan
+
+
+def window_s(args, rate):
+    return min(max(args.jobs / rate, args.min_seconds), args.max_seconds)
+
+
+# ---- the processes ------------------------------------------------------------------------------
+
+class Proc:
+    """One matrix_worker, spoken to in JSON lines."""
+
+    def __init__(self, name, argv, env, log_path):
+        self.name = name
+        self.log = open(log_path, "w")
+        self.proc = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self.log, start_new_session=True, text=True, bufsize=1)
+        self.buf = ""
+
+    def send(self, cmd):
+        try:
+            self.proc.stdin.write(json.dumps(cmd) + "\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            pass
+
+    def reply(self, timeout_s, what):
+        deadline = time.monotonic() + timeout_s
+        fd = self.proc.stdout.fileno()
+        while "\n" not in self.buf:
+            left = deadline - time.monotonic()
+            if left <= 0 or self.proc.poll() is not None and not select.select([fd], [], [], 0)[0]:
+                state = f"exited {self.proc.returncode}" if self.proc.poll() is not None else "silent"
+                fail(f"{what}: no reply from {self.name} ({state}); see {self.log.name}")
+            ready, _, _ = select.select([fd], [], [], min(left, 1.0))
+            if ready:
+                data = os.read(fd, 1 << 20).decode(errors="replace")
+                if not data and self.proc.poll() is not None:
+                    continue
+                self.buf += data
+        line, self.buf = self.buf.split("\n", 1)
+        out = json.loads(line)
+        if not out.get("ok"):
+            fail(f"{what}: {self.name} failed: {out.get('error')}; see {self.log.name}")
+        return out
+
+    def request(self, cmd, timeout_s, what):
+        self.send(cmd)
+        return self.reply(timeout_s, what)
+
+    def stop(self):
+        self.send({"cmd": "quit"})
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, 9)
+            self.proc.wait()
+        self.log.close()
+
+
+def base_env(args):
+    """The harness's environment without anything that would make a plain process less plain."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("CUDA_MPS_", "GPUYIELD_")) and k != "LD_PRELOAD"}
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    paths = [os.path.join(args.build, "python"), root] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
+    env["PYTHONPATH"] = os.pathsep.join(paths)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def group_env(args, group, role, segments, mps_dirs):
+    env = base_env(args)
+    if group in MPS_GROUPS and mps_dirs:
+        env["CUDA_MPS_PIPE_DIRECTORY"], env["CUDA_MPS_LOG_DIRECTORY"] = mps_dirs
+        if role == "lp":
+            env["CUDA_MPS_CLIENT_PRIORITY"] = "1"  # below normal, as run_exp gives lower work
+    if group in POLICY_GROUPS:
+        env["LD_PRELOAD"] = os.path.join(args.build, "lib", "libgpuyield.so")
+        env["GPUYIELD_SHM"] = segments[group]
+        env["GPUYIELD_PRIORITY"] = "1" if role == "hp" else "0"
+        env["GPUYIELD_MODE"] = args.lp_mode if role == "lp" else "none"
+        if group != "corun":
+            env["GPUYIELD_PARTITION_SMS"] = str(args.partition_sms)
+    if group == "markonly":
+        env["GPUYIELD_SHM"] = segments["corun"]
+        env["GPUYIELD_PRIORITY"] = "1"
+    return env
+
+
+class Tools:
+    """The MPS daemon, the segments and the clock log of one invocation, and their removal."""
+
+    def __init__(self, args):
+        self.args, self.segments, self.mps_dirs, self.clocks = args, {}, None, None
+        self.tag = f"matrix{os.getpid()}"
+
+    def expcontroller(self, *words):
+        return subprocess.run([os.path.join(self.args.build, "bin", "expcontroller"), *words],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    def start_mps(self):
+        root = f"/tmp/gy-matrix-mps-{os.getpid()}"
+        self.mps_dirs = (os.path.join(root, "pipe"), os.path.join(root, "log"))
+        for d in self.mps_dirs:
+            os.makedirs(d, exist_ok=True)
+        env = dict(os.environ, CUDA_MPS_PIPE_DIRECTORY=self.mps_dirs[0], CUDA_MPS_LOG_DIRECTORY=self.mps_dirs[1])
+        r = subprocess.run(["nvidia-cuda-mps-control", "-d"], env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True)
+        if r.returncode != 0:
+            shutil.rmtree(root, ignore_errors=True)
+            self.mps_dirs = None
+            fail(f"the MPS daemon did not start: {r.stdout.strip()} (leave MPS setups out with --setups, or --no-mps)")
+
+    def create_segment(self, policy):
+        name = f"{self.tag}-{policy}"
+        words = ["create", "--name", name, "--policy", policy]
+        if self.mps_dirs:
+            words += ["--mps-pipe", self.mps_dirs[0]]
+        r = self.expcontroller(*words)
+        if r.returncode != 0:
+            fail(f"cannot create a '{policy}' segment: {r.stdout.strip()} (leave the setup out with --setups)")
+        self.segments[policy] = name
+
+    def lp_state(self, group):
+        """The LP's partition state and launches so far, and the segment's own fields (a guarded
+        segment's arms among them), from `expcontroller status --json`."""
+        r = self.expcontroller("status", "--name", self.segments[group], "--json")
+        try:
+            status = json.loads(r.stdout)
+        except ValueError:
+            return {"state": f"status failed: {r.stdout.strip()[:200]}", "partition_launches": 0, "segment": {}}
+        lp = [p for p in status.get("processes", []) if p.get("priority") == 0]
+        seg = {k: v for k, v in status.items() if k != "processes"}
+        if not lp:
+            return {"state": "the LP is not registered", "partition_launches": 0, "segment": seg}
+        hook = max(lp, key=lambda p: p.get("partition_launches", 0))
+        return {"state": hook.get("partition"), "partition_launches": hook.get("partition_launches", 0), "segment": seg}
+
+    def start_clocks(self, path):
+        if not shutil.which("nvidia-smi"):
+            return
+        self.clock_file = open(path, "w")
+        self.clocks = subprocess.Popen(
+            ["nvidia-smi", "--query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu",
+             "--format=csv,noheader,nounits", "-lms", "500"], stdout=self.clock_file, stderr=subprocess.DEVNULL)
+
+    def close(self):
+        if self.clocks:
+            self.clocks.terminate()
+            self.clocks.wait()
+            self.clock_file.close()
+        for name in self.segments.values():
+            self.expcontroller("remove", "--name", name)
+        if self.mps_dirs:
+            env = dict(os.environ, CUDA_MPS_PIPE_DIRECTORY=self.mps_dirs[0], CUDA_MPS_LOG_DIRECTORY=self.mps_dirs[1])
+            subprocess.run(["nvidia-cuda-mps-control"], input="quit\n", env=env, text=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            shutil.rmtree(os.path.dirname(self.mps_dirs[0]), ignore_errors=True)
+
+
+# ---- one invocation -----------------------------------------------------------------------------
+
+def commit_of(root):
+    try:
+        return subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"], stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True).stdout.strip() or "unknown"
+    except OSError:
+        return "unknown"
+
+
+def run(args):
+    plan = cells(args.hp_kinds, args.lp_kinds, args.loads, args.high_load_lp)
+    all_setups = set(args.setups) | (set(COST_SETUPS) if args.cost else set())
+    groups = sorted({SETUP[s][0] for s in all_setups})
+    os.makedirs(args.out, exist_ok=True)
+    raw = {"device": args.device, "commit": args.commit or commit_of(os.path.dirname(os.path.abspath(args.build))),
+           "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+           "args": {k: v for k, v in vars(args).items() if k != "merge"}, "hp_kinds": {}, "segments": []}
+    tools, procs = Tools(args), {}
+    started = time.monotonic()
+    try:
+        if not args.no_mps and any(g in MPS_GROUPS for g in groups):
+            tools.start_mps()
+        for g in groups:
+            if g in POLICY_GROUPS or (g == "markonly" and "corun" not in tools.segments):
+                tools.create_segment("corun" if g == "markonly" else g)
+        tools.start_clocks(os.path.join(args.out, "clocks.csv"))
+        for g in groups:
+            for role in ("hp", "lp"):
+                if g == "markonly" and role == "lp":
+                    continue
+                argv = [args.python, "-m", args.worker_module, "--role", role] + (
+                    ["--backend", args.backend] if args.backend else [])
+                procs[(g, role)] = Proc(f"{g}_{role}", argv, group_env(args, g, role, tools.segments, tools.mps_dirs),
+                                        os.path.join(args.out, f"{g}_{role}.log"))
+        for p in procs.values():
+            p.reply(args.ready_timeout, "start-up")
+        print(f"matrix: {len(procs)} workers up in {time.monotonic() - started:.1f} s; {len(plan)} cells, "
+              f"estimated {estimate_s(args, plan):.0f} s more", flush=True)
+        run_cells(args, plan, procs, tools, raw, started)
+    finally:
+        for p in procs.values():
+            p.stop()
+        tools.close()
+        raw["finished"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        with open(os.path.join(args.out, "raw.json"), "w") as f:
+            json.dump(raw, f)
+    problems = policy_problems(raw)
+    if problems:
+        fail("the partition setup did not run the partition policy, no verdict:\n  " + "\n  ".join(problems))
+    write_outputs([raw], args.out)
+    return 0
+
+
+def estimate_s(args, plan):
+    """Planned seconds: per segment its window plus the lead, tail and round trips."""
+    total = 0.0
+    for i, (hp, lp, load) in enumerate(plan):
+        first = i == 0 or plan[i - 1][0] != hp
+        svc = {"gemm": 0.004, "small": 0.003, "frcnn720": 0.02, "bert": 0.008}.get(hp, 0.01)
+        w = window_s(args, LOADS[load] / svc)
+        n = len(cell_setups(args.setups, first, args.cost)) * args.rounds
+        total += n * (w + args.lp_lead_s + 0.6) + (15 if first else 5)
+    return total
+
+
+def run_cells(args, plan, procs, tools, raw, started):
+    hp_procs = [p for (g, r), p in procs.items() if r == "hp"]
+    lp_procs = [p for (g, r), p in procs.items() if r == "lp"]
+    total = sum(len(cell_setups(args.setups, i == 0 or plan[i - 1][0] != c[0], args.cost)) * args.rounds
+                for i, c in enumerate(plan))
+    done, loaded_hp, loaded_lp = 0, None, None
+    partition_before = {}
+    for ci, (hp, lp, load) in enumerate(plan):
+        first = ci == 0 or plan[ci - 1][0] != hp
+        if hp != loaded_hp:
+            for p in hp_procs:
+                p.send({"cmd": "load", "kind": hp})
+            for p in hp_procs:
+                p.reply(300, f"loading HP kind {hp}")
+            plain = procs[("plain", "hp")]
+            svc = plain.request({"cmd": "calib", "jobs": args.calib_jobs}, 300, f"calibrating {hp}")["svc_ms"]
+            busy = plain.request({"cmd": "busy", "jobs": args.busy_jobs}, 300, f"profiling {hp}")
+            raw["hp_kinds"][hp] = {"svc_alone_ms": svc, "svc_p50_ms": nearest_rank(svc, 50),
+                                   "busy_ms": busy["busy_ms"], "wall_ms": busy["wall_ms"]}
+            loaded_hp = hp
+        if lp != loaded_lp:
+            for p in lp_procs:
+                p.send({"cmd": "load", "kind": lp})
+            for p in lp_procs:
+                p.reply(300, f"loading LP kind {lp}")
+            loaded_lp = lp
+        rate = LOADS[load] / (raw["hp_kinds"][hp]["svc_p50_ms"] / 1000.0)
+        seconds = window_s(args, rate)
+        for rnd, setup in schedule(cell_setups(args.setups, first, args.cost), args.rounds, args.seed + ci):
+            group, roles, mark = SETUP[setup]
+            seed = args.seed * 100000 + ci * 100 + rnd  # the same arrivals for every setup of the round
+            t0 = time.monotonic() + 0.05
+            seg = {"hp": hp, "lp": lp, "load": load, "setup": setup, "round": rnd, "rate": rate, "seconds": seconds,
+                   "wall_start": time.time()}
+            if "lp" in roles:
+                tail = max(0.3, 3 * raw["hp_kinds"][hp]["svc_p50_ms"] / 1000)
+                procs[(group, "lp")].send({"cmd": "lp", "t0": t0 - args.lp_lead_s,
+                                           "seconds": args.lp_lead_s + seconds + tail, "count_from": t0,
+                                           "count_to": t0 + seconds})
+            if "hp" in roles:
+                seg["hp_result"] = procs[(group, "hp")].request(
+                    {"cmd": "hp", "t0": t0, "seconds": seconds, "rate": rate, "seed": seed, "mark": mark},
+                    seconds + 120, f"{hp}+{lp} {setup}")
+            if "lp" in roles:
+                seg["lp_result"] = procs[(group, "lp")].reply(seconds + args.lp_lead_s + 120, f"{hp}+{lp} {setup}")
+            seg["wall_end"] = time.time()
+            seg["loadavg"] = os.getloadavg()[0]
+            if group in ("partition", "guarded") and "lp" in roles:
+                now = tools.lp_state(group)
+                seg["lp_partition"] = {"state": now["state"],
+                                       "launches": now["partition_launches"] - partition_before.get(group, 0)}
+                partition_before[group] = now["partition_launches"]
+                if group == "guarded":
+                    seg["guarded_status"] = now["segment"]
+            raw["segments"].append(seg)
+            done += 1
+            elapsed = time.monotonic() - started
+            hpn = len(seg.get("hp_result", {}).get("lat_ms", []))
+            print(f"[{done}/{total}] {hp}+{lp} {load} r{rnd} {setup:<13} {hpn:4d} HP jobs  "
+                  f"elapsed {elapsed:.0f} s, ETA {elapsed / done * (total - done):.0f} s", flush=True)
+
+
+def policy_problems(raw):
+    """Partition segments whose LP fell back (not `active`) or sent nothing to the partition: their
+    ratios describe another policy, so no verdict is written."""
+    problems = []
+    for seg in raw["segments"]:
+        check = seg.get("lp_partition")
+        if seg["setup"] != "partition" or check is None:
+            continue
+        where = f"{seg['hp']}+{seg['lp']} {seg['load']} round {seg['round']}"
+        if check["state"] != "active":
+            problems.append(f"{where}: the LP's partition state is '{check['state']}', not 'active'")
+        elif check["launches"] <= 0:
+            problems.append(f"{where}: the LP sent no launch to the partition")
+    return problems
+
+
+# ---- the verdict --------------------------------------------------------------------------------
+
+def lp_units(result):
+    """(units counted in the HP's window, seconds of that window) of an LP reply."""
+    return result["counted"], result["counted_secs"]
+
+
+def analyze(raws):
+    """matrix.json's dict from one or more invocations' raw records."""
+    cells_seen = []
+    for raw in raws:
+        for seg in raw["segments"]:
+            key = (seg["hp"], seg["lp"], seg["load"])
+            if key not in cells_seen:
+                cells_seen.append(key)
+    out_cells = []
+    for hp, lp, load in cells_seen:
+        invs = {}  # setup -> [invocation: [round block]]
+        left = []
+        for raw in raws:
+            segs = [s for s in raw["segments"] if (s["hp"], s["lp"], s["load"]) == (hp, lp, load)]
+            if not segs:
+                continue
+            kind = raw["hp_kinds"].get(hp, {})
+            if kind.get("busy_ms") is not None:
+                left.append(1 - segs[0]["rate"] * kind["busy_ms"] / 1000.0)
+            rounds = sorted({s["round"] for s in segs})
+            by = {(s["round"], s["setup"]): s for s in segs}
+            for setup in sorted({s["setup"] for s in segs}):
+                if setup in ("hp_alone", "lp_alone"):
+                    continue
+                blocks = []
+                for r in rounds:
+                    s, ha, la = by.get((r, setup)), by.get((r, "hp_alone")), by.get((r, "lp_alone"))
+                    if not s or not ha:
+                        continue
+                    blocks.append({"hp": s.get("hp_result", {}).get("lat_ms", []),
+                                   "hp_den": ha["hp_result"]["lat_ms"],
+                                   "lp": lp_units(s["lp_result"]) if "lp_result" in s else None,
+                                   "lp_den": lp_units(la["lp_result"]) if la else None})
+                invs.setdefault(setup, []).append(blocks)
+        setups = {}
+        share_left = sum(left) / len(left) if left else None
+        for setup, inv in invs.items():
+            row = {"hp_jobs": sum(len(b["hp"]) for i in inv for b in i), "invocations": len(inv),
+                   "hp_p50_ratio": ratio_two_stage(inv, percentile_of(lambda b: b["hp"], 50),
+                                                   percentile_of(lambda b: b["hp_den"], 50)),
+                   "hp_p99_ratio": ratio_two_stage(inv, percentile_of(lambda b: b["hp"], 99),
+                                                   percentile_of(lambda b: b["hp_den"], 99))}
+            if all(b["lp"] and b["lp_den"] for i in inv for b in i):
+                row["lp_throughput_ratio"] = ratio_two_stage(inv, rate_of(lambda b: b["lp"]), rate_of(lambda b: b["lp_den"]))
+                v = row["lp_throughput_ratio"]["value"]
+                row["lp_share_of_left"] = round(v / share_left, 4) if v is not None and share_left else None
+            p50, p99 = row["hp_p50_ratio"], row["hp_p99_ratio"]
+            row["meets_hp_target"] = bool(p50["value"] is not None and p50["value"] <= TARGET_P50 and p50["ci"]
+                                          and p50["ci"][1] <= TARGET_P50_CI and p99["value"] is not None
+                                          and p99["value"] <= TARGET_P99)
+            setups[setup] = row
+        out_cells.append({"hp": hp, "lp": lp, "load": load, "gpu_time_left": round(share_left, 4) if share_left else None,
+                          "setups": setups})
+    first = raws[0]
+    return {"device": first["device"], "commit": ",".join(sorted({r["commit"] for r in raws})),
+            "invocations": [{"started": r["started"], "commit": r["commit"], "device": r["device"]} for r in raws],
+            "method": METHOD, "hp_kinds": {k: {"svc_p50_ms": v["svc_p50_ms"], "busy_ms": v["busy_ms"]}
+                                          for k, v in first["hp_kinds"].items()},
+            "cells": out_cells}
+
+
+METHOD = ("HP latency from Poisson arrival (queueing included), nearest-rank p50/p99 pooled over rounds, over "
+          "the same of the HP alone as a plain process in the same rounds (ABAB: every setup and both alone runs "
+          "once per round, in a seeded shuffled order, the same arrival seed within a round); LP throughput = LP "
+          "units launched in the HP's window per second over the same in lp_alone (one denominator per cell); 95 % "
+          "intervals by a two-stage bootstrap (invocations, then rounds; 2000 resamples); lp_share_of_left = LP "
+          "ratio / (1 - rate x GPU-busy ms of one HP job alone, profiler); clocks logged, never set.")
+
+
+def write_outputs(raws, out):
+    matrix = analyze(raws)
+    with open(os.path.join(out, "matrix.json"), "w") as f:
+        json.dump(matrix, f, indent=1)
+    print(summary_table(matrix))
+    try:
+        plot(matrix, raws, out)
+    except ImportError as e:
+        print(f"matrix: no plots ({e})")
+
+
+def summary_table(matrix):
+    setups = [s for s in ("nocontrol", "mps", "corun", "partition", "guarded", "hp_ctl_alone")
+              if any(s in c["setups"] for c in matrix["cells"])]
+    head = f"{'cell':<30}" + "".join(f"{s:>22}" for s in setups)
+    lines = ["HP p50 ratio / p99 ratio / LP throughput ratio", head]
+    for c in matrix["cells"]:
+        row = f"{c['hp'] + '+' + c['lp'] + ' ' + c['load']:<30}"
+        for s in setups:
+            r = c["setups"].get(s)
+            if not r:
+                row += f"{'-':>22}"
+                continue
+            lp = r.get("lp_throughput_ratio", {}).get("value")
+            txt = f"{r['hp_p50_ratio']['value']:.2f}/{r['hp_p99_ratio']['value']:.2f}/" + (f"{lp:.2f}" if lp is not None else "-")
+            row += f"{txt:>22}"
+        lines.append(row)
+    return "\n".join(lines)
+
+
+def plot(matrix, raws, out):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    setups = [s for s in ("nocontrol", "mps", "corun", "partition", "guarded", "hp_ctl_alone")
+              if any(s in c["setups"] for c in matrix["cells"])]
+    rows = [f"{c['hp']}+{c['lp']} {c['load']}" for c in matrix["cells"]]
+    grid = [[(c["setups"].get(s) or {}).get("hp_p50_ratio", {}).get("value") for s in setups] for c in matrix["cells"]]
+    fig, ax = plt.subplots(figsize=(2 + 1.6 * len(setups), 1 + 0.45 * len(rows)))
+    data = [[v if v is not None else float("nan") for v in r] for r in grid]
+    im = ax.imshow(data, cmap="RdYlGn_r", vmin=0.95, vmax=1.5, aspect="auto")
+    for i, c in enumerate(matrix["cells"]):
+        for j, s in enumerate(setups):
+            r = c["setups"].get(s)
+            if r:
+                lp = r.get("lp_throughput_ratio", {}).get("value")
+                ax.text(j, i, f"{r['hp_p50_ratio']['value']:.2f}" + (f"\nLP {lp:.2f}" if lp is not None else ""),
+                        ha="center", va="center", fontsize=7)
+    ax.set_xticks(range(len(setups)), setups, rotation=30, ha="right")
+    ax.set_yticks(range(len(rows)), rows, fontsize=7)
+    ax.set_title(f"HP p50 latency / alone (colour) and LP throughput / alone\n{matrix['device']}", fontsize=9)
+    fig.colorbar(im, ax=ax, label="HP p50 ratio")
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "heatmap.png"), dpi=110)
+    plt.close(fig)
+    # Per-cell latency CDFs, every setup and the HP alone, pooled over invocations and rounds.
+    n = len(matrix["cells"])
+    cols = 4
+    fig, axes = plt.subplots((n + cols - 1) // cols, cols, figsize=(4 * cols, 3 * ((n + cols - 1) // cols)), squeeze=False)
+    for k, c in enumerate(matrix["cells"]):
+        ax = axes[k // cols][k % cols]
+        for s in ["hp_alone"] + setups:
+            vals = sorted(x for raw in raws for seg in raw["segments"]
+                          if (seg["hp"], seg["lp"], seg["load"], seg["setup"]) == (c["hp"], c["lp"], c["load"], s)
+                          for x in seg.get("hp_result", {}).get("lat_ms", []))
+            if vals:
+                ax.plot(vals, [(i + 1) / len(vals) for i in range(len(vals))], label=s, lw=1)
+        ax.set_title(f"{c['hp']}+{c['lp']} {c['load']}", fontsize=8)
+        ax.set_xscale("log")
+        ax.set_xlabel("HP latency from arrival (ms)", fontsize=7)
+        ax.tick_params(labelsize=6)
+        if k == 0:
+            ax.legend(fontsize=6)
+    for k in range(n, len(axes) * cols):
+        axes[k // cols][k % cols].axis("off")
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "latency_cdfs.png"), dpi=100)
+    plt.close(fig)
+
+
+# ---- arguments ----------------------------------------------------------------------------------
+
+def kinds(allowed, what):
+    def parse(text):
+        out = [k for k in text.split(",") if k]
+        bad = [k for k in out if k not in allowed]
+        if bad or not out:
+            raise argparse.ArgumentTypeError(f"unknown {what} '{','.join(bad) or text}': use a comma list of "
+                                             f"{', '.join(allowed)}")
+        return out
+    return parse
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="python3 -m bench.gpu.matrix", description=__doc__.split("\n\n")[0])
+    p.add_argument("--build", help="the build folder (bin/expcontroller, lib/libgpuyield.so, python/)")
+    p.add_argument("--out", required=True)
+    p.add_argument("--merge", nargs="+", metavar="DIR", help="invocations' folders (raw.json) to merge")
+    p.add_argument("--hp-kinds", type=kinds(HP_KINDS, "HP kind"), default=list(HP_KINDS))
+    p.add_argument("--lp-kinds", type=kinds(LP_KINDS, "LP kind"), default=list(LP_KINDS))
+    p.add_argument("--loads", type=kinds(tuple(LOADS), "load"), default=list(LOADS))
+    p.add_argument("--high-load-lp", default="resnet50train", help="the LP kind of the cells at the higher loads")
+    p.add_argument("--setups", type=kinds(tuple(SETUP), "setup"), default=list(DEFAULT_SETUPS))
+    p.add_argument("--no-cost", dest="cost", action="store_false", help="no cost setups in each HP kind's first cell")
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--jobs", type=int, default=50, help="HP jobs a segment aims at (window = jobs / rate)")
+    p.add_argument("--min-seconds", type=float, default=1.5)
+    p.add_argument("--max-seconds", type=float, default=6.0)
+    p.add_argument("--lp-lead-s", type=float, default=0.4)
+    p.add_argument("--calib-jobs", type=int, default=30)
+    p.add_argument("--busy-jobs", type=int, default=10)
+    p.add_argument("--lp-mode", default="time:500")
+    p.add_argument("--partition-sms", type=int, default=16)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--device", default="unknown")
+    p.add_argument("--commit", default=None)
+    p.add_argument("--no-mps", action="store_true", help="no MPS daemon (a dry run without a GPU)")
+    p.add_argument("--python", default=sys.executable)
+    p.add_argument("--worker-module", default="bench.gpu.matrix_worker")
+    p.add_argument("--backend", default=None, help="the worker's backend MODULE:CLASS (a stand-in for tests)")
+    p.add_argument("--ready-timeout", type=float, default=180)
+    args = p.parse_args(argv)
+    if args.merge:
+        return args
+    if not args.build:
+        p.error("--build is required (or --merge)")
+    for flag in ("rounds", "jobs", "calib_jobs", "busy_jobs"):
+        if getattr(args, flag) < 1:
+            p.error(f"--{flag.replace('_', '-')} {getattr(args, flag)}: must be >= 1")
+    if args.min_seconds <= 0 or args.max_seconds < args.min_seconds:
+        p.error(f"--min-seconds {args.min_seconds} / --max-seconds {args.max_seconds}: need 0 < min <= max")
+    if "hp_alone" not in args.setups or "lp_alone" not in args.setups:
+        p.error("--setups must hold hp_alone and lp_alone: every ratio's denominator")
+    if args.high_load_lp not in LP_KINDS:
+        p.error(f"--high-load-lp {args.high_load_lp}: use one of {', '.join(LP_KINDS)}")
+    exe = os.path.join(args.build, "bin", "expcontroller")
+    if any(SETUP[s][0] in POLICY_GROUPS for s in args.setups) and not os.access(exe, os.X_OK):
+        p.error(f"{exe} is missing: build first (./make.sh) or name the build with --build")
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.merge:
+        raws = []
+        for d in args.merge:
+            path = os.path.join(d, "raw.json")
+            try:
+                raws.append(json.load(open(path)))
+            except (OSError, ValueError) as e:
+                fail(f"cannot read {path}: {e}", 2)
+        problems = [p for r in raws for p in policy_problems(r)]
+        if problems:
+            fail("an invocation's partition setup did not run the partition policy, no verdict:\n  " + "\n  ".join(problems))
+        os.makedirs(args.out, exist_ok=True)
+        write_outputs(raws, args.out)
+        return 0
+    return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

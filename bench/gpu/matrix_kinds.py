@@ -1,0 +1,184 @@
+"""The matrix's workloads on a real GPU (torch): what one high-priority (HP) job and one
+low-priority (LP) unit are, per kind. Random weights everywhere (the GPU machine has no network);
+the kernels and their times are those of trained weights.
+
+HP kinds (a job = the work, then the GPU synchronised, as a server answers a request):
+  gemm      GPU-bound: 10 x (2048^2 fp32 matmul + tanh), about 3.6 ms on an H100
+  small     launch-bound: 100 x (256^2 matmul + tanh) = 200 small kernels, the GPU mostly idle
+  frcnn720  torchvision FasterRCNN-ResNet50-FPN on one 720x1280 image (the reference HP)
+  bert      a BERT-base-sized encoder (12 layers, d 768, 12 heads, FFN 3072), batch 1, sequence 128
+LP kinds (a unit = one step, queued without a synchronisation: the LP keeps the GPU busy):
+  gemm           an eager loop: 4 x (2048^2 fp32 matmul + tanh) a unit
+  resnet50train  ResNet-50 SGD training step, batch 64, 224x224
+  graph          a torch.cuda.CUDAGraph of 2 x (2048^2 matmul + tanh) replayed (about 0.7 ms a replay)
+  frcnn1440      FasterRCNN inference on one 1440x2560 image (the reference LP)
+"""
+
+HP_KINDS = ("gemm", "small", "frcnn720", "bert")
+LP_KINDS = ("gemm", "resnet50train", "graph", "frcnn1440")
+
+
+def _gemm_chain(torch, dev, n):
+    a = torch.randn(2048, 2048, device=dev)
+    b = torch.randn(2048, 2048, device=dev) / 45.0
+
+    def unit():
+        x = a
+        for _ in range(n):
+            x = torch.tanh(x @ b)
+        return x
+    return unit
+
+
+def _frcnn(torch, torchvision, dev, h, w):
+    torch.manual_seed(0)
+    model = torchvision.models.detection.fasterrcnn_resnet50_fpn(weights=None, weights_backbone=None,
+                                                                 min_size=h, max_size=w).to(dev).eval()
+    img = [torch.rand(3, h, w, device=dev)]
+
+    def unit():
+        with torch.inference_mode():
+            return model(img)
+    return unit
+
+
+def _bert(torch, dev):
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(d_model=768, nhead=12, dim_feedforward=3072, dropout=0.0,
+                                             batch_first=True)
+    model = torch.nn.TransformerEncoder(layer, num_layers=12, enable_nested_tensor=False).to(dev).eval()
+    x = torch.randn(1, 128, 768, device=dev)
+
+    def unit():
+        with torch.inference_mode():
+            return model(x)
+    return unit
+
+
+def _small(torch, dev):
+    x0 = torch.randn(256, 256, device=dev)
+    w = torch.randn(256, 256, device=dev) / 16.0
+
+    def unit():
+        x = x0
+        for _ in range(100):
+            x = torch.tanh(x @ w)
+        return x
+    return unit
+
+
+def _resnet_train(torch, torchvision, dev):
+    torch.manual_seed(0)
+    model = torchvision.models.resnet50(weights=None).to(dev).train()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    x = torch.randn(64, 3, 224, 224, device=dev)
+    y = torch.randint(0, 1000, (64,), device=dev)
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    def unit():
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+    return unit
+
+
+def _graph(torch, dev):
+    a = torch.randn(2048, 2048, device=dev)
+    b = torch.randn(2048, 2048, device=dev) / 45.0
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up off the default stream, as torch's capture recipe asks
+        for _ in range(3):
+            torch.tanh(torch.tanh(a @ b) @ b)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = torch.tanh(torch.tanh(a @ b) @ b)
+    graph.keep = out  # the graph's output stays alive with it
+
+    def unit():
+        graph.replay()
+    return unit
+
+
+class TorchBackend:
+    """What matrix_worker needs from torch: build a kind, synchronise, and measure how busy one
+    HP job keeps the GPU (CUPTI through torch.profiler: the union of kernel intervals)."""
+
+    def __init__(self):
+        import torch
+        import torchvision
+        self.torch, self.torchvision = torch, torchvision
+        self.dev = torch.device("cuda")
+        torch.cuda.set_device(self.dev)
+
+    def build(self, kind, role):
+        t, tv, dev = self.torch, self.torchvision, self.dev
+        if role == "hp":
+            table = {"gemm": lambda: _gemm_chain(t, dev, 10), "small": lambda: _small(t, dev),
+                     "frcnn720": lambda: _frcnn(t, tv, dev, 720, 1280), "bert": lambda: _bert(t, dev)}
+        else:
+            table = {"gemm": lambda: _gemm_chain(t, dev, 4), "resnet50train": lambda: _resnet_train(t, tv, dev),
+                     "graph": lambda: _graph(t, dev), "frcnn1440": lambda: _frcnn(t, tv, dev, 1440, 2560)}
+        if kind not in table:
+            raise ValueError(f"unknown {role} kind '{kind}': use one of {', '.join(table)}")
+        return table[kind]()
+
+    def sync(self):
+        self.torch.cuda.synchronize()
+
+    def mark(self):
+        event = self.torch.cuda.Event(enable_timing=True)
+        event.record()
+        return event
+
+    def elapsed_ms(self, a, b):
+        return a.elapsed_time(b)
+
+    def release(self):
+        import gc
+        gc.collect()
+        self.torch.cuda.empty_cache()
+
+    def busy_ms_per_job(self, job, jobs, gap_s=0.005):
+        """Mean GPU-busy milliseconds (union of kernel intervals) inside one HP job, and the mean
+        job wall time, over `jobs` jobs alone."""
+        import json
+        import os
+        import tempfile
+        import time
+        from torch.profiler import ProfilerActivity, profile
+        marks = []
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            for _ in range(jobs):
+                t0 = time.perf_counter_ns()
+                job()
+                self.sync()
+                marks.append((t0, time.perf_counter_ns()))
+                time.sleep(gap_s)
+        fd, path = tempfile.mkstemp(suffix=".json")
+        os.close(fd)
+        try:
+            prof.export_chrome_trace(path)
+            events = json.load(open(path)).get("traceEvents", [])
+        finally:
+            os.unlink(path)
+        kernels = sorted((float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0)))
+                         for e in events if e.get("cat") == "kernel")
+        return union_us(kernels) / 1000.0 / jobs, sum(b - a for a, b in marks) / 1e6 / jobs
+
+
+def union_us(intervals):
+    """Total length of the union of sorted (start, end) intervals."""
+    total, cur_s, cur_e = 0.0, None, None
+    for s, e in intervals:
+        if cur_e is None or s > cur_e:
+            if cur_e is not None:
+                total += cur_e - cur_s
+            cur_s, cur_e = s, e
+        else:
+            cur_e = max(cur_e, e)
+    if cur_e is not None:
+        total += cur_e - cur_s
+    return total

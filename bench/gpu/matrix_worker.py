@@ -1,0 +1,179 @@
+"""One long-lived process of the matrix benchmark (bench.gpu.matrix): it loads a workload kind on
+command and runs it when told, so that a whole matrix needs one process per role and setup group,
+not one per cell (loading torch and a model costs 10-15 s a process).
+
+  python3 -m bench.gpu.matrix_worker --role hp|lp [--backend MODULE:CLASS]
+
+Commands come on stdin, one JSON object a line; each gets one JSON reply line on the original
+stdout (whatever the libraries print goes to stderr). Times are CLOCK_MONOTONIC, which every
+process of the machine shares, so the harness can start an HP and an LP at the same instant t0.
+  {"cmd": "load", "kind": K}                 build and warm up kind K -> {"ok", "load_s"}
+  {"cmd": "calib", "jobs": N}                HP: N jobs back to back -> {"svc_ms": [...]}
+  {"cmd": "busy", "jobs": N}                 HP: GPU-busy ms per job alone (profiler) -> {"busy_ms", "wall_ms"}
+  {"cmd": "hp", "t0", "seconds", "rate", "seed", "mark"}
+        Poisson arrivals at `rate` jobs/s from t0 for `seconds`; a job starts at its arrival or when
+        the previous one ends (one server, FIFO), so latency counts queueing. mark: begin/end each job
+        at priority 1 in $GPUYIELD_SHM's segment. -> {"lat_ms", "svc_ms", "begin_us", "end_us", "late"}
+  {"cmd": "lp", "t0", "seconds", "count_from", "count_to"}
+        LP: units back to back from t0 for `seconds`, then the GPU synchronised -> {"units", "secs",
+        "counted", "counted_secs"}: the GPU work of units done in [count_from, count_to) (the HP's
+        window; each unit's end timed by an event after it) and that window's length
+  {"cmd": "quit"}
+"""
+import argparse
+import importlib
+import json
+import os
+import random
+import sys
+import time
+
+
+def log(msg):
+    print(f"matrix_worker[{os.getpid()}]: {msg}", file=sys.stderr, flush=True)
+
+
+def sleep_until(t):
+    while True:
+        left = t - time.monotonic()
+        if left <= 0:
+            return
+        time.sleep(min(left, 0.002) if left < 0.004 else left - 0.002)
+
+
+def arrivals(t0, seconds, rate, seed):
+    """Poisson arrival times in [t0, t0 + seconds), seeded: every setup of a round sees the same."""
+    rng, t, out = random.Random(seed), t0, []
+    while True:
+        t += rng.expovariate(rate)
+        if t >= t0 + seconds:
+            return out
+        out.append(t)
+
+
+class Worker:
+    def __init__(self, role, backend):
+        self.role, self.backend, self.unit, self.kind, self.segment = role, backend, None, None, None
+
+    def job(self):
+        self.unit()
+        self.backend.sync()
+
+    def load(self, cmd):
+        t = time.monotonic()
+        self.unit = None
+        self.backend.release()
+        self.unit = self.backend.build(cmd["kind"], self.role)
+        self.kind = cmd["kind"]
+        for _ in range(int(cmd.get("warmup", 5))):
+            self.unit()
+        self.backend.sync()
+        return {"ok": True, "load_s": round(time.monotonic() - t, 3)}
+
+    def calib(self, cmd):
+        out = []
+        for _ in range(int(cmd["jobs"])):
+            t = time.perf_counter_ns()
+            self.job()
+            out.append((time.perf_counter_ns() - t) / 1e6)
+        return {"ok": True, "svc_ms": out}
+
+    def busy(self, cmd):
+        busy_ms, wall_ms = self.backend.busy_ms_per_job(self.job, int(cmd["jobs"]))
+        return {"ok": True, "busy_ms": busy_ms, "wall_ms": wall_ms}
+
+    def marker(self):
+        if self.segment is None:
+            name = os.environ.get("GPUYIELD_SHM")
+            if not name:
+                raise RuntimeError("mark asked but GPUYIELD_SHM is not set")
+            import gpuyield
+            self.segment = gpuyield.connect(name)
+        return self.segment
+
+    def hp(self, cmd):
+        seg = self.marker() if cmd.get("mark") else None
+        lat, svc, begin_us, end_us = [], [], [], []
+        late = 0
+        for arrival in arrivals(cmd["t0"], cmd["seconds"], cmd["rate"], cmd["seed"]):
+            now = time.monotonic()
+            if now < arrival:
+                sleep_until(arrival)
+            else:
+                late += 1
+            start = time.monotonic()
+            if seg:
+                seg.begin(1)
+                began = time.monotonic()
+            self.job()
+            if seg:
+                ending = time.monotonic()
+                seg.end(1)
+                begin_us.append((began - start) * 1e6)
+                end_us.append((time.monotonic() - ending) * 1e6)
+            done = time.monotonic()
+            lat.append((done - arrival) * 1e3)
+            svc.append((done - start) * 1e3)
+        return {"ok": True, "lat_ms": lat, "svc_ms": svc, "begin_us": begin_us, "end_us": end_us, "late": late}
+
+    def lp(self, cmd):
+        """Units back to back; each unit's completion is timed on the GPU (an event after it), so
+        the units done inside [count_from, count_to) are counted, a unit cut by an edge in part."""
+        self.backend.sync()
+        sleep_until(cmd["t0"])
+        host0, ev0 = time.monotonic(), self.backend.mark()
+        end, marks = host0 + cmd["seconds"], []
+        while time.monotonic() < end:
+            self.unit()
+            marks.append(self.backend.mark())
+        self.backend.sync()
+        done = [host0 + self.backend.elapsed_ms(ev0, m) / 1000.0 for m in marks]
+        lo, hi = cmd.get("count_from", host0), cmd.get("count_to", end)
+        return {"ok": True, "units": len(marks), "secs": time.monotonic() - host0,
+                "counted": units_inside(host0, done, lo, hi), "counted_secs": hi - lo}
+
+
+def units_inside(start, done, lo, hi):
+    """Units completed inside [lo, hi): unit i ran from done[i-1] (start for the first) to done[i];
+    the share of it inside the window counts."""
+    total, prev = 0.0, start
+    for d in done:
+        if d > prev:
+            total += max(0.0, min(d, hi) - max(prev, lo)) / (d - prev)
+        elif lo <= d < hi:
+            total += 1.0
+        prev = max(prev, d)
+    return total
+
+
+def load_backend(spec):
+    module, _, cls = spec.partition(":")
+    return getattr(importlib.import_module(module), cls)()
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="matrix_worker", description=__doc__.split("\n\n")[0])
+    p.add_argument("--role", choices=("hp", "lp"), required=True)
+    p.add_argument("--backend", default="bench.gpu.matrix_kinds:TorchBackend")
+    args = p.parse_args(argv)
+    replies = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # whatever the libraries print must not corrupt the replies
+    worker = Worker(args.role, load_backend(args.backend))
+    replies.write(json.dumps({"ok": True, "ready": True, "pid": os.getpid()}) + "\n")
+    for line in sys.stdin:
+        cmd = json.loads(line)
+        if cmd["cmd"] == "quit":
+            break
+        try:
+            reply = getattr(worker, cmd["cmd"])(cmd)
+        except Exception as e:  # the harness names the worker and stops the run
+            log(f"{cmd['cmd']} failed: {e!r}")
+            reply = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+        replies.write(json.dumps(reply) + "\n")
+    if worker.segment is not None:
+        worker.segment.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

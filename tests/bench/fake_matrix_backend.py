@@ -1,0 +1,25 @@
+"""A stand-in for bench.gpu.matrix_kinds.TorchBackend in the matrix benchmark's dry run: units
+sleep instead of running kernels (HP jobs 2 ms, LP units 3 ms, no torch, no GPU); "GPU" events are
+host times, so the LP's completion timing runs the same code."""
+import time
+
+
+class FakeBackend:
+    def build(self, kind, role):
+        seconds = 0.002 if role == "hp" else 0.003
+        return lambda: time.sleep(seconds)
+
+    def sync(self):
+        pass
+
+    def release(self):
+        pass
+
+    def mark(self):
+        return time.monotonic()
+
+    def elapsed_ms(self, a, b):
+        return (b - a) * 1000.0
+
+    def busy_ms_per_job(self, job, jobs):
+        return 1.0, 2.0

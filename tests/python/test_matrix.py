@@ -1,0 +1,167 @@
+"""bench.gpu.matrix (issue 25's matrix benchmark): its plan, its statistics and its verdict on
+synthetic raw records, the LP's completion counting, and a dry run end to end with a stand-in
+backend (sleeping units, no torch, no GPU, no MPS)."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from bench.gpu import matrix, stats
+from bench.gpu.matrix_worker import arrivals, units_inside
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def test_cells_put_the_higher_load_beside_one_lp_only():
+    out = matrix.cells(["gemm", "small"], ["gemm", "graph"], ["poisson-25", "poisson-60"], "graph")
+    assert out == [("gemm", "gemm", "poisson-25"), ("gemm", "graph", "poisson-25"), ("gemm", "graph", "poisson-60"),
+                   ("small", "gemm", "poisson-25"), ("small", "graph", "poisson-25"), ("small", "graph", "poisson-60")]
+
+
+def test_schedule_alternates_alone_with_every_setup_in_each_round():
+    plan = matrix.schedule(["hp_alone", "lp_alone", "corun", "mps"], 3, seed=7)
+    assert len(plan) == 12
+    for r in range(3):
+        assert sorted(s for rr, s in plan if rr == r) == ["corun", "hp_alone", "lp_alone", "mps"]
+    assert plan == matrix.schedule(["hp_alone", "lp_alone", "corun", "mps"], 3, seed=7)
+    assert plan != matrix.schedule(["hp_alone", "lp_alone", "corun", "mps"], 3, seed=8)
+
+
+def test_cost_setups_only_in_the_first_cell_of_an_hp_kind():
+    assert matrix.cell_setups(["hp_alone", "lp_alone"], True, True)[-3:] == list(matrix.COST_SETUPS)
+    assert matrix.cell_setups(["hp_alone", "lp_alone"], False, True) == ["hp_alone", "lp_alone"]
+    assert matrix.cell_setups(["hp_alone", "lp_alone"], True, False) == ["hp_alone", "lp_alone"]
+
+
+def test_arrivals_are_poisson_seeded_and_inside_the_window():
+    a = arrivals(100.0, 50.0, 40.0, seed=3)
+    assert a == arrivals(100.0, 50.0, 40.0, seed=3) and a != arrivals(100.0, 50.0, 40.0, seed=4)
+    assert all(100.0 < t < 150.0 for t in a)
+    assert 1800 < len(a) < 2200  # 40/s for 50 s
+    gaps = [b - x for x, b in zip(a, a[1:])]
+    mean = sum(gaps) / len(gaps)
+    assert 0.023 < mean < 0.027
+    assert sum(g > 2 * mean for g in gaps) / len(gaps) == pytest.approx(0.135, abs=0.03)  # e^-2: exponential
+
+
+def test_units_inside_counts_the_share_of_each_unit_in_the_window():
+    # units end at 1, 2, 3, 4 (each 1 s long, from 0); window [1.5, 3.25): half of unit 2, unit 3, a quarter of 4
+    assert units_inside(0.0, [1.0, 2.0, 3.0, 4.0], 1.5, 3.25) == pytest.approx(1.75)
+    assert units_inside(0.0, [1.0, 2.0], 5.0, 6.0) == 0
+    assert units_inside(0.0, [], 0.0, 1.0) == 0
+
+
+def test_two_stage_bootstrap_widens_over_rounds_that_share_an_invocation():
+    # Two invocations whose rounds agree inside each but differ between them: resampling rounds as
+    # if independent hides that; the two-stage interval shows it.
+    inv_a = [{"x": [1.0]}, {"x": [1.0]}, {"x": [1.0]}]
+    inv_b = [{"x": [2.0]}, {"x": [2.0]}, {"x": [2.0]}]
+    mean = lambda bs: sum(b["x"][0] for b in bs) / len(bs)
+    two = stats.two_stage_bootstrap([inv_a, inv_b], mean)
+    flat = stats.block_bootstrap([inv_a + inv_b], lambda s: mean(s[0]))
+    assert two[0] == 1.0 and two[1] == 2.0
+    assert flat[1] - flat[0] < two[1] - two[0]
+    assert stats.two_stage_bootstrap([], mean) is None
+    r = stats.ratio_two_stage([inv_a, inv_b], mean, lambda bs: 1.0)
+    assert r["value"] == 1.5 and r["ci"] == [1.0, 2.0]
+
+
+def synthetic_raw(slow=1.0, lp_share=0.5, rounds=2, commit="abc"):
+    """One invocation: one cell, hp_alone at 10 ms, corun at 10 ms x slow, the LP at lp_share."""
+    segs = []
+    for r in range(rounds):
+        for setup, hp, lp in (("hp_alone", [10.0] * 100, None), ("lp_alone", None, (100.0, 1.0)),
+                              ("corun", [10.0 * slow] * 99 + [30.0], (100.0 * lp_share, 1.0)),
+                              ("hp_ctl_alone", [10.0 * slow] * 100, None)):
+            seg = {"hp": "gemm", "lp": "graph", "load": "poisson-25", "setup": setup, "round": r, "rate": 25.0}
+            if hp:
+                seg["hp_result"] = {"lat_ms": hp, "svc_ms": hp, "begin_us": [], "end_us": [], "late": 0}
+            if lp:
+                seg["lp_result"] = {"units": lp[0], "secs": 1.0, "counted": lp[0], "counted_secs": lp[1]}
+            segs.append(seg)
+    return {"device": "test GPU", "commit": commit, "started": "2026-11-24T00:00:00+00:00",
+            "hp_kinds": {"gemm": {"svc_p50_ms": 10.0, "busy_ms": 8.0, "wall_ms": 10.0}}, "segments": segs}
+
+
+def test_verdict_has_the_issue_format_with_one_denominator_per_cell():
+    m = matrix.analyze([synthetic_raw(slow=1.02, lp_share=0.6)])
+    assert m["device"] == "test GPU" and m["commit"] == "abc" and "two-stage" in m["method"]
+    (cell,) = m["cells"]
+    assert (cell["hp"], cell["lp"], cell["load"]) == ("gemm", "graph", "poisson-25")
+    assert set(cell["setups"]) == {"corun", "hp_ctl_alone"}  # alone setups are the denominators
+    corun = cell["setups"]["corun"]
+    assert corun["hp_jobs"] == 200 and corun["invocations"] == 1
+    assert corun["hp_p50_ratio"]["value"] == pytest.approx(1.02)
+    assert corun["hp_p99_ratio"]["value"] == pytest.approx(1.02)  # one 30 ms job in 100 is the p100, not p99
+    assert corun["lp_throughput_ratio"]["value"] == pytest.approx(0.6)
+    # the HP leaves 1 - 25/s x 8 ms = 0.8 of the GPU: the LP took 0.6 / 0.8 of it
+    assert cell["gpu_time_left"] == pytest.approx(0.8) and corun["lp_share_of_left"] == pytest.approx(0.75)
+    assert corun["meets_hp_target"] is True
+    assert "lp_throughput_ratio" not in cell["setups"]["hp_ctl_alone"]
+
+
+def test_a_slow_hp_misses_the_target_and_merging_pools_invocations():
+    m = matrix.analyze([synthetic_raw(slow=1.2, commit="a"), synthetic_raw(slow=1.0, commit="b")])
+    corun = m["cells"][0]["setups"]["corun"]
+    assert corun["invocations"] == 2 and corun["hp_jobs"] == 400
+    assert corun["meets_hp_target"] is False
+    lo, hi = corun["hp_p50_ratio"]["ci"]
+    assert lo == pytest.approx(1.0) and hi == pytest.approx(1.2)  # the invocations disagree: the interval says so
+    assert m["commit"] == "a,b" and len(m["invocations"]) == 2
+
+
+def test_a_partition_that_fell_back_is_refused():
+    raw = synthetic_raw()
+    raw["segments"].append({"hp": "gemm", "lp": "graph", "load": "poisson-25", "setup": "partition", "round": 0,
+                            "lp_partition": {"state": "no MPS", "launches": 0}})
+    assert matrix.policy_problems(raw) == ["gemm+graph poisson-25 round 0: the LP's partition state is 'no MPS', not 'active'"]
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--hp-kinds", "gemm,nope"], "unknown HP kind 'nope'"),
+    (["--setups", "corun,lp_alone"], "must hold hp_alone and lp_alone"),
+    (["--rounds", "0"], "--rounds 0: must be >= 1"),
+    (["--loads", "poisson-99"], "unknown load 'poisson-99'"),
+])
+def test_bad_arguments_are_one_clear_error(tmp_path, argv, message):
+    r = subprocess.run([sys.executable, "-m", "bench.gpu.matrix", "--build", str(tmp_path), "--out", str(tmp_path / "o")]
+                       + argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60)
+    assert r.returncode == 2 and message in r.stdout
+    assert not (tmp_path / "o").exists()
+
+
+def test_merge_of_a_missing_folder_is_one_error(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "bench.gpu.matrix", "--merge", str(tmp_path / "none"), "--out",
+                        str(tmp_path / "o")], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                       timeout=60)
+    assert r.returncode == 2 and "cannot read" in r.stdout and "raw.json" in r.stdout
+
+
+def test_dry_run_end_to_end_with_a_stand_in_backend(tmp_path):
+    build = os.environ.get("BUILD", os.path.join(ROOT, "build"))
+    if not os.path.exists(os.path.join(build, "bin", "expcontroller")):
+        pytest.skip("no build")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "tests", "bench"),
+                                                       os.path.join(build, "python"), ROOT]), MPLBACKEND="Agg")
+    out = tmp_path / "m"
+    before = set(os.listdir("/dev/shm"))
+    r = subprocess.run([sys.executable, "-m", "bench.gpu.matrix", "--build", build, "--out", str(out), "--backend",
+                        "fake_matrix_backend:FakeBackend", "--no-mps", "--hp-kinds", "gemm", "--lp-kinds", "graph",
+                        "--setups", "hp_alone,lp_alone,nocontrol,corun,hp_ctl_alone", "--rounds", "2", "--jobs", "8",
+                        "--min-seconds", "0.3", "--max-seconds", "0.4", "--lp-lead-s", "0.1"],
+                       cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=180)
+    assert r.returncode == 0, r.stdout
+    assert "ETA" in r.stdout and "estimated" in r.stdout
+    m = json.loads((out / "matrix.json").read_text())
+    (cell,) = m["cells"]
+    assert set(cell["setups"]) == {"nocontrol", "corun", "hp_ctl_alone"} | set(matrix.COST_SETUPS)
+    assert cell["setups"]["corun"]["hp_jobs"] > 0 and cell["setups"]["corun"]["lp_throughput_ratio"]["value"] > 0
+    raw = json.loads((out / "raw.json").read_text())
+    marked = [s for s in raw["segments"] if s["setup"] in ("corun", "hp_ctl_alone", "hp_mark_alone")]
+    assert marked and all(len(s["hp_result"]["begin_us"]) == len(s["hp_result"]["lat_ms"]) > 0 for s in marked)
+    unmarked = [s for s in raw["segments"] if s["setup"] in ("hp_alone", "hp_hook_alone")]
+    assert unmarked and all(not s["hp_result"]["begin_us"] for s in unmarked)
+    assert (out / "heatmap.png").exists() and (out / "latency_cdfs.png").exists()
+    assert not [n for n in set(os.listdir("/dev/shm")) - before if "matrix" in n]  # segments removed
