@@ -128,14 +128,14 @@ class Proc:
         fd = self.proc.stdout.fileno()
         while "\n" not in self.buf:
             left = deadline - time.monotonic()
-            if left <= 0 or self.proc.poll() is not None and not select.select([fd], [], [], 0)[0]:
-                state = f"exited {self.proc.returncode}" if self.proc.poll() is not None else "silent"
-                fail(f"{what}: no reply from {self.name} ({state}); see {self.log.name}")
+            if left <= 0:
+                fail(f"{what}: no reply from {self.name} within {timeout_s:.0f} s; see {self.log.name}")
             ready, _, _ = select.select([fd], [], [], min(left, 1.0))
             if ready:
                 data = os.read(fd, 1 << 20).decode(errors="replace")
-                if not data and self.proc.poll() is not None:
-                    continue
+                if not data:  # end of file: the worker is gone
+                    self.proc.wait()
+                    fail(f"{what}: no reply from {self.name} (exited {self.proc.returncode}); see {self.log.name}")
                 self.buf += data
         line, self.buf = self.buf.split("\n", 1)
         out = json.loads(line)

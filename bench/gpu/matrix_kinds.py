@@ -95,9 +95,8 @@ def _graph(torch, dev):
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         out = torch.tanh(torch.tanh(a @ b) @ b)
-    graph.keep = out  # the graph's output stays alive with it
 
-    def unit():
+    def unit(_output=out):  # the graph's output buffer lives as long as the unit
         graph.replay()
     return unit
 
@@ -110,7 +109,7 @@ class TorchBackend:
         import torch
         import torchvision
         self.torch, self.torchvision = torch, torchvision
-        self.dev = torch.device("cuda")
+        self.dev = torch.device("cuda", 0)
         torch.cuda.set_device(self.dev)
 
     def build(self, kind, role):
