@@ -67,22 +67,53 @@ static int claim(SegmentObject *seg, const uint8_t uuid[GY_UUID_BYTES], int *slo
     return 0;
 }
 
+/* The driver's current-context calls, looked up once libcuda is loaded (under the GIL); the
+ * handle is kept: the process already has the library loaded, and it stays so. */
+static void *current_lib;
+static pfn_ctx_get_current get_current;
+static pfn_ctx_get_device get_device;
+
+static bool current_calls(void)
+{
+    if (current_lib)
+        return get_current && get_device;
+    current_lib = driver(false);
+    if (!current_lib)
+        return false;
+    get_current = (pfn_ctx_get_current)dlsym(current_lib, "cuCtxGetCurrent");
+    get_device = (pfn_ctx_get_device)dlsym(current_lib, "cuCtxGetDevice");
+    return get_current && get_device;
+}
+
+/* The slot of this thread's current context's GPU; every GPU (GY_DEVICE_ALL) when the process
+ * has no CUDA context. The UUID is asked once per ordinal (see ordinal_slots). */
+static int current_device(SegmentObject *seg, int *slot)
+{
+    void *ctx = NULL;
+    int ordinal;
+    if (!current_calls() || get_current(&ctx) != 0 || !ctx || get_device(&ordinal) != 0)
+        return 0;
+    bool cached = ordinal >= 0 && ordinal < GYP_ORDINAL_CACHE;
+    if (cached && seg->ordinal_slots[ordinal]) {
+        *slot = seg->ordinal_slots[ordinal] - 1;
+        return 0;
+    }
+    uint8_t uuid[GY_UUID_BYTES];
+    if (uuid_of(current_lib, ordinal, uuid) != 0)
+        return 0;
+    if (claim(seg, uuid, slot))
+        return -1;
+    if (cached)
+        seg->ordinal_slots[ordinal] = *slot + 1;
+    return 0;
+}
+
 int gyp_resolve_device(SegmentObject *seg, PyObject *device, int *slot)
 {
     uint8_t uuid[GY_UUID_BYTES];
     *slot = GY_DEVICE_ALL;
-    if (!device || device == Py_None) {
-        void *lib = driver(false);
-        pfn_ctx_get_current get_current = lib ? (pfn_ctx_get_current)dlsym(lib, "cuCtxGetCurrent") : NULL;
-        pfn_ctx_get_device get_device = lib ? (pfn_ctx_get_device)dlsym(lib, "cuCtxGetDevice") : NULL;
-        void *ctx = NULL;
-        int ordinal;
-        bool known = get_current && get_device && get_current(&ctx) == 0 && ctx && get_device(&ordinal) == 0 &&
-                     uuid_of(lib, ordinal, uuid) == 0;
-        if (lib)
-            dlclose(lib);
-        return known ? claim(seg, uuid, slot) : 0;
-    }
+    if (!device || device == Py_None)
+        return current_device(seg, slot);
     if (PyUnicode_Check(device)) {
         const char *text = PyUnicode_AsUTF8(device);
         if (!text)

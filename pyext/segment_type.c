@@ -58,6 +58,7 @@ PyObject *gyp_segment_new(gy_shm *shm)
     self->busy = 0;
     self->dev = 0;
     self->ino = 0;
+    memset(self->ordinal_slots, 0, sizeof self->ordinal_slots);
     link_open(self);
     /* Recorded right after the open; a replacement in between is not told apart (documented). */
     gy_segment_identity(self->shm.name, &self->dev, &self->ino);

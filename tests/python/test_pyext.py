@@ -1038,3 +1038,37 @@ def test_default_device_is_the_current_contexts_gpu(segment):
     a, b = json.loads(out.stdout)
     assert a == [{"slot": 0, "uuid": FAKE_UUID % 1, "jobs": [0, 0, 1, 0, 0, 0, 0, 0]}]
     assert b[1] == {"slot": 1, "uuid": FAKE_UUID % 0, "jobs": [0, 0, 1, 0, 0, 0, 0, 0]}
+
+
+def test_jobs_follow_the_current_context_across_gpus_and_back(segment):
+    """The device of a default job is remembered per ordinal (no UUID query and no slot lookup
+    under the mutex each begin): switching the current context between two fake GPUs, and from
+    none to one, must still gate the GPU of the context current at each begin."""
+    fake = os.path.join(os.environ.get("BUILD", ""), "fakecuda")
+    if not os.path.exists(os.path.join(fake, "libcuda.so.1")):
+        pytest.skip("no fake driver in $BUILD/fakecuda (set BUILD to a build directory)")
+    code = (
+        "import ctypes, json, sys, gpuyield\n"
+        "seg = gpuyield.connect(sys.argv[1])\n"
+        "def on(slot_of):\n"
+        "    with seg.job(2):\n"
+        "        return [d['uuid'] for d in seg.status()['devices'] if d['jobs'][2]] or 'all'\n"
+        "seen = [on(None)]\n"
+        "cuda = ctypes.CDLL('libcuda.so.1')\n"
+        "assert cuda.cuInit(0) == 0\n"
+        "ctxs = []\n"
+        "for i in range(2):\n"
+        "    ctx = ctypes.c_void_p(); dev = ctypes.c_int()\n"
+        "    assert cuda.cuDeviceGet(ctypes.byref(dev), i) == 0\n"
+        "    assert cuda.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev) == 0\n"
+        "    ctxs.append(ctx)\n"
+        "for i in (0, 1, 0, 1, 1, 0):\n"
+        "    assert cuda.cuCtxSetCurrent(ctxs[i]) == 0\n"
+        "    seen.append(on(i))\n"
+        "print(json.dumps(seen))\n")
+    out = subprocess.run([sys.executable, "-c", code, segment.name], capture_output=True, text=True, timeout=60,
+                         env=child_env(LD_LIBRARY_PATH=fake, FAKECUDA_DEVICES=2))
+    assert out.returncode == 0, out.stderr
+    seen = json.loads(out.stdout)
+    g0, g1 = [FAKE_UUID % 0], [FAKE_UUID % 1]
+    assert seen == ["all", g0, g1, g0, g1, g1, g0]
