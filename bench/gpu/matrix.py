@@ -386,9 +386,15 @@ def run_cells(args, plan, procs, tools, raw, started):
                   f"elapsed {elapsed:.0f} s, ETA {elapsed / done * (total - done):.0f} s", flush=True)
 
 
+# LP kinds that launch only CUDA graphs: the partition never takes a graph (a green stream does
+# not confine a graph's kernels, hooks/partition.c), so their graphs wait for the job as under corun.
+GRAPH_LPS = ("graph",)
+
+
 def policy_problems(raw):
-    """Partition segments whose LP fell back (not `active`) or sent nothing to the partition: their
-    ratios describe another policy, so no verdict is written."""
+    """Partition segments whose LP fell back (not `active`) or sent nothing to the partition (an LP
+    of kernels: a graph LP sends nothing by design): their ratios describe another policy, so no
+    verdict is written."""
     problems = []
     for seg in raw["segments"]:
         check = seg.get("lp_partition")
@@ -397,7 +403,7 @@ def policy_problems(raw):
         where = f"{seg['hp']}+{seg['lp']} {seg['load']} round {seg['round']}"
         if check["state"] != "active":
             problems.append(f"{where}: the LP's partition state is '{check['state']}', not 'active'")
-        elif check["launches"] <= 0:
+        elif check["launches"] <= 0 and seg["lp"] not in GRAPH_LPS:
             problems.append(f"{where}: the LP sent no launch to the partition")
     return problems
 

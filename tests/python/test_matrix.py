@@ -117,6 +117,10 @@ def test_a_partition_that_fell_back_is_refused():
     raw["segments"].append({"hp": "gemm", "lp": "graph", "load": "poisson-25", "setup": "partition", "round": 0,
                             "lp_partition": {"state": "no MPS", "launches": 0}})
     assert matrix.policy_problems(raw) == ["gemm+graph poisson-25 round 0: the LP's partition state is 'no MPS', not 'active'"]
+    raw["segments"][-1]["lp_partition"] = {"state": "active", "launches": 0}
+    assert matrix.policy_problems(raw) == []  # a graph LP's graphs never go to the partition: they wait
+    raw["segments"][-1]["lp"] = "gemm"
+    assert matrix.policy_problems(raw) == ["gemm+gemm poisson-25 round 0: the LP sent no launch to the partition"]
 
 
 @pytest.mark.parametrize("argv,message", [
