@@ -1,7 +1,7 @@
 """The README is the front door (issue 30): at most 250 lines; the two set-up commands verbatim (CI
 runs the test command, .ci/run); a quick start of at most 10 lines with one `with seg.job(1)`; a
 row in the policy table for every policy the controller defines; and every relative link of the
-README and docs/ leads to a file (and heading) that exists."""
+README, docs/ and examples/README.md leads to a file (and heading) that exists."""
 import os
 import re
 
@@ -68,7 +68,7 @@ def anchors(path):
 
 def test_every_relative_link_resolves():
     pages = [os.path.join(ROOT, "README.md")] + [os.path.join(ROOT, "docs", f) for f in sorted(os.listdir(
-        os.path.join(ROOT, "docs"))) if f.endswith(".md")]
+        os.path.join(ROOT, "docs"))) if f.endswith(".md")] + [os.path.join(ROOT, "examples", "README.md")]
     broken = []
     for page in pages:
         with open(page) as f:
