@@ -16,7 +16,8 @@ TAG=${GPUYIELD_SHM:-quickstart-$$}
 
 "$BUILD/bin/expcontroller" serve --name "$TAG" &
 serve=$!
-trap 'kill $serve 2> /dev/null; wait $serve 2> /dev/null || true' EXIT
+train=
+trap 'kill $train $serve 2> /dev/null; wait $serve 2> /dev/null || true' EXIT  # on an error too
 for _ in $(seq 100); do "$BUILD/bin/expcontroller" status --name "$TAG" > /dev/null 2>&1 && break; sleep 0.1; done
 
 export GPUYIELD_SHM=$TAG LD_PRELOAD=$HOOK PYTHONPATH=$BUILD/python:$HERE
