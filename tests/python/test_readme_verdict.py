@@ -1,6 +1,9 @@
-"""The README's verdict table quotes the record it names: every HP p50, HP p99 and LP throughput
-figure (value and interval) is that record's value rounded to two places. A figure edited by hand,
-or a record replaced without the README, fails here."""
+"""The published verdict quotes the record it names, checked apart from the generator that writes it
+(bench/perf_page.py; tests/python/test_perf_page.py checks that the files are its output): every
+HP p50, HP p99 and LP throughput figure (value and interval) of the verdict table in
+docs/performance.md, and every figure of the README's performance summary, is that record's value
+rounded to two places. A figure edited by hand, a record replaced without the pages, or a generator
+that rounds or places a figure wrongly, fails here."""
 import json
 import os
 import re
@@ -9,13 +12,20 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 PAIR_OF_ROW = {"FasterRCNN": "reference", "resnet50": "resnet", "encoder": "bert_train"}
 NUMBER = r"(\d+\.\d+)"
 CELL = re.compile(rf"{NUMBER} \[{NUMBER}, {NUMBER}\]")
+SUMMARY_SETUP = {"no control": "nocontrol", "MPS alone": "mps", "corun (MPS)": "corun", "partition (MPS)": "partition"}
+SUMMARY_PAIRS = ("reference", "resnet", "bert_train")  # the order the summary's header names them
+
+
+def read(*path):
+    with open(os.path.join(ROOT, *path)) as f:
+        return f.read()
 
 
 def verdict_section():
-    text = open(os.path.join(ROOT, "README.md")).read()
-    start = text.index("**Verdict of the policies**")
+    text = read("docs", "performance.md")
+    start = text.index("## The policies, side by side (the verdict)")
     end = text.index("\n\n", text.index("| pair (HP / LP)", start))
-    return text[start:end]
+    return text[start:end + 2] + text[end + 2:].split("\n", 1)[0]  # the table and its "Record:" line
 
 
 def quoted_rows(section):
@@ -36,18 +46,38 @@ def close(quoted, exact):
     return abs(quoted - exact) <= 0.005 + 1e-9  # rounded to two places, either way at a half
 
 
-def test_every_figure_of_the_readme_verdict_matches_its_record():
+def record_of(text):
+    return json.load(open(os.path.join(ROOT, "bench", "results", re.search(r"`(?:bench/results/)?(2026-[^`]*/verdict\.json)`", text).group(1))))
+
+
+def test_every_figure_of_the_published_verdict_matches_its_record():
     section = verdict_section()
-    record = re.search(r"`(2026-[^`]*/verdict\.json)`", section).group(1)
-    verdict = json.load(open(os.path.join(ROOT, "bench", "results", record)))
+    verdict = record_of(section)
     rows = list(quoted_rows(section))
-    assert len(rows) == 9
+    assert len(rows) == 12  # 3 pairs x nocontrol, mps, corun, partition
     for pair, setup, figures in rows:
         measured = verdict["pairs"][pair][setup]
         for key, (value, lo, hi) in zip(("hp_p50_ratio", "hp_p99_ratio", "lp_throughput_ratio"), figures):
             exact = measured[key]
             assert close(value, exact["value"]) and close(lo, exact["ci"][0]) and close(hi, exact["ci"][1]), \
-                f"README {pair} {setup} {key}: {value} [{lo}, {hi}], record {exact}"
+                f"performance.md {pair} {setup} {key}: {value} [{lo}, {hi}], record {exact}"
+
+
+def test_every_figure_of_the_readme_summary_matches_its_record():
+    readme = read("README.md")
+    block = readme[readme.index("<!-- perf-summary"):readme.index("<!-- /perf-summary -->")]
+    verdict = record_of(block)
+    rows = [line for line in block.splitlines() if line.startswith("| ") and not line.startswith("| setup")]
+    assert len(rows) == 4
+    for line in rows:
+        name, p50s, lps = [c.strip() for c in line.strip("|").split("|")]
+        setup = SUMMARY_SETUP[name]
+        for key, cell in (("hp_p50_ratio", p50s), ("lp_throughput_ratio", lps)):
+            values = [float(v) for v in cell.split(" · ")]
+            assert len(values) == 3
+            for pair, value in zip(SUMMARY_PAIRS, values):
+                exact = verdict["pairs"][pair][setup][key]["value"]
+                assert close(value, exact), f"README {pair} {setup} {key}: {value}, record {exact}"
 
 
 def test_the_check_catches_a_changed_figure():

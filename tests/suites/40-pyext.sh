@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Suite 40: the Python extension. Builds the gpuyield package for $PYTHON into $BUILD/python, runs
-# tests/python/test_pyext.py with it, and ends with "N passed, N failed" converted from pytest's
+# tests/python/test_pyext.py and tests/python/test_examples.py (examples/, the README's quick start,
+# on the fake driver) with it, and ends with "N passed, N failed" converted from pytest's
 # summary (errors count as failures; no test collected, or a pytest that died, counts as one).
 set -uo pipefail
 ROOT=${ROOT:?"set ROOT to the repository root (make.sh does)"}
@@ -21,5 +22,5 @@ if ! PYTHON_BIN=$PYTHON bash pyext/build_ext.sh "$BUILD"; then
 fi
 
 # BUILD lets a test find expcontroller.
-PYTHONPATH="$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" BUILD="$BUILD" run_pytest pyext tests/python/test_pyext.py
+PYTHONPATH="$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" BUILD="$BUILD" run_pytest pyext tests/python/test_pyext.py tests/python/test_examples.py
 finish

@@ -5,8 +5,10 @@
 # inputs), tests/python/test_partition_records.py and test_partition_runs.py (the partition
 # proof's analysis on synthetic records, its runs on fake programs), test_partition_explain.py
 # (the Nsight explanation of the partition verdict on synthetic exports, its stage script with a
-# stand-in nsys), test_readme_verdict.py (the README's verdict table against its record), test_matrix.py (the
-# matrix benchmark's plan and verdict on synthetic records, a dry run with a stand-in backend). Ends with
+# stand-in nsys), test_readme_verdict.py (the published verdict figures against their record),
+# test_perf_page.py (docs/performance.md and the README's summary are bench/perf_page.py's output),
+# test_docs.py (the README's shape, the set-up commands, links), test_matrix.py (the matrix
+# benchmark's plan and verdict on synthetic records, a dry run with a stand-in backend). Ends with
 # "N passed, N failed" converted from pytest's summary (errors count as failures).
 set -uo pipefail
 ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -23,5 +25,6 @@ fi
 PYTHONPATH="$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" MPLBACKEND=Agg NSIGHT_PARSER=$BUILD/bin/nsight-parser \
     run_pytest pytest tests/python/test_plot.py tests/python/test_bench_metrics.py tests/python/test_bench_stats.py \
         tests/python/test_partition_records.py tests/python/test_partition_runs.py tests/python/test_partition_explain.py \
-        tests/python/test_readme_verdict.py tests/python/test_matrix.py
+        tests/python/test_readme_verdict.py tests/python/test_perf_page.py tests/python/test_docs.py \
+        tests/python/test_matrix.py
 finish

@@ -91,5 +91,5 @@ else
     check deploy_checker_catches_missing_pid_sharing grep -q "^FAIL pod.yaml/.*_shares_pids" "$T/manifests.out"
     check deploy_checker_catches_missing_preload grep -q "^FAIL compose_.*_preloads_the_hook" "$T/manifests.out"
 fi
-check deploy_page_linked_from_readme grep -q "docs/deploy.md" README.md
+check deployment_page_linked_from_readme grep -q "docs/deployment.md" README.md
 finish
