@@ -268,7 +268,9 @@ static void wait_group(struct gy_stream_state *st, uint64_t k)
         learn(st, k);
 }
 
-struct gy_stream_state *gy_bound_before_slow(gy_cu_stream stream, bool graph)
+/* launched: the unit was launched already (gy_bound_launched): an event recorded now would
+ * follow it, so its group is timed from the end of the group before instead. */
+static struct gy_stream_state *bound_before(gy_cu_stream stream, bool graph, bool launched)
 {
     struct gy_stream_state *st = state_for(stream);
     if (!st)
@@ -298,7 +300,7 @@ struct gy_stream_state *gy_bound_before_slow(gy_cu_stream stream, bool graph)
             wait_group(st, g - 1);
         size = next_group_size(st, graph); /* group g-1 may have just been timed */
         is_long = long_unit(st, graph);
-        st->start_recorded = !capturing(st) && record_event(st, &st->start);
+        st->start_recorded = !launched && !capturing(st) && record_event(st, &st->start);
         st->start_group = g;
     }
     st->group_left = size;
@@ -306,6 +308,11 @@ struct gy_stream_state *gy_bound_before_slow(gy_cu_stream stream, bool graph)
     st->graph_group[g % RING] = graph;
     st->long_group[g % RING] = is_long;
     return st;
+}
+
+struct gy_stream_state *gy_bound_before_slow(gy_cu_stream stream, bool graph)
+{
+    return bound_before(stream, graph, false);
 }
 
 void gy_bound_after_slow(gy_cu_stream stream, struct gy_stream_state *st)
@@ -330,4 +337,9 @@ void gy_bound_after_slow(gy_cu_stream stream, struct gy_stream_state *st)
     sync(stream);
     gy_range_pop();
     count_sync_point();
+}
+
+void gy_bound_launched_slow(gy_cu_stream stream, bool graph)
+{
+    gy_bound_after_slow(stream, gy_client.mode >= GY_MODE_EVENT ? bound_before(stream, graph, true) : NULL);
 }

@@ -35,4 +35,15 @@ static inline void gy_bound_after(gy_cu_stream stream, struct gy_stream_state *k
         gy_bound_after_slow(stream, known);
 }
 
+/* The bound of a launch already made (the partition stream's: no wait under the partition lock):
+ * both parts after it. In event and time modes a group's wait then follows its first launch, so
+ * that stream holds one unit more than the mode says. */
+void gy_bound_launched_slow(gy_cu_stream stream, bool graph);
+
+static inline void gy_bound_launched(gy_cu_stream stream, bool graph)
+{
+    if (gy_client.mode != GY_MODE_NONE)
+        gy_bound_launched_slow(stream, graph);
+}
+
 #endif

@@ -1141,11 +1141,14 @@ TEST(partition_state_does_not_survive_fork)
     free(run_partition(true, "partition_fork", NULL, 0));
 }
 
-/* The green stream has its own queue bound (sync:1: one kernel queued there at a time). */
+/* The green stream has its own queue bound (sync:1: one kernel queued there at a time; time:500
+ * with 2 ms kernels, bounded after each launch: at most one before a submit). */
 TEST(partition_bounds_the_green_stream_queue)
 {
     const char *env[] = {"GPUYIELD_MODE=sync:1", NULL};
     free(run_partition(true, "partition_bound", env, 0));
+    const char *timed[] = {"GPUYIELD_MODE=time:500", NULL};
+    free(run_partition(true, "partition_bound", timed, 0));
 }
 
 TEST(partition_sms_as_a_count_a_fraction_or_a_percentage)
