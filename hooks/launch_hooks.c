@@ -44,7 +44,7 @@ static inline gy_cu_stream ptsz_stream(gy_cu_stream s) { return s ? s : GY_CU_ST
             gy_partition_launched(&route, rc == GY_CUDA_SUCCESS, false);                             \
             gy_gate_leave(rc == GY_CUDA_SUCCESS, graph);                                             \
             if (rc == GY_CUDA_SUCCESS) /* the partition's queue is bounded too (outside the lock) */ \
-                gy_bound_after(target, gy_bound_before(target, graph));                              \
+                gy_bound_launched(target, graph);                                                    \
             return rc;                                                                               \
         }                                                                                            \
         gy_cu_result rc = call;                                                                      \

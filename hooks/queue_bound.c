@@ -1,10 +1,22 @@
 /* Per-thread stream states for the sync:N, event:N and time:US modes.
  *
- * event and time work in groups: the end of group g is marked by an event in a ring of four;
- * before the first unit of group g the thread waits for the event of group g-2. In time mode the
- * GPU time of a finished group (elapsed time between the events ending groups g-3 and g-2) over
- * its units gives the GPU time per unit, and the next group gets as many units as fit in half the
- * budget. Waits spin on cuEventQuery for a short while before blocking: a blocking wait costs a
+ * event and time work in groups: the end of group g is marked by an event in a ring of four.
+ * Before the first unit of group g the thread waits for the end of group g-2, so at most two
+ * groups are queued or running. time:US sizes a group to hold US/2 of GPU time, from the GPU
+ * time per unit learned on this stream with timing events (per kind: kernels and graph
+ * launches), so two groups hold at most US. A unit longer than US/2 makes a group of one that
+ * holds more (a long group); a kind not timed yet counts as long. A group that is long, or
+ * follows a long one, waits for the group before it instead (depth 1): the stream then holds
+ * that one group, and never more than max(US, one unit).
+ *
+ * Depth 1 only where needed: after its wait the stream is empty until this thread sees the
+ * event complete and its next launch reaches the GPU, a gap of idle GPU per group (the spin
+ * below keeps it to microseconds, a blocking wait would make it a wake-up). Two groups in
+ * flight hide that gap; a group of more than US/2 makes it a small share of its time. A group
+ * of depth 1 is timed from an event recorded just before it (on the idle stream), so the gap
+ * is not learned as GPU time.
+ *
+ * Waits spin on cuEventQuery for a short while before blocking: a blocking wait costs a
  * wake-up (tens of microseconds) that would leave the GPU idle between small groups. */
 #include <pthread.h>
 #include <sched.h>
@@ -17,7 +29,7 @@
 
 #define TABLE_SIZE 16      /* streams per thread; more evict (their bound restarts) */
 #define RING 4             /* events g-3 .. g: two finished groups to time, one in flight, one filling */
-#define FIRST_TIMED_GROUP 8 /* time mode: units of a group before anything is learned */
+#define UNTIMED_GROUP 8     /* time mode on a driver that cannot time events: groups as event:8 */
 #define MAX_GROUP 1024     /* about the depth of a stream's launch queue */
 #define SPIN_NS 1000000ull /* spin up to 1 ms before a blocking wait */
 
@@ -32,6 +44,10 @@ struct gy_stream_state {
     bool complete[RING]; /* ... and was seen complete */
     uint32_t sizes[RING];
     bool graph_group[RING]; /* time mode: group g holds graph launches (else kernels) */
+    bool long_group[RING];  /* time mode: group g holds more than US/2, or a kind not timed yet */
+    gy_cu_event start;      /* time mode: recorded just before group start_group (depth 1) */
+    uint64_t start_group;
+    bool start_recorded;
     double ns_per_unit;  /* time mode: learned GPU time per kernel, 0 until known */
     double ns_per_graph; /* time mode: learned GPU time per graph launch, 0 until known */
     uint64_t checked_captures; /* captures_begun when `capturing` was last checked */
@@ -59,6 +75,7 @@ static void destroy_events(struct gy_stream_state *st)
 {
     for (int i = 0; i < RING; i++)
         destroy_event(&st->events[i]);
+    destroy_event(&st->start);
 }
 
 static void free_table(void *p)
@@ -152,30 +169,52 @@ static void wait_event(gy_cu_event event)
     count_sync_point();
 }
 
-/* time mode: learn the GPU time per unit from group g-2 (its start is group g-3's end). */
-static void learn(struct gy_stream_state *st, uint64_t g)
+static gy_pfn_event_elapsed elapsed_function(void)
 {
-    int end = (int)((g - 2) % RING), start = (int)((g - 3) % RING);
-    if (g < 3 || !st->complete[end] || !st->complete[start] || !st->sizes[end])
-        return;
     /* cuEventElapsedTime_v2 is newer (CUDA 12.8 drivers); the original has the same signature. */
     gy_pfn_event_elapsed elapsed = (gy_pfn_event_elapsed)gy_real(GY_FN_EVENT_ELAPSED);
-    if (!elapsed)
-        elapsed = (gy_pfn_event_elapsed)gy_real(GY_FN_EVENT_ELAPSED_V1);
+    return elapsed ? elapsed : (gy_pfn_event_elapsed)gy_real(GY_FN_EVENT_ELAPSED_V1);
+}
+
+/* time mode: learn the GPU time per unit from group k, just seen complete: timed from the event
+ * recorded before it (depth 1) or from the end of group k-1. */
+static void learn(struct gy_stream_state *st, uint64_t k)
+{
+    int end = (int)(k % RING), prev = (int)((k + RING - 1) % RING);
+    gy_cu_event from = NULL;
+    if (st->start_recorded && st->start_group == k)
+        from = st->start;
+    else if (k >= 1 && st->recorded[prev] && st->complete[prev])
+        from = st->events[prev];
+    if (!from || !st->sizes[end])
+        return;
+    gy_pfn_event_elapsed elapsed = elapsed_function();
     if (!elapsed) {
         static _Atomic int warned;
         if (!atomic_exchange(&warned, 1))
             fprintf(stderr, "gpuyield: time mode: this driver has no cuEventElapsedTime: groups stay at %d "
                             "launches; use event:N instead\n",
-                    FIRST_TIMED_GROUP);
+                    UNTIMED_GROUP);
         return;
     }
     float ms = 0;
-    if (!elapsed || elapsed(&ms, st->events[start], st->events[end]) != GY_CUDA_SUCCESS || ms < 0)
+    if (elapsed(&ms, from, st->events[end]) != GY_CUDA_SUCCESS || ms < 0)
         return;
     double sample = (double)ms * 1e6 / st->sizes[end];
+    if (sample < 1)
+        sample = 1; /* 0 would read as "not timed yet" */
     double *learned = st->graph_group[end] ? &st->ns_per_graph : &st->ns_per_unit;
     *learned = *learned > 0 ? 0.75 * *learned + 0.25 * sample : sample;
+}
+
+/* time mode: may a unit of this kind hold more than US/2? Yes until it is timed (unless the
+ * driver cannot time: then groups are UNTIMED_GROUP launches, two in flight, as before). */
+static bool long_unit(const struct gy_stream_state *st, bool graph)
+{
+    double ns = graph ? st->ns_per_graph : st->ns_per_unit;
+    if (ns <= 0)
+        return elapsed_function() != NULL;
+    return ns > (double)gy_client.group * 1000.0 / 2;
 }
 
 static uint32_t next_group_size(const struct gy_stream_state *st, bool graph)
@@ -184,20 +223,61 @@ static uint32_t next_group_size(const struct gy_stream_state *st, bool graph)
         return (uint32_t)gy_client.group;
     double ns = graph ? st->ns_per_graph : st->ns_per_unit;
     if (ns <= 0)
-        return graph ? 1 : FIRST_TIMED_GROUP; /* a graph may hold milliseconds of work: learn it alone */
+        return elapsed_function() ? 1 : UNTIMED_GROUP; /* one unit until its time is known */
     double units = (double)gy_client.group * 1000.0 / 2 / ns;
     return units < 1 ? 1 : units > MAX_GROUP ? MAX_GROUP : (uint32_t)units;
 }
 
-static void record_group_end(struct gy_stream_state *st, uint64_t g);
+/* Record *event on the stream, created on first use (timed in time mode only); false if not. */
+static bool record_event(struct gy_stream_state *st, gy_cu_event *event)
+{
+    if (!*event) {
+        unsigned flags = GY_CU_EVENT_BLOCKING_SYNC;
+        if (gy_client.mode != GY_MODE_TIME)
+            flags |= GY_CU_EVENT_DISABLE_TIMING;
+        gy_pfn_event_create create = (gy_pfn_event_create)gy_real(GY_FN_EVENT_CREATE);
+        if (!create || create(event, flags) != GY_CUDA_SUCCESS) {
+            *event = NULL;
+            return false;
+        }
+    }
+    gy_pfn_event_record record = (gy_pfn_event_record)gy_real(GY_FN_EVENT_RECORD);
+    if (record && record(*event, st->stream) == GY_CUDA_SUCCESS)
+        return true;
+    destroy_event(event); /* e.g. an event of another context: make a new one next time */
+    return false;
+}
 
-struct gy_stream_state *gy_bound_before_slow(gy_cu_stream stream, bool graph)
+static void record_group_end(struct gy_stream_state *st, uint64_t g)
+{
+    int slot = (int)(g % RING);
+    st->recorded[slot] = st->complete[slot] = false;
+    if (!capturing(st))
+        st->recorded[slot] = record_event(st, &st->events[slot]);
+}
+
+/* Wait for the end of group k unless it was seen complete (or not recorded: a capture). */
+static void wait_group(struct gy_stream_state *st, uint64_t k)
+{
+    int slot = (int)(k % RING);
+    if (!st->recorded[slot] || st->complete[slot] || capturing(st))
+        return;
+    wait_event(st->events[slot]);
+    st->complete[slot] = true;
+    if (gy_client.mode == GY_MODE_TIME)
+        learn(st, k);
+}
+
+/* launched: the unit was launched already (gy_bound_launched): an event recorded now would
+ * follow it, so its group is timed from the end of the group before instead. */
+static struct gy_stream_state *bound_before(gy_cu_stream stream, bool graph, bool launched)
 {
     struct gy_stream_state *st = state_for(stream);
     if (!st)
         return st;
     uint64_t g = st->group;
-    if (st->group_left && gy_client.mode == GY_MODE_TIME && st->graph_group[g % RING] != graph) {
+    bool timed = gy_client.mode == GY_MODE_TIME;
+    if (st->group_left && timed && st->graph_group[g % RING] != graph) {
         /* kernels after graphs or graphs after kernels: end the group here, each kind is timed apart */
         st->sizes[g % RING] -= (uint32_t)st->group_left;
         st->group_left = 0;
@@ -208,41 +288,31 @@ struct gy_stream_state *gy_bound_before_slow(gy_cu_stream stream, bool graph)
     }
     if (st->group_left)
         return st;
-    /* This launch starts group g: wait for the end of group g-2. */
+    /* This launch starts group g: wait for the end of group g-2 ... */
     g = st->group;
-    int slot = (int)((g + RING - 2) % RING);
-    if (g >= 2 && st->recorded[slot] && !st->complete[slot] && !capturing(st)) {
-        wait_event(st->events[slot]);
-        st->complete[slot] = true;
+    if (g >= 2)
+        wait_group(st, g - 2);
+    uint32_t size = next_group_size(st, graph);
+    bool is_long = timed && long_unit(st, graph);
+    /* ... or of group g-1 where this group or that one holds more than US/2 (see the top). */
+    if (timed && (is_long || (g >= 1 && st->long_group[(g - 1) % RING]))) {
+        if (g >= 1)
+            wait_group(st, g - 1);
+        size = next_group_size(st, graph); /* group g-1 may have just been timed */
+        is_long = long_unit(st, graph);
+        st->start_recorded = !launched && !capturing(st) && record_event(st, &st->start);
+        st->start_group = g;
     }
-    if (gy_client.mode == GY_MODE_TIME)
-        learn(st, g);
-    st->group_left = next_group_size(st, graph);
-    st->sizes[g % RING] = (uint32_t)st->group_left;
+    st->group_left = size;
+    st->sizes[g % RING] = size;
     st->graph_group[g % RING] = graph;
+    st->long_group[g % RING] = is_long;
     return st;
 }
 
-static void record_group_end(struct gy_stream_state *st, uint64_t g)
+struct gy_stream_state *gy_bound_before_slow(gy_cu_stream stream, bool graph)
 {
-    int slot = (int)(g % RING);
-    st->recorded[slot] = st->complete[slot] = false;
-    if (capturing(st))
-        return;
-    if (!st->events[slot]) {
-        unsigned flags = GY_CU_EVENT_BLOCKING_SYNC;
-        if (gy_client.mode != GY_MODE_TIME)
-            flags |= GY_CU_EVENT_DISABLE_TIMING;
-        gy_pfn_event_create create = (gy_pfn_event_create)gy_real(GY_FN_EVENT_CREATE);
-        if (!create || create(&st->events[slot], flags) != GY_CUDA_SUCCESS) {
-            st->events[slot] = NULL;
-            return;
-        }
-    }
-    gy_pfn_event_record record = (gy_pfn_event_record)gy_real(GY_FN_EVENT_RECORD);
-    st->recorded[slot] = record && record(st->events[slot], st->stream) == GY_CUDA_SUCCESS;
-    if (!st->recorded[slot]) /* e.g. an event of another context: make a new one next time */
-        destroy_event(&st->events[slot]);
+    return bound_before(stream, graph, false);
 }
 
 void gy_bound_after_slow(gy_cu_stream stream, struct gy_stream_state *st)
@@ -267,4 +337,9 @@ void gy_bound_after_slow(gy_cu_stream stream, struct gy_stream_state *st)
     sync(stream);
     gy_range_pop();
     count_sync_point();
+}
+
+void gy_bound_launched_slow(gy_cu_stream stream, bool graph)
+{
+    gy_bound_after_slow(stream, gy_client.mode >= GY_MODE_EVENT ? bound_before(stream, graph, true) : NULL);
 }

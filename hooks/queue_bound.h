@@ -1,11 +1,13 @@
 /* The queue-bounding modes, per (thread, stream), kept in a thread-local table (no lock on the
- * launch path):
- *   sync:N   after every N-th unit, wait for the stream (at most N queued);
- *   event:N  after every N-th unit record an event; before the first unit of group g wait for
- *            the event of group g-2 (at most 2N queued, no bubble when N is large enough);
- *   time:US  like event:N, but each group's size is chosen so that it holds about US/2 of GPU
- *            time, from the GPU time per unit learned on this stream with timing events: the
- *            work in flight is bounded in time (about US) instead of in kernels.
+ * launch path). What one thread has launched on one stream and is still queued or running, the
+ * launch being made included, is at most:
+ *   sync:N   N units: after every N-th unit, wait for the stream;
+ *   event:N  2N units: after every N-th unit record an event; before the first unit of group g
+ *            wait for the event of group g-2 (no bubble when N is large enough);
+ *   time:US  max(US, one unit) of GPU time: like event:N, but each group holds as many units as
+ *            fit in US/2 of GPU time, from the GPU time per unit learned on this stream with
+ *            timing events; a unit longer than US/2, or of a kind not timed yet, goes alone and
+ *            the next launch waits for it (queue_bound.c). Times are as learned (an average).
  * A unit is a kernel or a whole graph launch. In time mode graph launches and kernels never share
  * a group: a switch between them ends the group, and each kind's GPU time per unit is learned
  * from its own groups (a graph can hold hundreds of kernels). Nothing is inserted on a stream being captured
@@ -31,6 +33,17 @@ static inline void gy_bound_after(gy_cu_stream stream, struct gy_stream_state *k
 {
     if (gy_client.mode != GY_MODE_NONE)
         gy_bound_after_slow(stream, known);
+}
+
+/* The bound of a launch already made (the partition stream's: no wait under the partition lock):
+ * both parts after it. In event and time modes a group's wait then follows its first launch, so
+ * that stream holds one unit more than the mode says. */
+void gy_bound_launched_slow(gy_cu_stream stream, bool graph);
+
+static inline void gy_bound_launched(gy_cu_stream stream, bool graph)
+{
+    if (gy_client.mode != GY_MODE_NONE)
+        gy_bound_launched_slow(stream, graph);
 }
 
 #endif

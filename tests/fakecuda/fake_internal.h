@@ -65,7 +65,7 @@ struct CUstream_st {
 };
 
 struct CUevent_st {
-    uint64_t time;       /* the recorded stream tail */
+    uint64_t time;       /* when the stream reached it: its tail, or the record's time if idle */
     bool captured;       /* recorded into a capture: not a point in time */
     unsigned flags;
 };

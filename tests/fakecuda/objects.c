@@ -455,7 +455,10 @@ static CUresult event_record(CUevent event, CUstream handle, bool ptsz)
     struct CUstream_st *s = fk_stream_locked(handle, ptsz);
     if (s) {
         event->captured = s->capturing; /* becomes a node of the graph, not a point in time */
-        event->time = fk_ordered_tail_locked(s);
+        /* As on a GPU, the event is timed when the stream reaches it: at once on an idle stream,
+         * not when its last kernel ended (elapsed times from it would count the idle time). */
+        uint64_t tail = fk_ordered_tail_locked(s), now = fk_now_ns();
+        event->time = tail > now ? tail : now;
     }
     pthread_mutex_unlock(&fk_lock);
     return s ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;

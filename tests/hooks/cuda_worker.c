@@ -2,7 +2,7 @@
  * libcuda.so.1 and does one scenario (argv[1]). It prints what the test driver checks:
  *   counters pid=P slot=0|1 launches=N graph_launches=N sync_points=N waits=N drains=N
  *   JOB <entered_ns> <drained_ns> <exit_ns> <timed_out>      (jobs)
- *   QUEUED / CAPTURING / ENDED <ns>                          (coordination marks)
+ *   QUEUED / CAPTURING / ENDED / STARTED <ns>                (coordination marks)
  * and exits 0, or 1 with a line "FAIL ..." when a check of its own fails. */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -285,9 +285,11 @@ static void scenario_copyspin(long us, int batch, double seconds)
     }
 }
 
-/* A high-priority worker: jobs of `k` kernels, each between begin and end. */
-static void scenario_jobs(int priority, int njobs, long us, int k, long gap_ms)
+/* A high-priority worker: jobs of `k` kernels, each between begin and end, `gap_ms` apart plus
+ * a random 0..jitter_us (so that jobs do not keep one phase of a periodic lower worker). */
+static void scenario_jobs(int priority, int njobs, long us, int k, long gap_ms, long jitter_us)
 {
+    unsigned seed = (unsigned)getpid();
     CUfunction f = kernel_of(us);
     CUstream s;
     CU(cuStreamCreate(&s, 0));
@@ -299,6 +301,11 @@ static void scenario_jobs(int priority, int njobs, long us, int k, long gap_ms)
     }
     for (int j = 0; j < njobs; j++) {
         sleep_ms(gap_ms);
+        if (jitter_us > 0) {
+            long extra_us = (long)(rand_r(&seed) % (unsigned)jitter_us);
+            struct timespec ts = {.tv_sec = extra_us / 1000000, .tv_nsec = extra_us % 1000000 * 1000};
+            nanosleep(&ts, NULL);
+        }
         gy_job job;
         if (gy_begin(&shm, priority, &job, &err)) {
             fail("begin: %s", err.msg);
@@ -374,6 +381,36 @@ static void scenario_graph_mix(int rounds)
             CU(launch(small, s));
         for (int i = 0; i < 10; i++)
             CU(cuGraphLaunch(exec, s));
+    }
+    CU(cuStreamSynchronize(s));
+}
+
+/* A lower-priority loop that never synchronizes: units of `us` of GPU time on one stream for
+ * `ms` milliseconds, each a kernel or (graph) a graph launch of 10 kernels of us/10; only the
+ * queue bound limits what it queues. Prints STARTED <ns> after its first unit. */
+static void scenario_units(long us, bool graph, long ms)
+{
+    CUfunction f = kernel_of(graph ? us / 10 : us);
+    CUstream s;
+    CU(cuStreamCreate(&s, 0));
+    CUgraphExec exec = NULL;
+    if (graph) {
+        CUstream capture;
+        CUgraph g;
+        CU(cuStreamCreate(&capture, 0));
+        CU(cuStreamBeginCapture_v2(capture, CU_STREAM_CAPTURE_MODE_GLOBAL));
+        for (int i = 0; i < 10; i++)
+            CU(launch(f, capture));
+        CU(cuStreamEndCapture(capture, &g));
+        CU(cuGraphInstantiateWithFlags(&exec, g, 0));
+    }
+    uint64_t end = now_ns() + (uint64_t)ms * 1000000ull;
+    for (int i = 0; now_ns() < end; i++) {
+        CU(graph ? cuGraphLaunch(exec, s) : launch(f, s));
+        if (i == 0) {
+            printf("STARTED %llu\n", (unsigned long long)now_ns());
+            fflush(stdout);
+        }
     }
     CU(cuStreamSynchronize(s));
 }
@@ -649,11 +686,14 @@ int main(int argc, char **argv)
     else if (strcmp(what, "copyspin") == 0)
         scenario_copyspin((long)ARG(2, 1000), (int)ARG(3, 5), ARG(4, 2));
     else if (strcmp(what, "jobs") == 0)
-        scenario_jobs((int)ARG(2, 1), (int)ARG(3, 5), (long)ARG(4, 1000), (int)ARG(5, 5), (long)ARG(6, 100));
+        scenario_jobs((int)ARG(2, 1), (int)ARG(3, 5), (long)ARG(4, 1000), (int)ARG(5, 5), (long)ARG(6, 100),
+                      (long)ARG(7, 0));
     else if (strcmp(what, "busy") == 0)
         scenario_busy((long)ARG(2, 10000), (int)ARG(3, 20), ARG(4, 3), ARG(5, 0) != 0);
     else if (strcmp(what, "bound") == 0)
         scenario_bound((long)ARG(2, 200), (int)ARG(3, 200));
+    else if (strcmp(what, "units") == 0)
+        scenario_units((long)ARG(2, 2000), ARG(3, 0) != 0, (long)ARG(4, 500));
     else if (strcmp(what, "graph_mix") == 0)
         scenario_graph_mix((int)ARG(2, 3));
     else if (strcmp(what, "capture") == 0)
@@ -679,7 +719,7 @@ int main(int argc, char **argv)
     else if (strncmp(what, "partition", 9) == 0)
         partition_scenario(what, argc, argv); /* its failures are counted in `failures` */
     else {
-        fprintf(stderr, "usage: cuda_worker paths|plain|spin|copyspin|jobs|busy|bound|capture|capture_hold|rate|rtld_next|thread_exit|capture_two_threads|fork|fork_while_binding|devices|device_backlog|graph_mix|partition* [args]\n");
+        fprintf(stderr, "usage: cuda_worker paths|plain|spin|copyspin|jobs|busy|bound|capture|capture_hold|rate|rtld_next|thread_exit|capture_two_threads|fork|fork_while_binding|devices|device_backlog|graph_mix|units|partition* [args]\n");
         return 2;
     }
     if (strcmp(what, "jobs") != 0 && strcmp(what, "fork_while_binding") != 0)

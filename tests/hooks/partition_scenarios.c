@@ -518,7 +518,9 @@ static void scenario_fallback(void)
         fail("no end of the job");
     uint64_t ended = gy_now_ns();
     waitpid(ender, NULL, 0);
-    if (launched + 50000000ull < ended)
+    /* 150 ms of 200: the end's acknowledgement can come tens of ms after the woken launch under
+     * TSan on a crowded machine; a launch that did not wait returns about 200 ms before it. */
+    if (launched + 150000000ull < ended)
         fail("the launch inside the job returned %llu ms before the job ended: it did not wait",
              (unsigned long long)((ended - launched) / 1000000));
     CU(cuStreamSynchronize(s));
@@ -538,10 +540,13 @@ static void scenario_fallback(void)
  * launched during the job goes to the green stream, and each launch returns only once its kernel
  * has ended, so no kernel is submitted while another is still queued there. Without the bound the
  * burst is queued at once: kernels submitted behind others, launches returning before their
- * kernels end. */
+ * kernels end. Under time:US (US < 2 x KERNEL_US: each kernel goes alone) the bound, applied after
+ * the launch, waits for the kernel before: at most one is still queued at a submit. */
 #define BURST 20
 static void scenario_bound(void)
 {
+    const char *mode = getenv("GPUYIELD_MODE") ? getenv("GPUYIELD_MODE") : "";
+    bool time_mode = strncmp(mode, "time:", 5) == 0;
     hp_start();
     cuda_init();
     CUstream s;
@@ -565,11 +570,12 @@ static void scenario_bound(void)
         snprintf(tag, sizeof tag, "q%d", i);
         expect_green(tag, true);
         const struct fake_kernel *k = find(tag);
-        if (k && k->outstanding != 0)
-            fail("%s was submitted with %u kernels still queued on its stream: sync:1 allows none", tag,
-                 k->outstanding);
+        if (k && k->outstanding > (time_mode ? 1u : 0u))
+            fail("%s was submitted with %u kernels still queued on its stream: %s allows %s", tag, k->outstanding,
+                 mode, time_mode ? "one" : "none");
         snprintf(what, sizeof what, "the launch of %s", tag);
-        expect_covered(what, returned[i], tag);
+        if (!time_mode)
+            expect_covered(what, returned[i], tag);
     }
     gy_shm shm;
     gy_err err;
@@ -578,11 +584,14 @@ static void scenario_bound(void)
         fail("cannot read the status: %s", err.msg);
     } else {
         gy_close(&shm);
+        /* sync:1 syncs after every launch; time mode counts a wait only where the kernel before had
+         * not ended yet, which a slow (crowded) thread often finds. */
+        unsigned long long syncs = time_mode ? 1 : BURST;
         for (int i = 0; i < st.nprocs; i++)
-            if (st.procs[i].pid == getpid() && (st.procs[i].partition_launches != BURST || st.procs[i].sync_points < BURST))
-                fail("status: %llu launches sent to the partition (expected %d), %llu sync points (expected >= %d)",
+            if (st.procs[i].pid == getpid() && (st.procs[i].partition_launches != BURST || st.procs[i].sync_points < syncs))
+                fail("status: %llu launches sent to the partition (expected %d), %llu sync points (expected >= %llu)",
                      (unsigned long long)st.procs[i].partition_launches, BURST,
-                     (unsigned long long)st.procs[i].sync_points, BURST);
+                     (unsigned long long)st.procs[i].sync_points, syncs);
     }
     fake_log_free(&the_log);
 }

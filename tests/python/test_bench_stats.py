@@ -1,5 +1,7 @@
 """bench.gpu.stats (the benchmarks' one statistics module) and partition_verdict's plan and
 verdict shape, on synthetic inputs."""
+import contextlib
+import fcntl
 import json
 import os
 import subprocess
@@ -11,6 +13,34 @@ from bench.gpu import partition_verdict as pv
 from bench.gpu import stats
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@contextlib.contextmanager
+def clean_lock():
+    """tests/lib/suite.sh's lock: the verdict's segments are made by `expcontroller create` and have
+    no live creator, so an `expcontroller clean` of a run beside ours would remove them under it."""
+    path = os.environ.get("CLEAN_LOCK") or f"/tmp/gpuyield-{os.getuid()}-clean.lock"
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
+def run_verdict(args, env):
+    """partition_verdict run as a child; returns (returncode, output, its pid). The pid names its
+    segments (verdict<pid>-<pair>-<policy>), so a check sees only this run's, not other runs' beside it."""
+    with clean_lock():
+        p = subprocess.Popen([sys.executable, "-m", "bench.gpu.partition_verdict", *args], cwd=ROOT, env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            out, _ = p.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, _ = p.communicate()
+    return p.returncode, out, p.pid
+
+
+def segments_of_verdict(pid):
+    return [n for n in os.listdir("/dev/shm") if f"-verdict{pid}-" in n]
 
 
 def test_nearest_rank_on_known_inputs():
@@ -166,21 +196,19 @@ def test_dry_run_end_to_end_with_a_stand_in_worker(tmp_path):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "tests", "bench"), os.path.join(build, "python"),
                                                        ROOT]))
     out = tmp_path / "v"
-    r = subprocess.run([sys.executable, "-m", "bench.gpu.partition_verdict", "--build", build, "--out", str(out),
-                        "--worker-module", "fake_verdict_worker", "--no-mps", "--pairs", "resnet",
-                        "--setups", "hp_alone,lp_alone,nocontrol,corun", "--rounds", "2", "--contended-s", "0.3",
-                        "--hp-alone-s", "0.2", "--lp-alone-s", "0.2", "--latency-pairs", "resnet",
-                        "--latency-jobs", "5"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                       text=True, timeout=120)
-    assert r.returncode == 0, r.stdout
+    rc, stdout, pid = run_verdict(["--build", build, "--out", str(out), "--worker-module", "fake_verdict_worker",
+                                   "--no-mps", "--pairs", "resnet", "--setups", "hp_alone,lp_alone,nocontrol,corun",
+                                   "--rounds", "2", "--contended-s", "0.3", "--hp-alone-s", "0.2", "--lp-alone-s", "0.2",
+                                   "--latency-pairs", "resnet", "--latency-jobs", "5"], env)
+    assert rc == 0, stdout
     verdict = json.loads((out / "verdict.json").read_text())
     assert set(verdict["pairs"]["resnet"]) == {"nocontrol", "corun"}
     assert verdict["pairs"]["resnet"]["corun"]["hp_jobs"] > 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["resnet"]["latency_ms"]["drain"]["jobs"] == 5
     assert summary["resnet"]["lp_kernels"][0]["longest_ms"] == 1.0
-    assert "ETA" in r.stdout and "estimated" in r.stdout
-    assert not [n for n in os.listdir("/dev/shm") if "verdict" in n]  # segments removed
+    assert "ETA" in stdout and "estimated" in stdout
+    assert not segments_of_verdict(pid)  # its segments removed
 
 
 def test_a_partition_that_falls_back_writes_no_verdict(tmp_path):
@@ -194,16 +222,15 @@ def test_a_partition_that_falls_back_writes_no_verdict(tmp_path):
                                                        ROOT]),
                PATH=os.path.join(ROOT, "tests", "run_exp", "bin") + os.pathsep + os.environ["PATH"], FAKE_MPS_LOG=str(log))
     out = tmp_path / "v"
-    r = subprocess.run([sys.executable, "-m", "bench.gpu.partition_verdict", "--build", build, "--out", str(out),
-                        "--worker-module", "fake_verdict_worker", "--pairs", "resnet", "--setups",
-                        "hp_alone,lp_alone,partition", "--rounds", "1", "--contended-s", "0.3", "--hp-alone-s", "0.2",
-                        "--lp-alone-s", "0.2", "--latency-pairs="], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                       stderr=subprocess.STDOUT, text=True, timeout=120)
-    assert r.returncode == 1, r.stdout
-    assert "did not run the partition policy" in r.stdout and "resnet round 0: the LP's partition state is 'the LP is not registered', not 'active'" in r.stdout
+    rc, stdout, pid = run_verdict(["--build", build, "--out", str(out), "--worker-module", "fake_verdict_worker",
+                                   "--pairs", "resnet", "--setups", "hp_alone,lp_alone,partition", "--rounds", "1",
+                                   "--contended-s", "0.3", "--hp-alone-s", "0.2", "--lp-alone-s", "0.2",
+                                   "--latency-pairs="], env)
+    assert rc == 1, stdout
+    assert "did not run the partition policy" in stdout and "resnet round 0: the LP's partition state is 'the LP is not registered', not 'active'" in stdout
     assert not (out / "verdict.json").exists() and (out / "raw.json").exists()
     raw = json.loads((out / "raw.json").read_text())
     assert raw["pairs"]["resnet"]["rounds"][0]["partition"]["lp_partition"]["launches"] == 0
     started = [line.split()[1] for line in log.read_text().splitlines() if line.startswith("start ")]
     assert len(started) == 1 and f"quit {started[0]}" in log.read_text()  # the daemon was quit
-    assert not [n for n in os.listdir("/dev/shm") if "verdict" in n]
+    assert not segments_of_verdict(pid)
