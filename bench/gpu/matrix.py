@@ -321,6 +321,8 @@ def estimate_s(args, plan):
         w = window_s(args, LOADS[load] / svc)
         n = len(cell_setups(args.setups, first, args.cost)) * args.rounds
         total += n * (w + args.lp_lead_s + 0.6) + (15 if first else 5)
+        if "guarded" in args.setups and args.learn_jobs:
+            total += args.learn_jobs * svc / 0.9 + args.lp_lead_s + 1
     return total
 
 
@@ -352,6 +354,8 @@ def run_cells(args, plan, procs, tools, raw, started):
             loaded_lp = lp
         rate = LOADS[load] / (raw["hp_kinds"][hp]["svc_p50_ms"] / 1000.0)
         seconds = window_s(args, rate)
+        if "guarded" in args.setups and args.learn_jobs:
+            learn_guarded(args, procs, tools, raw, (hp, lp, load))
         for rnd, setup in schedule(cell_setups(args.setups, first, args.cost), args.rounds, args.seed + ci):
             group, roles, mark = SETUP[setup]
             seed = args.seed * 100000 + ci * 100 + rnd  # the same arrivals for every setup of the round
@@ -389,6 +393,31 @@ def run_cells(args, plan, procs, tools, raw, started):
 # LP kinds that launch only CUDA graphs: the partition never takes a graph (a green stream does
 # not confine a graph's kernels, hooks/partition.c), so their graphs wait for the job as under corun.
 GRAPH_LPS = ("graph",)
+
+
+def learn_guarded(args, procs, tools, raw, cell):
+    """Before a cell's rounds: forget what guarded learned beside the last pair (`expcontroller
+    guard --reset`), then let it learn this pair: --learn-jobs HP jobs at 90 % load beside the LP.
+    Recorded as setup "guarded_learn" with the arm it chose (the verdict leaves it out: the rounds
+    measure the policy as it runs once it has learned, and this segment what learning costs)."""
+    r = tools.expcontroller("guard", "--name", tools.segments["guarded"], "--reset")
+    if r.returncode != 0:
+        fail(f"cannot reset the guarded segment: {r.stdout.strip()}")
+    hp, lp, load = cell
+    rate = 0.9 / (raw["hp_kinds"][hp]["svc_p50_ms"] / 1000.0)
+    seconds = args.learn_jobs / rate
+    t0 = time.monotonic() + 0.05
+    procs[("guarded", "lp")].send({"cmd": "lp", "t0": t0 - args.lp_lead_s, "seconds": args.lp_lead_s + seconds + 0.3})
+    seg = {"hp": hp, "lp": lp, "load": load, "setup": "guarded_learn", "round": -1, "rate": rate, "seconds": seconds}
+    seg["hp_result"] = procs[("guarded", "hp")].request(
+        {"cmd": "hp", "t0": t0, "seconds": seconds, "rate": rate, "seed": args.seed, "mark": True}, seconds + 120,
+        f"{hp}+{lp} guarded learning")
+    seg["lp_result"] = procs[("guarded", "lp")].reply(seconds + 120, f"{hp}+{lp} guarded learning")
+    seg["guarded_status"] = tools.lp_state("guarded")["segment"]
+    raw["segments"].append(seg)
+    arm = (seg["guarded_status"].get("guarded") or {}).get("in_force")
+    print(f"matrix: {hp}+{lp} {load}: guarded learned for {len(seg['hp_result']['lat_ms'])} jobs, in force: {arm}",
+          flush=True)
 
 
 def policy_problems(raw):
@@ -437,7 +466,7 @@ def analyze(raws):
             rounds = sorted({s["round"] for s in segs})
             by = {(s["round"], s["setup"]): s for s in segs}
             for setup in sorted({s["setup"] for s in segs}):
-                if setup in ("hp_alone", "lp_alone"):
+                if setup in ("hp_alone", "lp_alone", "guarded_learn"):
                     continue
                 blocks = []
                 for r in rounds:
@@ -596,6 +625,8 @@ def parse_args(argv):
     p.add_argument("--calib-jobs", type=int, default=30)
     p.add_argument("--busy-jobs", type=int, default=10)
     p.add_argument("--lp-mode", default="time:500")
+    p.add_argument("--learn-jobs", type=int, default=300,
+                   help="guarded: HP jobs it learns on before each cell's rounds (0: none, no reset)")
     p.add_argument("--partition-sms", type=int, default=16)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--device", default="unknown")
