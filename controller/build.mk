@@ -1,5 +1,5 @@
-# The controller library (static, linked by everything) and expcontroller.
-CONTROLLER_SRC := $(filter-out controller/expcontroller.c,$(wildcard controller/*.c))
+# The controller library (static, linked by everything).
+CONTROLLER_SRC := $(wildcard controller/*.c) service/private_dir.c
 # CONTROLLER_LIB is defined in build.mk (other fragments may be read first)
 $(O)/obj/controller/version.o: CFLAGS += -DGY_VERSION='"$(GY_VERSION)"'
 $(O)/obj/controller/version.o: VERSION
@@ -8,14 +8,10 @@ $(CONTROLLER_LIB): $(CONTROLLER_SRC:%.c=$(O)/obj/%.o)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(O)/bin/expcontroller: $(O)/obj/controller/expcontroller.o $(CONTROLLER_LIB)
-	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) $^ -o $@
-
-ALL += $(CONTROLLER_LIB) $(O)/bin/expcontroller
+ALL += $(CONTROLLER_LIB)
 
 # The controller's test program (also built in the asan and tsan variants).
-$(O)/tests/test_controller: $(O)/obj/tests/controller/test_controller.o $(CONTROLLER_LIB)
+$(O)/tests/test_controller: $(O)/obj/tests/controller/test_controller.o $(SERVICE_LIB) $(CONTROLLER_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -o $@
 

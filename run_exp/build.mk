@@ -2,7 +2,7 @@
 RUN_EXP_SRC := $(filter-out run_exp/standin_worker.c,$(wildcard run_exp/*.c))
 RUN_EXP_LIBS := -ljansson -lm
 
-$(O)/bin/run_exp: $(RUN_EXP_SRC:%.c=$(O)/obj/%.o) $(CONTROLLER_LIB)
+$(O)/bin/run_exp: $(RUN_EXP_SRC:%.c=$(O)/obj/%.o) $(SERVICE_LIB) $(CONTROLLER_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ $(RUN_EXP_LIBS) -o $@
 
