@@ -12,7 +12,7 @@ SAN_FLAGS := -fsanitize=thread
 else
 SAN_FLAGS :=
 endif
-CFLAGS := $(BASE_CFLAGS) $(SAN_FLAGS) -Icontroller -Iservice
+CFLAGS := $(BASE_CFLAGS) $(SAN_FLAGS) -Icontroller
 LDFLAGS := $(SAN_FLAGS) -pthread
 ALL :=
 CONTROLLER_LIB := $(O)/lib/libgycontrol.a

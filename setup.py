@@ -15,8 +15,8 @@ def sources(folder, leave_out=()):
 
 extension = Extension(
     "gpuyield._gpuyield",
-    sources=sources("pyext") + sources("controller") + ["service/private_dir.c"],
-    include_dirs=["controller", "service"],
+    sources=sources("pyext") + sources("controller"),
+    include_dirs=["controller"],
     define_macros=[("_GNU_SOURCE", None), ("GY_VERSION", f'"{VERSION}"')],
     extra_compile_args=["-std=c11", "-pthread", "-Wall", "-Wextra"],
     extra_link_args=["-pthread"],

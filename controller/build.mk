@@ -1,5 +1,5 @@
-# The controller library (static, linked by everything).
-CONTROLLER_SRC := $(wildcard controller/*.c) service/private_dir.c
+# The controller library: the shared-memory protocol alone (static, linked by everything).
+CONTROLLER_SRC := $(wildcard controller/*.c)
 # CONTROLLER_LIB is defined in build.mk (other fragments may be read first)
 $(O)/obj/controller/version.o: CFLAGS += -DGY_VERSION='"$(GY_VERSION)"'
 $(O)/obj/controller/version.o: VERSION
@@ -10,7 +10,9 @@ $(CONTROLLER_LIB): $(CONTROLLER_SRC:%.c=$(O)/obj/%.o)
 
 ALL += $(CONTROLLER_LIB)
 
-# The controller's test program (also built in the asan and tsan variants).
+# The controller's test program (also built in the asan and tsan variants); it also tests the
+# service room's metrics textfile writer, hence -Iservice and SERVICE_LIB.
+$(O)/obj/tests/controller/%.o: CFLAGS += -Iservice
 $(O)/tests/test_controller: $(O)/obj/tests/controller/test_controller.o $(SERVICE_LIB) $(CONTROLLER_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -o $@

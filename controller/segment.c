@@ -10,7 +10,7 @@
 
 #include "errors.h"
 #include "gpuyield.h"
-#include "private_dir.h"
+#include "owner_text.h"
 #include "shared_wait.h"
 
 #define TAG_MAX 40

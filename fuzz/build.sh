@@ -33,12 +33,12 @@ compile() {
     mkdir -p "$objdir"
     local src
     for src in "$@"; do
-        "$CLANG" $CFLAGS -fsanitize=fuzzer-no-link -Icontroller -Iservice -Irun_exp -Insight-parser -Ifuzz \
+        "$CLANG" $CFLAGS -fsanitize=fuzzer-no-link -Icontroller -Irun_exp -Insight-parser -Ifuzz \
             -c "$src" -o "$objdir/$(basename "${src%.c}").o"
     done
 }
 cd "$ROOT"
-compile controller controller/*.c service/private_dir.c
+compile controller controller/*.c
 compile run_exp run_exp/config.c run_exp/image.c run_exp/models.c
 compile nsight-parser $(ls nsight-parser/*.c | grep -v main.c)
 compile fuzz fuzz/segment_open_fuzz.c fuzz/run_exp_config_fuzz.c fuzz/nsight_csv_fuzz.c fuzz/fuzz_file.c

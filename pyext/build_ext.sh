@@ -18,5 +18,5 @@ cp pyext/gpuyield/*.py "$DEST/"
 SOURCES=$(ls pyext/*.c 2>/dev/null || true)
 if [ -n "$SOURCES" ]; then
     gcc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -O2 -g -fPIC -pthread -shared \
-        -I"$INCLUDE" -Icontroller -Iservice $SOURCES "$BUILD/lib/libgycontrol.a" -o "$DEST/_gpuyield$SUFFIX"
+        -I"$INCLUDE" -Icontroller $SOURCES "$BUILD/lib/libgycontrol.a" -o "$DEST/_gpuyield$SUFFIX"
 fi
