@@ -11,6 +11,7 @@
 #include "errors.h"
 #include "gpuyield.h"
 #include "owner_text.h"
+#include "proc_identity.h"
 #include "shared_wait.h"
 
 #define TAG_MAX 40

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "gpuyield.h"
+#include "proc_identity.h"
 
 #define MS 1000000ull
 /* Seconds-scale: a reader that needs longer than this is hung, not slow. */
