@@ -40,6 +40,9 @@ else
             bash -c "cd / && PYTHONPATH='$T/site' '$PYTHON' -c 'import gpuyield; print(gpuyield.__version__, gpuyield.__file__)'"
         expect pip_target_extension_works 0 "^/gpuyield-$(id -u)-x\$" \
             bash -c "cd / && PYTHONPATH='$T/site' '$PYTHON' -c 'import gpuyield; print(gpuyield.segment_name(\"x\"))'"
+        # setup.py links the protocol alone and exports the module init alone, as make.sh's build.
+        check pip_extension_exports_only_its_init test \
+            "$(nm -D --defined-only "$T"/site/gpuyield/_gpuyield*.so | awk '{print $3}')" = PyInit__gpuyield
     else
         fail pip_install_target "$(tail -n 20 "$T/pip.log")"
     fi
