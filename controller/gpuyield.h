@@ -49,7 +49,7 @@ const char *gy_default_tag(void);
 
 /* Create with O_EXCL and mode 0600; drain_timeout_ns 0 means the default. */
 int gy_create(const char *tag_or_name, uint64_t drain_timeout_ns, gy_shm *out, gy_err *err);
-/* Open an existing segment, checking owner uid, magic, layout version and size. */
+/* Open an existing segment, checking owner uid, magic, layout stamp (the build) and size. */
 int gy_open(const char *tag_or_name, gy_shm *out, gy_err *err);
 /* Unregister (if registered) and unmap. The segment itself stays. */
 void gy_close(gy_shm *shm);
