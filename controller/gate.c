@@ -172,11 +172,6 @@ uint64_t gy_wait_until_allowed_on(gy_shm *shm, int device, int *allowed_at)
     return blocked;
 }
 
-bool gy_allowed_now(gy_shm *shm)
-{
-    return gy_allowed_now_on(shm, GY_DEVICE_ALL);
-}
-
 bool gy_allowed_now_on(gy_shm *shm, int device)
 {
     gy_lock_and_recover(shm->seg);

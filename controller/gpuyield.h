@@ -145,8 +145,8 @@ static inline bool gy_launch_allowed(const gy_shm *shm, int priority)
  * form waits for `device`'s gate word only (GY_DEVICE_ALL: for every device). */
 uint64_t gy_wait_until_allowed(gy_shm *shm, int *allowed_at);
 uint64_t gy_wait_until_allowed_on(gy_shm *shm, int device, int *allowed_at);
-/* Whether a launch is allowed now at our effective priority (see above), without waiting. */
-bool gy_allowed_now(gy_shm *shm);
+/* Whether a launch on `device` is allowed now at our effective priority (see above), without
+ * waiting. */
 bool gy_allowed_now_on(gy_shm *shm, int device);
 
 /* ---- devices (registry.c) ------------------------------------------------------------------- */
