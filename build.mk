@@ -16,6 +16,7 @@ CFLAGS := $(BASE_CFLAGS) $(SAN_FLAGS) -Icontroller
 LDFLAGS := $(SAN_FLAGS) -pthread
 ALL :=
 CONTROLLER_LIB := $(O)/lib/libgycontrol.a
+SERVICE_LIB := $(O)/lib/libgyservice.a
 # The one place the version lives; controller/version.c turns it into gy_version().
 GY_VERSION := $(shell cat VERSION)
 ifeq ($(shell grep -Ex '[0-9]+\.[0-9]+\.[0-9]+' VERSION),)

@@ -15,11 +15,13 @@ def sources(folder, leave_out=()):
 
 extension = Extension(
     "gpuyield._gpuyield",
-    sources=sources("pyext") + sources("controller", leave_out={"expcontroller.c"}),
+    sources=sources("pyext") + sources("controller"),
     include_dirs=["controller"],
     define_macros=[("_GNU_SOURCE", None), ("GY_VERSION", f'"{VERSION}"')],
     extra_compile_args=["-std=c11", "-pthread", "-Wall", "-Wextra"],
-    extra_link_args=["-pthread"],
+    # Only the module init is exported (pyext/exports.map), as in make.sh's build.
+    extra_link_args=["-pthread", f"-Wl,--version-script={HERE}/pyext/exports.map"],
+    depends=["pyext/exports.map"],
 )
 
 # Intermediate files under build/setuptools, beside make.sh's outputs, not at the top of the tree.

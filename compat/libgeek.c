@@ -25,6 +25,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "compat_tag.h"
 #include "gpuyield.h"
 #include "stderr_line.h"
 

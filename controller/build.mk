@@ -1,5 +1,5 @@
-# The controller library (static, linked by everything) and expcontroller.
-CONTROLLER_SRC := $(filter-out controller/expcontroller.c,$(wildcard controller/*.c))
+# The controller library: the shared-memory protocol alone (static, linked by everything).
+CONTROLLER_SRC := $(wildcard controller/*.c)
 # CONTROLLER_LIB is defined in build.mk (other fragments may be read first)
 $(O)/obj/controller/version.o: CFLAGS += -DGY_VERSION='"$(GY_VERSION)"'
 $(O)/obj/controller/version.o: VERSION
@@ -8,14 +8,12 @@ $(CONTROLLER_LIB): $(CONTROLLER_SRC:%.c=$(O)/obj/%.o)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(O)/bin/expcontroller: $(O)/obj/controller/expcontroller.o $(CONTROLLER_LIB)
-	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) $^ -o $@
+ALL += $(CONTROLLER_LIB)
 
-ALL += $(CONTROLLER_LIB) $(O)/bin/expcontroller
-
-# The controller's test program (also built in the asan and tsan variants).
-$(O)/tests/test_controller: $(O)/obj/tests/controller/test_controller.o $(CONTROLLER_LIB)
+# The controller's test program (also built in the asan and tsan variants); it also tests the
+# service room's metrics textfile writer, hence -Iservice and SERVICE_LIB.
+$(O)/obj/tests/controller/%.o: CFLAGS += -Iservice
+$(O)/tests/test_controller: $(O)/obj/tests/controller/test_controller.o $(SERVICE_LIB) $(CONTROLLER_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -o $@
 

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdio.h>
 
+#include "compat_tag.h"
 #include "errors.h"
 #include "gpuyield.h"
 

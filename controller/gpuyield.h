@@ -1,5 +1,7 @@
-/* The controller library's public interface: segment lifecycle, registration, the launch gate,
- * jobs and the drain handshake, status. Linked statically by every other piece of gpuyield. */
+/* The controller library's public interface, installed with it (make install, pkg-config):
+ * segment lifecycle, registration, the launch gate, jobs and the drain handshake, status.
+ * Declarations only gpuyield's own rooms use live beside the code (proc_identity.h,
+ * compat_tag.h, status_text.h, registry.h, shared_wait.h, errors.h, ...), never installed. */
 #ifndef GPUYIELD_H
 #define GPUYIELD_H
 
@@ -42,19 +44,12 @@ typedef struct gy_shm {
 /* "/gpuyield-<uid>-<tag>" from a tag, or a full name given back checked. A tag is 1..40 of
  * [A-Za-z0-9._-]. Returns 0, or -1 with err filled. */
 int gy_segment_name(const char *tag_or_name, char out[GY_NAME_MAX], gy_err *err);
-/* The original experiment's libgeek.so suffix S is the segment of tag "compat" + S, and its
- * high-priority job is a job of priority 1 (compat_tag.c; libgeek.so, the hooks loaded as
- * libcuinterpose*.so and gpuyield.compat all use these). */
-#define GY_COMPAT_TAG_PREFIX "compat"
-#define GY_COMPAT_PRIORITY 1
-/* The tag a suffix stands for; -1 with err filled (EINVAL) when it makes no valid tag. */
-int gy_compat_tag(const char *suffix, char tag[GY_NAME_MAX], gy_err *err);
 /* The tag/name to use when the caller gives none: $GPUYIELD_SHM, else GY_DEFAULT_TAG. */
 const char *gy_default_tag(void);
 
 /* Create with O_EXCL and mode 0600; drain_timeout_ns 0 means the default. */
 int gy_create(const char *tag_or_name, uint64_t drain_timeout_ns, gy_shm *out, gy_err *err);
-/* Open an existing segment, checking owner uid, magic, layout version and size. */
+/* Open an existing segment, checking owner uid, magic, layout stamp (the build) and size. */
 int gy_open(const char *tag_or_name, gy_shm *out, gy_err *err);
 /* Unregister (if registered) and unmap. The segment itself stays. */
 void gy_close(gy_shm *shm);
@@ -90,19 +85,9 @@ void gy_set_policy(gy_shm *shm, enum gy_policy policy, bool mps);
 enum gy_policy gy_get_policy(const gy_shm *shm);
 bool gy_get_mps(const gy_shm *shm);
 
-/* ---- process identity (proc_identity.c) ---------------------------------------------------- */
+/* ---- the clock of jobs and waits (proc_identity.c) ------------------------------------------ */
 
-/* starttime of /proc/<pid>/stat (clock ticks since boot), 0 if the process does not exist. */
-uint64_t gy_proc_start_time(int pid);
-/* /proc/<pid>/<file> read into buf (NUL-terminated, at most len-1 bytes): the byte count, or -1
- * with errno set (ENOENT/ESRCH: no such process). */
-long gy_proc_read(int pid, const char *file, char *buf, size_t len);
-/* Its name for status and metrics: $GPUYIELD_MODEL of its environment, else /proc/PID/comm;
- * "" when neither can be read (proc_name.c). */
-void gy_proc_name(int pid, char *out, size_t len);
-/* True while the process (pid, start_time) is the same live process. */
-bool gy_proc_alive(int pid, uint64_t start_time);
-uint64_t gy_now_ns(void); /* CLOCK_MONOTONIC */
+uint64_t gy_now_ns(void); /* CLOCK_MONOTONIC, as gy_job's times */
 
 /* ---- registration and reaping (registry.c) --------------------------------------------------- */
 
@@ -160,8 +145,8 @@ static inline bool gy_launch_allowed(const gy_shm *shm, int priority)
  * form waits for `device`'s gate word only (GY_DEVICE_ALL: for every device). */
 uint64_t gy_wait_until_allowed(gy_shm *shm, int *allowed_at);
 uint64_t gy_wait_until_allowed_on(gy_shm *shm, int device, int *allowed_at);
-/* Whether a launch is allowed now at our effective priority (see above), without waiting. */
-bool gy_allowed_now(gy_shm *shm);
+/* Whether a launch on `device` is allowed now at our effective priority (see above), without
+ * waiting. */
 bool gy_allowed_now_on(gy_shm *shm, int device);
 
 /* ---- devices (registry.c) ------------------------------------------------------------------- */
@@ -270,14 +255,10 @@ struct gy_status {
     int nprocs;
     struct gy_status_proc procs[GY_MAX_PROCS];
 };
-/* "0,1" for a launched_devices mask ("-": none yet; "?" stands for no known device). */
-void gy_devices_text(uint32_t launched, char *out, size_t len);
 
 /* A consistent snapshot; every field read from the segment is range-checked (a corrupt segment
  * gives -1 and an error, never a crash). */
 int gy_status_read(gy_shm *shm, struct gy_status *out, gy_err *err);
-/* "2026-11-23T16:55:01.123Z" (UTC). */
-void gy_rfc3339(const struct timespec *when, char *out, size_t len);
 /* One JSON object, as `expcontroller status --json` prints it. Returns bytes written (or that
  * would be written, snprintf-style). */
 int gy_status_json(const struct gy_status *st, char *buf, size_t len);

@@ -2,7 +2,8 @@
  * queued on the GPU; every policy closes the gate. The enum, the names the tools and the JSON
  * files accept, their help texts, the segment's range check and the Python package's
  * gpuyield.POLICIES expand this table. Adding a policy is one row here plus its behaviour in
- * gy_begin (gate.c). Rows keep their order: the value is stored in the segment.
+ * gy_begin (its case in begin_drains, gate.c: the build fails until it has one). Rows keep their
+ * order: the value is stored in the segment.
  *   drain: wait until lower work has finished, so the job runs alone (any GPU, no MPS needed);
  *   corun: return at once and let the job's kernels run beside it. Under MPS (with the lower
  *          processes at MPS client priority below normal) the job's blocks take SMs as the lower

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "gpuyield.h"
+#include "proc_identity.h"
 
 enum proc_read { PROC_GONE, PROC_FOUND, PROC_UNKNOWN };
 

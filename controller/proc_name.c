@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "gpuyield.h"
+#include "proc_identity.h"
 
 /* GPUYIELD_MODEL=... from /proc/PID/environ (readable for our own processes), or false. */
 static bool model_from_environ(int pid, char *out, size_t len)

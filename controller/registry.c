@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "errors.h"
+#include "proc_identity.h"
 #include "registry.h"
 #include "shared_wait.h"
 

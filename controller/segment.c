@@ -10,7 +10,9 @@
 
 #include "errors.h"
 #include "gpuyield.h"
-#include "private_dir.h"
+#include "layout_stamp.h"
+#include "owner_text.h"
+#include "proc_identity.h"
 #include "shared_wait.h"
 
 #define TAG_MAX 40
@@ -133,7 +135,7 @@ int gy_create(const char *tag_or_name, uint64_t drain_timeout_ns, gy_shm *out, g
         shm_unlink(name);
         return gy_fail(err, rc, "cannot initialise the robust process-shared mutex of %s: %s", name, strerror(rc));
     }
-    seg->layout_version = GY_LAYOUT_VERSION;
+    seg->layout_stamp = GY_LAYOUT_STAMP;
     seg->segment_size = sizeof *seg;
     seg->owner_uid = (uint32_t)geteuid();
     seg->creator_pid = getpid();
@@ -146,6 +148,22 @@ int gy_create(const char *tag_or_name, uint64_t drain_timeout_ns, gy_shm *out, g
     out->seg = seg;
     snprintf(out->name, sizeof out->name, "%s", name);
     return 0;
+}
+
+/* The start of the header, as every build since the stamp lays it out (leaked_segments.py too). */
+struct gy_segment_head {
+    uint64_t magic;
+    uint32_t layout_stamp;
+};
+_Static_assert(offsetof(struct gy_segment, layout_stamp) == offsetof(struct gy_segment_head, layout_stamp),
+               "the header's start moved");
+
+static int other_build_fail(const char *name, uint32_t stamp, gy_err *err)
+{
+    return gy_fail(err, EPROTO,
+                   "segment %s was made by a different gpuyield build (layout stamp %08x, this build's %08x): "
+                   "remove it with `expcontroller remove --name %s` or restart the experiment",
+                   name, (unsigned)stamp, (unsigned)GY_LAYOUT_STAMP, name);
 }
 
 int gy_open(const char *tag_or_name, gy_shm *out, gy_err *err)
@@ -193,7 +211,13 @@ int gy_open(const char *tag_or_name, gy_shm *out, gy_err *err)
                        name, owner, (unsigned)geteuid());
     }
     if ((size_t)st.st_size != sizeof(struct gy_segment)) {
+        /* Another build's layout may well have another size: say so when its header says so. */
+        struct gy_segment_head head;
+        bool other_build = pread(fd, &head, sizeof head, 0) == (ssize_t)sizeof head && head.magic == GY_MAGIC &&
+                           head.layout_stamp != GY_LAYOUT_STAMP;
         close(fd);
+        if (other_build)
+            return other_build_fail(name, head.layout_stamp, err);
         return gy_fail(err, EPROTO,
                        "segment %s is %lld bytes, expected %zu: it is truncated or from another gpuyield "
                        "build; stop its users and `expcontroller remove --name %s`",
@@ -208,9 +232,11 @@ int gy_open(const char *tag_or_name, gy_shm *out, gy_err *err)
     const char *why = NULL;
     if (seg->magic != GY_MAGIC)
         why = "is not a gpuyield segment (bad magic)";
-    else if (seg->layout_version != GY_LAYOUT_VERSION)
-        why = "has another layout version";
-    else if (seg->segment_size != sizeof *seg)
+    else if (seg->layout_stamp != GY_LAYOUT_STAMP) {
+        uint32_t stamp = seg->layout_stamp;
+        munmap(seg, sizeof *seg);
+        return other_build_fail(name, stamp, err);
+    } else if (seg->segment_size != sizeof *seg)
         why = "declares another size";
     else if (seg->owner_uid != (uint32_t)geteuid())
         why = "records another owner";
@@ -219,13 +245,11 @@ int gy_open(const char *tag_or_name, gy_shm *out, gy_err *err)
     else if (atomic_load(&seg->policy) >= GY_POLICY_COUNT || atomic_load(&seg->mps) > 1)
         why = "holds a policy out of range";
     if (why) {
-        int e = EPROTO;
-        unsigned version = seg->layout_version;
         munmap(seg, sizeof *seg);
-        return gy_fail(err, e,
-                       "segment %s %s (its layout version %u, ours %u): it was made by another gpuyield "
-                       "version or corrupted; stop its users and `expcontroller remove --name %s`",
-                       name, why, version, GY_LAYOUT_VERSION, name);
+        return gy_fail(err, EPROTO,
+                       "segment %s %s: it is corrupted or from another gpuyield version; stop its users and "
+                       "`expcontroller remove --name %s`",
+                       name, why, name);
     }
     atomic_thread_fence(memory_order_acquire);
     out->seg = seg;

@@ -1,7 +1,8 @@
 /* The shared segment: the one place that defines its layout.
  *
- * Every process of an experiment maps the same segment, so this layout is a wire format.
- * Bump GY_LAYOUT_VERSION whenever a field moves, changes type or size: an opener checks it. */
+ * Every process of an experiment maps the same segment, so this layout is a wire format. Its
+ * stamp is computed from it (layout_stamp.h): a new field needs its row there, which the build
+ * checks; nothing is bumped by hand. */
 #ifndef GY_SEGMENT_LAYOUT_H
 #define GY_SEGMENT_LAYOUT_H
 
@@ -11,7 +12,6 @@
 #include <stdint.h>
 
 #define GY_MAGIC 0x444c454959555047ull /* "GPUYIELD" read as little-endian bytes */
-#define GY_LAYOUT_VERSION 5u
 #define GY_LEVELS 8     /* priorities 0..7, higher wins */
 #define GY_MAX_PROCS 128 /* registered processes per experiment */
 #define GY_NAME_MAX 64  /* "/gpuyield-<uid>-<tag>" including the NUL */
@@ -33,9 +33,9 @@ enum gy_proc_state {
 
 /* Counters kept per process: the one list of them. The segment's slots, struct gy_status_proc,
  * `expcontroller status --json` and the Python status dict all expand it, in this order. Adding a
- * counter is one row here plus the line that increments it (and, as it grows the slot, a
- * GY_LAYOUT_VERSION bump). Each is written by its own process only (relaxed atomics) and read by
- * status readers; the launch counters sit on the launching thread's hot path.
+ * counter is one row here plus the line that increments it (the layout stamp follows by itself).
+ * Each is written by its own process only (relaxed atomics) and read by status readers; the
+ * launch counters sit on the launching thread's hot path.
  * X(name, what it counts) */
 #define GY_PROC_COUNTERS(X)                                                                            \
     X(launches, "kernel launches, graph launches excluded")                                            \
@@ -99,7 +99,7 @@ struct gy_device_slot {
 struct gy_segment {
     /* Header, written once at creation and checked by every opener. */
     uint64_t magic;
-    uint32_t layout_version;
+    uint32_t layout_stamp; /* GY_LAYOUT_STAMP of the build that made it (layout_stamp.h) */
     uint32_t segment_size;
     uint32_t owner_uid;
     int32_t creator_pid;
@@ -136,12 +136,9 @@ struct gy_segment {
 };
 
 _Static_assert(sizeof(struct gy_segment) < 64 * 1024, "the segment must stay under 64 KiB");
-_Static_assert(offsetof(struct gy_segment, devices) == 320 && sizeof(struct gy_device_slot) == 64 &&
-                   offsetof(struct gy_segment, procs) == 320 + 64 * GY_MAX_DEVICES &&
-                   sizeof(struct gy_proc_slot) == 448,
-               "the slot table moved: bump GY_LAYOUT_VERSION");
 /* tests/lib/leaked_segments.py reads the header without this file: keep its offsets. */
-_Static_assert(offsetof(struct gy_segment, creator_pid) == 20 && offsetof(struct gy_segment, creator_start_time) == 24,
+_Static_assert(offsetof(struct gy_segment, layout_stamp) == 8 && offsetof(struct gy_segment, creator_pid) == 20 &&
+                   offsetof(struct gy_segment, creator_start_time) == 24,
                "the header moved: update tests/lib/leaked_segments.py");
 
 #endif

@@ -5,8 +5,10 @@
 #include <time.h>
 
 #include "errors.h"
+#include "proc_identity.h"
 #include "registry.h"
 #include "shared_wait.h"
+#include "status_text.h"
 
 #define MAX_SANE_JOBS 1000000u
 

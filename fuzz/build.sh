@@ -38,7 +38,7 @@ compile() {
     done
 }
 cd "$ROOT"
-compile controller $(ls controller/*.c | grep -v expcontroller.c)
+compile controller controller/*.c
 compile run_exp run_exp/config.c run_exp/image.c run_exp/models.c
 compile nsight-parser $(ls nsight-parser/*.c | grep -v main.c)
 compile fuzz fuzz/segment_open_fuzz.c fuzz/run_exp_config_fuzz.c fuzz/nsight_csv_fuzz.c fuzz/fuzz_file.c

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "gpuyield.h"
+#include "layout_stamp.h"
 #include "shared_wait.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -68,7 +69,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 struct gy_segment *seg = (struct gy_segment *)map;
                 if (control & 2) {
                     seg->magic = GY_MAGIC;
-                    seg->layout_version = GY_LAYOUT_VERSION;
+                    seg->layout_stamp = GY_LAYOUT_STAMP;
                     seg->segment_size = sizeof *seg;
                     seg->owner_uid = (uint32_t)geteuid();
                     seg->drain_timeout_ns = 1000000;

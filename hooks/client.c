@@ -1,6 +1,6 @@
-/* Joining the segment lazily (at the first launch, never in a constructor), blocking, the
- * context list, and fork: a child starts unregistered, with no helper and no thread state, and
- * registers itself again at its first launch. */
+/* This process's client state: the gate word of each thread's context, blocking, the context
+ * list, and what a forked child forgets (it starts unregistered, with no helper and no thread
+ * state, and registers itself again at its first launch: join.c). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,8 +10,6 @@
 #include "stderr_line.h"
 #include "client.h"
 #include "driver.h"
-#include "drain_helper.h"
-#include "partition.h"
 #include "trace_ranges.h"
 
 
@@ -21,44 +19,25 @@ __thread gy_cu_context gy_thread_context __attribute__((tls_model("initial-exec"
 __thread _Atomic uint32_t *gy_thread_gate __attribute__((tls_model("initial-exec")));
 __thread int gy_thread_device __attribute__((tls_model("initial-exec"))) = GY_DEVICE_ALL;
 
-static pthread_mutex_t join_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t contexts_lock = PTHREAD_MUTEX_INITIALIZER;
 static gy_cu_context contexts[GY_MAX_CONTEXTS];
 static int context_devices[GY_MAX_CONTEXTS]; /* each one's device slot, or GY_DEVICE_ALL */
 static bool contexts_overflow_told;
 static int ncontexts;
-static pthread_once_t fork_handlers_once = PTHREAD_ONCE_INIT;
 
 static void __attribute__((noreturn)) die(const char *what, const char *detail)
 {
     gy_die("gpuyield: pid %d %s: %s", (int)getpid(), what, detail);
 }
 
-/* One set of fork handlers takes every lock of the hooks in the order the code nests them: the
- * join holds join_lock while it takes the partition lock (gy_partition_check_static), and
- * contexts_lock is taken under no other lock. Separate pthread_atfork registrations ran in the
- * reverse order (partition first): a fork racing a join could deadlock (TSan found the cycle). */
-static void before_fork(void)
-{
-    pthread_mutex_lock(&join_lock);
-    gy_partition_fork_prepare();
-    pthread_mutex_lock(&contexts_lock);
-}
-
-static void after_fork_parent(void)
+/* Fork (join.c takes the locks of every room in order): the child has the parent's mapping but
+ * not its slot, helper or contexts (CUDA contexts do not survive fork): forget them without
+ * touching the parent's slot. */
+void gy_client_fork_prepare(void) { pthread_mutex_lock(&contexts_lock); }
+void gy_client_fork_parent(void) { pthread_mutex_unlock(&contexts_lock); }
+void gy_client_fork_child(void)
 {
     pthread_mutex_unlock(&contexts_lock);
-    gy_partition_fork_parent();
-    pthread_mutex_unlock(&join_lock);
-}
-
-/* The child has the parent's mapping but not its slot, helper or contexts (CUDA contexts do not
- * survive fork): forget them without touching the parent's slot. */
-static void after_fork_child(void)
-{
-    pthread_mutex_unlock(&contexts_lock);
-    gy_partition_fork_child();
-    pthread_mutex_unlock(&join_lock);
     if (atomic_load(&gy_client.phase) == GY_PHASE_READY)
         atomic_store(&gy_client.phase, GY_PHASE_JOIN);
     gy_client.shm.slot = -1;
@@ -68,73 +47,6 @@ static void after_fork_child(void)
     atomic_store(&gy_client.helper_synchronizing, 0);
     ncontexts = 0;
     atomic_fetch_add(&gy_client.generation, 1);
-}
-
-/* A normal exit (return from main, exit()) frees our slot at once: otherwise the slot stays with
- * work marked in flight until a reap notices the death, and a job begun meanwhile waits for a
- * drain nobody will acknowledge. Launches made after this (other threads, other atexit handlers)
- * pass straight through: the process is going. A forked child's exit frees only its own slot. */
-static void release_at_exit(void)
-{
-    if (atomic_load_explicit(&gy_client.phase, memory_order_acquire) != GY_PHASE_READY)
-        return;
-    atomic_store_explicit(&gy_client.phase, GY_PHASE_PASS_THROUGH, memory_order_release);
-    gy_release_at_exit(&gy_client.shm);
-}
-
-static void install_fork_handlers(void)
-{
-    pthread_atfork(before_fork, after_fork_parent, after_fork_child);
-    atexit(release_at_exit);
-}
-
-static const char *mode_text(char *buf, size_t len)
-{
-    if (gy_client.mode == GY_MODE_NONE)
-        return "none";
-    static const char *const names[] = {[GY_MODE_SYNC] = "sync", [GY_MODE_EVENT] = "event", [GY_MODE_TIME] = "time"};
-    snprintf(buf, len, "%s:%lu", names[gy_client.mode], gy_client.group);
-    return buf;
-}
-
-bool gy_client_join_slow(void)
-{
-    pthread_mutex_lock(&join_lock);
-    int phase = atomic_load_explicit(&gy_client.phase, memory_order_acquire);
-    const struct gy_hooks_config *config = gy_config();
-    gy_err err;
-    if (phase == GY_PHASE_UNCONFIGURED && !config->shm) {
-        phase = GY_PHASE_PASS_THROUGH;
-        if (config->verbose)
-            fprintf(stderr, "gpuyield: pid %d passes kernel launches straight to the driver (GPUYIELD_SHM unset)\n",
-                    (int)getpid());
-    } else if (phase == GY_PHASE_UNCONFIGURED) {
-        if (gy_open(config->shm, &gy_client.shm, &err))
-            die("cannot join the segment named by GPUYIELD_SHM", err.msg);
-        gy_client.priority = config->priority;
-        gy_client.mode = config->mode;
-        gy_client.group = config->group;
-        pthread_once(&fork_handlers_once, install_fork_handlers);
-        phase = GY_PHASE_JOIN;
-    }
-    if (phase == GY_PHASE_JOIN) {
-        if (gy_register(&gy_client.shm, gy_client.priority, &err))
-            die("cannot register in the segment named by GPUYIELD_SHM", err.msg);
-        gy_drain_helper_start();
-        gy_partition_check_static();
-        phase = GY_PHASE_READY;
-        if (config->verbose) {
-            char mode[32];
-            fprintf(stderr,
-                    "gpuyield: pid %d gates its kernel launches through %s (slot %d) at priority %d, queue mode "
-                    "%s\n",
-                    (int)getpid(), gy_client.shm.name, gy_client.shm.slot, gy_client.priority,
-                    mode_text(mode, sizeof mode));
-        }
-    }
-    atomic_store_explicit(&gy_client.phase, phase, memory_order_release);
-    pthread_mutex_unlock(&join_lock);
-    return phase == GY_PHASE_READY;
 }
 
 /* The device slot of the current context's GPU, by UUID (CUDA_VISIBLE_DEVICES renumbers

@@ -1,5 +1,6 @@
-/* This process as a client of the controller: joining the segment, the launch gate with its
- * entered/left pair, the contexts it launched in, the captures it has in progress, fork. */
+/* This process as a client of the controller: its segment and priority, the gate word of each
+ * thread's context, blocking, the contexts it launched in, the captures it has in progress, what a
+ * forked child forgets. Joining is join.h's, the gate of one launch gate.h's (rooms above). */
 #ifndef GY_CLIENT_H
 #define GY_CLIENT_H
 
@@ -42,9 +43,6 @@ extern __thread gy_cu_context gy_thread_context __attribute__((tls_model("initia
 extern __thread _Atomic uint32_t *gy_thread_gate __attribute__((tls_model("initial-exec")));
 extern __thread int gy_thread_device __attribute__((tls_model("initial-exec")));
 
-/* First use, or first use after fork: read the configuration, join and register, start the
- * drain helper. Exits the process (status 2, one line) if that fails. True when gated. */
-bool gy_client_join_slow(void);
 /* Record ctx, the thread's current context, in the process's list (it changed, or first use),
  * and find its device's gate word (the UUID's slot, claimed on first use). */
 void gy_client_note_context_slow(gy_cu_context ctx);
@@ -56,16 +54,6 @@ void gy_client_block(void);
  * device slot (GY_DEVICE_ALL: unknown), for the drain helper. Returns how many (<= max). */
 #define GY_MAX_CONTEXTS 32
 int gy_client_contexts(gy_cu_context *out, int *devices, int max);
-
-static inline bool gy_client_gated(void)
-{
-    int phase = atomic_load_explicit(&gy_client.phase, memory_order_acquire);
-    if (phase == GY_PHASE_READY)
-        return true;
-    if (phase == GY_PHASE_PASS_THROUGH)
-        return false;
-    return gy_client_join_slow();
-}
 
 /* On every gated call: a thread may switch contexts (cudaSetDevice, cuCtxPushCurrent) after its
  * first launch, and the drain must synchronize every context launched in. cuCtxGetCurrent reads
@@ -81,24 +69,9 @@ static inline void gy_client_note_context(void)
         gy_client_note_context_slow(ctx);
 }
 
-/* The gate, on the device of the thread's context (gy_client_note_context first). seq_cst on
- * `entered` pairs with the job's seq_cst store of the gate word: either the helper sees this
- * launch in `entered`, or this launch sees the gate closed. */
-static inline void gy_gate_enter(void)
-{
-    atomic_fetch_add_explicit(&gy_client.entered, 1, memory_order_seq_cst);
-    gy_mark_inflight(&gy_client.shm);
-    if (!gy_word_allows(gy_thread_gate, gy_client.priority))
-        gy_client_block();
-}
-
-static inline void gy_gate_leave(bool counted, bool graph)
-{
-    atomic_fetch_add_explicit(&gy_client.left, 1, memory_order_release);
-    struct gy_proc_slot *slot = gy_my_slot(&gy_client.shm);
-    if (counted && slot)
-        atomic_fetch_add_explicit(graph ? &slot->counters.graph_launches : &slot->counters.launches, 1,
-                                  memory_order_relaxed);
-}
+/* Fork, called by join.c's handlers in its lock order: contexts_lock, and the child's reset. */
+void gy_client_fork_prepare(void);
+void gy_client_fork_parent(void);
+void gy_client_fork_child(void);
 
 #endif

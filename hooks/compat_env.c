@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "compat_tag.h"
 #include "stderr_line.h"
 #include "config.h"
 #include "gpuyield.h"

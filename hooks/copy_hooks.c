@@ -3,8 +3,9 @@
  * takes copy-engine and memory bandwidth from it (measured on the H100: bench/results). So they
  * pass the same gate as launches (and count as in flight for the drain), without the launch
  * counters or the queue bound. Each calls the real function of its own exact name. */
-#include "client.h"
+#include "gate.h"
 #include "hook_functions.h"
+#include "join.h"
 #include "partition.h"
 
 
@@ -23,7 +24,7 @@
             return call;                                                                             \
         gy_client_note_context();                                                                    \
         struct gy_partition_route route;                                                             \
-        gy_partition_gate_enter(normalized, false, &route);                                          \
+        gy_gate_enter(normalized, false, &route);                                                    \
         if (route.green)                                                                             \
             target = route.green;                                                                    \
         gy_cu_result rc = call;                                                                      \

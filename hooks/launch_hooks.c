@@ -8,8 +8,9 @@
  * bound, applied after the launch (no wait under the partition lock): without it a lower process
  * queued hundreds of ms of work on a few SMs during a short job, and after the job every launch of
  * its stream waited for that backlog. Graph launches are never redirected: they wait. */
-#include "client.h"
+#include "gate.h"
 #include "hook_functions.h"
+#include "join.h"
 #include "partition.h"
 #include "queue_bound.h"
 
@@ -37,7 +38,7 @@ static inline gy_cu_stream ptsz_stream(gy_cu_stream s) { return s ? s : GY_CU_ST
         gy_client_note_context(); /* first: the queue bound keys default streams by context */      \
         struct gy_stream_state *bound = gy_bound_before(bound_stream, graph);                        \
         struct gy_partition_route route;                                                             \
-        gy_partition_gate_enter(bound_stream, graph, &route);                                              \
+        gy_gate_enter(bound_stream, graph, &route);                                                  \
         if (route.green) {                                                                           \
             target = route.green;                                                                    \
             gy_cu_result rc = call;                                                                  \

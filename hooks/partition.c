@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "client.h"
 #include "config.h"
 #include "driver.h"
 #include "partition.h"

@@ -15,7 +15,11 @@
 #ifndef GY_PARTITION_H
 #define GY_PARTITION_H
 
-#include "client.h"
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cuda_abi.h"
 
 /* How many streams of this process owe a join (written under the partition lock). */
 extern _Atomic uint64_t gy_partition_owed;
@@ -52,24 +56,9 @@ void gy_partition_before_context(gy_cu_context ctx);
 /* At registration: decide what can be decided before any job (MPS, the driver's symbols), so
  * that status and GPUYIELD_VERBOSE say it early. */
 void gy_partition_check_static(void);
-/* Fork: the client's fork handlers call these between its own locks (client.c says the order). */
+/* Fork: join.c's fork handlers call these between the join lock and the client's (it says the order). */
 void gy_partition_fork_prepare(void);
 void gy_partition_fork_parent(void);
 void gy_partition_fork_child(void);
-
-/* The gate for a launch or an async copy on `stream` (normalized): open, or a partition stream
- * to send it to (route->green), or wait for the job's end. A stream that owes a join is joined
- * before work that runs on it. */
-static inline void gy_partition_gate_enter(gy_cu_stream stream, bool graph, struct gy_partition_route *route)
-{
-    route->green = NULL;
-    route->pass = false;
-    atomic_fetch_add_explicit(&gy_client.entered, 1, memory_order_seq_cst);
-    gy_mark_inflight(&gy_client.shm);
-    if (!gy_word_allows(gy_thread_gate, gy_client.priority) && !gy_partition_route(stream, graph, route))
-        gy_client_block();
-    if (!route->green && !route->pass && gy_partition_owes())
-        gy_partition_before_use(stream);
-}
 
 #endif

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the gpuyield Python package into BUILD/python for $PYTHON_BIN (default python3):
-# the C extension gpuyield._gpuyield (pyext/*.c, linked with the controller library) plus the
-# pure-Python modules of pyext/gpuyield/. Put BUILD/python on PYTHONPATH to import it (or install
-# the package instead: `pip install .`, see pyproject.toml).
+# the C extension gpuyield._gpuyield (pyext/*.c, linked with the controller library; it exports
+# its module init alone: pyext/exports.map) plus the pure-Python modules of pyext/gpuyield/. Put
+# BUILD/python on PYTHONPATH to import it (or install the package instead: `pip install .`, see
+# pyproject.toml).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-$PWD/build}
@@ -18,5 +19,6 @@ cp pyext/gpuyield/*.py "$DEST/"
 SOURCES=$(ls pyext/*.c 2>/dev/null || true)
 if [ -n "$SOURCES" ]; then
     gcc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -O2 -g -fPIC -pthread -shared \
-        -I"$INCLUDE" -Icontroller $SOURCES "$BUILD/lib/libgycontrol.a" -o "$DEST/_gpuyield$SUFFIX"
+        -Wl,--version-script=pyext/exports.map -I"$INCLUDE" -Icontroller $SOURCES "$BUILD/lib/libgycontrol.a" \
+        -o "$DEST/_gpuyield$SUFFIX"
 fi

@@ -1,5 +1,6 @@
 /* The module gpuyield._gpuyield: exception classes, argument helpers, and the module-level calls
  * connect / create / remove / segment_name. */
+#include "compat_tag.h"
 #include "pyext.h"
 
 #include <errno.h>

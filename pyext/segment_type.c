@@ -1,6 +1,7 @@
 /* gpuyield.Segment: one process's handle on a shared segment. It registers the process lazily,
  * keeps the jobs begun by begin() so that end() can count them out, and reads status. */
 #include "pyext.h"
+#include "status_text.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "gpuyield.h"
+#include "status_text.h"
 
 extern char **environ;
 

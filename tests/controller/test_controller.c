@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "gpuyield.h"
+#include "layout_stamp.h"
 #include "metrics.h"
 #include "shared_wait.h"
 
@@ -152,15 +153,18 @@ TEST(open_refuses_truncated_segment)
     gy_remove(shm.name, NULL);
 }
 
-TEST(open_refuses_other_layout_version_and_bad_magic)
+TEST(open_refuses_another_layout_stamp_and_bad_magic)
 {
     gy_shm shm, other;
     gy_err err;
     REQUIRE(create_fresh("version", 0, &shm));
-    shm.seg->layout_version = GY_LAYOUT_VERSION + 1;
-    CHECK(gy_open(shm.name, &other, &err) == -1 && err.code == EPROTO && strstr(err.msg, "layout version"),
+    CHECK(shm.seg->layout_stamp == GY_LAYOUT_STAMP);
+    shm.seg->layout_stamp = GY_LAYOUT_STAMP ^ 0x80000000u; /* what another build's layout gives */
+    CHECK(gy_open(shm.name, &other, &err) == -1 && err.code == EPROTO &&
+              strstr(err.msg, "made by a different gpuyield build") && strstr(err.msg, shm.name) &&
+              strstr(err.msg, "expcontroller remove --name"),
           "%s", err.msg);
-    shm.seg->layout_version = GY_LAYOUT_VERSION;
+    shm.seg->layout_stamp = GY_LAYOUT_STAMP;
     shm.seg->magic = 42;
     CHECK(gy_open(shm.name, &other, &err) == -1 && strstr(err.msg, "not a gpuyield segment"), "%s", err.msg);
     shm.seg->magic = GY_MAGIC;

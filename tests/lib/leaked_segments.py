@@ -14,7 +14,7 @@ import sys
 
 # The header of struct gy_segment (controller/segment_layout.h, offsets asserted there).
 MAGIC = 0x444C454959555047
-HEADER = struct.Struct("<QIIIiQ")  # magic, layout_version, segment_size, owner_uid, creator_pid, creator_start_time
+HEADER = struct.Struct("<QIIIiQ")  # magic, layout_stamp, segment_size, owner_uid, creator_pid, creator_start_time
 
 
 def start_time(pid):

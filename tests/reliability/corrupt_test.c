@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "gpuyield.h"
+#include "proc_identity.h"
 
 #define MS 1000000ull
 /* Seconds-scale: a reader that needs longer than this is hung, not slow. */
@@ -541,7 +542,7 @@ TEST(mutex_of_a_corrupted_kind)
 
 TEST(header_corruption_is_refused_with_a_clear_error)
 {
-    static const char *const whats[] = {"bad magic", "layout version 99", "declared size 12", "owner uid 4242",
+    static const char *const whats[] = {"bad magic", "another layout stamp", "declared size 12", "owner uid 4242",
                                         "a name without its NUL"};
     for (size_t i = 0; i < sizeof whats / sizeof *whats; i++) {
         struct scene s;
@@ -549,7 +550,7 @@ TEST(header_corruption_is_refused_with_a_clear_error)
         struct gy_segment *seg = s.shm.seg;
         switch (i) {
         case 0: seg->magic ^= 1; break;
-        case 1: seg->layout_version = 99; break;
+        case 1: seg->layout_stamp ^= 1; break;
         case 2: seg->segment_size = 12; break;
         case 3: seg->owner_uid = 4242; break;
         case 4: memset(seg->name, 'x', sizeof seg->name); break;

@@ -70,7 +70,7 @@ EARLY=$(mktemp -d /tmp/serve-early.XXXXXX)
 EARLY_NAME=/gpuyield-$(id -u)-$TAG-early
 early_cleanup() {
     local pid; for pid in $(awk '$1 == "start" {print $2}' "$EARLY/mps.log" 2>/dev/null); do kill "$pid" 2>/dev/null; done
-    rm -f "/dev/shm$EARLY_NAME"; rm -rf "$EARLY"
+    rm -f "/dev/shm$EARLY_NAME" "/dev/shm$NAME"-stamp-*; rm -rf "$EARLY"
 }
 at_exit early_cleanup
 # Certain, not raced: a preloaded shm_open sends SIGTERM the moment the segment exists (before the
@@ -158,5 +158,56 @@ else
     echo "skip squatted_*: needs root and the user 'nobody' to plant another user's segment"
 fi
 check serve_removes_on_sigint test ! -e "/dev/shm/gpuyield-$(id -u)-$TAG-live"
+
+# The layout stamp (controller/layout_stamp.h) is computed from the layout: builds whose layouts
+# differ refuse each other's segments with one line (what, which segment, how to fix), builds of
+# the same layout agree, and a member without its row in layout_stamp.h fails here.
+expect layout_rows_name_every_field 0 '^ok [0-9]+ fields$' "$PYTHON" "$ROOT/tests/lib/layout_rows.py" "$ROOT/controller"
+STAMP=$EARLY/stamp
+# variant NAME SED_SCRIPT: expcontroller built from a copy of controller/ and service/ whose
+# segment_layout.h the script edits (it must change it, unless NAME is "same").
+variant() {
+    local dir=$STAMP/$1
+    mkdir -p "$dir" && cp -r "$ROOT/controller" "$ROOT/service" "$dir/" && sed -i "$2" "$dir/controller/segment_layout.h" &&
+        { [ "$1" = same ] || ! cmp -s "$ROOT/controller/segment_layout.h" "$dir/controller/segment_layout.h"; } &&
+        gcc -std=c11 -D_GNU_SOURCE -O1 -pthread -DGY_VERSION='"0.0.0"' -I"$dir/controller" -I"$dir/service" \
+            "$dir"/controller/*.c "$dir"/service/*.c -o "$dir/expcontroller"
+}
+STAMP_REFUSED="was made by a different gpuyield build \(layout stamp [0-9a-f]{8}, this build's [0-9a-f]{8}\): remove it with .expcontroller remove --name"
+clean_lock
+# A newer build with one more per-process counter (the slots keep their size, the fields after it move).
+if variant counter 's/^\(#define GY_PROC_COUNTERS(X)\).*$/\1 \\\n    X(test_added, "a counter of a newer build") \\/'; then
+    NEW=$STAMP/counter/expcontroller
+    expect stamp_new_build_creates 0 "^$NAME-stamp-new\$" "$NEW" create --name "$TAG-stamp-new"
+    expect stamp_old_build_refuses_new_segment 1 "^expcontroller: segment $NAME-stamp-new $STAMP_REFUSED $NAME-stamp-new. or restart the experiment\$" \
+        "$EXP" status --name "$TAG-stamp-new"
+    expect stamp_refused_segment_can_be_removed 0 "removed $NAME-stamp-new" "$EXP" remove --name "$TAG-stamp-new"
+    "$EXP" create --name "$TAG-stamp-old" > /dev/null
+    expect stamp_new_build_refuses_old_segment 1 "segment $NAME-stamp-old $STAMP_REFUSED" "$NEW" status --name "$TAG-stamp-old"
+    "$EXP" remove --name "$TAG-stamp-old" > /dev/null
+else
+    fail stamp_counter_variant_builds
+fi
+# A resized table (the segment's size changes: refused with the same line, not just "truncated").
+if variant devices 's/^#define GY_MAX_DEVICES 16\b/#define GY_MAX_DEVICES 17/'; then
+    "$STAMP/devices/expcontroller" create --name "$TAG-stamp-size" > /dev/null
+    expect stamp_old_build_refuses_resized_segment 1 "segment $NAME-stamp-size $STAMP_REFUSED" "$EXP" status --name "$TAG-stamp-size"
+    "$EXP" remove --name "$TAG-stamp-size" > /dev/null
+else
+    fail stamp_devices_variant_builds
+fi
+# The same layout built apart (other flags, other directory): the same stamp, so it joins.
+if variant same 's/^//'; then
+    "$STAMP/same/expcontroller" create --name "$TAG-stamp-same" > /dev/null
+    expect stamp_same_layout_joins 0 "no registered processes" "$EXP" status --name "$TAG-stamp-same"
+    "$EXP" remove --name "$TAG-stamp-same" > /dev/null
+else
+    fail stamp_same_variant_builds
+fi
+clean_unlock
+mkdir -p "$STAMP/unlisted" && cp -r "$ROOT/controller" "$STAMP/unlisted/"
+sed -i 's/^struct gy_proc_slot {$/&\n    uint32_t test_added;/' "$STAMP/unlisted/controller/segment_layout.h"
+expect layout_rows_catch_an_unlisted_field 1 "struct gy_proc_slot has the members \\[.test_added." \
+    "$PYTHON" "$ROOT/tests/lib/layout_rows.py" "$STAMP/unlisted/controller"
 
 finish

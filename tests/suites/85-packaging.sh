@@ -40,6 +40,9 @@ else
             bash -c "cd / && PYTHONPATH='$T/site' '$PYTHON' -c 'import gpuyield; print(gpuyield.__version__, gpuyield.__file__)'"
         expect pip_target_extension_works 0 "^/gpuyield-$(id -u)-x\$" \
             bash -c "cd / && PYTHONPATH='$T/site' '$PYTHON' -c 'import gpuyield; print(gpuyield.segment_name(\"x\"))'"
+        # setup.py links the protocol alone and exports the module init alone, as make.sh's build.
+        check pip_extension_exports_only_its_init test \
+            "$(nm -D --defined-only "$T"/site/gpuyield/_gpuyield*.so | awk '{print $3}')" = PyInit__gpuyield
     else
         fail pip_install_target "$(tail -n 20 "$T/pip.log")"
     fi
@@ -67,9 +70,32 @@ if make -s install PREFIX=/opt/gy DESTDIR="$T/dest" > "$T/install.log" 2>&1; the
         env PKG_CONFIG_PATH="$D/lib/pkgconfig" pkg-config --cflags --libs gpuyield
     expect install_pkg_config_version 0 "^$VERSION\$" env PKG_CONFIG_PATH="$D/lib/pkgconfig" pkg-config --modversion gpuyield
     # A program built against the installed header and library (DESTDIR: pkg-config's sysroot).
-    printf '#include "gpuyield.h"\n#include <stdio.h>\nint main(void) { puts(gy_version()); return 0; }\n' > "$T/use.c"
-    expect install_header_and_library_link 0 "^$VERSION\$" bash -c \
-        "gcc -std=c11 '$T/use.c' \$(PKG_CONFIG_PATH='$D/lib/pkgconfig' PKG_CONFIG_SYSROOT_DIR='$T/dest' pkg-config --cflags --libs gpuyield) -o '$T/use' && '$T/use'"
+    # It uses the public API end to end (create, register, a job, status, remove): the installed
+    # headers stand alone, without the internal ones beside the code.
+    cat > "$T/use.c" <<'EOC'
+#include "gpuyield.h"
+#include <stdio.h>
+#include <unistd.h>
+int main(void)
+{
+    gy_shm shm;
+    gy_job job;
+    gy_err err;
+    static struct gy_status st;
+    char tag[32];
+    snprintf(tag, sizeof tag, "test-use-%d", (int)getpid());
+    if (gy_create(tag, 0, &shm, &err) || gy_register(&shm, 1, &err) || gy_begin(&shm, 1, &job, &err) ||
+        gy_status_read(&shm, &st, &err) || gy_job_exit(&shm, &job, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
+    }
+    printf("%s %u %d\n", gy_version(), st.jobs[1], gy_launch_allowed(&shm, 0));
+    gy_close(&shm);
+    return gy_remove(tag, &err) != 0;
+}
+EOC
+    expect install_header_and_library_link 0 "^$VERSION 1 1\$" bash -c \
+        "gcc -std=c11 -Wall -Wextra -Werror '$T/use.c' \$(PKG_CONFIG_PATH='$D/lib/pkgconfig' PKG_CONFIG_SYSROOT_DIR='$T/dest' pkg-config --cflags --libs gpuyield) -o '$T/use' && '$T/use'"
     expect install_run_exp_finds_package 0 "PYTHONPATH=$D/lib/gpuyield/python" \
         "$D/bin/run_exp" -f exp_configs/input_control.json --dry-run
     expect install_bad_prefix 2 "PREFIX must be an absolute path" make -s install PREFIX=relative DESTDIR="$T/dest2"

@@ -13,6 +13,8 @@
 #include "gpuyield.h"
 #include "metrics.h"
 #include "mps_daemon.h"
+#include "proc_identity.h"
+#include "status_text.h"
 
 #define EXIT_RUNTIME 1
 #define EXIT_USAGE 2

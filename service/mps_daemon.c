@@ -15,6 +15,7 @@
 #include "errors.h"
 #include "mps_daemon.h"
 #include "private_dir.h"
+#include "proc_identity.h"
 
 extern char **environ;
 

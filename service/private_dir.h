@@ -11,9 +11,6 @@
 
 #include "gpuyield.h"
 
-/* "uid 65534 (nobody)": how a message names the owner of something planted. */
-void gy_owner_text(uid_t uid, char *buf, size_t len);
-
 /* The directory for per-user runtime files: $XDG_RUNTIME_DIR when it is an absolute path to a
  * directory of ours with mode 0700, else /tmp. */
 const char *gy_runtime_base(void);

@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,16 +10,7 @@
 #include <unistd.h>
 
 #include "errors.h"
-
-void gy_owner_text(uid_t uid, char *buf, size_t len)
-{
-    struct passwd pw, *found = NULL;
-    char names[1024];
-    if (getpwuid_r(uid, &pw, names, sizeof names, &found) == 0 && found)
-        snprintf(buf, len, "uid %u (%s)", (unsigned)uid, found->pw_name);
-    else
-        snprintf(buf, len, "uid %u", (unsigned)uid);
-}
+#include "owner_text.h"
 
 static bool ours_and_private(const struct stat *st)
 {

@@ -1,0 +1,38 @@
+/* The gate of one launch or async copy, entered and left in pairs around the driver call by the
+ * entry points (launch_hooks.c, copy_hooks.c). Above the rooms it uses: the segment's gate word
+ * and blocking (client.h), the partition policy's route (partition.h). */
+#ifndef GY_GATE_H
+#define GY_GATE_H
+
+#include "client.h"
+#include "partition.h"
+
+/* The gate for a launch or an async copy on `stream` (normalized), on the device of the thread's
+ * context (gy_client_note_context first): open, or a partition stream to send it to
+ * (route->green), or wait for the job's end. A stream that owes a join is joined before work that
+ * runs on it. seq_cst on `entered` pairs with the job's seq_cst store of the gate word: either the
+ * helper sees this launch in `entered`, or this launch sees the gate closed. */
+static inline void gy_gate_enter(gy_cu_stream stream, bool graph, struct gy_partition_route *route)
+{
+    route->green = NULL;
+    route->pass = false;
+    atomic_fetch_add_explicit(&gy_client.entered, 1, memory_order_seq_cst);
+    gy_mark_inflight(&gy_client.shm);
+    if (!gy_word_allows(gy_thread_gate, gy_client.priority) && !gy_partition_route(stream, graph, route))
+        gy_client_block();
+    if (!route->green && !route->pass && gy_partition_owes())
+        gy_partition_before_use(stream);
+}
+
+/* Past the driver call: left++ (the drain helper waits for entered == left), and the launch
+ * counted (counted: a kernel or graph launch the driver took). */
+static inline void gy_gate_leave(bool counted, bool graph)
+{
+    atomic_fetch_add_explicit(&gy_client.left, 1, memory_order_release);
+    struct gy_proc_slot *slot = gy_my_slot(&gy_client.shm);
+    if (counted && slot)
+        atomic_fetch_add_explicit(graph ? &slot->counters.graph_launches : &slot->counters.launches, 1,
+                                  memory_order_relaxed);
+}
+
+#endif
