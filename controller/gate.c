@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "errors.h"
+#include "guarded.h"
 #include "registry.h"
 #include "shared_wait.h"
 
@@ -226,6 +227,8 @@ int gy_job_enter_on(gy_shm *shm, int priority, int device, uint64_t timeout_ns, 
         seg->devices[device].jobs[priority]++;
         slot->held_device_jobs[device][priority]++;
     }
+    job->priority = priority;
+    gy_guarded_begin_locked(shm, job); /* the arm is published before the gate word */
     gy_publish_levels_locked(seg);
     job->epoch = atomic_fetch_add_explicit(&seg->job_epoch, 1, memory_order_seq_cst) + 1;
     gy_unlock(seg);
@@ -266,9 +269,11 @@ enum gy_wait_result gy_job_wait_drained(gy_shm *shm, gy_job *job, uint64_t slice
 {
     struct gy_segment *seg = shm->seg;
     enum gy_policy policy = gy_get_policy(shm);
-    if (policy == GY_POLICY_CORUN || (policy == GY_POLICY_PARTITION && gy_get_mps(shm))) {
-        /* The gate is closed; what lower processes had queued (and, under partition, what they
-         * launch into their green contexts) runs beside the job. Partition without MPS drains. */
+    if (policy == GY_POLICY_CORUN ||
+        ((policy == GY_POLICY_PARTITION || policy == GY_POLICY_GUARDED) && gy_get_mps(shm))) {
+        /* The gate is closed; what lower processes had queued (and, under partition or a guarded
+         * partition arm, what they launch into their green contexts) runs beside the job.
+         * Partition and guarded without MPS drain. */
         job->wait_ns = 0;
         job->drained = job->timed_out = false;
         job->corun = true;
@@ -329,6 +334,8 @@ int gy_job_exit(gy_shm *shm, gy_job *job, gy_err *err)
     struct gy_segment *seg = shm->seg;
     struct gy_proc_slot *slot = gy_my_slot(shm);
     int p = job->priority;
+    uint64_t ended = gy_now_ns(); /* guarded: the job's own duration, taken before the lock */
+    struct gy_guard_change change = {.changed = false};
     if (gy_lock_and_recover(seg)) /* still counted in: end() may be called again */
         return gy_lock_fail(shm, "end the job", err);
     int d = job->device;
@@ -343,11 +350,13 @@ int gy_job_exit(gy_shm *shm, gy_job *job, gy_err *err)
             if (seg->devices[d].jobs[p])
                 seg->devices[d].jobs[p]--;
         }
+        gy_guarded_end_locked(shm, job, ended, &change);
         gy_publish_levels_locked(seg);
     }
     gy_unlock(seg);
     job->active = false;
     gy_wake_all(seg);
+    gy_guarded_tell(shm, &change);
     if (!ours)
         return gy_fail(err, ESRCH, "job of priority %d was already counted out of %s (our slot was reaped)", p,
                        shm->name);

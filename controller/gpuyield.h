@@ -207,6 +207,8 @@ typedef struct gy_job {
     bool timed_out;
     bool corun;          /* the begin did not wait: the policy is corun, or partition under MPS */
     bool active;         /* counted in and not yet out */
+    int guard_arm;       /* policy guarded: the arm it got (enum gy_guard_arm), else -1 */
+    uint64_t guard_lp_work; /* policy guarded: the lower processes' progress at its begin */
 } gy_job;
 
 /* Count a job in at priority 0..7: lower launches stop from here on. timeout_ns 0 uses the

@@ -19,3 +19,12 @@ $(O)/tests/reliability/isolation_test: $(O)/obj/tests/reliability/isolation_test
 	$(CC) $(LDFLAGS) $^ -o $@
 
 ALL += $(O)/tests/reliability/isolation_test
+
+# The guarded policy's rule on synthetic durations, and inside the protocol (suite 10-controller).
+$(O)/obj/tests/controller/test_guarded.o: CFLAGS += -Itests/lib
+
+$(O)/tests/test_guarded: $(O)/obj/tests/controller/test_guarded.o $(CONTROLLER_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ -lm -o $@
+
+ALL += $(O)/tests/test_guarded
