@@ -11,7 +11,11 @@
  * an owed legacy stream is joined before any use of another stream of that context, and every
  * owed stream of the context before a use of the legacy stream. A stream being captured is left
  * alone. Graph launches are not redirected (a green stream does not confine a graph's kernels):
- * they wait for the job. Nothing here runs while no stream owes a join: the hooks read one counter. */
+ * they wait for the job. Nothing here runs while no stream owes a join: the hooks read one counter.
+ * Under the guarded policy the same path serves the arm of the open jobs (guard.current, read
+ * only here, on the slow path): stop waits as under corun; partition:K goes to a green context of
+ * K SMs (clamped to the device), one per context and size, each made at its first use; a stream
+ * that still owes a join to another size's partition stream is joined before it forks anew. */
 #ifndef GY_PARTITION_H
 #define GY_PARTITION_H
 
