@@ -271,6 +271,8 @@ struct gy_status {
     struct gy_status_device devices[GY_MAX_DEVICES];
     int nprocs;
     struct gy_status_proc procs[GY_MAX_PROCS];
+    bool guarded;          /* policy guarded: guard holds its state (controller/guarded.h) */
+    struct gy_guard guard;
 };
 /* "0,1" for a launched_devices mask ("-": none yet; "?" stands for no known device). */
 void gy_devices_text(uint32_t launched, char *out, size_t len);

@@ -17,6 +17,8 @@
  * the partition arms' windows reset, so the arm in force is tested again and larger ones retried;
  * when stop's recent median moves by more than GY_GUARD_SHIFT from its window's, the HP changed:
  * everything resets to stop. */
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "guarded.h"
@@ -31,8 +33,10 @@ static const struct {
 } arm_rows[GY_GUARD_ARM_COUNT] = {GY_GUARD_ARMS(ARM_ROW)};
 #undef ARM_ROW
 
-#define REASON_ROW(suffix, text) text,
-static const char *const reason_rows[GY_GUARD_REASON_COUNT] = {GY_GUARD_REASONS(REASON_ROW)};
+#define REASON_ROW(suffix, code, text) {code, text},
+static const struct {
+    const char *code, *text;
+} reason_rows[GY_GUARD_REASON_COUNT] = {GY_GUARD_REASONS(REASON_ROW)};
 #undef REASON_ROW
 
 const char *gy_guard_arm_name(enum gy_guard_arm arm)
@@ -44,7 +48,25 @@ unsigned gy_guard_arm_sms(enum gy_guard_arm arm) { return (unsigned)arm < GY_GUA
 
 const char *gy_guard_reason_text(enum gy_guard_reason reason)
 {
-    return (unsigned)reason < GY_GUARD_REASON_COUNT ? reason_rows[reason] : "?";
+    return (unsigned)reason < GY_GUARD_REASON_COUNT ? reason_rows[reason].text : "?";
+}
+
+const char *gy_guard_reason_name(enum gy_guard_reason reason)
+{
+    return (unsigned)reason < GY_GUARD_REASON_COUNT ? reason_rows[reason].code : "?";
+}
+
+int gy_guard_parse_eps(const char *text, double *out)
+{
+    if (!text || !*text)
+        return -1;
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (errno || *end || !(v >= 0 && v <= GY_GUARD_MAX_EPS)) /* NaN fails the comparison */
+        return -1;
+    *out = v;
+    return 0;
 }
 
 int gy_guard_arm_parse(const char *text, enum gy_guard_arm *out)
@@ -159,6 +181,8 @@ enum gy_guard_arm gy_guard_pick(struct gy_guard *g)
             reset_window(&g->arms[a]);
         g->confirmed = 0;
         g->trial = GY_GUARD_NO_ARM;
+        if (g->in_force != GY_ARM_STOP)
+            g->reason = GY_GUARD_WHY_RECHECK;
     }
     /* Trials start only once stop has its samples: until then the early fallback has no
      * baseline to look at, and a costly arm would run unchecked. */

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "gpuyield.h"
 #include "guarded_layout.h"
@@ -75,6 +76,10 @@ void gy_guard_arm_stats(const struct gy_guard *g, enum gy_guard_arm arm, struct 
 const char *gy_guard_arm_name(enum gy_guard_arm arm);  /* "stop", "partition:16", ...; "?" if unknown */
 unsigned gy_guard_arm_sms(enum gy_guard_arm arm);      /* 0 for stop */
 const char *gy_guard_reason_text(enum gy_guard_reason reason);
+const char *gy_guard_reason_name(enum gy_guard_reason reason); /* "promoted", "fallback", ... */
+/* An epsilon as the flags and file keys give it: a decimal fraction 0..GY_GUARD_MAX_EPS (0.02 is
+ * 2 %) -> *out; -1 on anything else (empty, trailing text, NaN, out of range). */
+int gy_guard_parse_eps(const char *text, double *out);
 /* The name of an arm -> *out; -1 when unknown. */
 int gy_guard_arm_parse(const char *text, enum gy_guard_arm *out);
 
@@ -109,5 +114,14 @@ int gy_guarded_force(gy_shm *shm, enum gy_guard_arm arm, gy_err *err);
 int gy_guarded_snapshot(gy_shm *shm, struct gy_guard *out, gy_err *err);
 /* GPUYIELD_VERBOSE=1: one line on stderr for a change of the arm in force (outside the mutex). */
 void gy_guarded_tell(const gy_shm *shm, const struct gy_guard_change *change);
+
+/* ---- what status shows (guarded_status.c) -------------------------------------------------- */
+
+/* One JSON object (status --json's "guarded"); bytes written or needed, snprintf-style. */
+int gy_guarded_json(const struct gy_guard *g, char *buf, size_t len);
+/* The table expcontroller status prints. */
+void gy_guarded_print(FILE *to, const struct gy_guard *g);
+/* Prometheus families (gpuyield_guarded_*) for a segment label (escaped by the caller). */
+int gy_guarded_metrics(const struct gy_guard *g, const char *segment, char *buf, size_t len);
 
 #endif

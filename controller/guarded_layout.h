@@ -11,10 +11,10 @@
 #include <stdint.h>
 
 /* The arms a job may get, in the order they are tried. X(enum suffix, name, SMs; 0: stop) */
-#define GY_GUARD_ARMS(X)                                                                               \
-    X(STOP, "stop", 0)                                                                                 \
-    X(P16, "partition:16", 16)                                                                         \
-    X(P32, "partition:32", 32)                                                                         \
+#define GY_GUARD_ARMS(X)                                                                           \
+    X(STOP, "stop", 0)                                                                             \
+    X(P16, "partition:16", 16)                                                                     \
+    X(P32, "partition:32", 32)                                                                     \
     X(P48, "partition:48", 48)
 
 #define GY_GUARD_ARM_ENUM(suffix, name, sms) GY_ARM_##suffix,
@@ -24,18 +24,18 @@ enum gy_guard_arm { GY_GUARD_ARMS(GY_GUARD_ARM_ENUM) GY_GUARD_ARM_COUNT };
 
 #define GY_GUARD_RING 128 /* recent HP job durations kept per arm */
 
-/* Why the arm in force is what it is. X(enum suffix, text) */
-#define GY_GUARD_REASONS(X)                                                                            \
-    X(START, "start: stop until an arm is measured within the bound of stop")                          \
-    X(PROMOTED, "promoted: within the bound of stop, with the most LP progress")                       \
-    X(KEPT, "kept: a larger arm was within the bound but gave no more LP progress")                    \
-    X(REJECTED, "the tried arm missed the bound of stop (p50 or p99)")                                 \
-    X(FALLBACK, "fallback: the arm's recent jobs left the bound of stop")                              \
-    X(SHIFT, "reset: the HP's job time shifted by more than 25 %")                                     \
-    X(RECHECK, "re-check: windows reset after the periodic interval")                                  \
-    X(FORCED, "forced by gy_guard_force (tests, operators)")
+/* Why the arm in force is what it is. X(enum suffix, code, text) */
+#define GY_GUARD_REASONS(X)                                                                        \
+    X(START, "start", "start: stop until an arm is measured within the bound of stop")             \
+    X(PROMOTED, "promoted", "promoted: within the bound of stop, with the most LP progress")       \
+    X(KEPT, "kept", "kept: a larger arm was within the bound but gave no more LP progress")        \
+    X(REJECTED, "rejected", "the tried arm missed the bound of stop (p50 or p99)")                 \
+    X(FALLBACK, "fallback", "fallback: the arm's recent jobs left the bound of stop")              \
+    X(SHIFT, "shift", "reset: the HP's job time shifted by more than 25 %")                        \
+    X(RECHECK, "recheck", "re-check: windows reset after the periodic interval; kept while within the bound") \
+    X(FORCED, "forced", "forced by gy_guard_force (tests, operators)")
 
-#define GY_GUARD_REASON_ENUM(suffix, text) GY_GUARD_WHY_##suffix,
+#define GY_GUARD_REASON_ENUM(suffix, code, text) GY_GUARD_WHY_##suffix,
 enum gy_guard_reason { GY_GUARD_REASONS(GY_GUARD_REASON_ENUM) GY_GUARD_REASON_COUNT };
 #undef GY_GUARD_REASON_ENUM
 

@@ -3,12 +3,14 @@
  * cost appears after promotion, noisy statistics, a shift of the HP's own time; then the rule
  * inside the protocol (gy_job_enter/exit on a segment under guarded). */
 #define GY_TEST_MAIN
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "guarded.h"
 #include "harness.h"
+#include "metrics.h"
 
 /* ---- synthetic HP durations ------------------------------------------------------------------ */
 
@@ -432,6 +434,89 @@ TEST(guarded_without_mps_drains_and_measures_nothing)
     REQUIRE(gy_begin(&s.hp, 1, &job, &err) == 0, "%s", err.msg);
     CHECK(job.corun && job.guard_arm == -1);
     gy_job_exit(&s.hp, &job, &err);
+    close_pair(&s);
+}
+
+static void run_jobs(gy_shm *shm, int n, useconds_t each)
+{
+    gy_err err;
+    for (int i = 0; i < n; i++) {
+        gy_job job;
+        if (gy_begin(shm, 1, &job, &err)) {
+            CHECK(false, "%s", err.msg);
+            return;
+        }
+        if (each)
+            usleep(each);
+        CHECK(gy_job_exit(shm, &job, &err) == 0, "%s", err.msg);
+    }
+}
+
+TEST(status_json_and_metrics_show_the_arm_its_reason_and_the_arms_statistics)
+{
+    struct seg_pair s;
+    REQUIRE(open_pair(&s, GY_POLICY_GUARDED, true));
+    gy_err err;
+    gy_guarded_configure(&s.hp, 0.02, 0.05, 0.0, 5, &err);
+    gy_guarded_force(&s.hp, GY_ARM_P16, &err);
+    run_jobs(&s.hp, 3, 1000);
+    static struct gy_status st;
+    REQUIRE(gy_status_read(&s.hp, &st, &err) == 0, "%s", err.msg);
+    CHECK(st.guarded && st.guard.in_force == GY_ARM_P16);
+    static char text[256 * 1024];
+    gy_status_json(&st, text, sizeof text);
+    CHECK(strstr(text, "\"guarded\": {\"in_force\": \"partition:16\", \"reason\": \"forced\"") &&
+              strstr(text, "\"partition:16\": {\"jobs\": 3, \"window\": 3, \"p50_ms\": "),
+          "%s", text);
+    gy_metrics_text(&st, text, sizeof text);
+    char want[256];
+    snprintf(want, sizeof want, "gpuyield_guarded_in_force{segment=\"%s\",arm=\"partition:16\",reason=\"forced\"} 1\n",
+             s.hp.name);
+    CHECK(strstr(text, want), "no '%s' in the metrics", want);
+    snprintf(want, sizeof want, "gpuyield_guarded_jobs_total{segment=\"%s\",arm=\"partition:16\"} 3\n", s.hp.name);
+    CHECK(strstr(text, want), "no '%s' in the metrics", want);
+    gy_set_policy(&s.hp, GY_POLICY_CORUN, true); /* another policy: nothing of guarded is shown */
+    REQUIRE(gy_status_read(&s.hp, &st, &err) == 0, "%s", err.msg);
+    gy_status_json(&st, text, sizeof text);
+    CHECK(!st.guarded && !strstr(text, "\"guarded\":"), "%s", text);
+    close_pair(&s);
+}
+
+/* GPUYIELD_VERBOSE=1: the process whose job's end changes the arm says so, in one line. */
+TEST(a_change_of_arm_is_one_verbose_line_from_the_process_that_made_it)
+{
+    struct seg_pair s;
+    REQUIRE(open_pair(&s, GY_POLICY_GUARDED, true));
+    gy_err err;
+    gy_guarded_configure(&s.hp, 0.02, 0.05, 1.0, 5, &err);
+    run_jobs(&s.hp, 20, 0); /* stop's baseline: jobs of a few microseconds */
+    gy_guarded_force(&s.hp, GY_ARM_P16, &err);
+    gy_guarded_configure(&s.hp, 0.02, 0.05, 0.0, 5, &err);
+    char path[] = "/tmp/gy-guarded-verbose-XXXXXX";
+    int fd = mkstemp(path);
+    REQUIRE(fd >= 0);
+    fflush(stderr);
+    int saved = dup(2);
+    dup2(fd, 2);
+    setenv("GPUYIELD_VERBOSE", "1", 1);
+    run_jobs(&s.hp, GY_GUARD_RECENT + 4, 2000); /* 16 jobs of 2 ms: far out of the bound */
+    unsetenv("GPUYIELD_VERBOSE");
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    char text[2048] = "";
+    ssize_t n = pread(fd, text, sizeof text - 1, 0);
+    text[n > 0 ? n : 0] = '\0';
+    close(fd);
+    unlink(path);
+    int lines = 0;
+    for (char *c = text; *c; c++)
+        lines += *c == '\n';
+    CHECK(lines == 1 && strstr(text, "guarded arm partition:16 -> stop (fallback: the arm's recent jobs left the bound"),
+          "stderr: %s", text);
+    struct gy_guard snap;
+    gy_guarded_snapshot(&s.hp, &snap, &err);
+    CHECK(snap.in_force == GY_ARM_STOP && snap.reason == GY_GUARD_WHY_FALLBACK);
     close_pair(&s);
 }
 
