@@ -8,6 +8,7 @@ run_counted controller-asan "$BUILD/asan/tests/test_controller"
 TSAN_OPTIONS="halt_on_error=1" run_counted controller-tsan "$BUILD/tsan/tests/test_controller"
 run_counted guarded "$BUILD/tests/test_guarded"
 run_counted guarded-asan "$BUILD/asan/tests/test_guarded"
+TSAN_OPTIONS="halt_on_error=1" run_counted guarded-tsan "$BUILD/tsan/tests/test_guarded"
 
 EXP=$BUILD/bin/expcontroller
 TAG=test-cli-$$
