@@ -3,6 +3,7 @@
  * begins jobs on command, telling the arm each job got (chosen in its gy_job_enter, under the
  * segment's mutex) and, for a timed job, when it ended. The checks read the fake driver's log:
  * which green context (its SMs) ran each tagged kernel, and when. */
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -271,11 +272,95 @@ static void scenario_guarded(void)
     gy_close(&shm);
 }
 
+/* Nothing forced: the HP runs CONVERGE_JOBS jobs of 3 ms while this process launches without
+ * pause. The fake GPU gives green streams their own SMs, so a partition costs the HP nothing: the
+ * rule, measuring real job times and the LP's partition launches, must leave stop for a partition
+ * (the bound is wide here, 20 %: the machine running the test is shared and its timing noisy). */
+#define CONVERGE_JOBS 400
+
+static void scenario_converges(void)
+{
+    gy_shm shm;
+    gy_err err;
+    if (gy_open(getenv("GPUYIELD_SHM"), &shm, &err)) {
+        fail("%s", err.msg);
+        return;
+    }
+    if (gy_guarded_configure(&shm, 0.2, 0.5, 0.25, 9, &err))
+        fail("%s", err.msg);
+    int cmd[2], ack[2];
+    if (pipe(cmd) || pipe(ack)) {
+        fail("pipe");
+        return;
+    }
+    fflush(stdout), fflush(stderr);
+    pid_t hp = fork();
+    if (hp == 0) { /* the HP: jobs of 3 ms, 0.5 ms apart, then 'd' */
+        close(cmd[1]), close(ack[0]);
+        gy_shm own;
+        gy_job job;
+        char go;
+        if (gy_open(getenv("GPUYIELD_SHM"), &own, &err) || gy_register(&own, 1, &err) || read(cmd[0], &go, 1) != 1)
+            _exit(1);
+        for (int j = 0; j < CONVERGE_JOBS; j++) {
+            if (gy_begin(&own, 1, &job, &err))
+                _exit(1);
+            usleep(3000);
+            gy_job_exit(&own, &job, &err);
+            usleep(500);
+        }
+        gy_close(&own);
+        _exit(write(ack[1], "d", 1) == 1 ? 0 : 1);
+    }
+    close(cmd[0]), close(ack[1]);
+    CUdevice dev;
+    CUcontext ctx;
+    CU(cuInit(0));
+    CU(cuDeviceGet(&dev, 0));
+    CU(cuDevicePrimaryCtxRetain(&ctx, dev));
+    CU(cuCtxSetCurrent(ctx));
+    CU(cuModuleLoadData(&module, "fake image"));
+    CUstream s;
+    CU(cuStreamCreate(&s, 0));
+    CUfunction f;
+    CU(cuModuleGetFunction(&f, module, "spin_us:200/lp"));
+    if (write(cmd[1], "g", 1) != 1)
+        fail("the HP is gone");
+    struct pollfd done = {.fd = ack[0], .events = POLLIN};
+    unsigned long launched = 0;
+    while (poll(&done, 1, 0) == 0) {
+        CU(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL));
+        if (++launched % 4 == 0)
+            CU(cuStreamSynchronize(s));
+    }
+    CU(cuStreamSynchronize(s));
+    int status = 0;
+    waitpid(hp, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status))
+        fail("the HP failed (status %#x)", status);
+    struct gy_guard g;
+    if (gy_guarded_snapshot(&shm, &g, &err)) {
+        fail("%s", err.msg);
+    } else {
+        struct gy_guard_arm_stats p16;
+        gy_guard_arm_stats(&g, GY_ARM_P16, &p16);
+        if (g.in_force == GY_ARM_STOP || g.changes == 0 || p16.lp_per_s <= 0)
+            fail("after %d jobs: in force %s (%s), %u changes, LP %.0f launches/s on 16 SMs", CONVERGE_JOBS,
+                 gy_guard_arm_name(g.in_force), gy_guard_reason_text(g.reason), g.changes, p16.lp_per_s);
+        printf("guarded_converges in_force=%s reason=%s jobs=%llu changes=%u\n", gy_guard_arm_name(g.in_force),
+               gy_guard_reason_name(g.reason), (unsigned long long)g.jobs, g.changes);
+    }
+    close(cmd[1]), close(ack[0]);
+    gy_close(&shm);
+}
+
 int guarded_scenario(const char *what, int argc, char **argv)
 {
     (void)argc, (void)argv;
     if (strcmp(what, "guarded") == 0)
         scenario_guarded();
+    else if (strcmp(what, "guarded_converges") == 0)
+        scenario_converges();
     else
         fail("unknown scenario %s", what);
     return failures;
