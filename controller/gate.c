@@ -123,7 +123,10 @@ uint64_t gy_wait_until_allowed(gy_shm *shm, int *allowed_at)
     return gy_wait_until_allowed_on(shm, GY_DEVICE_ALL, allowed_at);
 }
 
-uint64_t gy_wait_until_allowed_on(gy_shm *shm, int device, int *allowed_at)
+/* until_partition: also return (*turned set) once the guarded arm of the open jobs is a
+ * partition, the gate still closed: the caller's launch can then go to its partition instead of
+ * waiting through the job (guarded.h). */
+static uint64_t wait_until_allowed(gy_shm *shm, int device, int *allowed_at, bool until_partition, bool *turned)
 {
     struct gy_segment *seg = shm->seg;
     struct gy_proc_slot *slot = gy_my_slot(shm);
@@ -149,6 +152,10 @@ uint64_t gy_wait_until_allowed_on(gy_shm *shm, int device, int *allowed_at)
         priority = effective_priority_locked(seg, slot);
         if (gy_launch_allowed_on(shm, device, priority) || gy_segment_removed(shm))
             break;
+        if (until_partition && gy_guarded_current(shm) != GY_ARM_STOP) {
+            *turned = true;
+            break;
+        }
         if (!waited)
             wake_helper_if_owed(seg, slot);
         waited = true;
@@ -164,13 +171,25 @@ uint64_t gy_wait_until_allowed_on(gy_shm *shm, int device, int *allowed_at)
         gy_unlock(seg);
     uint64_t blocked = gy_now_ns() - start;
     bool passed_own_job = !waited && priority > registered && !gy_launch_allowed_on(shm, device, registered);
-    if (slot && !passed_own_job) { /* running at our own job's level is not a wait */
+    bool turned_at_once = until_partition && *turned && !waited; /* to a partition: no wait at all */
+    if (slot && !passed_own_job && !turned_at_once) { /* running at our own job's level is not a wait */
         atomic_fetch_add_explicit(&slot->counters.waits, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&slot->counters.blocked_ns, blocked, memory_order_relaxed);
     }
     if (allowed_at)
         *allowed_at = priority;
     return blocked;
+}
+
+uint64_t gy_wait_until_allowed_on(gy_shm *shm, int device, int *allowed_at)
+{
+    return wait_until_allowed(shm, device, allowed_at, false, NULL);
+}
+
+uint64_t gy_wait_until_allowed_or_partition_on(gy_shm *shm, int device, int *allowed_at, bool *turned)
+{
+    *turned = false;
+    return wait_until_allowed(shm, device, allowed_at, true, turned);
 }
 
 bool gy_allowed_now(gy_shm *shm)

@@ -112,6 +112,11 @@ int gy_guarded_configure(gy_shm *shm, double eps_p50, double eps_p99, double sto
 int gy_guarded_force(gy_shm *shm, enum gy_guard_arm arm, gy_err *err);
 /* A copy of the rule's state taken under the mutex (status, metrics, tests). */
 int gy_guarded_snapshot(gy_shm *shm, struct gy_guard *out, gy_err *err);
+/* gy_wait_until_allowed_on (gate.c) that also returns, with *turned set, as soon as the arm of
+ * the open jobs is a partition while the gate is still closed (a job of arm partition began while
+ * a stop job held this launch, and the stop job ended): the launch goes to its partition rather
+ * than waiting through the partition job. */
+uint64_t gy_wait_until_allowed_or_partition_on(gy_shm *shm, int device, int *allowed_at, bool *turned);
 /* GPUYIELD_VERBOSE=1: one line on stderr for a change of the arm in force (outside the mutex). */
 void gy_guarded_tell(const gy_shm *shm, const struct gy_guard_change *change);
 

@@ -348,8 +348,10 @@ bool gy_partition_route(gy_cu_stream stream, bool graph, struct gy_partition_rou
         return false;
     /* Guarded: the arm the open jobs give (one load, slow path only); stop waits as under corun. */
     unsigned size = 0;
-    if (gy_get_policy(&gy_client.shm) == GY_POLICY_GUARDED && (size = gy_guarded_current(&gy_client.shm)) == GY_ARM_STOP)
+    if (gy_get_policy(&gy_client.shm) == GY_POLICY_GUARDED && (size = gy_guarded_current(&gy_client.shm)) == GY_ARM_STOP) {
+        route->stopped = !graph; /* a graph waits under every arm */
         return false;
+    }
     pthread_mutex_lock(&lock);
     decide_static_locked();
     if (state != GY_PARTITION_UNDECIDED && state != GY_PARTITION_ACTIVE)

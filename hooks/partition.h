@@ -29,6 +29,7 @@ struct gy_partition_entry;
 struct gy_partition_route {
     gy_cu_stream green;               /* the partition stream the launch goes to; NULL: none */
     bool pass;                        /* a launch into a capture: passes unchanged, no wait */
+    bool stopped;                     /* no route only because the guarded arm is stop now */
     struct gy_partition_entry *entry; /* with green: the partition lock is held until launched */
 };
 
@@ -41,6 +42,11 @@ static inline bool gy_partition_owes(void)
  * wait: route->green to launch on (lock held: call gy_partition_launched), or route->pass. False:
  * the policy is not partition, or this process falls back (it then blocks as before). */
 bool gy_partition_route(gy_cu_stream stream, bool graph, struct gy_partition_route *route);
+/* The gate is closed and the launch was not routed: block until the job ends; under guarded, a
+ * launch held by the stop arm is routed as soon as the open jobs' arm turns to a partition
+ * (guarded_arm.c). Returns with route filled as gy_partition_route does, or with nothing routed
+ * once the launch may go ahead on its own stream. */
+void gy_partition_gate_closed(gy_cu_stream stream, bool graph, struct gy_partition_route *route);
 /* The launch (copy: an async copy or memset) went to route->green: count it in partition_launches
  * (copy: partition_copies) when ok, and release the lock. */
 void gy_partition_launched(struct gy_partition_route *route, bool ok, bool copy);
@@ -71,7 +77,7 @@ static inline void gy_partition_gate_enter(gy_cu_stream stream, bool graph, stru
     atomic_fetch_add_explicit(&gy_client.entered, 1, memory_order_seq_cst);
     gy_mark_inflight(&gy_client.shm);
     if (!gy_word_allows(gy_thread_gate, gy_client.priority) && !gy_partition_route(stream, graph, route))
-        gy_client_block();
+        gy_partition_gate_closed(stream, graph, route);
     if (!route->green && !route->pass && gy_partition_owes())
         gy_partition_before_use(stream);
 }

@@ -4,6 +4,9 @@
  * segment's mutex) and, for a timed job, when it ended. The checks read the fake driver's log:
  * which green context (its SMs) ran each tagged kernel, and when. */
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,13 +28,14 @@
 static int to_hp = -1, from_hp = -1;
 static pid_t hp_pid;
 
-/* Commands: 'b' begin (answers the arm), 'e' end, 't' a timed job: begin, answer the arm, sleep
- * TIMED_JOB_US, end, answer the end time (CLOCK_MONOTONIC ns, the same clock in every process). */
+/* Commands: 'b' begin (answers the arm), 'e' end (answers the end time: CLOCK_MONOTONIC ns, the
+ * same clock in every process), 'B' and 'E' the same for a second job open beside the first, 't'
+ * a timed job: begin, answer the arm, sleep TIMED_JOB_US, end, answer the end time. */
 static void hp_main(int cmd, int ack)
 {
     gy_shm shm;
     gy_err err;
-    gy_job job;
+    gy_job jobs[2];
     if (gy_open(getenv("GPUYIELD_SHM"), &shm, &err) || gy_register(&shm, 1, &err)) {
         fprintf(stderr, "hp: %s\n", err.msg);
         _exit(1);
@@ -40,10 +44,12 @@ static void hp_main(int cmd, int ack)
     while (read(cmd, &c, 1) == 1 && c != 'q') {
         int32_t arm = -2;
         uint64_t ended = 0;
+        gy_job *job = &jobs[c == 'B' || c == 'E'];
+        c = c == 'B' ? 'b' : c == 'E' ? 'e' : c;
         if (c == 'b' || c == 't') {
-            if (gy_begin(&shm, 1, &job, &err))
+            if (gy_begin(&shm, 1, job, &err))
                 fprintf(stderr, "hp: %s\n", err.msg);
-            arm = job.guard_arm;
+            arm = job->guard_arm;
             if (write(ack, &arm, sizeof arm) != sizeof arm)
                 break;
         }
@@ -51,7 +57,7 @@ static void hp_main(int cmd, int ack)
             usleep(TIMED_JOB_US);
         if (c == 'e' || c == 't') {
             ended = gy_now_ns(); /* before the gate opens: a launch held by the job returns after it */
-            if (gy_job_exit(&shm, &job, &err))
+            if (gy_job_exit(&shm, job, &err))
                 fprintf(stderr, "hp: %s\n", err.msg);
             if (write(ack, &ended, sizeof ended) != sizeof ended)
                 break;
@@ -150,6 +156,26 @@ static void expect_after(const char *later, const char *earlier)
 
 /* ---- the scenario ---------------------------------------------------------------------------- */
 
+/* A launch from another thread, so that the main one can end the jobs while it is held. */
+struct held {
+    CUcontext ctx;
+    CUstream stream;
+    _Atomic bool returned;
+    uint64_t at;
+    CUresult rc;
+};
+
+static void *launch_held(void *arg)
+{
+    struct held *h = arg;
+    h->rc = cuCtxSetCurrent(h->ctx);
+    if (h->rc == CUDA_SUCCESS)
+        h->rc = run("held", h->stream);
+    h->at = gy_now_ns();
+    atomic_store(&h->returned, true);
+    return NULL;
+}
+
 static void configure(gy_shm *shm, double stop_share, int force)
 {
     gy_err err;
@@ -243,15 +269,52 @@ static void scenario_guarded(void)
         }
     }
     fake_log_free(&the_log);
+
+    /* Back to back: a stop job holds a launch; a partition job begins before the stop job ends,
+     * so the gate never opens between them. Once the stop job ends the held launch goes to the
+     * partition at once, instead of waiting through the partition job too. */
+    configure(&shm, 1.0, -1);
+    hp_send('b');
+    int first = hp_arm();
+    configure(&shm, 0.0, GY_ARM_P32);
+    hp_send('B');
+    int second = hp_arm();
+    if (first != GY_ARM_STOP || second != GY_ARM_P32)
+        fail("back to back: arms %d and %d, expected stop and partition:32", first, second);
+    struct held held = {.stream = s};
+    CU(cuCtxGetCurrent(&held.ctx));
+    pthread_t thread;
+    pthread_create(&thread, NULL, launch_held, &held);
+    usleep(100000);
+    if (atomic_load(&held.returned))
+        fail("back to back: the launch returned while the stop job was open");
+    hp_send('e');
+    uint64_t stop_ended = hp_ended();
+    for (int i = 0; i < 2000 && !atomic_load(&held.returned); i++)
+        usleep(1000);
+    bool in_partition_job = atomic_load(&held.returned);
+    hp_send('E');
+    uint64_t partition_ended = hp_ended();
+    pthread_join(thread, NULL);
+    CU(held.rc);
+    partition_launches += 1;
+    if (!in_partition_job || held.at < stop_ended || held.at > partition_ended)
+        fail("back to back: the held launch returned at %llu; the stop job ended at %llu, the partition job at %llu",
+             (unsigned long long)held.at, (unsigned long long)stop_ended, (unsigned long long)partition_ended);
+    CU(cuStreamSynchronize(s));
+    fake_log_read(getenv("FAKECUDA_LOG"), &the_log);
+    expect_sms("held", 32);
+    fake_log_free(&the_log);
     hp_stop();
 
-    /* The per-arm statistics saw the jobs: the timed ones took TIMED_JOB_US or more. */
+    /* The per-arm statistics saw the jobs: the timed ones took TIMED_JOB_US or more (the forced
+     * ones, a few ms, are in partition:32's window too, but fewer). */
     struct gy_guard g;
     if (gy_guarded_snapshot(&shm, &g, &err) == 0) {
         struct gy_guard_arm_stats stop, p32;
         gy_guard_arm_stats(&g, GY_ARM_STOP, &stop);
         gy_guard_arm_stats(&g, GY_ARM_P32, &p32);
-        if (stop.jobs != (uint64_t)stops || stop.p50_ms < TIMED_JOB_US / 1e3 || p32.p50_ms < TIMED_JOB_US / 1e3 ||
+        if (stop.jobs != (uint64_t)stops + 1 /* the back-to-back one */ || stop.p50_ms < TIMED_JOB_US / 1e3 || p32.p50_ms < TIMED_JOB_US / 1e3 ||
             p32.lp_per_s <= 0)
             fail("statistics: stop %llu jobs p50 %.1f ms, partition:32 p50 %.1f ms, lp %.1f/s",
                  (unsigned long long)stop.jobs, stop.p50_ms, p32.p50_ms, p32.lp_per_s);
