@@ -338,7 +338,8 @@ static void scenario_guarded(void)
 /* Nothing forced: the HP runs CONVERGE_JOBS jobs of 3 ms while this process launches without
  * pause. The fake GPU gives green streams their own SMs, so a partition costs the HP nothing: the
  * rule, measuring real job times and the LP's partition launches, must leave stop for a partition
- * (the bound is wide here, 20 %: the machine running the test is shared and its timing noisy). */
+ * (the bound is wide here, 20 %: the machine running the test is shared and its timing noisy).
+ * Where it ends is not checked: a burst of load on that machine may rightly make it fall back. */
 #define CONVERGE_JOBS 400
 
 static void scenario_converges(void)
@@ -407,7 +408,7 @@ static void scenario_converges(void)
     } else {
         struct gy_guard_arm_stats p16;
         gy_guard_arm_stats(&g, GY_ARM_P16, &p16);
-        if (g.in_force == GY_ARM_STOP || g.changes == 0 || p16.lp_per_s <= 0)
+        if (g.changes == 0 || p16.jobs < GY_GUARD_MIN_JOBS || p16.lp_per_s <= 0)
             fail("after %d jobs: in force %s (%s), %u changes, LP %.0f launches/s on 16 SMs", CONVERGE_JOBS,
                  gy_guard_arm_name(g.in_force), gy_guard_reason_text(g.reason), g.changes, p16.lp_per_s);
         printf("guarded_converges in_force=%s reason=%s jobs=%llu changes=%u\n", gy_guard_arm_name(g.in_force),
