@@ -42,12 +42,31 @@ static uint64_t jobs_in_progress_locked(const struct gy_segment *seg)
     return n;
 }
 
+/* The highest registered priority of a live slot: the HP's level. */
+static int top_registered_locked(const struct gy_segment *seg)
+{
+    int top = 0;
+    for (int i = 0; i < GY_MAX_PROCS; i++) {
+        const struct gy_proc_slot *slot = &seg->procs[i];
+        if (atomic_load_explicit(&slot->state, memory_order_acquire) != GY_PROC_FREE && gy_slot_sane(slot) &&
+            slot->priority > top)
+            top = slot->priority;
+    }
+    return top;
+}
+
 void gy_guarded_begin_locked(gy_shm *shm, gy_job *job)
 {
     job->guard_arm = -1;
     if (!gy_guarded_active(shm))
         return;
     struct gy_segment *seg = shm->seg;
+    /* Only the HP's jobs are measured and get an arm: a job at level 0 gates nobody (lower workers
+     * marking their own jobs), and a job below the top registered level is another kind of job
+     * whose times must not enter the HP's windows; its lower launches see the arm of the open HP
+     * jobs, stop when there is none (as under corun). */
+    if (job->priority == 0 || job->priority < top_registered_locked(seg))
+        return;
     /* A job alone on the segment: whatever the open counts say was left by jobs counted out
      * without an end (a reaped process), and must not pin the arm. */
     if (jobs_in_progress_locked(seg) <= 1)

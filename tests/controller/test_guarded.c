@@ -417,6 +417,36 @@ TEST(a_job_under_guarded_gets_its_arm_at_begin_and_records_at_end)
     close_pair(&s);
 }
 
+/* Only the HP's jobs are measured: a lower worker marking its own jobs (level 0), or a job below
+ * the top registered level, gets no arm and leaves the windows alone. */
+TEST(only_the_hps_jobs_get_an_arm)
+{
+    struct seg_pair s;
+    REQUIRE(open_pair(&s, GY_POLICY_GUARDED, true));
+    gy_err err;
+    gy_job job;
+    REQUIRE(gy_begin(&s.lp, 0, &job, &err) == 0, "%s", err.msg);
+    CHECK(job.guard_arm == -1, "a level-0 job got arm %d", job.guard_arm);
+    gy_job_exit(&s.lp, &job, &err);
+    gy_shm top;
+    REQUIRE(gy_open(s.tag, &top, &err) == 0 && gy_register(&top, 2, &err) == 0, "%s", err.msg);
+    REQUIRE(gy_begin(&s.hp, 1, &job, &err) == 0, "%s", err.msg);
+    CHECK(job.guard_arm == -1, "a job below the top level got arm %d", job.guard_arm);
+    gy_job_exit(&s.hp, &job, &err);
+    REQUIRE(gy_begin(&top, 2, &job, &err) == 0, "%s", err.msg);
+    CHECK(job.guard_arm == GY_ARM_STOP, "the top level's first job got arm %d", job.guard_arm);
+    gy_job_exit(&top, &job, &err);
+    gy_close(&top);
+    REQUIRE(gy_begin(&s.hp, 1, &job, &err) == 0, "%s", err.msg); /* level 1 is the top again */
+    CHECK(job.guard_arm == GY_ARM_STOP, "got arm %d", job.guard_arm);
+    gy_job_exit(&s.hp, &job, &err);
+    struct gy_guard snap;
+    REQUIRE(gy_guarded_snapshot(&s.hp, &snap, &err) == 0, "%s", err.msg);
+    CHECK(snap.jobs == 2 && snap.arms[GY_ARM_STOP].jobs == 2, "%llu jobs picked, %llu recorded on stop",
+          (unsigned long long)snap.jobs, (unsigned long long)snap.arms[GY_ARM_STOP].jobs);
+    close_pair(&s);
+}
+
 TEST(guarded_without_mps_drains_and_measures_nothing)
 {
     struct seg_pair s;
