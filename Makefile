@@ -6,7 +6,7 @@
 #       PREFIX/bin        expcontroller, run_exp, nsight-parser, gpuyield-standin
 #       PREFIX/lib        libgpuyield.so (the hook), libgeek.so and libcuinterpose*.so (compat),
 #                         libgycontrol.a (the controller library), pkgconfig/gpuyield.pc
-#       PREFIX/include/gpuyield   gpuyield.h, segment_layout.h, policies.h
+#       PREFIX/include/gpuyield   gpuyield.h, segment_layout.h, guarded_layout.h, policies.h
 #       PREFIX/lib/gpuyield/python  the Python package run_exp's workers import (for your own
 #                         scripts: pip install .)
 #       PREFIX/share/doc/gpuyield   README.md, LICENSE
@@ -23,7 +23,7 @@ VERSION := $(shell cat VERSION)
 
 TOOLS := expcontroller run_exp nsight-parser gpuyield-standin
 LIBS := libgpuyield.so libgeek.so libcuinterpose.so libcuinterpose_sync.so libcuinterpose_event.so libgycontrol.a
-HEADERS := controller/gpuyield.h controller/segment_layout.h controller/policies.h
+HEADERS := controller/gpuyield.h controller/segment_layout.h controller/guarded_layout.h controller/policies.h
 BUILT := $(TOOLS:%=$(O)/bin/%) $(LIBS:%=$(O)/lib/%) $(O)/python/gpuyield/__init__.py
 
 .PHONY: all test install uninstall

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "errors.h"
+#include "guarded.h"
 #include "registry.h"
 #include "shared_wait.h"
 
@@ -122,7 +123,10 @@ uint64_t gy_wait_until_allowed(gy_shm *shm, int *allowed_at)
     return gy_wait_until_allowed_on(shm, GY_DEVICE_ALL, allowed_at);
 }
 
-uint64_t gy_wait_until_allowed_on(gy_shm *shm, int device, int *allowed_at)
+/* until_partition: also return (*turned set) once the guarded arm of the open jobs is a
+ * partition, the gate still closed: the caller's launch can then go to its partition instead of
+ * waiting through the job (guarded.h). */
+static uint64_t wait_until_allowed(gy_shm *shm, int device, int *allowed_at, bool until_partition, bool *turned)
 {
     struct gy_segment *seg = shm->seg;
     struct gy_proc_slot *slot = gy_my_slot(shm);
@@ -148,6 +152,10 @@ uint64_t gy_wait_until_allowed_on(gy_shm *shm, int device, int *allowed_at)
         priority = effective_priority_locked(seg, slot);
         if (gy_launch_allowed_on(shm, device, priority) || gy_segment_removed(shm))
             break;
+        if (until_partition && gy_guarded_current(shm) != GY_ARM_STOP) {
+            *turned = true;
+            break;
+        }
         if (!waited)
             wake_helper_if_owed(seg, slot);
         waited = true;
@@ -163,13 +171,25 @@ uint64_t gy_wait_until_allowed_on(gy_shm *shm, int device, int *allowed_at)
         gy_unlock(seg);
     uint64_t blocked = gy_now_ns() - start;
     bool passed_own_job = !waited && priority > registered && !gy_launch_allowed_on(shm, device, registered);
-    if (slot && !passed_own_job) { /* running at our own job's level is not a wait */
+    bool turned_at_once = until_partition && *turned && !waited; /* to a partition: no wait at all */
+    if (slot && !passed_own_job && !turned_at_once) { /* running at our own job's level is not a wait */
         atomic_fetch_add_explicit(&slot->counters.waits, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&slot->counters.blocked_ns, blocked, memory_order_relaxed);
     }
     if (allowed_at)
         *allowed_at = priority;
     return blocked;
+}
+
+uint64_t gy_wait_until_allowed_on(gy_shm *shm, int device, int *allowed_at)
+{
+    return wait_until_allowed(shm, device, allowed_at, false, NULL);
+}
+
+uint64_t gy_wait_until_allowed_or_partition_on(gy_shm *shm, int device, int *allowed_at, bool *turned)
+{
+    *turned = false;
+    return wait_until_allowed(shm, device, allowed_at, true, turned);
 }
 
 bool gy_allowed_now_on(gy_shm *shm, int device)
@@ -221,6 +241,8 @@ int gy_job_enter_on(gy_shm *shm, int priority, int device, uint64_t timeout_ns, 
         seg->devices[device].jobs[priority]++;
         slot->held_device_jobs[device][priority]++;
     }
+    job->priority = priority;
+    gy_guarded_begin_locked(shm, job); /* the arm is published before the gate word */
     gy_publish_levels_locked(seg);
     job->epoch = atomic_fetch_add_explicit(&seg->job_epoch, 1, memory_order_seq_cst) + 1;
     gy_unlock(seg);
@@ -270,6 +292,7 @@ static bool begin_drains(const gy_shm *shm)
     case GY_POLICY_CORUN:
         return false;
     case GY_POLICY_PARTITION:
+    case GY_POLICY_GUARDED:
         return !gy_get_mps(shm); /* without MPS there is no green context: it drains */
     case GY_POLICY_COUNT:
         break; /* not a policy: gy_get_policy never gives it */
@@ -282,8 +305,8 @@ enum gy_wait_result gy_job_wait_drained(gy_shm *shm, gy_job *job, uint64_t slice
 {
     struct gy_segment *seg = shm->seg;
     if (!begin_drains(shm)) {
-        /* The gate is closed; what lower processes had queued (and, under partition, what they
-         * launch into their green contexts) runs beside the job. */
+        /* The gate is closed; what lower processes had queued (and, under partition or a guarded
+         * partition arm, what they launch into their green contexts) runs beside the job. */
         job->wait_ns = 0;
         job->drained = job->timed_out = false;
         job->corun = true;
@@ -344,6 +367,8 @@ int gy_job_exit(gy_shm *shm, gy_job *job, gy_err *err)
     struct gy_segment *seg = shm->seg;
     struct gy_proc_slot *slot = gy_my_slot(shm);
     int p = job->priority;
+    uint64_t ended = gy_now_ns(); /* guarded: the job's own duration, taken before the lock */
+    struct gy_guard_change change = {.changed = false};
     if (gy_lock_and_recover(seg)) /* still counted in: end() may be called again */
         return gy_lock_fail(shm, "end the job", err);
     int d = job->device;
@@ -358,11 +383,13 @@ int gy_job_exit(gy_shm *shm, gy_job *job, gy_err *err)
             if (seg->devices[d].jobs[p])
                 seg->devices[d].jobs[p]--;
         }
+        gy_guarded_end_locked(shm, job, ended, &change);
         gy_publish_levels_locked(seg);
     }
     gy_unlock(seg);
     job->active = false;
     gy_wake_all(seg);
+    gy_guarded_tell(shm, &change);
     if (!ours)
         return gy_fail(err, ESRCH, "job of priority %d was already counted out of %s (our slot was reaped)", p,
                        shm->name);

@@ -192,6 +192,8 @@ typedef struct gy_job {
     bool timed_out;
     bool corun;          /* the begin did not wait: the policy is corun, or partition under MPS */
     bool active;         /* counted in and not yet out */
+    int guard_arm;       /* policy guarded: the arm it got (enum gy_guard_arm), else -1 */
+    uint64_t guard_lp_work; /* policy guarded: the lower processes' progress at its begin */
 } gy_job;
 
 /* Count a job in at priority 0..7: lower launches stop from here on. timeout_ns 0 uses the
@@ -254,6 +256,8 @@ struct gy_status {
     struct gy_status_device devices[GY_MAX_DEVICES];
     int nprocs;
     struct gy_status_proc procs[GY_MAX_PROCS];
+    bool guarded;          /* policy guarded: guard holds its state (controller/guarded.h) */
+    struct gy_guard guard;
 };
 
 /* A consistent snapshot; every field read from the segment is range-checked (a corrupt segment

@@ -22,7 +22,7 @@
     X(gy_segment, policy) X(gy_segment, mps) X(gy_segment, name) X(gy_segment, active_levels)             \
     X(gy_segment, mutex) X(gy_segment, wake_seq) X(gy_segment, jobs) X(gy_segment, job_epoch)             \
     X(gy_segment, total_drain_timeouts) X(gy_segment, reaped) X(gy_segment, next_reap_ns)                 \
-    X(gy_segment, lock_timeouts) X(gy_segment, devices) X(gy_segment, procs)
+    X(gy_segment, lock_timeouts) X(gy_segment, devices) X(gy_segment, procs) X(gy_segment, guard)
 #define GY_DEVICE_SLOT_FIELDS(X)                                                                       \
     X(gy_device_slot, active_levels) X(gy_device_slot, claimed) X(gy_device_slot, uuid) X(gy_device_slot, jobs)
 #define GY_PROC_SLOT_FIELDS(X)                                                                         \
@@ -31,6 +31,15 @@
     X(gy_proc_slot, drained_epoch) X(gy_proc_slot, partition_state) X(gy_proc_slot, counters)             \
     X(gy_proc_slot, held_device_jobs)
 
+#define GY_GUARD_FIELDS(X)                                                                             \
+    X(gy_guard, current) X(gy_guard, in_force) X(gy_guard, trial) X(gy_guard, reason) X(gy_guard, confirmed) \
+    X(gy_guard, eps_p50_ppm) X(gy_guard, eps_p99_ppm) X(gy_guard, stop_share_ppm) X(gy_guard, open)          \
+    X(gy_guard, ratio_p50_ppm) X(gy_guard, ratio_p99_ppm) X(gy_guard, changes) X(gy_guard, rng)              \
+    X(gy_guard, jobs) X(gy_guard, last_recheck) X(gy_guard, backoff_until) X(gy_guard, arms)
+#define GY_GUARD_WINDOW_FIELDS(X)                                                                      \
+    X(gy_guard_window, us) X(gy_guard_window, head) X(gy_guard_window, n) X(gy_guard_window, jobs)         \
+    X(gy_guard_window, lp_work) X(gy_guard_window, lp_ns)
+
 #define GY_FIELD_SIZE(s, f) sizeof(((struct s *)0)->f)
 
 /* Each row's ordinal, so that two fields trading places change the stamp too. */
@@ -38,7 +47,8 @@
 #define GY_LAYOUT_COUNTER_ROW(name, what) GY_LAYOUT_ROW_counter_##name,
 enum gy_layout_row {
     GY_SEGMENT_FIELDS(GY_LAYOUT_ROW) GY_DEVICE_SLOT_FIELDS(GY_LAYOUT_ROW) GY_PROC_SLOT_FIELDS(GY_LAYOUT_ROW)
-        GY_PROC_COUNTERS(GY_LAYOUT_COUNTER_ROW) GY_LAYOUT_ROWS
+        GY_GUARD_FIELDS(GY_LAYOUT_ROW) GY_GUARD_WINDOW_FIELDS(GY_LAYOUT_ROW) GY_PROC_COUNTERS(GY_LAYOUT_COUNTER_ROW)
+            GY_LAYOUT_ROWS
 };
 #undef GY_LAYOUT_ROW
 #undef GY_LAYOUT_COUNTER_ROW
@@ -53,7 +63,8 @@ enum gy_layout_row {
                    GY_FIELD_SIZE(gy_proc_counters, name))
 #define GY_LAYOUT_HASH                                                                                 \
     (GY_STAMP_TERM(GY_LAYOUT_ROWS, sizeof(struct gy_segment), GY_MAGIC) GY_SEGMENT_FIELDS(GY_STAMP_FIELD) \
-         GY_DEVICE_SLOT_FIELDS(GY_STAMP_FIELD) GY_PROC_SLOT_FIELDS(GY_STAMP_FIELD) GY_PROC_COUNTERS(GY_STAMP_COUNTER))
+         GY_DEVICE_SLOT_FIELDS(GY_STAMP_FIELD) GY_PROC_SLOT_FIELDS(GY_STAMP_FIELD) GY_GUARD_FIELDS(GY_STAMP_FIELD)   \
+             GY_GUARD_WINDOW_FIELDS(GY_STAMP_FIELD) GY_PROC_COUNTERS(GY_STAMP_COUNTER))
 /* Stored in the header's layout_stamp (32 bits: the two halves folded). */
 #define GY_LAYOUT_STAMP ((uint32_t)(GY_LAYOUT_HASH ^ (GY_LAYOUT_HASH >> 32)))
 

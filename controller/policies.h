@@ -11,6 +11,8 @@
  *   partition: like corun, and lower processes keep launching during the job, their kernels
  *          confined by their hook to a green context holding a few SMs (their async copies go
  *          there too; hooks/partition.c); without MPS a begin drains as under drain (gate.c).
+ *   guarded: like partition, but each job gets an arm, stop (as corun) or a partition of 16, 32
+ *          or 48 SMs, chosen by measurement at its begin (controller/guarded.h); without MPS, drain.
  * X(enum suffix, name, what a job does under it, meant for MPS) */
 #ifndef GY_POLICIES_H
 #define GY_POLICIES_H
@@ -18,7 +20,9 @@
 #define GY_POLICIES(X)                                                                                 \
     X(DRAIN, "drain", "a job waits until lower work has drained", false)                               \
     X(CORUN, "corun", "a job starts at once beside lower work (under MPS)", true)                      \
-    X(PARTITION, "partition", "lower work keeps running on a few SMs during a job (under MPS)", true)
+    X(PARTITION, "partition", "lower work keeps running on a few SMs during a job (under MPS)", true)      \
+    X(GUARDED, "guarded", "each job gets stop or a partition, kept only while the job stays as fast as "   \
+                          "under stop (under MPS)", true)
 
 #define GY_POLICY_ENUM_ROW(suffix, name, what, mps) GY_POLICY_##suffix,
 enum gy_policy { GY_POLICIES(GY_POLICY_ENUM_ROW) GY_POLICY_COUNT };

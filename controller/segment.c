@@ -13,6 +13,7 @@
 #include "layout_stamp.h"
 #include "owner_text.h"
 #include "proc_identity.h"
+#include "guarded.h"
 #include "shared_wait.h"
 
 #define TAG_MAX 40
@@ -141,6 +142,7 @@ int gy_create(const char *tag_or_name, uint64_t drain_timeout_ns, gy_shm *out, g
     seg->creator_pid = getpid();
     seg->creator_start_time = gy_proc_start_time(getpid());
     seg->drain_timeout_ns = drain_timeout_ns ? drain_timeout_ns : GY_DEFAULT_DRAIN_TIMEOUT_NS;
+    gy_guarded_init_segment(seg);
     snprintf(seg->name, sizeof seg->name, "%s", name);
     /* The magic goes in last: an opener racing with us sees either no magic or a whole header. */
     atomic_thread_fence(memory_order_release);

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "guarded_layout.h"
+
 #define GY_MAGIC 0x444c454959555047ull /* "GPUYIELD" read as little-endian bytes */
 #define GY_LEVELS 8     /* priorities 0..7, higher wins */
 #define GY_MAX_PROCS 128 /* registered processes per experiment */
@@ -133,6 +135,8 @@ struct gy_segment {
 
     struct gy_device_slot devices[GY_MAX_DEVICES];
     struct gy_proc_slot procs[GY_MAX_PROCS];
+    /* The guarded policy's arms and statistics (guarded_layout.h); after the slots: none moved. */
+    struct gy_guard guard __attribute__((aligned(64)));
 };
 
 _Static_assert(sizeof(struct gy_segment) < 64 * 1024, "the segment must stay under 64 KiB");

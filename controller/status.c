@@ -6,6 +6,7 @@
 
 #include "errors.h"
 #include "proc_identity.h"
+#include "guarded.h"
 #include "registry.h"
 #include "shared_wait.h"
 #include "status_text.h"
@@ -61,6 +62,9 @@ int gy_status_read(gy_shm *shm, struct gy_status *out, gy_err *err)
     out->job_epoch = atomic_load(&seg->job_epoch);
     out->total_drain_timeouts = atomic_load(&seg->total_drain_timeouts);
     out->reaped = atomic_load(&seg->reaped);
+    out->guarded = out->policy == GY_POLICY_GUARDED;
+    if (out->guarded)
+        memcpy(&out->guard, &seg->guard, sizeof out->guard);
     for (int d = 0; d < GY_MAX_DEVICES && bad_slot == -1; d++) {
         const struct gy_device_slot *dev = &seg->devices[d];
         if (!atomic_load_explicit(&dev->claimed, memory_order_acquire))
@@ -180,7 +184,13 @@ int gy_status_json(const struct gy_status *st, char *buf, size_t len)
             EMIT("%s%u", level ? ", " : "", d->jobs[level]);
         EMIT("]}");
     }
-    EMIT("], \"processes\": [");
+    EMIT("], ");
+    if (st->guarded) { /* only under guarded: the other policies' JSON stays as it was */
+        EMIT("\"guarded\": ");
+        used += (size_t)gy_guarded_json(&st->guard, used < len ? buf + used : NULL, used < len ? len - used : 0);
+        EMIT(", ");
+    }
+    EMIT("\"processes\": [");
     for (int i = 0; i < st->nprocs; i++) {
         const struct gy_status_proc *p = &st->procs[i];
         json_escape(p->name, name, sizeof name);

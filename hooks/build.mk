@@ -52,7 +52,7 @@ $(O)/tests/hooks/libgy_next_%.so: $(O)/obj/tests/hooks/next_%.o
 	$(CC) -shared $(LDFLAGS) -Wl,-soname,libgy_next_$*.so $^ -ldl -o $@
 HOOKS_NEXT_LIBS := $(O)/tests/hooks/libgy_next_first.so $(O)/tests/hooks/libgy_next_second.so
 $(O)/tests/hooks/cuda_worker: $(O)/obj/tests/hooks/cuda_worker.o $(O)/obj/tests/hooks/partition_scenarios.o \
-		$(O)/obj/tests/hooks/worker_check.o \
+		$(O)/obj/tests/hooks/guarded_scenarios.o $(O)/obj/tests/hooks/worker_check.o \
 		$(O)/obj/tests/hooks/fake_log.o $(FAKECUDA_LIB) \
 		$(HOOKS_NEXT_LIBS) $(CONTROLLER_LIB)
 	@mkdir -p $(dir $@)

@@ -19,7 +19,7 @@ static inline void gy_gate_enter(gy_cu_stream stream, bool graph, struct gy_part
     atomic_fetch_add_explicit(&gy_client.entered, 1, memory_order_seq_cst);
     gy_mark_inflight(&gy_client.shm);
     if (!gy_word_allows(gy_thread_gate, gy_client.priority) && !gy_partition_route(stream, graph, route))
-        gy_client_block();
+        gy_partition_gate_closed(stream, graph, route);
     if (!route->green && !route->pass && gy_partition_owes())
         gy_partition_before_use(stream);
 }

@@ -9,23 +9,31 @@
 #include "client.h"
 #include "config.h"
 #include "driver.h"
+#include "guarded.h"
 #include "partition.h"
 
-#define MAX_GREENS 32   /* contexts with a green context */
+#define MAX_GREENS 32   /* green contexts: one per context and size */
 #define MAX_ENTRIES 512 /* user streams with a partition stream; more block as before */
 
 struct green {
     gy_cu_context ctx;
+    unsigned asked;         /* the SMs asked for: 0 under partition (the configured size), else an arm's */
     gy_cu_green_ctx handle; /* NULL: creation failed for this context */
     unsigned sms, total;
 };
+
+/* Under guarded a user stream has a partition stream per arm (index: enum gy_guard_arm; index 0,
+ * stop's, is the partition policy's one size), each created at its first need. */
+#define SIZES GY_GUARD_ARM_COUNT
 
 struct gy_partition_entry {
     bool used;
     gy_cu_context ctx;     /* the context the default-stream handles name a stream of */
     gy_cu_stream stream;   /* the user's stream, normalized (never NULL) */
     pthread_t thread;      /* the per-thread default stream: whose */
-    gy_cu_stream green;    /* P(S), created at the first fork */
+    gy_cu_stream green;    /* P(S) of the current episode: one of by_size */
+    gy_cu_stream by_size[SIZES]; /* P(S) per size, created at the first fork onto that size */
+    unsigned size;         /* by_size index of `green` */
     gy_cu_event event;     /* recorded on one side, waited on by the other (both ways) */
     bool owes;             /* launches went to P since the last join */
 };
@@ -95,17 +103,27 @@ static void decide_static_locked(void)
                                                   "helpers need CUDA 12.4 or newer)");
 }
 
+/* Partition, or guarded whose arms include partitions: the same machinery. */
+static bool partitioning_policy(void)
+{
+    enum gy_policy policy = gy_get_policy(&gy_client.shm);
+    return policy == GY_POLICY_PARTITION || policy == GY_POLICY_GUARDED;
+}
+
 void gy_partition_check_static(void)
 {
-    if (gy_get_policy(&gy_client.shm) != GY_POLICY_PARTITION)
+    if (!partitioning_policy())
         return;
     pthread_mutex_lock(&lock);
     decide_static_locked();
     pthread_mutex_unlock(&lock);
 }
 
-static unsigned wanted_sms(unsigned total)
+/* asked: an arm's SMs (clamped to the device), or 0 for the partition policy's configured size. */
+static unsigned wanted_sms(unsigned total, unsigned asked)
 {
+    if (asked)
+        return asked > total ? total : asked;
     const struct gy_hooks_config *config = gy_config();
     double share = config->partition_share * total;
     unsigned want = config->partition_sms ? config->partition_sms : (unsigned)share;
@@ -114,16 +132,17 @@ static unsigned wanted_sms(unsigned total)
     return want < 1 ? 1 : want > total ? total : want;
 }
 
-/* The green context of ctx (current on this thread), created at its first need. */
-static struct green *green_for_locked(gy_cu_context ctx)
+/* The green context of ctx (current on this thread) of `asked` SMs (0: the configured size),
+ * created at its first need. */
+static struct green *green_for_locked(gy_cu_context ctx, unsigned asked)
 {
     for (int i = 0; i < ngreens; i++)
-        if (greens[i].ctx == ctx)
+        if (greens[i].ctx == ctx && greens[i].asked == asked)
             return greens[i].handle ? &greens[i] : NULL;
     if (ngreens == MAX_GREENS)
         return NULL;
     struct green *g = &greens[ngreens++];
-    *g = (struct green){.ctx = ctx};
+    *g = (struct green){.ctx = ctx, .asked = asked};
     gy_cu_device dev = 0;
     gy_cu_dev_resource all, part, rest;
     memset(&all, 0, sizeof all), memset(&part, 0, sizeof part), memset(&rest, 0, sizeof rest);
@@ -135,7 +154,7 @@ static struct green *green_for_locked(gy_cu_context ctx)
     else if (((gy_pfn_device_get_dev_resource)gy_real(GY_FN_DEVICE_GET_DEV_RESOURCE))(
                  dev, &all, GY_CU_DEV_RESOURCE_TYPE_SM) != GY_CUDA_SUCCESS)
         failed = "cuDeviceGetDevResource";
-    unsigned total = all.u.sm_count, want = failed ? 0 : wanted_sms(total);
+    unsigned total = all.u.sm_count, want = failed ? 0 : wanted_sms(total, asked);
     gy_cu_dev_resource *use = &all;
     if (!failed && want < total) {
         use = &part;
@@ -160,9 +179,13 @@ static struct green *green_for_locked(gy_cu_context ctx)
     }
     g->sms = use->u.sm_count;
     g->total = total;
+    if (asked && gy_config()->verbose) /* guarded: one line per size, as each is first used */
+        fprintf(stderr, "gpuyield: pid %d: policy guarded: during higher jobs of arm partition:%u its launches run "
+                        "on a green context of %u of the device's %u SMs\n",
+                (int)getpid(), asked, g->sms, total);
     if (state != GY_PARTITION_ACTIVE) {
         publish_state_locked(GY_PARTITION_ACTIVE);
-        if (gy_config()->verbose)
+        if (!asked && gy_config()->verbose)
             fprintf(stderr, "gpuyield: pid %d: policy partition: during higher jobs its launches run on a green "
                             "context of %u of the device's %u SMs\n",
                     (int)getpid(), g->sms, total);
@@ -184,8 +207,9 @@ static void thread_exits(void *unused)
             join_locked(&entries[i]);
             if (entries[i].event)
                 ((gy_pfn_event_destroy)gy_real(GY_FN_EVENT_DESTROY))(entries[i].event);
-            if (entries[i].green)
-                ((gy_pfn_stream_destroy)gy_real(GY_FN_STREAM_DESTROY))(entries[i].green);
+            for (int size = 0; size < SIZES; size++)
+                if (entries[i].by_size[size])
+                    ((gy_pfn_stream_destroy)gy_real(GY_FN_STREAM_DESTROY))(entries[i].by_size[size]);
             entries[i] = (struct gy_partition_entry){0};
         }
     pthread_mutex_unlock(&lock);
@@ -295,19 +319,21 @@ static bool stream_capturing(gy_cu_stream stream)
            status != GY_CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
-/* P waits on S's work so far: the episode begins. */
-static bool fork_locked(struct gy_partition_entry *e, struct green *g)
+/* P waits on S's work so far: the episode begins, on the partition stream of `size`. */
+static bool fork_locked(struct gy_partition_entry *e, struct green *g, unsigned size)
 {
     if (!e->event && ((gy_pfn_event_create)gy_real(GY_FN_EVENT_CREATE))(&e->event, GY_CU_EVENT_DISABLE_TIMING) !=
                          GY_CUDA_SUCCESS) {
         e->event = NULL;
         return false;
     }
-    if (!e->green && ((gy_pfn_green_ctx_stream_create)gy_real(GY_FN_GREEN_CTX_STREAM_CREATE))(
-                         &e->green, g->handle, GY_CU_STREAM_NON_BLOCKING, 0) != GY_CUDA_SUCCESS) {
-        e->green = NULL;
+    if (!e->by_size[size] && ((gy_pfn_green_ctx_stream_create)gy_real(GY_FN_GREEN_CTX_STREAM_CREATE))(
+                                 &e->by_size[size], g->handle, GY_CU_STREAM_NON_BLOCKING, 0) != GY_CUDA_SUCCESS) {
+        e->by_size[size] = NULL;
         return false;
     }
+    e->green = e->by_size[size];
+    e->size = size;
     if (((gy_pfn_event_record)gy_real(GY_FN_EVENT_RECORD))(e->event, e->stream) != GY_CUDA_SUCCESS ||
         ((gy_pfn_stream_wait_event)gy_real(GY_FN_STREAM_WAIT_EVENT))(e->green, e->event, 0) != GY_CUDA_SUCCESS)
         return false;
@@ -319,8 +345,14 @@ static bool fork_locked(struct gy_partition_entry *e, struct green *g)
 bool gy_partition_route(gy_cu_stream stream, bool graph, struct gy_partition_route *route)
 {
     *route = (struct gy_partition_route){0};
-    if (gy_get_policy(&gy_client.shm) != GY_POLICY_PARTITION)
+    if (!partitioning_policy())
         return false;
+    /* Guarded: the arm the open jobs give (one load, slow path only); stop waits as under corun. */
+    unsigned size = 0;
+    if (gy_get_policy(&gy_client.shm) == GY_POLICY_GUARDED && (size = gy_guarded_current(&gy_client.shm)) == GY_ARM_STOP) {
+        route->stopped = !graph; /* a graph waits under every arm */
+        return false;
+    }
     pthread_mutex_lock(&lock);
     decide_static_locked();
     if (state != GY_PARTITION_UNDECIDED && state != GY_PARTITION_ACTIVE)
@@ -344,12 +376,14 @@ bool gy_partition_route(gy_cu_stream stream, bool graph, struct gy_partition_rou
     if (graph)
         goto block;
     gy_cu_context ctx = gy_thread_context;
-    struct green *g = ctx ? green_for_locked(ctx) : NULL;
+    struct green *g = ctx ? green_for_locked(ctx, gy_guard_arm_sms((enum gy_guard_arm)size)) : NULL;
     struct gy_partition_entry *e = g ? find_locked(ctx, stream, true) : NULL;
     if (!e)
         goto block;
     join_ordered_with_locked(ctx, stream);
-    if (!e->owes && !fork_locked(e, g))
+    if (e->owes && e->size != size)
+        join_locked(e); /* the arm changed since S's last join: the new size's stream follows the old one */
+    if (!e->owes && !fork_locked(e, g, size))
         goto block;
     route->green = e->green;
     route->entry = e;

@@ -11,7 +11,11 @@
  * an owed legacy stream is joined before any use of another stream of that context, and every
  * owed stream of the context before a use of the legacy stream. A stream being captured is left
  * alone. Graph launches are not redirected (a green stream does not confine a graph's kernels):
- * they wait for the job. Nothing here runs while no stream owes a join: the hooks read one counter. */
+ * they wait for the job. Nothing here runs while no stream owes a join: the hooks read one counter.
+ * Under the guarded policy the same path serves the arm of the open jobs (guard.current, read
+ * only here, on the slow path): stop waits as under corun; partition:K goes to a green context of
+ * K SMs (clamped to the device), one per context and size, each made at its first use; a stream
+ * that still owes a join to another size's partition stream is joined before it forks anew. */
 #ifndef GY_PARTITION_H
 #define GY_PARTITION_H
 
@@ -29,6 +33,7 @@ struct gy_partition_entry;
 struct gy_partition_route {
     gy_cu_stream green;               /* the partition stream the launch goes to; NULL: none */
     bool pass;                        /* a launch into a capture: passes unchanged, no wait */
+    bool stopped;                     /* no route only because the guarded arm is stop now */
     struct gy_partition_entry *entry; /* with green: the partition lock is held until launched */
 };
 
@@ -41,6 +46,11 @@ static inline bool gy_partition_owes(void)
  * wait: route->green to launch on (lock held: call gy_partition_launched), or route->pass. False:
  * the policy is not partition, or this process falls back (it then blocks as before). */
 bool gy_partition_route(gy_cu_stream stream, bool graph, struct gy_partition_route *route);
+/* The gate is closed and the launch was not routed: block until the job ends; under guarded, a
+ * launch held by the stop arm is routed as soon as the open jobs' arm turns to a partition
+ * (guarded_arm.c). Returns with route filled as gy_partition_route does, or with nothing routed
+ * once the launch may go ahead on its own stream. */
+void gy_partition_gate_closed(gy_cu_stream stream, bool graph, struct gy_partition_route *route);
 /* The launch (copy: an async copy or memset) went to route->green: count it in partition_launches
  * (copy: partition_copies) when ok, and release the lock. */
 void gy_partition_launched(struct gy_partition_route *route, bool ok, bool copy);

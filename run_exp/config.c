@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "gpuyield.h"
+#include "guarded.h"
 #include "image.h"
 #include "models.h"
 
@@ -386,7 +387,8 @@ static void disambiguate_pid_names(struct exp_config *cfg)
 
 int config_load(const char *path, const char *out_dir_override, struct exp_config *cfg)
 {
-    static const char *const keys[] = {"models", "exp_dur", "device_id", "mps", "policy", NULL};
+    static const char *const keys[] = {"models", "exp_dur", "device_id", "mps", "policy", "guard_p50", "guard_p99",
+                                       NULL};
     struct ctx c = {path, 0};
     memset(cfg, 0, sizeof *cfg);
     cfg->path = path;
@@ -442,6 +444,22 @@ int config_load(const char *path, const char *out_dir_override, struct exp_confi
     if (get_string(&c, root, "", "policy", false, gy_policy_choices(names, sizeof names, ", ", " or "), &cfg->policy) &&
         gy_policy_parse(cfg->policy, &policy) != 0)
         error_at(&c, "policy", "must be %s, got \"%s\"", policy_choices(choices, sizeof choices), cfg->policy);
+    /* The guarded policy's bound of stop: only with it (a key that does nothing is a mistake). */
+    static const char *const guard_keys[] = {"guard_p50", "guard_p99"};
+    double *guard_values[] = {&cfg->guard_p50, &cfg->guard_p99};
+    for (int i = 0; i < 2; i++) {
+        *guard_values[i] = -1;
+        json_t *v = json_object_get(root, guard_keys[i]);
+        if (!v)
+            continue;
+        if (!json_is_number(v) || !(json_number_value(v) >= 0 && json_number_value(v) <= GY_GUARD_MAX_EPS))
+            error_at(&c, guard_keys[i], "must be a fraction 0..1 (0.02: the HP's job may grow 2 %% over stop's), got %s",
+                     json_is_number(v) ? "a number out of range" : type_name(v));
+        else if (!cfg->policy || strcmp(cfg->policy, "guarded") != 0)
+            error_at(&c, guard_keys[i], "goes with \"policy\": \"guarded\"; set that policy or drop the key");
+        else
+            *guard_values[i] = json_number_value(v);
+    }
     json_t *models = member(&c, root, "", "models", true, "an array with one object per model");
     if (models && (!json_is_array(models) || json_array_size(models) == 0 ||
                    json_array_size(models) > EXP_MAX_MODELS)) {

@@ -40,6 +40,8 @@ struct exp_config {
     int device_id;
     bool mps;           /* "mps": run the workers under an MPS daemon started for the run */
     const char *policy; /* "policy": "drain" or "corun"; NULL: corun under MPS, else drain */
+    /* "guard_p50", "guard_p99": policy guarded's epsilons (fractions 0..1); < 0: not given */
+    double guard_p50, guard_p99;
     int nmodels;
     struct exp_model models[EXP_MAX_MODELS];
     void *json; /* owns the strings above */

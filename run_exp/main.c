@@ -18,6 +18,7 @@
 #include "config.h"
 #include "gpu_detect.h"
 #include "gpuyield.h"
+#include "guarded.h"
 #include "launch.h"
 #include "layout_compat.h"
 #include "mps_daemon.h"
@@ -31,6 +32,7 @@ struct options {
     bool mps;             /* --mps: start an MPS daemon for the run */
     const char *mps_pipe; /* --mps-pipe DIR: join the daemon serving DIR */
     const char *policy;   /* --policy */
+    double guard_p50, guard_p99; /* --guard-p50, --guard-p99; < 0: not given */
     double ready_timeout, min_jobs_timeout, stop_timeout;
     int min_jobs;
 };
@@ -43,6 +45,11 @@ static void print_policy_help(FILE *to)
             gy_policy_choices(choices, sizeof choices, "|", "|"));
     for (int i = 0; i < GY_POLICY_COUNT; i++)
         fprintf(to, "%27s%s: %s\n", "", gy_policy_name((enum gy_policy)i), gy_policy_what((enum gy_policy)i));
+    fprintf(to, "  --guard-p50 F, --guard-p99 F\n"
+                "                           guarded: keep an arm while the HP's job p50 / p99 stay within 1+F\n"
+                "                           of stop's (fractions 0..1; defaults %g and %g; file keys \"guard_p50\",\n"
+                "                           \"guard_p99\")\n",
+            GY_GUARD_DEFAULT_EPS_P50, GY_GUARD_DEFAULT_EPS_P99);
 }
 
 static void usage(FILE *to)
@@ -88,7 +95,7 @@ static int parse_seconds(const char *opt, const char *s, double *out)
 static int parse_options(int argc, char **argv, struct options *o)
 {
     enum { O_OUT = 256, O_DRY, O_NSYS, O_NSYS_PATH, O_SIM, O_SHM, O_PY, O_MIN, O_MINT, O_READY, O_STOP, O_MPS,
-           O_MPS_PIPE, O_POLICY, O_VERSION };
+           O_MPS_PIPE, O_POLICY, O_VERSION, O_GUARD_P50, O_GUARD_P99 };
     static const struct option longopts[] = {
         {"file", required_argument, 0, 'f'},       {"out", required_argument, 0, O_OUT},
         {"dry-run", no_argument, 0, O_DRY},         {"nsys", no_argument, 0, O_NSYS},
@@ -99,12 +106,14 @@ static int parse_options(int argc, char **argv, struct options *o)
         {"mps", no_argument, 0, O_MPS},             {"mps-pipe", required_argument, 0, O_MPS_PIPE},
         {"policy", required_argument, 0, O_POLICY}, {"help", no_argument, 0, 'h'},
         {"version", no_argument, 0, O_VERSION},
+        {"guard-p50", required_argument, 0, O_GUARD_P50}, {"guard-p99", required_argument, 0, O_GUARD_P99},
         {0, 0, 0, 0}};
     memset(o, 0, sizeof *o);
     o->ready_timeout = 600;
     o->min_jobs_timeout = 120;
     o->stop_timeout = 30;
     o->min_jobs = 10;
+    o->guard_p50 = o->guard_p99 = -1;
     o->python = getenv("GPUYIELD_PYTHON") && *getenv("GPUYIELD_PYTHON") ? getenv("GPUYIELD_PYTHON") : "python3";
     int c;
     opterr = 0;
@@ -138,6 +147,15 @@ static int parse_options(int argc, char **argv, struct options *o)
             o->policy = optarg;
             break;
         }
+        case O_GUARD_P50:
+        case O_GUARD_P99:
+            if (gy_guard_parse_eps(optarg, c == O_GUARD_P50 ? &o->guard_p50 : &o->guard_p99)) {
+                fprintf(stderr, "run_exp: error: %s '%s' must be a fraction 0..1 (0.02: the HP's job may grow 2 %% "
+                                "over stop's)\n",
+                        c == O_GUARD_P50 ? "--guard-p50" : "--guard-p99", optarg);
+                return -1;
+            }
+            break;
         case O_MIN: {
             char *end;
             long v = strtol(optarg, &end, 10);
@@ -436,9 +454,19 @@ int main(int argc, char **argv)
     if (o.policy || cfg.policy) /* both checked against the table already */
         gy_policy_parse(o.policy ? o.policy : cfg.policy, &policy);
     const char *policy_text = gy_policy_name(policy);
-    if (policy == GY_POLICY_PARTITION && !use_mps)
-        fprintf(stderr, "run_exp: warning: policy partition without MPS falls back to drain (processes time-slice, a "
-                        "partition would not help): add --mps or \"mps\": true\n");
+    /* guarded's bound: flags win over the file's keys; either only with the policy guarded */
+    double guard_p50 = o.guard_p50 >= 0 ? o.guard_p50 : cfg.guard_p50 >= 0 ? cfg.guard_p50 : GY_GUARD_DEFAULT_EPS_P50;
+    double guard_p99 = o.guard_p99 >= 0 ? o.guard_p99 : cfg.guard_p99 >= 0 ? cfg.guard_p99 : GY_GUARD_DEFAULT_EPS_P99;
+    if ((o.guard_p50 >= 0 || o.guard_p99 >= 0) && policy != GY_POLICY_GUARDED) {
+        fprintf(stderr, "run_exp: error: --guard-p50 and --guard-p99 go with the policy guarded (--policy guarded or "
+                        "\"policy\": \"guarded\"), not %s\n",
+                policy_text);
+        config_free(&cfg);
+        return 2;
+    }
+    if ((policy == GY_POLICY_PARTITION || policy == GY_POLICY_GUARDED) && !use_mps)
+        fprintf(stderr, "run_exp: warning: policy %s without MPS falls back to drain (processes time-slice, a "
+                        "partition would not help): add --mps or \"mps\": true\n", policy_text);
     else if (gy_policy_wants_mps(policy) && !use_mps)
         fprintf(stderr, "run_exp: warning: policy %s without MPS: a job starts while lower work is still queued, "
                         "and the GPU time-slices between them; %s is meant for MPS (--mps)\n", policy_text, policy_text);
@@ -519,6 +547,9 @@ int main(int argc, char **argv)
     }
     if (!o.shm)
         gy_set_policy(&shm, policy, use_mps);
+    if (!o.shm && policy == GY_POLICY_GUARDED &&
+        gy_guarded_configure(&shm, guard_p50, guard_p99, GY_GUARD_DEFAULT_STOP_SHARE, 0, &err))
+        fprintf(stderr, "run_exp: warning: %s\n", err.msg); /* in range: checked above */
     if (use_mps)
         printf("run_exp: MPS daemon %s %s; policy %s\n", mps.started ? "started, pipes in" : "joined at", mps.pipe_dir,
                policy_text);

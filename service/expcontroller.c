@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "gpuyield.h"
+#include "guarded.h"
 #include "metrics.h"
 #include "mps_daemon.h"
 #include "proc_identity.h"
@@ -23,9 +24,11 @@
 static const char usage_text[] =
     "usage: expcontroller COMMAND [options]\n"
     "  create [--name TAG] [--drain-timeout-ms MS] [--policy %s]\n"
+    "         [--guard-p50 F] [--guard-p99 F]\n"
     "         [--mps-pipe DIR]                       create a segment, print its name; --mps-pipe: its\n"
     "                                                workers run under the MPS daemon serving DIR\n"
     "  serve  [--name TAG] [--drain-timeout-ms MS] [--policy %s]\n"
+    "         [--guard-p50 F] [--guard-p99 F]\n"
     "         [--mps [--mps-dir DIR] | --mps-pipe DIR]\n"
     "         [--metrics [ADDR:]PORT] [--metrics-textfile PATH]\n"
     "                                                create it if absent, reap dead processes,\n"
@@ -35,7 +38,10 @@ static const char usage_text[] =
     "                                                $XDG_RUNTIME_DIR if yours, else /tmp) and quits\n"
     "                                                it at the end; --mps-pipe joins a running one. Policy\n"
     "                                                default: " GY_POLICY_DEFAULT_TEXT ";\n"
-    "                                                partition needs MPS (else it drains)\n"
+    "                                                partition and guarded need MPS (else they drain);\n"
+    "                                                --guard-p50/--guard-p99: guarded keeps an arm while\n"
+    "                                                the HP's job p50/p99 stay within 1+F of stop's\n"
+    "                                                (fractions 0..1, defaults 0.02 and 0.05)\n"
     "                                                --metrics serves GET /metrics (Prometheus text) on\n"
     "                                                PORT of 127.0.0.1, or of ADDR (0.0.0.0: every\n"
     "                                                interface); --metrics-textfile rewrites PATH every\n"
@@ -73,6 +79,8 @@ struct options {
     const char *mps_pipe; /* serve: join the daemon of this pipe directory */
     const char *metrics;  /* serve: [ADDR:]PORT to answer GET /metrics on */
     const char *metrics_textfile; /* serve: a file to keep the metrics in */
+    double guard_p50, guard_p99;  /* create/serve --guard-p50/--guard-p99 (policy guarded) */
+    bool guard_given;
 };
 
 static volatile sig_atomic_t stop_requested;
@@ -91,12 +99,15 @@ static int parse_options(int argc, char **argv, const char *command, struct opti
         {"policy", required_argument, NULL, 'p'},    {"mps", no_argument, NULL, 'm'},
         {"mps-dir", required_argument, NULL, 'd'},   {"mps-pipe", required_argument, NULL, 'P'},
         {"metrics", required_argument, NULL, 'M'},   {"metrics-textfile", required_argument, NULL, 'T'},
+        {"guard-p50", required_argument, NULL, '5'}, {"guard-p99", required_argument, NULL, '9'},
         {"help", no_argument, NULL, 'h'},            {NULL, 0, NULL, 0},
     };
     bool is_status = strcmp(command, "status") == 0;
     bool makes = strcmp(command, "create") == 0 || strcmp(command, "serve") == 0;
     bool takes_name = strcmp(command, "clean") != 0;
     memset(opt, 0, sizeof *opt);
+    opt->guard_p50 = GY_GUARD_DEFAULT_EPS_P50;
+    opt->guard_p99 = GY_GUARD_DEFAULT_EPS_P99;
     opterr = 0;
     optind = 2;
     int c;
@@ -175,6 +186,18 @@ static int parse_options(int argc, char **argv, const char *command, struct opti
             else
                 opt->metrics_textfile = optarg;
             break;
+        case '5':
+        case '9':
+            if (!makes)
+                return usage_error("--guard-p50 and --guard-p99 go with 'create' or 'serve', not '%s'", command);
+            if (gy_guard_parse_eps(optarg, c == '5' ? &opt->guard_p50 : &opt->guard_p99))
+                return usage_error(c == '5' ? "--guard-p50 takes a fraction 0..1 (0.02: the HP's p50 may grow 2 %%), "
+                                              "not '%s'"
+                                            : "--guard-p99 takes a fraction 0..1 (0.05: the HP's p99 may grow 5 %%), "
+                                              "not '%s'",
+                                   optarg);
+            opt->guard_given = true;
+            break;
         case 'h':
             print_usage(stdout);
             exit(0);
@@ -188,6 +211,8 @@ static int parse_options(int argc, char **argv, const char *command, struct opti
         return usage_error("%s", "--mps-dir goes with --mps");
     if (opt->mps && opt->mps_pipe)
         return usage_error("%s", "--mps starts a daemon, --mps-pipe joins one: give one of them");
+    if (opt->guard_given && (!opt->policy || strcmp(opt->policy, "guarded") != 0))
+        return usage_error("%s", "--guard-p50 and --guard-p99 go with --policy guarded");
     char checked[GY_NAME_MAX];
     gy_err err;
     if (takes_name && gy_segment_name(opt->name, checked, &err))
@@ -213,10 +238,23 @@ static enum gy_policy chosen_policy(const struct options *opt, bool mps)
  * fall back to drain. Said once where the segment is made: the workers say it only when verbose. */
 static void warn_partition_without_mps(const gy_shm *shm)
 {
-    if (gy_get_policy(shm) == GY_POLICY_PARTITION && !gy_get_mps(shm))
-        fprintf(stderr, "expcontroller: warning: %s has policy partition but no MPS: its lower processes will "
+    enum gy_policy policy = gy_get_policy(shm);
+    if ((policy == GY_POLICY_PARTITION || policy == GY_POLICY_GUARDED) && !gy_get_mps(shm))
+        fprintf(stderr, "expcontroller: warning: %s has policy %s but no MPS: its lower processes will "
                         "drain instead; give --mps (serve) or --mps-pipe DIR (the daemon the workers use)\n",
-                shm->name);
+                shm->name, gy_policy_name(policy));
+}
+
+/* The guarded rule's epsilons into the segment (the defaults unless given). */
+static int set_guard(gy_shm *shm, const struct options *opt)
+{
+    gy_err err;
+    if (gy_get_policy(shm) == GY_POLICY_GUARDED &&
+        gy_guarded_configure(shm, opt->guard_p50, opt->guard_p99, GY_GUARD_DEFAULT_STOP_SHARE, 0, &err)) {
+        fprintf(stderr, "expcontroller: %s\n", err.msg);
+        return -1;
+    }
+    return 0;
 }
 
 static int cmd_create(const struct options *opt)
@@ -232,6 +270,11 @@ static int cmd_create(const struct options *opt)
     bool under_mps = opt->mps_pipe != NULL;
     gy_set_policy(&shm, chosen_policy(opt, under_mps), under_mps);
     warn_partition_without_mps(&shm);
+    if (set_guard(&shm, opt)) {
+        gy_close(&shm);
+        gy_remove(shm.name, NULL);
+        return EXIT_RUNTIME;
+    }
     printf("%s\n", shm.name);
     gy_close(&shm);
     return 0;
@@ -308,8 +351,10 @@ static int cmd_serve(const struct options *opt)
         fprintf(stderr, "expcontroller: MPS daemon %s %s: give workers CUDA_MPS_PIPE_DIRECTORY=%s\n",
                 mps.started ? "started in" : "joined at", mps.pipe_dir, mps.pipe_dir);
     }
-    if (created || opt->policy)
+    if (created || opt->policy) {
         gy_set_policy(&shm, chosen_policy(opt, opt->mps || opt->mps_pipe), opt->mps || opt->mps_pipe);
+        set_guard(&shm, opt); /* in range: the flags were checked */
+    }
     warn_partition_without_mps(&shm);
     printf("%s\n", shm.name);
     fprintf(stderr, "expcontroller: serving %s (%s, policy %s%s); reaping dead processes every 200 ms; Ctrl-C removes it\n",
@@ -391,6 +436,8 @@ static void print_table(const struct gy_status *st)
     }
     if (st->nprocs == 0)
         printf("(no registered processes)\n");
+    if (st->guarded)
+        gy_guarded_print(stdout, &st->guard);
 }
 
 static int cmd_status(const struct options *opt)

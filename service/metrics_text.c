@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "guarded.h"
 #include "metrics.h"
 
 /* A label value: backslash, double quote and newline escaped. */
@@ -113,6 +114,8 @@ int gy_metrics_text(const struct gy_status *st, char *buf, size_t len)
                 EMIT("%llu\n", (unsigned long long)v);
         }
     }
+    if (st->guarded)
+        used += (size_t)gy_guarded_metrics(&st->guard, seg, used < len ? buf + used : NULL, used < len ? len - used : 0);
 #undef EMIT
     return (int)used;
 }

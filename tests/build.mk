@@ -19,3 +19,13 @@ $(O)/tests/reliability/isolation_test: $(O)/obj/tests/reliability/isolation_test
 	$(CC) $(LDFLAGS) $^ -o $@
 
 ALL += $(O)/tests/reliability/isolation_test
+
+# The guarded policy's rule on synthetic durations, and inside the protocol (suite 10-controller).
+# It reads /metrics' text too, which the service room writes.
+$(O)/obj/tests/controller/test_guarded.o: CFLAGS += -Itests/lib -Iservice
+
+$(O)/tests/test_guarded: $(O)/obj/tests/controller/test_guarded.o $(SERVICE_LIB) $(CONTROLLER_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ -lm -o $@
+
+ALL += $(O)/tests/test_guarded

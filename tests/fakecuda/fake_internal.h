@@ -79,8 +79,9 @@ uint64_t fk_now_ns(void);
 void fk_sleep_until(uint64_t t_ns);
 /* Reserve [start, end) on the device after not_before; returns start. Lock-free across processes. */
 uint64_t fk_device_reserve(uint64_t not_before, uint64_t duration_ns);
+/* green_sms: the SMs of the stream's green context, 0 for another stream (the line's last field). */
 void fk_log_kernel(uint64_t stream_id, uint64_t submit, uint64_t start, uint64_t end, unsigned outstanding,
-                   enum fk_kind kind, const char *name);
+                   enum fk_kind kind, const char *name, unsigned green_sms);
 void fk_log_violation(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Map a stream handle (NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD or a created stream) to its

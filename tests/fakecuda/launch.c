@@ -45,7 +45,7 @@ CUresult fk_submit_locked(struct CUstream_st *s, uint64_t duration_ns, enum fk_k
     uint64_t end = start + duration_ns;
     s->tail = end;
     push_end_locked(s, end);
-    fk_log_kernel(s->id, now, start, end, outstanding, kind, name);
+    fk_log_kernel(s->id, now, start, end, outstanding, kind, name, s->green ? s->green->sms : 0);
     return CUDA_SUCCESS;
 }
 

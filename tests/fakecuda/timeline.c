@@ -96,15 +96,15 @@ static void write_line(const char *buf, int len)
 }
 
 void fk_log_kernel(uint64_t stream_id, uint64_t submit, uint64_t start, uint64_t end, unsigned outstanding,
-                   enum fk_kind kind, const char *name)
+                   enum fk_kind kind, const char *name, unsigned green_sms)
 {
     pthread_once(&log_once, open_log);
     if (log_fd < 0)
         return; /* no log: not even a getpid, so that benchmarks measure the hook, not us */
     char buf[256];
-    int len = snprintf(buf, sizeof buf, "%d %llu %llu %llu %llu %u %s %s\n", (int)getpid(),
+    int len = snprintf(buf, sizeof buf, "%d %llu %llu %llu %llu %u %s %s %u\n", (int)getpid(),
                        (unsigned long long)stream_id, (unsigned long long)submit, (unsigned long long)start,
-                       (unsigned long long)end, outstanding, kind_names[kind], name);
+                       (unsigned long long)end, outstanding, kind_names[kind], name, green_sms);
     write_line(buf, len < (int)sizeof buf ? len : (int)sizeof buf - 1);
 }
 

@@ -19,6 +19,7 @@
 #include "fake_log.h"
 #include "fakecuda.h"
 #include "partition_scenarios.h"
+#include "guarded_scenarios.h"
 #include "worker_check.h"
 #include "gpuyield.h"
 
@@ -718,8 +719,10 @@ int main(int argc, char **argv)
         scenario_fork_while_binding((int)ARG(2, 300));
     else if (strncmp(what, "partition", 9) == 0)
         partition_scenario(what, argc, argv); /* its failures are counted in `failures` */
+    else if (strncmp(what, "guarded", 7) == 0)
+        guarded_scenario(what, argc, argv);
     else {
-        fprintf(stderr, "usage: cuda_worker paths|plain|spin|copyspin|jobs|busy|bound|capture|capture_hold|rate|rtld_next|thread_exit|capture_two_threads|fork|fork_while_binding|devices|device_backlog|graph_mix|units|partition* [args]\n");
+        fprintf(stderr, "usage: cuda_worker paths|plain|spin|copyspin|jobs|busy|bound|capture|capture_hold|rate|rtld_next|thread_exit|capture_two_threads|fork|fork_while_binding|devices|device_backlog|graph_mix|units|partition*|guarded [args]\n");
         return 2;
     }
     if (strcmp(what, "jobs") != 0 && strcmp(what, "fork_while_binding") != 0)

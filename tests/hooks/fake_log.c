@@ -36,8 +36,8 @@ int fake_log_read(const char *path, struct fake_log *out)
         }
         struct fake_kernel *k = &out->kernels[out->n];
         unsigned long long stream, submit, start, end;
-        if (sscanf(line, "%d %llu %llu %llu %llu %u %7s %31s", &k->pid, &stream, &submit, &start, &end,
-                   &k->outstanding, k->kind, k->name) != 8) {
+        if (sscanf(line, "%d %llu %llu %llu %llu %u %7s %31s %u", &k->pid, &stream, &submit, &start, &end,
+                   &k->outstanding, k->kind, k->name, &k->green_sms) != 9) {
             fprintf(stderr, "  unparsable log line: %s", line);
             rc = -1;
             break;

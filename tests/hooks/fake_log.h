@@ -9,6 +9,7 @@ struct fake_kernel {
     int pid;
     uint64_t stream, submit, start, end;
     unsigned outstanding;
+    unsigned green_sms; /* its stream's green context's SMs; 0: not a green stream */
     char kind[8];
     char name[32];
 };

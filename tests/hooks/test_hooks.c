@@ -1200,6 +1200,64 @@ TEST(partition_falls_back_to_corun_on_a_driver_without_green_contexts)
     check_fallback(true, env, "the driver has no green contexts", "falls back to corun");
 }
 
+/* ---- the guarded policy: the arm of each job decides where a lower launch goes -------------- */
+
+/* The guarded scenarios of cuda_worker under a guarded segment with MPS; returns the worker's
+ * stderr (free it), NULL when it could not run. */
+static char *run_guarded(const char *scenario)
+{
+    struct setup s;
+    char *stderr_text = NULL;
+    if (!setup_begin(&s, "guarded", 2000000000ull))
+        return NULL;
+    gy_shm shm;
+    gy_err err;
+    if (gy_open(s.tag, &shm, &err)) {
+        CHECK(false, "gy_open: %s", err.msg);
+        setup_end(&s);
+        return NULL;
+    }
+    gy_set_policy(&shm, GY_POLICY_GUARDED, true);
+    gy_close(&shm);
+    char shmv[96];
+    snprintf(shmv, sizeof shmv, "GPUYIELD_SHM=%s", s.tag);
+    const char *env[] = {shmv, "GPUYIELD_VERBOSE=1", NULL};
+    const char *args[] = {scenario, NULL};
+    struct worker w;
+    if (spawn(&s, &w, env, args)) {
+        int rc = wait_exit(&w);
+        CHECK(rc == 0, "%s: exit %d", scenario, rc);
+        stderr_text = slurp(w.err);
+        if (gy_test_failures_in_current)
+            dump(&w);
+    }
+    setup_end(&s);
+    return stderr_text;
+}
+
+TEST(guarded_sends_launches_to_the_arms_partition_and_holds_them_under_stop)
+{
+    char *stderr_text = run_guarded("guarded");
+    /* one green context per size, each made at its first use */
+    const char *sizes[] = {"arm partition:16 its launches run on a green context of 16 of",
+                           "arm partition:32 its launches run on a green context of 32 of",
+                           "arm partition:48 its launches run on a green context of 48 of"};
+    for (int i = 0; i < 3; i++)
+        CHECK(stderr_text && count_matching_lines(stderr_text, sizes[i]) == 1, "'%s': stderr: %s", sizes[i],
+              stderr_text ? stderr_text : "");
+    free(stderr_text);
+}
+
+/* Nothing forced: real job times and the LP's real partition launches take the rule from stop to
+ * a partition, and the HP's process says so in one line. */
+TEST(guarded_leaves_stop_when_a_partition_costs_the_hp_nothing)
+{
+    char *stderr_text = run_guarded("guarded_converges");
+    CHECK(stderr_text && count_matching_lines(stderr_text, "guarded arm stop -> partition:16 (promoted") >= 1,
+          "stderr: %s", stderr_text ? stderr_text : "");
+    free(stderr_text);
+}
+
 /* ---- per-GPU gating (issue 20): a job gates lower launches on its own GPU only ------------- */
 
 /* The fake driver's UUID of physical device p (tests/fakecuda/devices.c). */

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Checks that the rows of controller/layout_stamp.h (GY_SEGMENT_FIELDS, GY_DEVICE_SLOT_FIELDS,
-GY_PROC_SLOT_FIELDS) name every member of the shared structures of controller/segment_layout.h,
+GY_PROC_SLOT_FIELDS) name every member of the shared structures of controller/segment_layout.h
+(and guarded_layout.h, which it includes),
 in their order. The layout stamp hashes the rows' offsets and sizes; C cannot list a structure's
 members, so a field added without its row would otherwise leave the stamp blind to it.
   layout_rows.py [CONTROLLER_DIR]     prints "ok N fields", or each difference and exits 1
@@ -9,7 +10,8 @@ import re
 import sys
 
 STRUCTS = {"gy_segment": "GY_SEGMENT_FIELDS", "gy_device_slot": "GY_DEVICE_SLOT_FIELDS",
-           "gy_proc_slot": "GY_PROC_SLOT_FIELDS"}
+           "gy_proc_slot": "GY_PROC_SLOT_FIELDS", "gy_guard": "GY_GUARD_FIELDS",
+           "gy_guard_window": "GY_GUARD_WINDOW_FIELDS"}
 
 
 def without_comments(text):
@@ -40,7 +42,8 @@ def rows(stamp, macro):
 
 def main():
     folder = sys.argv[1] if len(sys.argv) > 1 else "controller"
-    layout = without_comments(open(f"{folder}/segment_layout.h").read())
+    layout = "\n".join(without_comments(open(f"{folder}/{name}").read())
+                        for name in ("segment_layout.h", "guarded_layout.h"))
     stamp = without_comments(open(f"{folder}/layout_stamp.h").read())
     bad, count = [], 0
     for struct, macro in STRUCTS.items():

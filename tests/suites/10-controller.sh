@@ -6,6 +6,9 @@ set -u
 run_counted controller "$BUILD/tests/test_controller"
 run_counted controller-asan "$BUILD/asan/tests/test_controller"
 TSAN_OPTIONS="halt_on_error=1" run_counted controller-tsan "$BUILD/tsan/tests/test_controller"
+run_counted guarded "$BUILD/tests/test_guarded"
+run_counted guarded-asan "$BUILD/asan/tests/test_guarded"
+TSAN_OPTIONS="halt_on_error=1" run_counted guarded-tsan "$BUILD/tsan/tests/test_guarded"
 
 EXP=$BUILD/bin/expcontroller
 TAG=test-cli-$$
@@ -39,6 +42,18 @@ expect cli_status_json_parses 0 '^ok$' bash -c "\"$EXP\" status --name $TAG --js
 expect cli_watch_stops_on_sigint 0 '"segment"' timeout --preserve-status -s INT 3 "$EXP" status --name "$TAG" --json --watch 0.2
 expect cli_remove 0 "removed $NAME" "$EXP" remove --name "$TAG"
 check cli_remove_left_nothing test ! -e "/dev/shm${NAME}"
+# the guarded policy's flags: stored in the segment, shown by status; bad values one line, exit 2
+for bad in nan -0.1 1.5 "" 0.02x; do
+    expect "cli_bad_guard_p50_${bad:-empty}" 2 "^expcontroller: --guard-p50 takes a fraction 0..1" "$EXP" create --name "$TAG" --policy guarded --guard-p50="$bad"
+done
+expect cli_bad_guard_p99 2 "^expcontroller: --guard-p99 takes a fraction 0..1" "$EXP" serve --name "$TAG" --policy guarded --guard-p99 x
+expect cli_guard_needs_guarded 2 "^expcontroller: --guard-p50 and --guard-p99 go with --policy guarded" "$EXP" create --name "$TAG" --policy corun --guard-p50 0.1
+expect cli_guard_not_for_status 2 "go with 'create' or 'serve', not 'status'" "$EXP" status --name "$TAG" --guard-p99 0.1
+check cli_guard_bad_values_made_nothing test ! -e "/dev/shm${NAME}"
+expect cli_create_guarded 0 "^$NAME\$" "$EXP" create --name "$TAG" --policy guarded --guard-p50 0.03 --guard-p99 0.08
+expect cli_status_guarded_table 0 "guarded: arm in force stop \(start: .*bound p50 \+3.0 %, p99 \+8.0 %" "$EXP" status --name "$TAG"
+expect cli_status_guarded_json 0 '^ok$' bash -c "\"$EXP\" status --name $TAG --json | \"$PYTHON\" -c 'import json,sys; g=json.load(sys.stdin)[\"guarded\"]; assert g[\"in_force\"]==\"stop\" and g[\"reason\"]==\"start\" and g[\"eps_p50\"]==0.03 and g[\"eps_p99\"]==0.08 and list(g[\"arms\"])==[\"stop\",\"partition:16\",\"partition:32\",\"partition:48\"], g; print(\"ok\")'"
+expect cli_remove_guarded 0 "removed $NAME" "$EXP" remove --name "$TAG"
 clean_unlock
 
 # serve: creates, reaps, and removes on SIGTERM

@@ -106,6 +106,15 @@ if [ "$rc" -eq 1 ] && [ "$(wc -l <<< "$out")" -eq 1 ] && grep -q "no GPU found h
     pass no_gpu_points_to_simulate
 else fail no_gpu_points_to_simulate "exit $rc: $out"; fi
 check no_gpu_created_nothing test ! -e "$T/out"
+# The guarded policy: by flag and file key, with its bound's keys; bad values exit 2, nothing made.
+invalid guard_p50_range "guard_p50: must be a fraction 0\.\.1" --set 'policy="guarded"' --set guard_p50=1.5
+invalid guard_p99_type "guard_p99: must be a fraction 0\.\.1 .*got a string" --set 'policy="guarded"' --set 'guard_p99="0.05"'
+invalid guard_without_guarded "guard_p50: goes with \"policy\": \"guarded\"" --set 'policy="corun"' --set guard_p50=0.1
+expect option_bad_guard_p50 2 "^run_exp: error: --guard-p50 'nan' must be a fraction 0\.\.1" "$RUN_EXP" -f "$T/ok.json" --guard-p50 nan
+expect option_guard_needs_guarded 2 "--guard-p50 and --guard-p99 go with the policy guarded .*not corun" "$RUN_EXP" -f "$T/ok.json" --policy corun --guard-p50 0.1
+expect option_policy_guarded 0 "policy: guarded" env FAKE_GPUS=0 "$RUN_EXP" -f "$T/ok.json" --policy guarded --guard-p99 0.1 --dry-run
+cfg "$T/guarded.json" --set 'policy="guarded"' --set guard_p50=0.03 --set guard_p99=0.08
+expect file_policy_guarded 0 "policy: guarded" env FAKE_GPUS=0 "$RUN_EXP" -f "$T/guarded.json" --dry-run
 
 # ---- --dry-run -----------------------------------------------------------------------------------
 cfg "$T/dry.json" --set models.0.control.control=true --set models.0.control.controlsync=true \

@@ -28,7 +28,7 @@ quit_logged() { grep -q "^quit $1 " "$FAKE_MPS_LOG"; }
 json_field() { "$PYTHON" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2], {"d": d}))' "$1" "$2"; }
 
 # ---- expcontroller ---------------------------------------------------------------------------
-expect cli_policy_bad 2 "--policy takes drain, corun or partition, not 'fast'" "$EXP" create --policy fast
+expect cli_policy_bad 2 "--policy takes drain, corun, partition or guarded, not 'fast'" "$EXP" create --policy fast
 expect cli_policy_needs_create_or_serve 2 "--policy goes with 'create' or 'serve'" "$EXP" status --policy corun
 expect cli_mps_needs_serve 2 "mps" "$EXP" create --mps
 
@@ -57,6 +57,10 @@ expect cli_create_mps_pipe_status 0 "\"policy\": \"partition\", \"mps\": true" "
 "$EXP" remove --name "$TAG" > /dev/null 2>&1
 "$EXP" create --name "$TAG" --mps-pipe "$T/joined" > /dev/null 2>&1
 expect cli_create_mps_pipe_default_corun 0 "\"policy\": \"corun\", \"mps\": true" "$EXP" status --name "$TAG" --json
+"$EXP" remove --name "$TAG" > /dev/null 2>&1
+"$EXP" create --name "$TAG" --policy guarded --guard-p50 0.04 --mps-pipe "$T/joined" > "$T/create.out" 2>&1
+check cli_create_guarded_mps_no_warning bash -c "grep -q gpuyield '$T/create.out' && ! grep -q warning '$T/create.out'"
+expect cli_create_guarded_mps_status 0 "\"policy\": \"guarded\", \"mps\": true.*\"guarded\": \{\"in_force\": \"stop\", \"reason\": \"start\".*\"eps_p50\": 0.04, \"eps_p99\": 0.05" "$EXP" status --name "$TAG" --json
 "$EXP" remove --name "$TAG" > /dev/null 2>&1
 expect cli_create_mps_pipe_missing_refused 1 "no control daemon serves $T/nothing" \
     "$EXP" create --name "$TAG" --policy partition --mps-pipe "$T/nothing"
@@ -171,13 +175,16 @@ check mps_dir_umask_made_private grep -q "^start-failed $T/umask/mps/pipe" "$FAK
 cfg() { local out=$1; shift; "$PYTHON" "$HERE/make_config.py" "$out" --image "$IMAGE" --out-dir "$T/out" "$@"; }
 cfg "$T/run.json" --set exp_dur=0.3 --set models.0.sleep_time=0.05 --set models.1.sleep_time=0.05
 expect run_mps_simulate_refused 2 "MPS needs a real GPU" "$RUN_EXP" -f "$T/run.json" --mps --simulate
-expect run_policy_flag_bad 2 "--policy 'fast' must be drain, corun or partition" "$RUN_EXP" -f "$T/run.json" --policy fast
+expect run_policy_flag_bad 2 "--policy 'fast' must be drain, corun, partition or guarded" "$RUN_EXP" -f "$T/run.json" --policy fast
 cfg "$T/badpolicy.json" --set 'policy="fast"'
 expect run_policy_key_bad 2 "policy: must be \"drain\".*\"corun\".*\"partition\".*got \"fast\"" "$RUN_EXP" -f "$T/badpolicy.json"
 expect run_partition_without_mps_warns 0 "warning: policy partition without MPS falls back to drain" "$RUN_EXP" -f "$T/run.json" --dry-run --policy partition
 expect dry_run_says_partition_and_mps 0 "policy: partition; MPS: would start a daemon" "$RUN_EXP" -f "$T/run.json" --dry-run --mps --policy partition
 cfg "$T/partition_key.json" --set 'mps=true' --set 'policy="partition"'
 expect run_partition_key 0 "policy: partition; MPS: would start a daemon" "$RUN_EXP" -f "$T/partition_key.json" --dry-run
+expect run_guarded_without_mps_warns 0 "warning: policy guarded without MPS falls back to drain" "$RUN_EXP" -f "$T/run.json" --dry-run --policy guarded
+cfg "$T/guarded_key.json" --set 'mps=true' --set 'policy="guarded"' --set guard_p50=0.03
+expect run_guarded_key 0 "policy: guarded; MPS: would start a daemon" "$RUN_EXP" -f "$T/guarded_key.json" --dry-run
 expect run_mps_and_pipe_refused 2 "give one of them" "$RUN_EXP" -f "$T/run.json" --mps --mps-pipe /tmp/x
 check run_bad_input_created_nothing test ! -e "$T/out"
 expect run_corun_without_mps_warns 0 "warning: policy corun without MPS" "$RUN_EXP" -f "$T/run.json" --dry-run --policy corun

@@ -61,7 +61,7 @@ if make -s install PREFIX=/opt/gy DESTDIR="$T/dest" > "$T/install.log" 2>&1; the
     pass make_install
     D=$T/dest/opt/gy
     for f in bin/expcontroller bin/run_exp bin/nsight-parser bin/gpuyield-standin lib/libgpuyield.so lib/libgeek.so \
-             lib/libcuinterpose.so lib/libgycontrol.a include/gpuyield/gpuyield.h include/gpuyield/segment_layout.h include/gpuyield/policies.h \
+             lib/libcuinterpose.so lib/libgycontrol.a include/gpuyield/gpuyield.h include/gpuyield/segment_layout.h include/gpuyield/guarded_layout.h include/gpuyield/policies.h \
              lib/pkgconfig/gpuyield.pc lib/gpuyield/python/gpuyield/__init__.py share/doc/gpuyield/LICENSE; do
         check "install_has_$f" test -e "$D/$f"
     done

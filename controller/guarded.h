@@ -1,0 +1,133 @@
+/* The guarded policy: each HP job gets an arm (stop, or a partition of 16/32/48 SMs for the
+ * lower processes), stop interleaved at random as the running baseline; the arm in force is the
+ * one with the most LP progress whose HP job times stay within epsilon of stop's.
+ *
+ *   guard_stats.c  order statistics and their distribution-free confidence bounds (pure);
+ *   guarded.c      the rule: which arm a job gets, and what a finished job changes (pure, on a
+ *                  struct gy_guard, so that tests feed it synthetic durations);
+ *   guarded_job.c  the rule inside the protocol: called by gate.c under the segment's mutex at
+ *                  job begin and end, and the word the lower processes read. */
+#ifndef GY_GUARDED_H
+#define GY_GUARDED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "gpuyield.h"
+#include "guarded_layout.h"
+
+/* Defaults of the settings; the tools' flags and run_exp's keys take the epsilons. */
+#define GY_GUARD_DEFAULT_EPS_P50 0.02
+#define GY_GUARD_DEFAULT_EPS_P99 0.05
+#define GY_GUARD_DEFAULT_STOP_SHARE 0.25
+#define GY_GUARD_DEFAULT_SEED 0x9e3779b97f4a7c15ull
+#define GY_GUARD_MAX_EPS 1.0 /* a bound of 2x stop is no guard any more */
+
+/* The rule's constants (guarded.c says why each). */
+#define GY_GUARD_MIN_JOBS 30        /* samples an arm and stop need before a test */
+#define GY_GUARD_LOOK_EVERY 16      /* the full test runs at every 16th sample of the window */
+#define GY_GUARD_RECENT 16          /* the recent jobs the fallback looks at */
+#define GY_GUARD_BACKOFF_JOBS 500   /* a rejected or fallen-back arm is not tried again before */
+#define GY_GUARD_RECHECK_JOBS 2000  /* windows of the partition arms reset this often */
+#define GY_GUARD_SHIFT 0.25         /* stop's recent median this far from its window's: reset */
+
+/* ---- order statistics (guard_stats.c) -------------------------------------------------------- */
+
+/* The k-th smallest (1-based, 1..n) of n values; `scratch` holds n values (sorted there). */
+uint32_t gy_guard_order_stat(const uint32_t *values, uint32_t n, uint32_t k, uint32_t *scratch);
+/* Ranks of a distribution-free confidence interval for the median of n samples, each side at
+ * one-sided level `conf` (e.g. 0.975): the lower rank l and upper rank u with P(X(l) <= median)
+ * >= conf and P(X(u) >= median) >= conf. For small n, l = 1 / u = n (the best there is). */
+void gy_guard_median_ranks(uint32_t n, double conf, uint32_t *lower, uint32_t *upper);
+
+/* ---- the rule (guarded.c) ------------------------------------------------------------------- */
+
+/* Defaults: stop in force, no trial yet (the first job starts the trial of 16). */
+void gy_guard_init(struct gy_guard *g);
+/* Settings; -1 when out of range (eps 0..GY_GUARD_MAX_EPS, share 0..1). */
+int gy_guard_configure(struct gy_guard *g, double eps_p50, double eps_p99, double stop_share, uint64_t seed);
+/* A job begins: the arm it gets (counts it in g->jobs and in g->open; sets g->current). */
+enum gy_guard_arm gy_guard_pick(struct gy_guard *g);
+/* What a job's end changed in force: from -> to, and why. */
+struct gy_guard_change {
+    bool changed;
+    enum gy_guard_arm from, to;
+    enum gy_guard_reason reason;
+};
+/* A job of `arm` ended after duration_ns, the lower processes having made lp_work progress
+ * (partition launches + copies) during it. Counts it out of g->open, records it, applies the rule. */
+struct gy_guard_change gy_guard_record(struct gy_guard *g, enum gy_guard_arm arm, uint64_t duration_ns,
+                                       uint64_t lp_work);
+/* A job counted out without a measurement (its process was reaped): only g->open changes. */
+void gy_guard_forget(struct gy_guard *g, enum gy_guard_arm arm);
+/* Put `arm` in force now (tests, operators): windows kept, trial stopped, reason FORCED. */
+void gy_guard_force(struct gy_guard *g, enum gy_guard_arm arm);
+
+/* One arm as status shows it. */
+struct gy_guard_arm_stats {
+    uint64_t jobs;       /* ever */
+    uint32_t window;     /* samples in its window now */
+    double p50_ms, p99_ms; /* over the window; 0 when empty */
+    double lp_per_s;     /* lower partition launches + copies per second of HP job, over the window */
+};
+void gy_guard_arm_stats(const struct gy_guard *g, enum gy_guard_arm arm, struct gy_guard_arm_stats *out);
+const char *gy_guard_arm_name(enum gy_guard_arm arm);  /* "stop", "partition:16", ...; "?" if unknown */
+unsigned gy_guard_arm_sms(enum gy_guard_arm arm);      /* 0 for stop */
+const char *gy_guard_reason_text(enum gy_guard_reason reason);
+const char *gy_guard_reason_name(enum gy_guard_reason reason); /* "promoted", "fallback", ... */
+/* An epsilon as the flags and file keys give it: a decimal fraction 0..GY_GUARD_MAX_EPS (0.02 is
+ * 2 %) -> *out; -1 on anything else (empty, trailing text, NaN, out of range). */
+int gy_guard_parse_eps(const char *text, double *out);
+/* The name of an arm -> *out; -1 when unknown. */
+int gy_guard_arm_parse(const char *text, enum gy_guard_arm *out);
+
+/* ---- inside the protocol (guarded_job.c) --------------------------------------------------- */
+
+/* At segment creation: defaults. */
+void gy_guarded_init_segment(struct gy_segment *seg);
+/* Whether jobs of this segment are guarded now: policy guarded under MPS (without MPS guarded
+ * drains, as partition does, and nothing is measured). */
+bool gy_guarded_active(const gy_shm *shm);
+/* Under the mutex, once the job is counted in (before the gate word is published): pick its arm,
+ * note the lower processes' progress so far. job->guard_arm stays -1 when not guarded, and for a
+ * job that is not the HP's: at level 0, or below the top registered priority. */
+void gy_guarded_begin_locked(gy_shm *shm, gy_job *job);
+/* Under the mutex, as the job is counted out: record its duration (now_ns - entered_ns) and the
+ * lower progress made since its begin; *change says what the rule changed. */
+void gy_guarded_end_locked(gy_shm *shm, const gy_job *job, uint64_t now_ns, struct gy_guard_change *change);
+/* The lower processes' progress so far: partition launches + copies of every slot below
+ * `priority`. Under the mutex. */
+uint64_t gy_guarded_lp_work_locked(const struct gy_segment *seg, int priority);
+/* The arm the open jobs give lower launches now (read on their slow path only). */
+static inline enum gy_guard_arm gy_guarded_current(const gy_shm *shm)
+{
+    uint32_t arm = atomic_load_explicit(&shm->seg->guard.current, memory_order_acquire);
+    return arm < GY_GUARD_ARM_COUNT ? (enum gy_guard_arm)arm : GY_ARM_STOP;
+}
+/* Settings of a segment's rule (the creator's flags, tests): -1 with err filled when out of
+ * range. seed 0: the default seed. */
+int gy_guarded_configure(gy_shm *shm, double eps_p50, double eps_p99, double stop_share, uint64_t seed, gy_err *err);
+/* gy_guard_force under the mutex (tests, operators). */
+int gy_guarded_force(gy_shm *shm, enum gy_guard_arm arm, gy_err *err);
+/* A copy of the rule's state taken under the mutex (status, metrics, tests). */
+int gy_guarded_snapshot(gy_shm *shm, struct gy_guard *out, gy_err *err);
+/* gy_wait_until_allowed_on (gate.c) that also returns, with *turned set, as soon as the arm of
+ * the open jobs is a partition while the gate is still closed (a job of arm partition began while
+ * a stop job held this launch, and the stop job ended): the launch goes to its partition rather
+ * than waiting through the partition job. */
+uint64_t gy_wait_until_allowed_or_partition_on(gy_shm *shm, int device, int *allowed_at, bool *turned);
+/* GPUYIELD_VERBOSE=1: one line on stderr for a change of the arm in force (outside the mutex). */
+void gy_guarded_tell(const gy_shm *shm, const struct gy_guard_change *change);
+
+/* ---- what status shows (guarded_status.c) -------------------------------------------------- */
+
+/* One JSON object (status --json's "guarded"); bytes written or needed, snprintf-style. */
+int gy_guarded_json(const struct gy_guard *g, char *buf, size_t len);
+/* The table expcontroller status prints. */
+void gy_guarded_print(FILE *to, const struct gy_guard *g);
+/* Prometheus families (gpuyield_guarded_*) for a segment label (escaped by the caller). */
+int gy_guarded_metrics(const struct gy_guard *g, const char *segment, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,135 @@
+/* The guarded rule inside the protocol: gate.c calls these under the segment's mutex as a job is
+ * counted in and out, so every decision is per job and in one place; a lower process only reads
+ * the arm word (guard.current) on its slow path. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "errors.h"
+#include "guarded.h"
+#include "shared_wait.h"
+#include "registry.h"
+
+void gy_guarded_init_segment(struct gy_segment *seg) { gy_guard_init(&seg->guard); }
+
+bool gy_guarded_active(const gy_shm *shm)
+{
+    return gy_get_policy(shm) == GY_POLICY_GUARDED && gy_get_mps(shm);
+}
+
+uint64_t gy_guarded_lp_work_locked(const struct gy_segment *seg, int priority)
+{
+    uint64_t work = 0;
+    for (int i = 0; i < GY_MAX_PROCS; i++) {
+        const struct gy_proc_slot *slot = &seg->procs[i];
+        if (atomic_load_explicit(&slot->state, memory_order_acquire) == GY_PROC_FREE || !gy_slot_sane(slot) ||
+            slot->priority >= priority)
+            continue;
+        work += atomic_load_explicit(&slot->counters.partition_launches, memory_order_relaxed) +
+                atomic_load_explicit(&slot->counters.partition_copies, memory_order_relaxed);
+    }
+    return work;
+}
+
+/* Jobs in progress on the segment, every level. */
+static uint64_t jobs_in_progress_locked(const struct gy_segment *seg)
+{
+    uint64_t n = 0;
+    for (int level = 0; level < GY_LEVELS; level++)
+        n += seg->jobs[level];
+    return n;
+}
+
+/* The highest registered priority of a live slot: the HP's level. */
+static int top_registered_locked(const struct gy_segment *seg)
+{
+    int top = 0;
+    for (int i = 0; i < GY_MAX_PROCS; i++) {
+        const struct gy_proc_slot *slot = &seg->procs[i];
+        if (atomic_load_explicit(&slot->state, memory_order_acquire) != GY_PROC_FREE && gy_slot_sane(slot) &&
+            slot->priority > top)
+            top = slot->priority;
+    }
+    return top;
+}
+
+void gy_guarded_begin_locked(gy_shm *shm, gy_job *job)
+{
+    job->guard_arm = -1;
+    if (!gy_guarded_active(shm))
+        return;
+    struct gy_segment *seg = shm->seg;
+    /* Only the HP's jobs are measured and get an arm: a job at level 0 gates nobody (lower workers
+     * marking their own jobs), and a job below the top registered level is another kind of job
+     * whose times must not enter the HP's windows; its lower launches see the arm of the open HP
+     * jobs, stop when there is none (as under corun). */
+    if (job->priority == 0 || job->priority < top_registered_locked(seg))
+        return;
+    /* A job alone on the segment: whatever the open counts say was left by jobs counted out
+     * without an end (a reaped process), and must not pin the arm. */
+    if (jobs_in_progress_locked(seg) <= 1)
+        memset(seg->guard.open, 0, sizeof seg->guard.open);
+    job->guard_arm = (int)gy_guard_pick(&seg->guard);
+    job->guard_lp_work = gy_guarded_lp_work_locked(seg, job->priority);
+}
+
+void gy_guarded_end_locked(gy_shm *shm, const gy_job *job, uint64_t now_ns, struct gy_guard_change *change)
+{
+    memset(change, 0, sizeof *change);
+    if (job->guard_arm < 0 || job->guard_arm >= GY_GUARD_ARM_COUNT)
+        return;
+    struct gy_segment *seg = shm->seg;
+    uint64_t work = gy_guarded_lp_work_locked(seg, job->priority);
+    uint64_t duration = now_ns > job->entered_ns ? now_ns - job->entered_ns : 0;
+    *change = gy_guard_record(&seg->guard, (enum gy_guard_arm)job->guard_arm, duration,
+                              work > job->guard_lp_work ? work - job->guard_lp_work : 0);
+}
+
+void gy_guarded_tell(const gy_shm *shm, const struct gy_guard_change *change)
+{
+    const char *verbose = getenv("GPUYIELD_VERBOSE");
+    if (!change->changed || !verbose || strcmp(verbose, "1") != 0)
+        return;
+    const struct gy_guard *g = &shm->seg->guard;
+    fprintf(stderr, "gpuyield: pid %d: %s: guarded arm %s -> %s (%s; p50 x%.3f, p99 x%.3f of stop)\n", (int)getpid(),
+            shm->name, gy_guard_arm_name(change->from), gy_guard_arm_name(change->to),
+            gy_guard_reason_text(change->reason), g->ratio_p50_ppm / 1e6, g->ratio_p99_ppm / 1e6);
+}
+
+int gy_guarded_configure(gy_shm *shm, double eps_p50, double eps_p99, double stop_share, uint64_t seed, gy_err *err)
+{
+    struct gy_guard probe;
+    gy_guard_init(&probe);
+    if (gy_guard_configure(&probe, eps_p50, eps_p99, stop_share, seed))
+        return gy_fail(err, EINVAL,
+                       "guarded settings out of range: eps p50 %g and eps p99 %g must be 0..%g, the stop share %g "
+                       "0..1",
+                       eps_p50, eps_p99, GY_GUARD_MAX_EPS, stop_share);
+    if (gy_lock_and_recover(shm->seg))
+        return gy_lock_fail(shm, "set the guarded policy's settings", err);
+    gy_guard_configure(&shm->seg->guard, eps_p50, eps_p99, stop_share, seed);
+    gy_unlock(shm->seg);
+    return 0;
+}
+
+int gy_guarded_force(gy_shm *shm, enum gy_guard_arm arm, gy_err *err)
+{
+    if ((unsigned)arm >= GY_GUARD_ARM_COUNT)
+        return gy_fail(err, EINVAL, "guarded arm %d is out of range: 0..%d", (int)arm, GY_GUARD_ARM_COUNT - 1);
+    if (gy_lock_and_recover(shm->seg))
+        return gy_lock_fail(shm, "force a guarded arm", err);
+    gy_guard_force(&shm->seg->guard, arm);
+    gy_unlock(shm->seg);
+    return 0;
+}
+
+int gy_guarded_snapshot(gy_shm *shm, struct gy_guard *out, gy_err *err)
+{
+    if (gy_lock_and_recover(shm->seg))
+        return gy_lock_fail(shm, "read the guarded policy's state", err);
+    memcpy(out, &shm->seg->guard, sizeof *out);
+    gy_unlock(shm->seg);
+    return 0;
+}

@@ -1,0 +1,74 @@
+/* The guarded policy's part of the shared segment (segment_layout.h places it after the slots).
+ * It is a wire format like the rest: a change here is a GY_LAYOUT_VERSION bump.
+ *
+ * Everything except `current` is written under the segment's mutex, at job begin and end
+ * (guarded_job.c), by the rule of guarded.c. `current` is the one word a lower process reads, on
+ * its slow path only (the gate word said closed): the arm of the jobs now open. */
+#ifndef GY_GUARDED_LAYOUT_H
+#define GY_GUARDED_LAYOUT_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+/* The arms a job may get, in the order they are tried. X(enum suffix, name, SMs; 0: stop) */
+#define GY_GUARD_ARMS(X)                                                                           \
+    X(STOP, "stop", 0)                                                                             \
+    X(P16, "partition:16", 16)                                                                     \
+    X(P32, "partition:32", 32)                                                                     \
+    X(P48, "partition:48", 48)
+
+#define GY_GUARD_ARM_ENUM(suffix, name, sms) GY_ARM_##suffix,
+enum gy_guard_arm { GY_GUARD_ARMS(GY_GUARD_ARM_ENUM) GY_GUARD_ARM_COUNT };
+#undef GY_GUARD_ARM_ENUM
+#define GY_GUARD_NO_ARM 0xffu /* no trial running */
+
+#define GY_GUARD_RING 128 /* recent HP job durations kept per arm */
+
+/* Why the arm in force is what it is. X(enum suffix, code, text) */
+#define GY_GUARD_REASONS(X)                                                                        \
+    X(START, "start", "start: stop until an arm is measured within the bound of stop")             \
+    X(PROMOTED, "promoted", "promoted: within the bound of stop, with the most LP progress")       \
+    X(KEPT, "kept", "kept: a larger arm was within the bound but gave no more LP progress")        \
+    X(REJECTED, "rejected", "the tried arm missed the bound of stop (p50 or p99)")                 \
+    X(FALLBACK, "fallback", "fallback: the arm's recent jobs left the bound of stop")              \
+    X(SHIFT, "shift", "reset: the HP's job time shifted by more than 25 %")                        \
+    X(RECHECK, "recheck", "re-check: windows reset after the periodic interval; kept while within the bound") \
+    X(FORCED, "forced", "forced by gy_guard_force (tests, operators)")
+
+#define GY_GUARD_REASON_ENUM(suffix, code, text) GY_GUARD_WHY_##suffix,
+enum gy_guard_reason { GY_GUARD_REASONS(GY_GUARD_REASON_ENUM) GY_GUARD_REASON_COUNT };
+#undef GY_GUARD_REASON_ENUM
+
+/* One arm's window: the durations of its recent jobs (ring, microseconds) and the lower
+ * processes' progress during the jobs of the window. */
+struct gy_guard_window {
+    uint32_t us[GY_GUARD_RING];
+    uint32_t head;    /* next ring index written */
+    uint32_t n;       /* jobs recorded since the window was reset (the ring holds min(n, RING)) */
+    uint64_t jobs;    /* jobs recorded ever (never reset) */
+    uint64_t lp_work; /* lower partition launches + copies during the window's jobs */
+    uint64_t lp_ns;   /* the window's jobs' total duration, for progress per second */
+};
+
+struct gy_guard {
+    _Atomic uint32_t current;  /* enum gy_guard_arm of the jobs now open (stop when any is stop) */
+    uint32_t in_force;         /* enum gy_guard_arm: what a job gets when it is not a stop sample */
+    uint32_t trial;            /* enum gy_guard_arm being tried, or GY_GUARD_NO_ARM */
+    uint32_t reason;           /* enum gy_guard_reason of in_force */
+    uint32_t confirmed;        /* 1 once in_force passed the full test on its current window */
+    /* Settings (ppm), set by the creator: epsilons of the bound, the share of stop samples. */
+    uint32_t eps_p50_ppm;
+    uint32_t eps_p99_ppm;
+    uint32_t stop_share_ppm;
+    uint32_t open[GY_GUARD_ARM_COUNT]; /* jobs open per arm */
+    uint32_t ratio_p50_ppm; /* the test behind the last decision: arm / stop */
+    uint32_t ratio_p99_ppm;
+    uint32_t changes;          /* changes of in_force so far */
+    uint64_t rng;              /* xorshift64* state: deterministic with a seed */
+    uint64_t jobs;             /* jobs begun under guarded */
+    uint64_t last_recheck;     /* jobs at the last periodic re-check */
+    uint64_t backoff_until[GY_GUARD_ARM_COUNT]; /* an arm is not tried again before this many jobs */
+    struct gy_guard_window arms[GY_GUARD_ARM_COUNT];
+};
+
+#endif

@@ -1,0 +1,90 @@
+/* The guarded policy's state as status, --json and /metrics show it: the arm in force and why,
+ * per arm the HP's job times (p50, p99, jobs) and the LP's progress during them. From a copy of
+ * struct gy_guard taken under the mutex (gy_status_read). */
+#include <stdio.h>
+
+#include "guarded.h"
+
+#define EMIT(...)                                                                                        \
+    do {                                                                                                 \
+        int n_ = snprintf(used < len ? buf + used : NULL, used < len ? len - used : 0, __VA_ARGS__);     \
+        used += n_ > 0 ? (size_t)n_ : 0;                                                                 \
+    } while (0)
+
+static const char *trial_name(const struct gy_guard *g)
+{
+    return g->trial < GY_GUARD_ARM_COUNT ? gy_guard_arm_name((enum gy_guard_arm)g->trial) : "-";
+}
+
+int gy_guarded_json(const struct gy_guard *g, char *buf, size_t len)
+{
+    size_t used = 0;
+    EMIT("{\"in_force\": \"%s\", \"reason\": \"%s\", \"reason_text\": \"%s\", \"trying\": ",
+         gy_guard_arm_name((enum gy_guard_arm)g->in_force), gy_guard_reason_name((enum gy_guard_reason)g->reason),
+         gy_guard_reason_text((enum gy_guard_reason)g->reason));
+    EMIT(g->trial < GY_GUARD_ARM_COUNT ? "\"%s\"" : "null", trial_name(g));
+    EMIT(", \"confirmed\": %s, \"jobs\": %llu, \"changes\": %u, \"eps_p50\": %.6g, \"eps_p99\": %.6g, "
+         "\"stop_share\": %.6g, \"last_ratio_p50\": %.6g, \"last_ratio_p99\": %.6g, \"arms\": {",
+         g->confirmed ? "true" : "false", (unsigned long long)g->jobs, g->changes, g->eps_p50_ppm / 1e6,
+         g->eps_p99_ppm / 1e6, g->stop_share_ppm / 1e6, g->ratio_p50_ppm / 1e6, g->ratio_p99_ppm / 1e6);
+    for (int a = 0; a < GY_GUARD_ARM_COUNT; a++) {
+        struct gy_guard_arm_stats s;
+        gy_guard_arm_stats(g, (enum gy_guard_arm)a, &s);
+        EMIT("%s\"%s\": {\"jobs\": %llu, \"window\": %u, \"p50_ms\": %.3f, \"p99_ms\": %.3f, \"lp_per_s\": %.1f, "
+             "\"backoff_until_job\": %llu}",
+             a ? ", " : "", gy_guard_arm_name((enum gy_guard_arm)a), (unsigned long long)s.jobs, s.window, s.p50_ms,
+             s.p99_ms, s.lp_per_s, (unsigned long long)g->backoff_until[a]);
+    }
+    EMIT("}}");
+    return (int)used;
+}
+
+void gy_guarded_print(FILE *to, const struct gy_guard *g)
+{
+    fprintf(to, "guarded: arm in force %s%s (%s); trying %s; %llu jobs, %u changes; bound p50 +%.1f %%, p99 +%.1f %%, "
+                "stop share %.2f\n",
+            gy_guard_arm_name((enum gy_guard_arm)g->in_force), g->confirmed ? ", confirmed" : "",
+            gy_guard_reason_text((enum gy_guard_reason)g->reason), trial_name(g), (unsigned long long)g->jobs,
+            g->changes, g->eps_p50_ppm / 1e4, g->eps_p99_ppm / 1e4, g->stop_share_ppm / 1e6);
+    fprintf(to, "%14s %10s %7s %10s %10s %12s\n", "arm", "jobs", "window", "p50_ms", "p99_ms", "lp_per_s");
+    for (int a = 0; a < GY_GUARD_ARM_COUNT; a++) {
+        struct gy_guard_arm_stats s;
+        gy_guard_arm_stats(g, (enum gy_guard_arm)a, &s);
+        fprintf(to, "%14s %10llu %7u %10.3f %10.3f %12.1f%s\n", gy_guard_arm_name((enum gy_guard_arm)a),
+                (unsigned long long)s.jobs, s.window, s.p50_ms, s.p99_ms, s.lp_per_s,
+                (uint32_t)a == g->in_force ? "  <- in force" : "");
+    }
+}
+
+int gy_guarded_metrics(const struct gy_guard *g, const char *segment, char *buf, size_t len)
+{
+    size_t used = 0;
+    EMIT("# HELP gpuyield_guarded_in_force The guarded policy's arm in force (value 1), with the reason code.\n"
+         "# TYPE gpuyield_guarded_in_force gauge\n"
+         "gpuyield_guarded_in_force{segment=\"%s\",arm=\"%s\",reason=\"%s\"} 1\n",
+         segment, gy_guard_arm_name((enum gy_guard_arm)g->in_force),
+         gy_guard_reason_name((enum gy_guard_reason)g->reason));
+    static const struct {
+        const char *family, *help, *type;
+    } families[] = {
+        {"gpuyield_guarded_jobs_total", "HP jobs run under each arm.", "counter"},
+        {"gpuyield_guarded_job_p50_seconds", "Median HP job time under each arm, over its window.", "gauge"},
+        {"gpuyield_guarded_job_p99_seconds", "99th percentile HP job time under each arm, over its window.", "gauge"},
+        {"gpuyield_guarded_lp_progress_per_second",
+         "Lower partition launches and copies per second of HP job under each arm, over its window.", "gauge"},
+    };
+    for (size_t f = 0; f < sizeof families / sizeof *families; f++) {
+        EMIT("# HELP %s %s\n# TYPE %s %s\n", families[f].family, families[f].help, families[f].family,
+             families[f].type);
+        for (int a = 0; a < GY_GUARD_ARM_COUNT; a++) {
+            struct gy_guard_arm_stats s;
+            gy_guard_arm_stats(g, (enum gy_guard_arm)a, &s);
+            EMIT("%s{segment=\"%s\",arm=\"%s\"} ", families[f].family, segment, gy_guard_arm_name((enum gy_guard_arm)a));
+            if (f == 0)
+                EMIT("%llu\n", (unsigned long long)s.jobs);
+            else
+                EMIT("%.6f\n", f == 1 ? s.p50_ms / 1e3 : f == 2 ? s.p99_ms / 1e3 : s.lp_per_s);
+        }
+    }
+    return (int)used;
+}

@@ -1,0 +1,560 @@
+/* The guarded rule (controller/guarded.c) on synthetic HP job durations, no processes or clocks:
+ * arm assignment, convergence where a partition costs the HP nothing or 50 %, fallback when a
+ * cost appears after promotion, noisy statistics, a shift of the HP's own time; then the rule
+ * inside the protocol (gy_job_enter/exit on a segment under guarded). */
+#define GY_TEST_MAIN
+#include <fcntl.h>
+#include <math.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "guarded.h"
+#include "harness.h"
+#include "metrics.h"
+
+/* ---- synthetic HP durations ------------------------------------------------------------------ */
+
+static uint64_t noise_state;
+static double uniform01(void)
+{
+    noise_state ^= noise_state >> 12, noise_state ^= noise_state << 25, noise_state ^= noise_state >> 27;
+    return ((noise_state * 0x2545f4914f6cdd1dull) >> 11) * (1.0 / 9007199254740992.0);
+}
+static double normal01(void)
+{
+    double u = uniform01(), v = uniform01();
+    return sqrt(-2.0 * log(u > 0 ? u : 1e-300)) * cos(2 * M_PI * v);
+}
+
+enum noise { TIGHT, LOGNORMAL10, PARETO };
+
+struct pair {
+    double base_ms;      /* the HP's job alone (stop) */
+    double cost[GY_GUARD_ARM_COUNT]; /* its factor under each arm */
+    enum noise noise;
+    double lp_per_ms[GY_GUARD_ARM_COUNT]; /* LP progress per ms of job under each arm */
+};
+
+static uint64_t duration_ns(const struct pair *p, enum gy_guard_arm arm)
+{
+    double f;
+    switch (p->noise) {
+    case TIGHT: f = 1.0 + 0.005 * (2 * uniform01() - 1); break;   /* +-0.5 % */
+    case LOGNORMAL10: f = exp(0.10 * normal01()); break;           /* CV ~10 % */
+    default: f = pow(1.0 - uniform01(), -1.0 / 1.5); break;       /* Pareto, alpha 1.5: heavy tail */
+    }
+    return (uint64_t)(p->base_ms * p->cost[arm] * f * 1e6);
+}
+
+struct run {
+    uint64_t jobs_on[GY_GUARD_ARM_COUNT];
+    unsigned changes, promotions_costly; /* in force became an arm whose cost > 1 + eps */
+    enum gy_guard_arm first_partition_in_force; /* GY_GUARD_ARM_COUNT: none */
+};
+
+/* `jobs` jobs, one at a time: pick, measure, record. */
+static void simulate(struct gy_guard *g, const struct pair *p, unsigned jobs, struct run *r)
+{
+    for (unsigned j = 0; j < jobs; j++) {
+        enum gy_guard_arm arm = gy_guard_pick(g);
+        r->jobs_on[arm]++;
+        uint64_t ns = duration_ns(p, arm);
+        struct gy_guard_change c = gy_guard_record(g, arm, ns, (uint64_t)(p->lp_per_ms[arm] * ns / 1e6));
+        if (!c.changed)
+            continue;
+        r->changes++;
+        if (c.to != GY_ARM_STOP && p->cost[c.to] > 1.02)
+            r->promotions_costly++;
+        if (c.to != GY_ARM_STOP && r->first_partition_in_force == GY_GUARD_ARM_COUNT)
+            r->first_partition_in_force = c.to;
+    }
+}
+
+static struct gy_guard *fresh(uint64_t seed)
+{
+    static struct gy_guard g;
+    gy_guard_init(&g);
+    gy_guard_configure(&g, GY_GUARD_DEFAULT_EPS_P50, GY_GUARD_DEFAULT_EPS_P99, GY_GUARD_DEFAULT_STOP_SHARE, seed);
+    noise_state = seed * 0x9e3779b97f4a7c15ull + 1;
+    return &g;
+}
+
+static const struct pair costless = {10.0, {1, 1, 1, 1}, TIGHT, {0, 100, 180, 240}};
+static const struct pair costly = {10.0, {1, 1.5, 1.5, 1.5}, TIGHT, {0, 100, 180, 240}};
+
+/* ---- order statistics ------------------------------------------------------------------------ */
+
+TEST(median_ranks_are_the_binomial_ones)
+{
+    uint32_t l, u;
+    /* Binomial(16, 1/2): P(B <= 11) = 0.9616 is the first >= 0.95, so X(12) bounds the median from above. */
+    gy_guard_median_ranks(16, 0.95, &l, &u);
+    CHECK(l == 5 && u == 12, "n 16: ranks %u..%u, expected 5..12", l, u);
+    gy_guard_median_ranks(3, 0.95, &l, &u); /* too few for 95 %: the extremes */
+    CHECK(l == 1 && u == 3, "n 3: ranks %u..%u", l, u);
+    for (uint32_t n = 5; n <= GY_GUARD_RING; n++) {
+        gy_guard_median_ranks(n, 0.95, &l, &u);
+        CHECK(l >= 1 && u <= n && l + u == n + 1 && u >= (n + 1) / 2, "n %u: ranks %u..%u", n, l, u);
+    }
+    uint32_t v[] = {50, 10, 40, 20, 30}, scratch[5];
+    CHECK(gy_guard_order_stat(v, 5, 1, scratch) == 10 && gy_guard_order_stat(v, 5, 3, scratch) == 30 &&
+          gy_guard_order_stat(v, 5, 5, scratch) == 50);
+}
+
+/* ---- arm assignment -------------------------------------------------------------------------- */
+
+TEST(stop_is_interleaved_at_the_set_share_deterministically)
+{
+    static enum gy_guard_arm first[4000], again[4000];
+    struct gy_guard *g = fresh(7);
+    gy_guard_force(g, GY_ARM_P32);
+    unsigned stops = 0, longest = 0, run = 0;
+    for (int j = 0; j < 4000; j++) {
+        first[j] = gy_guard_pick(g);
+        gy_guard_forget(g, first[j]);
+        stops += first[j] == GY_ARM_STOP;
+        run = first[j] == GY_ARM_STOP ? run + 1 : 0;
+        longest = run > longest ? run : longest;
+        CHECK(first[j] == GY_ARM_STOP || first[j] == GY_ARM_P32, "job %d got %s", j, gy_guard_arm_name(first[j]));
+    }
+    CHECK(stops > 900 && stops < 1100, "%u stop jobs of 4000 at share 0.25", stops);
+    CHECK(longest < 12, "a run of %u stop jobs: not interleaved", longest);
+    g = fresh(7);
+    gy_guard_force(g, GY_ARM_P32);
+    int differ = 0;
+    for (int j = 0; j < 4000; j++) {
+        again[j] = gy_guard_pick(g);
+        gy_guard_forget(g, again[j]);
+        differ += again[j] != first[j];
+    }
+    CHECK(differ == 0, "the same seed gave %d different arms", differ);
+    g = fresh(8);
+    gy_guard_force(g, GY_ARM_P32);
+    differ = 0;
+    for (int j = 0; j < 4000; j++) {
+        enum gy_guard_arm a = gy_guard_pick(g);
+        gy_guard_forget(g, a);
+        differ += a != first[j];
+    }
+    CHECK(differ > 1000, "another seed gave only %d different arms", differ);
+    /* share 0 and 1: never / always stop */
+    gy_guard_configure(g, 0.02, 0.05, 1.0, 3);
+    for (int j = 0; j < 200; j++) {
+        enum gy_guard_arm a = gy_guard_pick(g);
+        gy_guard_forget(g, a);
+        CHECK(a == GY_ARM_STOP, "share 1 gave %s", gy_guard_arm_name(a));
+    }
+}
+
+TEST(the_arm_word_follows_the_open_jobs)
+{
+    struct gy_guard *g = fresh(1);
+    gy_guard_force(g, GY_ARM_P16);
+    gy_guard_configure(g, 0.02, 0.05, 0.0, 1);
+    enum gy_guard_arm a = gy_guard_pick(g);
+    CHECK(a == GY_ARM_P16 && atomic_load(&g->current) == GY_ARM_P16);
+    gy_guard_configure(g, 0.02, 0.05, 1.0, 1);
+    enum gy_guard_arm b = gy_guard_pick(g); /* a stop job opens beside it: stop wins */
+    CHECK(b == GY_ARM_STOP && atomic_load(&g->current) == GY_ARM_STOP);
+    gy_guard_forget(g, b);
+    CHECK(atomic_load(&g->current) == GY_ARM_P16);
+    gy_guard_forget(g, a);
+    CHECK(atomic_load(&g->current) == GY_ARM_STOP, "no job open: stop");
+}
+
+TEST(settings_out_of_range_are_refused)
+{
+    struct gy_guard *g = fresh(1);
+    CHECK(gy_guard_configure(g, -0.01, 0.05, 0.25, 1) == -1);
+    CHECK(gy_guard_configure(g, 0.02, 1.5, 0.25, 1) == -1);
+    CHECK(gy_guard_configure(g, NAN, 0.05, 0.25, 1) == -1);
+    CHECK(gy_guard_configure(g, 0.02, 0.05, 1.01, 1) == -1);
+    CHECK(gy_guard_configure(g, 0, 0, 0, 0) == 0 && g->rng != 0, "seed 0 must become the default seed");
+    enum gy_guard_arm arm;
+    CHECK(gy_guard_arm_parse("partition:48", &arm) == 0 && arm == GY_ARM_P48);
+    CHECK(gy_guard_arm_parse("partition:64", &arm) == -1 && gy_guard_arm_parse(NULL, &arm) == -1);
+}
+
+/* ---- convergence ----------------------------------------------------------------------------- */
+
+TEST(a_costless_partition_converges_to_the_arm_with_most_lp_progress)
+{
+    for (uint64_t seed = 1; seed <= 5; seed++) {
+        struct gy_guard *g = fresh(seed);
+        struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
+        simulate(g, &costless, 1500, &r);
+        CHECK(g->in_force == GY_ARM_P48 && g->reason == GY_GUARD_WHY_PROMOTED,
+              "seed %llu: in force %s (%s)", (unsigned long long)seed, gy_guard_arm_name(g->in_force),
+              gy_guard_reason_text(g->reason));
+        CHECK(r.first_partition_in_force == GY_ARM_P16, "seed %llu: 16 SMs must come first", (unsigned long long)seed);
+        struct gy_guard_arm_stats s;
+        gy_guard_arm_stats(g, GY_ARM_P48, &s);
+        CHECK(s.lp_per_s > 200000 && s.p50_ms > 9.9 && s.p50_ms < 10.1, "seed %llu: p50 %.3f ms, lp %.0f/s",
+              (unsigned long long)seed, s.p50_ms, s.lp_per_s);
+        /* stop stays the running baseline at about its share */
+        double share = (double)r.jobs_on[GY_ARM_STOP] / 1500;
+        CHECK(share > 0.2 && share < 0.35, "seed %llu: stop share %.2f", (unsigned long long)seed, share);
+    }
+}
+
+TEST(a_partition_that_costs_the_hp_half_is_never_promoted)
+{
+    for (uint64_t seed = 1; seed <= 5; seed++) {
+        struct gy_guard *g = fresh(seed);
+        struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
+        simulate(g, &costly, 5000, &r);
+        CHECK(r.changes == 0 && g->in_force == GY_ARM_STOP, "seed %llu: %u changes, in force %s",
+              (unsigned long long)seed, r.changes, gy_guard_arm_name(g->in_force));
+        CHECK(g->reason == GY_GUARD_WHY_REJECTED, "seed %llu: reason %s", (unsigned long long)seed,
+              gy_guard_reason_text(g->reason));
+        /* each try is cut short by the early check, then backs off: few costly jobs */
+        uint64_t tried = r.jobs_on[GY_ARM_P16] + r.jobs_on[GY_ARM_P32] + r.jobs_on[GY_ARM_P48];
+        CHECK(tried < 5000 / 20 && r.jobs_on[GY_ARM_P32] == 0 && r.jobs_on[GY_ARM_P48] == 0,
+              "seed %llu: %llu jobs on partitions (32: %llu, 48: %llu)", (unsigned long long)seed,
+              (unsigned long long)tried, (unsigned long long)r.jobs_on[GY_ARM_P32],
+              (unsigned long long)r.jobs_on[GY_ARM_P48]);
+    }
+}
+
+TEST(an_arm_that_costs_only_above_32_sms_stops_at_16)
+{
+    struct pair p = costless;
+    p.cost[GY_ARM_P32] = p.cost[GY_ARM_P48] = 1.10;
+    struct gy_guard *g = fresh(11);
+    struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
+    simulate(g, &p, 3000, &r);
+    CHECK(g->in_force == GY_ARM_P16 && r.promotions_costly == 0 && r.jobs_on[GY_ARM_P48] == 0,
+          "in force %s, %u costly promotions, %llu jobs on 48", gy_guard_arm_name(g->in_force), r.promotions_costly,
+          (unsigned long long)r.jobs_on[GY_ARM_P48]);
+}
+
+TEST(no_more_lp_progress_keeps_the_smaller_arm)
+{
+    struct pair p = costless;
+    p.lp_per_ms[GY_ARM_P32] = p.lp_per_ms[GY_ARM_P48] = 50; /* less than 16 SMs gave */
+    struct gy_guard *g = fresh(12);
+    struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
+    simulate(g, &p, 1500, &r);
+    CHECK(g->in_force == GY_ARM_P16, "in force %s (%s)", gy_guard_arm_name(g->in_force), gy_guard_reason_text(g->reason));
+}
+
+/* ---- fallback -------------------------------------------------------------------------------- */
+
+static void check_fallback(double cost, uint64_t seed)
+{
+    struct gy_guard *g = fresh(seed);
+    struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
+    simulate(g, &costless, 1500, &r);
+    REQUIRE(g->in_force == GY_ARM_P48, "not promoted first: %s", gy_guard_arm_name(g->in_force));
+    struct pair p = costless;
+    p.cost[GY_ARM_P48] = cost; /* the HP changes: 48 SMs now cost it */
+    unsigned on48 = 0, j = 0;
+    for (; j < 200 && g->in_force == GY_ARM_P48; j++) {
+        enum gy_guard_arm arm = gy_guard_pick(g);
+        on48 += arm == GY_ARM_P48;
+        uint64_t ns = duration_ns(&p, arm);
+        gy_guard_record(g, arm, ns, (uint64_t)(p.lp_per_ms[arm] * ns / 1e6));
+    }
+    CHECK(g->in_force == GY_ARM_STOP && g->reason == GY_GUARD_WHY_FALLBACK, "cost %.2f: in force %s (%s)", cost,
+          gy_guard_arm_name(g->in_force), gy_guard_reason_text(g->reason));
+    CHECK(on48 <= GY_GUARD_RECENT + 2, "cost %.2f: %u costly jobs before the fallback", cost, on48);
+    /* 48 is not tried again within its backoff; the smaller arms come back */
+    struct run after = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
+    simulate(g, &p, GY_GUARD_BACKOFF_JOBS - 20, &after);
+    CHECK(after.jobs_on[GY_ARM_P48] == 0, "cost %.2f: %llu jobs on 48 SMs within its backoff", cost,
+          (unsigned long long)after.jobs_on[GY_ARM_P48]);
+    CHECK(g->in_force == GY_ARM_P32, "cost %.2f: in force %s after the backoff period", cost,
+          gy_guard_arm_name(g->in_force));
+    simulate(g, &p, 3000, &after); /* later tries of 48 fall back again: it never stays */
+    CHECK(g->in_force == GY_ARM_P32, "cost %.2f: in force %s", cost, gy_guard_arm_name(g->in_force));
+}
+
+TEST(a_cost_appearing_after_promotion_falls_back_to_stop_at_once)
+{
+    check_fallback(1.5, 21);
+    check_fallback(1.05, 22);
+}
+
+/* ---- noise ----------------------------------------------------------------------------------- */
+
+TEST(an_arm_five_percent_slower_hidden_in_noise_is_never_promoted)
+{
+    struct pair p = {10.0, {1, 1.05, 1.05, 1.05}, LOGNORMAL10, {0, 100, 180, 240}};
+    unsigned promoted = 0;
+    for (uint64_t seed = 1; seed <= 30; seed++) {
+        struct gy_guard *g = fresh(seed);
+        struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
+        simulate(g, &p, 3000, &r);
+        promoted += r.promotions_costly;
+    }
+    CHECK(promoted == 0, "%u promotions of a 5 %% slower arm in 30 runs of 3000 jobs", promoted);
+}
+
+TEST(heavy_tailed_durations_never_promote_a_costly_arm)
+{
+    struct pair p = {10.0, {1, 1.5, 1.5, 1.5}, PARETO, {0, 100, 180, 240}};
+    unsigned promoted = 0;
+    for (uint64_t seed = 1; seed <= 30; seed++) {
+        struct gy_guard *g = fresh(seed);
+        struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
+        simulate(g, &p, 3000, &r);
+        promoted += r.promotions_costly;
+    }
+    CHECK(promoted == 0, "%u promotions of a 50 %% slower arm with Pareto durations", promoted);
+}
+
+/* Identical, heavy-tailed distributions with few samples: the bounds are too wide to tell, so the
+ * first looks (30-odd samples) never promote; nothing is claimed about later ones. */
+TEST(few_samples_of_heavy_tailed_durations_do_not_promote)
+{
+    struct pair p = {10.0, {1, 1, 1, 1}, PARETO, {0, 100, 180, 240}};
+    unsigned promoted = 0;
+    for (uint64_t seed = 1; seed <= 30; seed++) {
+        struct gy_guard *g = fresh(seed);
+        struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
+        simulate(g, &p, 90, &r);
+        promoted += r.changes;
+    }
+    CHECK(promoted == 0, "%u promotions from the first 90 jobs of heavy-tailed durations", promoted);
+}
+
+/* ---- re-checks ------------------------------------------------------------------------------- */
+
+TEST(a_shift_of_the_hp_time_resets_to_stop_and_converges_again)
+{
+    struct gy_guard *g = fresh(31);
+    struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
+    simulate(g, &costless, 1500, &r);
+    REQUIRE(g->in_force == GY_ARM_P48);
+    struct pair p = costless;
+    p.base_ms = 20.0; /* the HP's own job doubles (another input size) */
+    /* 48 SMs' jobs now look slow against stop's old window: they fall back at once; once stop's
+     * own recent median has moved, everything resets (backoffs too). */
+    bool reset = false;
+    for (int j = 0; j < 200 && !reset; j++) {
+        enum gy_guard_arm arm = gy_guard_pick(g);
+        uint64_t ns = duration_ns(&p, arm);
+        gy_guard_record(g, arm, ns, (uint64_t)(p.lp_per_ms[arm] * ns / 1e6));
+        reset = g->reason == GY_GUARD_WHY_SHIFT;
+    }
+    CHECK(reset && g->in_force == GY_ARM_STOP && g->arms[GY_ARM_STOP].n == 0 && g->backoff_until[GY_ARM_P48] == 0,
+          "no reset on a shift: in force %s (%s)", gy_guard_arm_name(g->in_force), gy_guard_reason_text(g->reason));
+    simulate(g, &p, 1500, &r);
+    CHECK(g->in_force == GY_ARM_P48, "not converged again: %s", gy_guard_arm_name(g->in_force));
+}
+
+TEST(the_periodic_recheck_resets_the_windows_and_keeps_the_arm)
+{
+    struct gy_guard *g = fresh(41);
+    struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
+    simulate(g, &costless, GY_GUARD_RECHECK_JOBS - 1, &r);
+    REQUIRE(g->in_force == GY_ARM_P48 && g->arms[GY_ARM_P48].n > 100);
+    simulate(g, &costless, 2, &r);
+    CHECK(g->arms[GY_ARM_P48].n <= 2 && g->arms[GY_ARM_STOP].n > 100 && g->in_force == GY_ARM_P48,
+          "after the re-check: window of 48 %u, stop %u, in force %s", g->arms[GY_ARM_P48].n,
+          g->arms[GY_ARM_STOP].n, gy_guard_arm_name(g->in_force));
+    simulate(g, &costless, 300, &r);
+    CHECK(g->in_force == GY_ARM_P48 && g->confirmed, "in force %s, confirmed %u", gy_guard_arm_name(g->in_force),
+          g->confirmed);
+}
+
+/* ---- inside the protocol --------------------------------------------------------------------- */
+
+struct seg_pair {
+    gy_shm hp, lp;
+    char tag[48];
+};
+
+static bool open_pair(struct seg_pair *s, enum gy_policy policy, bool mps)
+{
+    gy_err err;
+    snprintf(s->tag, sizeof s->tag, "test-guarded-%d", (int)getpid());
+    gy_remove(s->tag, NULL);
+    if (gy_create(s->tag, 0, &s->hp, &err) || gy_register(&s->hp, 1, &err) || gy_open(s->tag, &s->lp, &err) ||
+        gy_register(&s->lp, 0, &err)) {
+        CHECK(false, "%s", err.msg);
+        return false;
+    }
+    gy_set_policy(&s->hp, policy, mps);
+    return true;
+}
+
+static void close_pair(struct seg_pair *s)
+{
+    gy_close(&s->lp);
+    gy_close(&s->hp);
+    gy_remove(s->tag, NULL);
+}
+
+TEST(a_job_under_guarded_gets_its_arm_at_begin_and_records_at_end)
+{
+    struct seg_pair s;
+    REQUIRE(open_pair(&s, GY_POLICY_GUARDED, true));
+    gy_err err;
+    CHECK(gy_guarded_configure(&s.hp, 0.02, 0.05, 0.0, 5, &err) == 0, "%s", err.msg);
+    CHECK(gy_guarded_force(&s.hp, GY_ARM_P32, &err) == 0, "%s", err.msg);
+    gy_job job;
+    REQUIRE(gy_begin(&s.hp, 1, &job, &err) == 0, "%s", err.msg);
+    CHECK(job.corun && job.guard_arm == GY_ARM_P32, "corun %d, arm %d", job.corun, job.guard_arm);
+    CHECK(gy_guarded_current(&s.lp) == GY_ARM_P32 && !gy_launch_allowed(&s.lp, 0));
+    atomic_fetch_add(&gy_my_slot(&s.lp)->counters.partition_launches, 40); /* the LP's progress in the job */
+    atomic_fetch_add(&gy_my_slot(&s.lp)->counters.partition_copies, 2);
+    usleep(3000);
+    CHECK(gy_job_exit(&s.hp, &job, &err) == 0, "%s", err.msg);
+    CHECK(gy_guarded_current(&s.lp) == GY_ARM_STOP && gy_launch_allowed(&s.lp, 0));
+    struct gy_guard snap;
+    REQUIRE(gy_guarded_snapshot(&s.hp, &snap, &err) == 0, "%s", err.msg);
+    const struct gy_guard_window *w = &snap.arms[GY_ARM_P32];
+    uint32_t us = w->us[(w->head + GY_GUARD_RING - 1) % GY_GUARD_RING];
+    CHECK(w->jobs == 1 && w->lp_work == 42 && us >= 3000 && us < 1000000, "jobs %llu, lp %llu, %u us",
+          (unsigned long long)w->jobs, (unsigned long long)w->lp_work, us);
+    /* share 1: every job is a stop sample */
+    CHECK(gy_guarded_configure(&s.hp, 0.02, 0.05, 1.0, 5, &err) == 0, "%s", err.msg);
+    REQUIRE(gy_begin(&s.hp, 1, &job, &err) == 0, "%s", err.msg);
+    CHECK(job.guard_arm == GY_ARM_STOP && gy_guarded_current(&s.lp) == GY_ARM_STOP);
+    gy_job_exit(&s.hp, &job, &err);
+    CHECK(gy_guarded_configure(&s.hp, -1, 0.05, 1.0, 5, &err) == -1 && strstr(err.msg, "out of range"), "%s", err.msg);
+    close_pair(&s);
+}
+
+/* Only the HP's jobs are measured: a lower worker marking its own jobs (level 0), or a job below
+ * the top registered level, gets no arm and leaves the windows alone. */
+TEST(only_the_hps_jobs_get_an_arm)
+{
+    struct seg_pair s;
+    REQUIRE(open_pair(&s, GY_POLICY_GUARDED, true));
+    gy_err err;
+    gy_job job;
+    REQUIRE(gy_begin(&s.lp, 0, &job, &err) == 0, "%s", err.msg);
+    CHECK(job.guard_arm == -1, "a level-0 job got arm %d", job.guard_arm);
+    gy_job_exit(&s.lp, &job, &err);
+    gy_shm top;
+    REQUIRE(gy_open(s.tag, &top, &err) == 0 && gy_register(&top, 2, &err) == 0, "%s", err.msg);
+    REQUIRE(gy_begin(&s.hp, 1, &job, &err) == 0, "%s", err.msg);
+    CHECK(job.guard_arm == -1, "a job below the top level got arm %d", job.guard_arm);
+    gy_job_exit(&s.hp, &job, &err);
+    REQUIRE(gy_begin(&top, 2, &job, &err) == 0, "%s", err.msg);
+    CHECK(job.guard_arm == GY_ARM_STOP, "the top level's first job got arm %d", job.guard_arm);
+    gy_job_exit(&top, &job, &err);
+    gy_close(&top);
+    REQUIRE(gy_begin(&s.hp, 1, &job, &err) == 0, "%s", err.msg); /* level 1 is the top again */
+    CHECK(job.guard_arm == GY_ARM_STOP, "got arm %d", job.guard_arm);
+    gy_job_exit(&s.hp, &job, &err);
+    struct gy_guard snap;
+    REQUIRE(gy_guarded_snapshot(&s.hp, &snap, &err) == 0, "%s", err.msg);
+    CHECK(snap.jobs == 2 && snap.arms[GY_ARM_STOP].jobs == 2, "%llu jobs picked, %llu recorded on stop",
+          (unsigned long long)snap.jobs, (unsigned long long)snap.arms[GY_ARM_STOP].jobs);
+    close_pair(&s);
+}
+
+TEST(guarded_without_mps_drains_and_measures_nothing)
+{
+    struct seg_pair s;
+    REQUIRE(open_pair(&s, GY_POLICY_GUARDED, false));
+    gy_err err;
+    gy_job job;
+    REQUIRE(gy_begin(&s.hp, 1, &job, &err) == 0, "%s", err.msg);
+    CHECK(!job.corun && job.drained && job.guard_arm == -1, "corun %d drained %d arm %d", job.corun, job.drained,
+          job.guard_arm);
+    gy_job_exit(&s.hp, &job, &err);
+    struct gy_guard snap;
+    REQUIRE(gy_guarded_snapshot(&s.hp, &snap, &err) == 0, "%s", err.msg);
+    CHECK(snap.jobs == 0, "%llu jobs measured", (unsigned long long)snap.jobs);
+    gy_set_policy(&s.hp, GY_POLICY_CORUN, true); /* corun: no arm either */
+    REQUIRE(gy_begin(&s.hp, 1, &job, &err) == 0, "%s", err.msg);
+    CHECK(job.corun && job.guard_arm == -1);
+    gy_job_exit(&s.hp, &job, &err);
+    close_pair(&s);
+}
+
+static void run_jobs(gy_shm *shm, int n, useconds_t each)
+{
+    gy_err err;
+    for (int i = 0; i < n; i++) {
+        gy_job job;
+        if (gy_begin(shm, 1, &job, &err)) {
+            CHECK(false, "%s", err.msg);
+            return;
+        }
+        if (each)
+            usleep(each);
+        CHECK(gy_job_exit(shm, &job, &err) == 0, "%s", err.msg);
+    }
+}
+
+TEST(status_json_and_metrics_show_the_arm_its_reason_and_the_arms_statistics)
+{
+    struct seg_pair s;
+    REQUIRE(open_pair(&s, GY_POLICY_GUARDED, true));
+    gy_err err;
+    gy_guarded_configure(&s.hp, 0.02, 0.05, 0.0, 5, &err);
+    gy_guarded_force(&s.hp, GY_ARM_P16, &err);
+    run_jobs(&s.hp, 3, 1000);
+    static struct gy_status st;
+    REQUIRE(gy_status_read(&s.hp, &st, &err) == 0, "%s", err.msg);
+    CHECK(st.guarded && st.guard.in_force == GY_ARM_P16);
+    static char text[256 * 1024];
+    gy_status_json(&st, text, sizeof text);
+    CHECK(strstr(text, "\"guarded\": {\"in_force\": \"partition:16\", \"reason\": \"forced\"") &&
+              strstr(text, "\"partition:16\": {\"jobs\": 3, \"window\": 3, \"p50_ms\": "),
+          "%s", text);
+    gy_metrics_text(&st, text, sizeof text);
+    char want[256];
+    snprintf(want, sizeof want, "gpuyield_guarded_in_force{segment=\"%s\",arm=\"partition:16\",reason=\"forced\"} 1\n",
+             s.hp.name);
+    CHECK(strstr(text, want), "no '%s' in the metrics", want);
+    snprintf(want, sizeof want, "gpuyield_guarded_jobs_total{segment=\"%s\",arm=\"partition:16\"} 3\n", s.hp.name);
+    CHECK(strstr(text, want), "no '%s' in the metrics", want);
+    gy_set_policy(&s.hp, GY_POLICY_CORUN, true); /* another policy: nothing of guarded is shown */
+    REQUIRE(gy_status_read(&s.hp, &st, &err) == 0, "%s", err.msg);
+    gy_status_json(&st, text, sizeof text);
+    CHECK(!st.guarded && !strstr(text, "\"guarded\":"), "%s", text);
+    close_pair(&s);
+}
+
+/* GPUYIELD_VERBOSE=1: the process whose job's end changes the arm says so, in one line. */
+TEST(a_change_of_arm_is_one_verbose_line_from_the_process_that_made_it)
+{
+    struct seg_pair s;
+    REQUIRE(open_pair(&s, GY_POLICY_GUARDED, true));
+    gy_err err;
+    gy_guarded_configure(&s.hp, 0.02, 0.05, 1.0, 5, &err);
+    run_jobs(&s.hp, 20, 0); /* stop's baseline: jobs of a few microseconds */
+    gy_guarded_force(&s.hp, GY_ARM_P16, &err);
+    gy_guarded_configure(&s.hp, 0.02, 0.05, 0.0, 5, &err);
+    char path[] = "/tmp/gy-guarded-verbose-XXXXXX";
+    int fd = mkstemp(path);
+    REQUIRE(fd >= 0);
+    fflush(stderr);
+    int saved = dup(2);
+    dup2(fd, 2);
+    setenv("GPUYIELD_VERBOSE", "1", 1);
+    run_jobs(&s.hp, GY_GUARD_RECENT + 4, 2000); /* 16 jobs of 2 ms: far out of the bound */
+    unsetenv("GPUYIELD_VERBOSE");
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    char text[2048] = "";
+    ssize_t n = pread(fd, text, sizeof text - 1, 0);
+    text[n > 0 ? n : 0] = '\0';
+    close(fd);
+    unlink(path);
+    int lines = 0;
+    for (char *c = text; *c; c++)
+        lines += *c == '\n';
+    CHECK(lines == 1 && strstr(text, "guarded arm partition:16 -> stop (fallback: the arm's recent jobs left the bound"),
+          "stderr: %s", text);
+    struct gy_guard snap;
+    gy_guarded_snapshot(&s.hp, &snap, &err);
+    CHECK(snap.in_force == GY_ARM_STOP && snap.reason == GY_GUARD_WHY_FALLBACK);
+    close_pair(&s);
+}
+
+TEST(the_policy_row_is_there)
+{
+    enum gy_policy p;
+    CHECK(gy_policy_parse("guarded", &p) == 0 && p == GY_POLICY_GUARDED && gy_policy_wants_mps(p));
+    char buf[128];
+    CHECK(strstr(gy_policy_choices(buf, sizeof buf, "|", "|"), "partition|guarded"), "%s", buf);
+}
+
