@@ -296,6 +296,20 @@ static void drop(struct gy_guard *g, uint32_t arm, enum gy_guard_reason why, str
     }
 }
 
+/* Forget every window and backoff: stop in force, arms measured again from the start. Settings,
+ * the random state and the job counts stay. */
+static void start_over(struct gy_guard *g, enum gy_guard_reason why, struct gy_guard_change *c)
+{
+    for (uint32_t a = 0; a < GY_GUARD_ARM_COUNT; a++) {
+        reset_window(&g->arms[a]);
+        g->backoff_until[a] = 0;
+    }
+    g->trial = GY_GUARD_NO_ARM;
+    g->confirmed = 0;
+    set_in_force(g, GY_ARM_STOP, why, c);
+    g->reason = why;
+}
+
 /* Stop's recent median far from its window's: the HP itself changed. Start over. */
 static bool shifted(struct gy_guard *g, struct gy_guard_change *c)
 {
@@ -307,15 +321,15 @@ static bool shifted(struct gy_guard *g, struct gy_guard_change *c)
     uint32_t recent = gy_guard_order_stat(v, GY_GUARD_RECENT, GY_GUARD_RECENT / 2, scratch);
     if (!whole || (recent <= whole * (1 + GY_GUARD_SHIFT) && recent >= whole * (1 - GY_GUARD_SHIFT)))
         return false;
-    for (uint32_t a = 0; a < GY_GUARD_ARM_COUNT; a++) {
-        reset_window(&g->arms[a]);
-        g->backoff_until[a] = 0;
-    }
-    g->trial = GY_GUARD_NO_ARM;
-    g->confirmed = 0;
-    set_in_force(g, GY_ARM_STOP, GY_GUARD_WHY_SHIFT, c);
-    g->reason = GY_GUARD_WHY_SHIFT;
+    start_over(g, GY_GUARD_WHY_SHIFT, c);
     return true;
+}
+
+struct gy_guard_change gy_guard_reset(struct gy_guard *g)
+{
+    struct gy_guard_change c = {.changed = false};
+    start_over(g, GY_GUARD_WHY_RESET, &c);
+    return c;
 }
 
 struct gy_guard_change gy_guard_record(struct gy_guard *g, enum gy_guard_arm arm, uint64_t duration_ns,

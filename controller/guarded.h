@@ -64,6 +64,9 @@ struct gy_guard_change gy_guard_record(struct gy_guard *g, enum gy_guard_arm arm
 void gy_guard_forget(struct gy_guard *g, enum gy_guard_arm arm);
 /* Put `arm` in force now (tests, operators): windows kept, trial stopped, reason FORCED. */
 void gy_guard_force(struct gy_guard *g, enum gy_guard_arm arm);
+/* Forget what was learned (the lower workload changed): every window and backoff cleared, stop in
+ * force, reason RESET; settings, random state and job counts kept. */
+struct gy_guard_change gy_guard_reset(struct gy_guard *g);
 
 /* One arm as status shows it. */
 struct gy_guard_arm_stats {
@@ -111,6 +114,8 @@ static inline enum gy_guard_arm gy_guarded_current(const gy_shm *shm)
 int gy_guarded_configure(gy_shm *shm, double eps_p50, double eps_p99, double stop_share, uint64_t seed, gy_err *err);
 /* gy_guard_force under the mutex (tests, operators). */
 int gy_guarded_force(gy_shm *shm, enum gy_guard_arm arm, gy_err *err);
+/* gy_guard_reset on the segment, under its mutex; EINVAL when its policy is not guarded. */
+int gy_guarded_reset(gy_shm *shm, gy_err *err);
 /* A copy of the rule's state taken under the mutex (status, metrics, tests). */
 int gy_guarded_snapshot(gy_shm *shm, struct gy_guard *out, gy_err *err);
 /* gy_wait_until_allowed_on (gate.c) that also returns, with *turned set, as soon as the arm of

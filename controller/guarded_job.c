@@ -125,6 +125,20 @@ int gy_guarded_force(gy_shm *shm, enum gy_guard_arm arm, gy_err *err)
     return 0;
 }
 
+int gy_guarded_reset(gy_shm *shm, gy_err *err)
+{
+    enum gy_policy policy = gy_get_policy(shm);
+    if (policy != GY_POLICY_GUARDED)
+        return gy_fail(err, EINVAL, "%s runs policy %s, not guarded: there is nothing learned to reset", shm->name,
+                       gy_policy_name(policy));
+    if (gy_lock_and_recover(shm->seg))
+        return gy_lock_fail(shm, "reset the guarded policy", err);
+    struct gy_guard_change change = gy_guard_reset(&shm->seg->guard);
+    gy_unlock(shm->seg);
+    gy_guarded_tell(shm, &change);
+    return 0;
+}
+
 int gy_guarded_snapshot(gy_shm *shm, struct gy_guard *out, gy_err *err)
 {
     if (gy_lock_and_recover(shm->seg))

@@ -33,7 +33,8 @@ enum gy_guard_arm { GY_GUARD_ARMS(GY_GUARD_ARM_ENUM) GY_GUARD_ARM_COUNT };
     X(FALLBACK, "fallback", "fallback: the arm's recent jobs left the bound of stop")              \
     X(SHIFT, "shift", "reset: the HP's job time shifted by more than 25 %")                        \
     X(RECHECK, "recheck", "re-check: windows reset after the periodic interval; kept while within the bound") \
-    X(FORCED, "forced", "forced by gy_guard_force (tests, operators)")
+    X(FORCED, "forced", "forced by gy_guard_force (tests, operators)")                              \
+    X(RESET, "reset", "reset by an operator (expcontroller guard-reset): learning again from stop")
 
 #define GY_GUARD_REASON_ENUM(suffix, code, text) GY_GUARD_WHY_##suffix,
 enum gy_guard_reason { GY_GUARD_REASONS(GY_GUARD_REASON_ENUM) GY_GUARD_REASON_COUNT };

@@ -48,6 +48,8 @@ static const char usage_text[] =
     "                                                second for node_exporter's textfile collector\n"
     "  status [--name TAG] [--json] [--watch [SEC]]  processes and jobs in progress\n"
     "  remove [--name TAG]                           remove a segment\n"
+    "  guard-reset [--name TAG]                      guarded: forget what was learned (the lower work\n"
+    "                                                changed): stop in force, every arm measured again\n"
     "  clean                                         remove your segments whose creator is dead\n"
     "  --version                                     print the gpuyield version\n"
     "TAG defaults to $GPUYIELD_SHM, else \"" GY_DEFAULT_TAG "\"; a full name /gpuyield-<uid>-<tag> works too.\n";
@@ -479,6 +481,19 @@ static int cmd_status(const struct options *opt)
     return rc;
 }
 
+static int cmd_guard_reset(const struct options *opt)
+{
+    gy_shm shm;
+    gy_err err;
+    if (gy_open(opt->name, &shm, &err))
+        return fail(&err);
+    int rc = gy_guarded_reset(&shm, &err) ? fail(&err) : 0;
+    if (!rc)
+        printf("reset the guarded policy of %s: stop in force\n", shm.name);
+    gy_close(&shm);
+    return rc;
+}
+
 static int cmd_remove(const struct options *opt)
 {
     gy_err err;
@@ -558,7 +573,7 @@ int main(int argc, char **argv)
         printf("expcontroller (gpuyield) %s\n", gy_version());
         return 0;
     }
-    static const char *const commands[] = {"create", "serve", "status", "remove", "clean"};
+    static const char *const commands[] = {"create", "serve", "status", "remove", "clean", "guard-reset"};
     bool known = false;
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         known = known || !strcmp(command, commands[i]);
@@ -576,5 +591,7 @@ int main(int argc, char **argv)
         return cmd_status(&opt);
     if (!strcmp(command, "remove"))
         return cmd_remove(&opt);
+    if (!strcmp(command, "guard-reset"))
+        return cmd_guard_reset(&opt);
     return cmd_clean();
 }

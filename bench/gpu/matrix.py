@@ -397,10 +397,10 @@ GRAPH_LPS = ("graph",)
 
 def learn_guarded(args, procs, tools, raw, cell):
     """Before a cell's rounds: forget what guarded learned beside the last pair (`expcontroller
-    guard --reset`), then let it learn this pair: --learn-jobs HP jobs at 90 % load beside the LP.
+    guard-reset`), then let it learn this pair: --learn-jobs HP jobs at 90 % load beside the LP.
     Recorded as setup "guarded_learn" with the arm it chose (the verdict leaves it out: the rounds
     measure the policy as it runs once it has learned, and this segment what learning costs)."""
-    r = tools.expcontroller("guard", "--name", tools.segments["guarded"], "--reset")
+    r = tools.expcontroller("guard-reset", "--name", tools.segments["guarded"])
     if r.returncode != 0:
         fail(f"cannot reset the guarded segment: {r.stdout.strip()}")
     hp, lp, load = cell

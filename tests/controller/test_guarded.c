@@ -343,6 +343,26 @@ TEST(a_shift_of_the_hp_time_resets_to_stop_and_converges_again)
     CHECK(g->in_force == GY_ARM_P48, "not converged again: %s", gy_guard_arm_name(g->in_force));
 }
 
+TEST(an_operator_reset_forgets_what_was_learned_and_learns_again)
+{
+    struct gy_guard *g = fresh(37);
+    struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
+    simulate(g, &costly, 400, &r); /* 16 SMs tried, missed: in backoff */
+    REQUIRE(g->in_force == GY_ARM_STOP && g->backoff_until[GY_ARM_P16] > g->jobs);
+    simulate(g, &costless, 100, &r); /* a new, harmless LP: without a reset, 16 SMs waits out its backoff */
+    REQUIRE(g->in_force == GY_ARM_STOP);
+    uint64_t jobs = g->jobs, rng = g->rng;
+    struct gy_guard_change c = gy_guard_reset(g);
+    CHECK(!c.changed && g->in_force == GY_ARM_STOP && g->reason == GY_GUARD_WHY_RESET, "after reset: %s (%s)",
+          gy_guard_arm_name(g->in_force), gy_guard_reason_text(g->reason));
+    for (int a = 0; a < GY_GUARD_ARM_COUNT; a++)
+        CHECK(g->arms[a].n == 0 && g->backoff_until[a] == 0, "arm %d: window %u, backoff %llu", a, g->arms[a].n,
+              (unsigned long long)g->backoff_until[a]);
+    CHECK(g->jobs == jobs && g->rng == rng && g->trial == GY_GUARD_NO_ARM, "counts or random state changed");
+    simulate(g, &costless, 1500, &r);
+    CHECK(g->in_force == GY_ARM_P48, "not learned again after the reset: %s", gy_guard_arm_name(g->in_force));
+}
+
 TEST(the_periodic_recheck_resets_the_windows_and_keeps_the_arm)
 {
     struct gy_guard *g = fresh(41);
