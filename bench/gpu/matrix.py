@@ -462,8 +462,9 @@ def analyze(raws):
             if not segs:
                 continue
             kind = raw["hp_kinds"].get(hp, {})
-            if kind.get("busy_ms") is not None:
-                left.append(1 - segs[0]["rate"] * kind["busy_ms"] / 1000.0)
+            measured = [s for s in segs if s["setup"] != "guarded_learn"]  # learning runs at 90 % load
+            if kind.get("busy_ms") is not None and measured:
+                left.append(1 - measured[0]["rate"] * kind["busy_ms"] / 1000.0)
             rounds = sorted({s["round"] for s in segs})
             by = {(s["round"], s["setup"]): s for s in segs}
             for setup in sorted({s["setup"] for s in segs}):

@@ -98,6 +98,12 @@ def test_verdict_has_the_issue_format_with_one_denominator_per_cell():
     assert corun["lp_throughput_ratio"]["value"] == pytest.approx(0.6)
     # the HP leaves 1 - 25/s x 8 ms = 0.8 of the GPU: the LP took 0.6 / 0.8 of it
     assert cell["gpu_time_left"] == pytest.approx(0.8) and corun["lp_share_of_left"] == pytest.approx(0.75)
+    # guarded's learning segment runs at a higher rate: it neither counts nor sets the GPU time left
+    raw = synthetic_raw(slow=1.02, lp_share=0.6)
+    raw["segments"].insert(0, {"hp": "gemm", "lp": "graph", "load": "poisson-25", "setup": "guarded_learn", "round": -1,
+                               "rate": 90.0, "hp_result": {"lat_ms": [50.0]}, "lp_result": {"counted": 1, "counted_secs": 1}})
+    again = matrix.analyze([raw])["cells"][0]
+    assert again["gpu_time_left"] == pytest.approx(0.8) and "guarded_learn" not in again["setups"]
     assert corun["meets_hp_target"] is True
     assert "lp_throughput_ratio" not in cell["setups"]["hp_ctl_alone"]
 
