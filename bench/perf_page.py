@@ -39,6 +39,12 @@ GATING = ("2026-11-21-h100-final/gating_proof.json", "2026-11-21-h200-contention
           "2026-11-23-partition/gating_proof.json", "2026-11-23-partition/final_gating_proof.json")
 CORUN = "2026-11-23-corun/verdict.json"
 CONTENTION = "2026-11-21-h200-contention-reference-copies-gated/contention_ref.json"
+MATRIX = "2026-11-24-matrix/matrix.json"
+TARGET_P50, TARGET_P50_CI, TARGET_P99 = 1.03, 1.06, 1.10  # issue 25's, as bench/gpu/matrix.py's meets_hp_target
+HP_NAMES = (("gemm", "GEMM (GPU-bound)"), ("small", "200 small kernels (launch-bound)"), ("frcnn720", "FasterRCNN 720p"),
+            ("bert", "BERT-base b1 s128"))
+MATRIX_SETUPS = (("nocontrol", "no control"), ("mps", "MPS alone"), ("corun", "corun (MPS)"),
+                 ("partition", "partition (MPS)"), ("guarded", "guarded (MPS)"))
 
 PAIRS = (("reference", "FasterRCNN 720p / FasterRCNN 1440p"), ("resnet", "resnet50 b1 / resnet152 b64"),
          ("bert_train", "encoder (BERT-base size) b1 s128 / ResNet-50 training b64"))
@@ -168,7 +174,73 @@ def contention_table():
         f"\n\nRecord: `{CONTENTION}` (H200, policy drain; gpuyield rows: LP queue bound)."
 
 
-TABLES = {"verdict": verdict_table, "latency": latency_table, "launch_cost": launch_cost_table,
+def matrix_cells(load=None):
+    return [c for c in load_matrix()["cells"] if load is None or c["load"] == load]
+
+
+def load_matrix():
+    return load(MATRIX)
+
+
+def matrix_table():
+    """Every cell: per setup the HP's p50 ratio [interval], its p99 ratio, the LP's throughput ratio
+    (and its share of the GPU time the HP leaves)."""
+    rows = []
+    for c in matrix_cells():
+        row = [f"{c['hp']} + {c['lp']}, {c['load']}"]
+        for setup in ("corun", "partition", "guarded", "hp_ctl_alone"):
+            r = c["setups"].get(setup)
+            if not r:
+                row.append("-")
+                continue
+            txt = f"{cell(r['hp_p50_ratio'])} · {r2(r['hp_p99_ratio']['value'])}"
+            if "lp_throughput_ratio" in r:
+                txt += f" · LP {r2(r['lp_throughput_ratio']['value'])} ({r2(r['lp_share_of_left'])})"
+            row.append(txt + ("" if r["meets_hp_target"] else " ✗"))
+        rows.append(row)
+    return table(["cell (HP + LP, load)", "corun", "partition", "guarded", "HP controlled, alone"], rows)
+
+
+def matrix_cost_table():
+    """The cost of control, nothing beside the HP: each HP kind's first cell holds the cost setups."""
+    rows = []
+    for hp, name in HP_NAMES:
+        c = next((c for c in matrix_cells() if c["hp"] == hp and "hp_mark_alone" in c["setups"]), None)
+        if c:
+            rows.append([name] + [cell(c["setups"][s]["hp_p50_ratio"], r3) for s in
+                                  ("hp_mps_alone", "hp_hook_alone", "hp_mark_alone", "hp_ctl_alone")])
+    return table(["HP", "MPS client, no hook", "hooked, not marking", "marking, no hook", "hooked and marking"], rows)
+
+
+def span(values):
+    values = [v for v in values if v is not None]
+    lo, hi = min(values), max(values)
+    return r2(lo) if r2(lo) == r2(hi) else f"{r2(lo)}-{r2(hi)}"
+
+
+def matrix_summary_rows():
+    """Per setup and HP kind over the 25 %-load cells: the span of the HP's p50 ratio and of the LP's
+    throughput ratio over the LP kinds; and the cells that meet the HP target."""
+    cells = matrix_cells("poisson-25")
+    rows = []
+    for setup, name in MATRIX_SETUPS:
+        row = [name]
+        for hp, _ in HP_NAMES:
+            rs = [c["setups"][setup] for c in cells if c["hp"] == hp and setup in c["setups"]]
+            row.append(f"{span(r['hp_p50_ratio']['value'] for r in rs)} · LP "
+                       f"{span(r['lp_throughput_ratio']['value'] for r in rs)}" if rs else "-")
+        every = [c["setups"][setup] for c in matrix_cells() if setup in c["setups"]]
+        row.append(f"{sum(r['meets_hp_target'] for r in every)} of {len(every)}")
+        rows.append(row)
+    return rows
+
+
+def matrix_summary_table():
+    return table(["setup"] + [name for _, name in HP_NAMES] + ["cells meeting the HP target"], matrix_summary_rows())
+
+
+TABLES = {"matrix": matrix_table, "matrix_cost": matrix_cost_table, "matrix_summary": matrix_summary_table,
+          "verdict": verdict_table, "latency": latency_table, "launch_cost": launch_cost_table,
           "hook_count": hook_count_table, "gating": gating_table, "corun": corun_table, "contention": contention_table}
 
 
@@ -188,20 +260,21 @@ def render_page():
 
 
 def readme_summary():
-    """The README's table: per setup, HP p50 and LP throughput over alone for the three pairs."""
-    pairs = load(VERDICT)["pairs"]
-    rows = []
-    for setup, name in SETUPS:
-        rows.append([name] + [" · ".join(r2(pairs[p][setup][key]["value"]) for p, _ in PAIRS)
-                              for key in ("hp_p50_ratio", "lp_throughput_ratio")])
-    pair_names = " · ".join(SHORT[p] for p, _ in PAIRS)
+    """The README's table: the matrix summary (per setup and HP kind, 25 % load, over 4 LP kinds)."""
+    m = load_matrix()
+    jobs = min(r["hp_jobs"] for c in m["cells"] for r in c["setups"].values())
     cost = load(LAUNCH_COST[0])["added_ns"]["none"]
     return "\n".join([
         BEGIN,
-        table(["setup (H100)", f"HP p50 / alone ({pair_names})", f"LP throughput / alone ({pair_names})"], rows),
+        "HP p50 latency from arrival over the HP alone (a plain process), and LP throughput over the LP alone, "
+        "each the span over the four LP kinds at 25 % Poisson load:",
         "",
-        f"Source: `bench/results/{VERDICT}`. The hook adds {cost['median']:.0f} ns per kernel launch on the fast "
-        f"path (median of {cost['rounds']} rounds, H100, `bench/results/{LAUNCH_COST[0]}`).",
+        matrix_summary_table(),
+        "",
+        f"Source: `bench/results/{MATRIX}` ({len(m['invocations'])} invocations, at least {jobs} HP jobs a cell and "
+        f"setup; intervals and p99 on the performance page). The HP target: p50 <= {TARGET_P50:.2f} (interval "
+        f"<= {TARGET_P50_CI:.2f}) and p99 <= {TARGET_P99:.2f}. The hook adds {cost['median']:.0f} ns per kernel launch "
+        f"on the fast path (median of {cost['rounds']} rounds, H100, `bench/results/{LAUNCH_COST[0]}`).",
         END])
 
 

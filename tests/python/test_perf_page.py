@@ -56,6 +56,8 @@ def test_the_check_catches_a_changed_record_figure(monkeypatch):
         data = real(record)
         if record == perf_page.VERDICT:
             data["pairs"]["reference"]["corun"]["hp_p50_ratio"]["value"] = 1.2345
+        if record == perf_page.MATRIX:
+            data["cells"][0]["setups"]["corun"]["hp_p50_ratio"]["value"] = 0.5
         return data
     monkeypatch.setattr(perf_page, "load", edited)
     assert read(perf_page.PAGE) != perf_page.render_page()

@@ -1,8 +1,8 @@
 """The published verdict quotes the record it names, checked apart from the generator that writes it
 (bench/perf_page.py; tests/python/test_perf_page.py checks that the files are its output): every
 HP p50, HP p99 and LP throughput figure (value and interval) of the verdict table in
-docs/performance.md, and every figure of the README's performance summary, is that record's value
-rounded to two places. A figure edited by hand, a record replaced without the pages, or a generator
+docs/performance.md is that record's value rounded to two places, and every figure of the README's
+performance summary is the span or count it claims over the matrix record (matrix.json). A figure edited by hand, a record replaced without the pages, or a generator
 that rounds or places a figure wrongly, fails here."""
 import json
 import os
@@ -12,8 +12,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 PAIR_OF_ROW = {"FasterRCNN": "reference", "resnet50": "resnet", "encoder": "bert_train"}
 NUMBER = r"(\d+\.\d+)"
 CELL = re.compile(rf"{NUMBER} \[{NUMBER}, {NUMBER}\]")
-SUMMARY_SETUP = {"no control": "nocontrol", "MPS alone": "mps", "corun (MPS)": "corun", "partition (MPS)": "partition"}
-SUMMARY_PAIRS = ("reference", "resnet", "bert_train")  # the order the summary's header names them
 
 
 def read(*path):
@@ -63,21 +61,34 @@ def test_every_figure_of_the_published_verdict_matches_its_record():
                 f"performance.md {pair} {setup} {key}: {value} [{lo}, {hi}], record {exact}"
 
 
+MATRIX_SETUP = {"no control": "nocontrol", "MPS alone": "mps", "corun (MPS)": "corun", "partition (MPS)": "partition",
+                "guarded (MPS)": "guarded"}
+MATRIX_HP = ("gemm", "small", "frcnn720", "bert")  # the README's columns, in order
+
+
 def test_every_figure_of_the_readme_summary_matches_its_record():
+    """The README's matrix summary, read back cell by cell against matrix.json (not through the
+    generator): per setup and HP kind the span of the p50 and LP ratios over the 25 % cells, and the
+    count of cells meeting the HP target."""
     readme = read("README.md")
     block = readme[readme.index("<!-- perf-summary"):readme.index("<!-- /perf-summary -->")]
-    verdict = record_of(block)
+    path = re.search(r"`bench/results/(2026-[^`]*/matrix\.json)`", block).group(1)
+    matrix = json.load(open(os.path.join(ROOT, "bench", "results", path)))
     rows = [line for line in block.splitlines() if line.startswith("| ") and not line.startswith("| setup")]
-    assert len(rows) == 4
+    assert len(rows) == len(MATRIX_SETUP)
     for line in rows:
-        name, p50s, lps = [c.strip() for c in line.strip("|").split("|")]
-        setup = SUMMARY_SETUP[name]
-        for key, cell in (("hp_p50_ratio", p50s), ("lp_throughput_ratio", lps)):
-            values = [float(v) for v in cell.split(" · ")]
-            assert len(values) == 3
-            for pair, value in zip(SUMMARY_PAIRS, values):
-                exact = verdict["pairs"][pair][setup][key]["value"]
-                assert close(value, exact), f"README {pair} {setup} {key}: {value}, record {exact}"
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        setup = MATRIX_SETUP[cells[0]]
+        for hp, text in zip(MATRIX_HP, cells[1:5]):
+            m = re.fullmatch(r"([0-9.]+)(?:-([0-9.]+))? · LP ([0-9.]+)(?:-([0-9.]+))?", text)
+            assert m, f"README cell '{text}' is not 'p50 span · LP span'"
+            rs = [c["setups"][setup] for c in matrix["cells"] if c["hp"] == hp and c["load"] == "poisson-25"]
+            for key, lo, hi in (("hp_p50_ratio", m.group(1), m.group(2)), ("lp_throughput_ratio", m.group(3), m.group(4))):
+                values = [r[key]["value"] for r in rs]
+                assert close(float(lo), min(values)) and close(float(hi or lo), max(values)), \
+                    f"README {setup} {hp} {key}: {text}, record {sorted(values)}"
+        every = [c["setups"][setup] for c in matrix["cells"] if setup in c["setups"]]
+        assert cells[5] == f"{sum(r['meets_hp_target'] for r in every)} of {len(every)}"
 
 
 def test_the_check_catches_a_changed_figure():
