@@ -10,11 +10,11 @@
  * that one group, and never more than max(US, one unit).
  *
  * Depth 1 only where needed: after its wait the stream is empty until this thread sees the
- * event complete and its next launch reaches the GPU, a gap of idle GPU per group (the spin
- * below keeps it to microseconds, a blocking wait would make it a wake-up). Two groups in
- * flight hide that gap; a group of more than US/2 makes it a small share of its time. A group
- * of depth 1 is timed from an event recorded just before it (on the idle stream), so the gap
- * is not learned as GPU time.
+ * event complete and its next launch reaches the GPU, a gap of idle GPU per group: microseconds
+ * where the spin below sees the end, a wake-up (tens of microseconds) where the group outlasts
+ * the spin and the wait blocks. Two groups in flight hide that gap; a group of more than US/2
+ * makes it a small share of its time. A group of depth 1 is timed from an event recorded just
+ * before it (on the idle stream), so the gap is not learned as GPU time.
  *
  * Waits spin on cuEventQuery for a short while before blocking: a blocking wait costs a
  * wake-up (tens of microseconds) that would leave the GPU idle between small groups. */
