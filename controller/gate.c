@@ -200,8 +200,6 @@ bool gy_allowed_now_on(gy_shm *shm, int device)
     return allowed;
 }
 
-static bool begin_wakes(const gy_shm *shm);
-
 int gy_job_enter(gy_shm *shm, int priority, uint64_t timeout_ns, gy_job *job, gy_err *err)
 {
     return gy_job_enter_on(shm, priority, GY_DEVICE_ALL, timeout_ns, job, err);
@@ -248,8 +246,7 @@ int gy_job_enter_on(gy_shm *shm, int priority, int device, uint64_t timeout_ns, 
     gy_publish_levels_locked(seg);
     job->epoch = atomic_fetch_add_explicit(&seg->job_epoch, 1, memory_order_seq_cst) + 1;
     gy_unlock(seg);
-    if (begin_wakes(shm))
-        gy_wake_all(seg);
+    gy_wake_all(seg); /* lower helpers: a drain is requested */
     job->priority = priority;
     job->device = device;
     job->entered_ns = gy_now_ns();
@@ -303,17 +300,6 @@ static bool begin_drains(const gy_shm *shm)
     return true;
 }
 #pragma GCC diagnostic pop
-
-/* Whom a begin must wake: the lower helpers when it asks for a drain, and under guarded the
- * launches held by a stop job, which go to a partition as soon as the open jobs' arm turns to one.
- * A corun or partition begin (under MPS) asks nothing of anyone: the gate word it closed is all a
- * launch reads. The wake-up is a futex call that wakes every helper, the HP's own among them,
- * inside the 27-37 us (median) a Python begin() still took on the H100 (matrix, 2026-11-24);
- * what it costs alone is not measured. */
-static bool begin_wakes(const gy_shm *shm)
-{
-    return begin_drains(shm) || gy_get_policy(shm) == GY_POLICY_GUARDED;
-}
 
 enum gy_wait_result gy_job_wait_drained(gy_shm *shm, gy_job *job, uint64_t slice_ns)
 {
