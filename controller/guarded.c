@@ -283,9 +283,21 @@ static void set_in_force(struct gy_guard *g, uint32_t arm, enum gy_guard_reason 
 }
 
 /* `arm` is out: not tried again for a while; if it was in force, stop is. */
+/* Each trial of an arm that costs the HP costs it those jobs again: on the H100 a GEMM HP beside
+ * ResNet-50 training lost 7-13 % a job on 16 SMs and guarded's p50 stayed 3-10 % above stop's
+ * while it retried every 500 jobs (bench/results/2026-11-24-matrix). An arm dropped again and
+ * again waits twice as long each time; one that passes starts over at the base. */
+static uint64_t backoff_jobs(struct gy_guard *g, uint32_t arm)
+{
+    uint32_t doublings = g->strikes[arm] < GY_GUARD_MAX_DOUBLINGS ? g->strikes[arm] : GY_GUARD_MAX_DOUBLINGS;
+    if (g->strikes[arm] < UINT32_MAX)
+        g->strikes[arm]++;
+    return (uint64_t)GY_GUARD_BACKOFF_JOBS << doublings;
+}
+
 static void drop(struct gy_guard *g, uint32_t arm, enum gy_guard_reason why, struct gy_guard_change *c)
 {
-    g->backoff_until[arm] = g->jobs + GY_GUARD_BACKOFF_JOBS;
+    g->backoff_until[arm] = g->jobs + backoff_jobs(g, arm);
     if (g->trial == arm)
         g->trial = GY_GUARD_NO_ARM;
     if (g->in_force == arm) {
@@ -303,6 +315,7 @@ static void start_over(struct gy_guard *g, enum gy_guard_reason why, struct gy_g
     for (uint32_t a = 0; a < GY_GUARD_ARM_COUNT; a++) {
         reset_window(&g->arms[a]);
         g->backoff_until[a] = 0;
+        g->strikes[a] = 0;
     }
     g->trial = GY_GUARD_NO_ARM;
     g->confirmed = 0;
@@ -358,6 +371,7 @@ struct gy_guard_change gy_guard_record(struct gy_guard *g, enum gy_guard_arm arm
     bool full = w->n >= GY_GUARD_RING;
     if (arm == g->trial && ok) {
         uint32_t before = g->in_force;
+        g->strikes[arm] = 0; /* within the bound: it costs nothing */
         if (progress(g, arm) > progress(g, before)) {
             set_in_force(g, arm, GY_GUARD_WHY_PROMOTED, &c);
             g->confirmed = 1;
@@ -368,6 +382,7 @@ struct gy_guard_change gy_guard_record(struct gy_guard *g, enum gy_guard_arm arm
         start_trial(g, next_arm(arm));
     } else if (arm == g->in_force && ok) {
         g->confirmed = 1;
+        g->strikes[arm] = 0;
     } else if (!ok && full) {
         drop(g, arm, arm == g->trial ? GY_GUARD_WHY_REJECTED : GY_GUARD_WHY_FALLBACK, &c);
     }
@@ -381,6 +396,7 @@ void gy_guard_force(struct gy_guard *g, enum gy_guard_arm arm)
         return;
     g->trial = GY_GUARD_NO_ARM;
     g->backoff_until[arm] = 0;
+    g->strikes[arm] = 0;
     set_in_force(g, arm, GY_GUARD_WHY_FORCED, &ignored);
     /* no trial until the next periodic re-check: what is forced stays */
     g->last_recheck = g->jobs;

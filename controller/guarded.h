@@ -30,6 +30,7 @@
 #define GY_GUARD_LOOK_EVERY 16      /* the full test runs at every 16th sample of the window */
 #define GY_GUARD_RECENT 16          /* the recent jobs the fallback looks at */
 #define GY_GUARD_BACKOFF_JOBS 500   /* a rejected or fallen-back arm is not tried again before */
+#define GY_GUARD_MAX_DOUBLINGS 5    /* ... and twice as long each time in a row, up to 32 x */
 #define GY_GUARD_RECHECK_JOBS 2000  /* windows of the partition arms reset this often */
 #define GY_GUARD_SHIFT 0.25         /* stop's recent median this far from its window's: reset */
 

@@ -69,6 +69,7 @@ struct gy_guard {
     uint64_t jobs;             /* jobs begun under guarded */
     uint64_t last_recheck;     /* jobs at the last periodic re-check */
     uint64_t backoff_until[GY_GUARD_ARM_COUNT]; /* an arm is not tried again before this many jobs */
+    uint32_t strikes[GY_GUARD_ARM_COUNT];       /* times in a row the arm was dropped: backoff doubles */
     struct gy_guard_window arms[GY_GUARD_ARM_COUNT];
 };
 

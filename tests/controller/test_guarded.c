@@ -343,6 +343,24 @@ TEST(a_shift_of_the_hp_time_resets_to_stop_and_converges_again)
     CHECK(g->in_force == GY_ARM_P48, "not converged again: %s", gy_guard_arm_name(g->in_force));
 }
 
+TEST(an_arm_that_keeps_costing_the_hp_is_retried_ever_more_rarely)
+{
+    /* 1.5x on every partition: with a fixed 500-job backoff 16 SMs came back about 40 times in
+     * 20 000 jobs, each time costing the HP 16 or more slow jobs; doubling the backoff after each
+     * drop in a row leaves a handful of trials, and still some (the LP may change). Measured here:
+     * 629 jobs on partitions with the fixed backoff, 96 with the doubling. */
+    struct gy_guard *g = fresh(41);
+    struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
+    simulate(g, &costly, 20000, &r);
+    uint64_t on_partitions = r.jobs_on[GY_ARM_P16] + r.jobs_on[GY_ARM_P32] + r.jobs_on[GY_ARM_P48];
+    CHECK(r.promotions_costly == 0 && g->in_force == GY_ARM_STOP, "a costly arm was promoted");
+    CHECK(on_partitions > 0 && on_partitions < 250, "%llu of 20000 jobs on a costly partition",
+          (unsigned long long)on_partitions);
+    CHECK(g->strikes[GY_ARM_P16] >= 4, "16 SMs dropped only %u times in a row", g->strikes[GY_ARM_P16]);
+    gy_guard_reset(g);
+    CHECK(g->strikes[GY_ARM_P16] == 0, "a reset keeps the strikes");
+}
+
 TEST(an_operator_reset_forgets_what_was_learned_and_learns_again)
 {
     struct gy_guard *g = fresh(37);
