@@ -171,7 +171,10 @@ def test_dry_run_end_to_end_with_a_stand_in_backend(tmp_path):
     assert cell["setups"]["corun"]["hp_jobs"] > 0 and cell["setups"]["corun"]["lp_throughput_ratio"]["value"] > 0
     raw = json.loads((out / "raw.json").read_text())
     marked = [s for s in raw["segments"] if s["setup"] in ("corun", "hp_ctl_alone", "hp_mark_alone")]
-    assert marked and all(len(s["hp_result"]["begin_us"]) == len(s["hp_result"]["lat_ms"]) > 0 for s in marked)
+    # every marked job timed its begin and end; a short window on a loaded machine may hold no
+    # arrival at all (Poisson), so only the whole run must have marked jobs
+    assert marked and all(len(s["hp_result"]["begin_us"]) == len(s["hp_result"]["lat_ms"]) for s in marked)
+    assert sum(len(s["hp_result"]["begin_us"]) for s in marked) > 0
     unmarked = [s for s in raw["segments"] if s["setup"] in ("hp_alone", "hp_hook_alone")]
     assert unmarked and all(not s["hp_result"]["begin_us"] for s in unmarked)
     assert (out / "heatmap.png").exists() and (out / "latency_cdfs.png").exists()
