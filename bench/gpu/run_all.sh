@@ -40,36 +40,12 @@ for stage in "${stages[@]}"; do
         cp "$R/matrix/matrix.json" "$R/matrix/heatmap.png" "$OUT/" 2>/dev/null ;;
     preempt) bash bench/gpu/preempt_latency.sh "$B" "$R/preempt.jsonl" ;;
     preempt-quick) bash bench/gpu/preempt_latency.sh "$B" "$R/preempt.jsonl" "500" "none sync:1 event:1 event:4" 20 ;;
-    smoke)
-        "$PY" - <<'PY'
-import json
-cfg = json.load(open("exp_configs/input_control.json")); cfg["exp_dur"] = 8
-json.dump(cfg, open("/tmp/smoke.json", "w"))
-PY
-        "$B/bin/run_exp" -f /tmp/smoke.json --out "$R/smoke" 2>&1 | tail -25 ;;
+    smoke) bash bench/gpu/smoke.sh "$B" "$R/smoke" ;;
     proof) BUILD=$B OUT=$R/proof DUR=${DUR:-30} bash bench/gpu/run_exp_proof.sh 2>&1 | tail -40 ;;
     nsight) OUT=$R/nsight BUILD=$B bash bench/gpu/nsight_input_control.sh 2>&1 | tail -30 ;;
-    gating)
-        "$PY" -c "import json; c=json.load(open('exp_configs/input_control.json')); c['exp_dur']=8; c['models'][1]['sleep_time']=0.2; json.dump(c, open('/tmp/ic8.json','w'))"
-        CONFIG=/tmp/ic8.json RUN=/tmp/gating OUT=$R/nsight BUILD=$B bash bench/gpu/nsight_input_control.sh 2>&1 | grep -v '^\[\|Processing' | tail -25
-        "$PY" -m bench.gpu.gating_proof /tmp/gating/nsight_report.sqlite /tmp/gating/models_pid.json /tmp/ic8.json "$R/gating_proof.json" ;;
-    nsight-alone)
-        "$PY" -c "import json; c=json.load(open('exp_configs/input_control.json')); c['exp_dur']=8; c['models']=[c['models'][1]]; c['models'][0]['sleep_time']=0.2; json.dump(c, open('/tmp/hp8.json','w'))"
-        CONFIG=/tmp/hp8.json RUN=/tmp/nsight-alone OUT=$R/nsight-alone BUILD=$B bash bench/gpu/nsight_input_control.sh 2>&1 | grep -v '^\[\|Processing' | tail -8 ;;
-    fixture)
-        "$PY" - <<'PY'
-import json
-base = json.load(open("exp_configs/input_controlevent.json"))
-lp, hp = base["models"]
-lp.update(model_name="resnet50", resize_size=[224, 224], sleep_time=0, batch_size=16, output_file_name="lp_resnet50")
-hp.update(model_name="resnet18", resize=True, resize_size=[224, 224], sleep_time=0.1, output_file_name="hp_resnet18")
-base["exp_dur"] = 1
-json.dump(base, open("/tmp/fixture.json", "w"), indent=1)
-PY
-        "$B/bin/run_exp" -f /tmp/fixture.json --out /tmp/fixture --nsys --min-jobs 10 2>&1 | grep -v '^\[\|Processing' | tail -8
-        mkdir -p "$R/fixture"; cp /tmp/fixture/nsight_report.sqlite "$R/fixture/two_models_control.sqlite"
-        cp /tmp/fixture/models_pid.json "$R/fixture/two_models_control.models_pid.json"; cp /tmp/fixture.json "$R/fixture/two_models_control.config.json"
-        ls -la "$R/fixture" ;;
+    gating) bash bench/gpu/gating.sh "$B" "$R" ;;
+    nsight-alone) bash bench/gpu/nsight_alone.sh "$B" "$R" ;;
+    fixture) bash bench/gpu/fixture.sh "$B" "$R" ;;
     faults) ROUNDS=${ROUNDS:-2} OUT=$R/faults BUILD=$B bash bench/gpu/fault_injection.sh 2>&1 | tail -15 ;;
     compat) OUT=$R/compat BUILD=$B bash bench/gpu/compat_check.sh 2>&1 | grep -v '^\[\|Processing' | tail -40
             echo "compat check exit ${PIPESTATUS[0]}" ;;
