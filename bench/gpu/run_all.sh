@@ -4,8 +4,8 @@
 # are) and .nsys-libs; this builds the Python extension there, runs the named stages, and packs
 # every raw result into $OUT/results.tgz (the device returns at most 8 files).
 #   bash bench/gpu/run_all.sh STAGE...
-# stages: matrix pyext hookcount launch launch-cost gating preempt preempt-quick smoke proof nsight
-#         nsight-alone fixture faults compat partition-proof probe
+# The stages, what each measures, its script, its records and its device cost: bench/gpu/README.md
+# (tests/python/test_bench_runner.py checks that its table and the stages below are the same).
 #   recheck = pyext hookcount launch gating preempt-quick: the re-proof after a change to the hooks
 #   or the gate.
 set -u
@@ -33,24 +33,24 @@ for stage in "${stages[@]}"; do
         OLD_LIB=${OLD_LIB:-} bash bench/gpu/launch_cost.sh "$B" "$R/launch_cost.jsonl" "${ROUNDS:-7}" > /dev/null
         "$PY" -m bench.gpu.summarize launch-cost "$R/launch_cost.jsonl" "$R/launch_cost.json" \
             "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1)" ;;
+    gating) bash bench/gpu/gating.sh "$B" "$R" ;;
+    preempt) bash bench/gpu/preempt_latency.sh "$B" "$R/preempt.jsonl" ;;
+    preempt-quick) bash bench/gpu/preempt_latency.sh "$B" "$R/preempt.jsonl" "500" "none sync:1 event:1 event:4" 20 ;;
     matrix)  # issue 25's matrix, one invocation (MX_ARGS: more flags, e.g. --hp-kinds gemm,small --rounds 2)
         "$PY" -m bench.gpu.matrix --build "$B" --out "$R/matrix" --commit "${COMMIT:-unknown}" \
             --device "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1)" ${MX_ARGS:-}
         echo "matrix exit $?"
         cp "$R/matrix/matrix.json" "$R/matrix/heatmap.png" "$OUT/" 2>/dev/null ;;
-    preempt) bash bench/gpu/preempt_latency.sh "$B" "$R/preempt.jsonl" ;;
-    preempt-quick) bash bench/gpu/preempt_latency.sh "$B" "$R/preempt.jsonl" "500" "none sync:1 event:1 event:4" 20 ;;
+    partition-proof) PY=$PY bash bench/gpu/partition_proof.sh "$B" "$R/partition-proof" "$OUT" 2>&1
+            echo "partition-proof exit $?" ;;
     smoke) bash bench/gpu/smoke.sh "$B" "$R/smoke" ;;
     proof) BUILD=$B OUT=$R/proof DUR=${DUR:-30} bash bench/gpu/run_exp_proof.sh 2>&1 | tail -40 ;;
     nsight) OUT=$R/nsight BUILD=$B bash bench/gpu/nsight_input_control.sh 2>&1 | tail -30 ;;
-    gating) bash bench/gpu/gating.sh "$B" "$R" ;;
     nsight-alone) bash bench/gpu/nsight_alone.sh "$B" "$R" ;;
     fixture) bash bench/gpu/fixture.sh "$B" "$R" ;;
     faults) ROUNDS=${ROUNDS:-2} OUT=$R/faults BUILD=$B bash bench/gpu/fault_injection.sh 2>&1 | tail -15 ;;
     compat) OUT=$R/compat BUILD=$B bash bench/gpu/compat_check.sh 2>&1 | grep -v '^\[\|Processing' | tail -40
             echo "compat check exit ${PIPESTATUS[0]}" ;;
-    partition-proof) PY=$PY bash bench/gpu/partition_proof.sh "$B" "$R/partition-proof" "$OUT" 2>&1
-            echo "partition-proof exit $?" ;;
     probe) OUT=$R/probe bash bench/gpu/probe.sh 2>&1 | tail -20 ;;
     *) echo "run_all: unknown stage '$stage'" ;;
     esac

@@ -7,7 +7,8 @@
 # programs), test_readme_verdict.py (the published verdict figures against their record),
 # test_perf_page.py (docs/performance.md and the README's summary are bench/perf_page.py's output),
 # test_docs.py (the README's shape, the set-up commands, links), test_matrix.py (the matrix
-# benchmark's plan and verdict on synthetic records, a dry run with a stand-in backend). Ends with
+# benchmark's plan and verdict on synthetic records, a dry run with a stand-in backend),
+# test_bench_runner.py (bench/gpu/run_all.sh's stages against bench/gpu/README.md's table). Ends with
 # "N passed, N failed" converted from pytest's summary (errors count as failures).
 set -uo pipefail
 ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -25,5 +26,5 @@ PYTHONPATH="$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" MPLBACKEND=Agg NSIGHT_PARS
     run_pytest pytest tests/python/test_plot.py tests/python/test_bench_metrics.py tests/python/test_bench_stats.py \
         tests/python/test_partition_records.py tests/python/test_partition_runs.py \
         tests/python/test_readme_verdict.py tests/python/test_perf_page.py tests/python/test_docs.py \
-        tests/python/test_matrix.py
+        tests/python/test_matrix.py tests/python/test_bench_runner.py
 finish
