@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run_all.sh stage partition-proof (the partition policy on the GPU machine, about 3-4 minutes):
+# run_all.sh stage partition-proof (the partition policy on the GPU machine, about 1.5 minutes on the H100, 2026-11-23-partition/call1_log.txt):
 #   1. green-probe, without MPS and under MPS: the green-context facts the hook relies on;
 #   2. the SM-id proof: HP alone and beside the LP under drain, corun and partition
 #      (bench/gpu/partition_runs.py proof);

@@ -4,13 +4,8 @@
 # are) and .nsys-libs; this builds the Python extension there, runs the named stages, and packs
 # every raw result into $OUT/results.tgz (the device returns at most 8 files).
 #   bash bench/gpu/run_all.sh STAGE...
-# stages: matrix partition-verdict pyext hookcount launch launch-cost corun-resnet corun-ref corun-nsight preempt preempt-quick smoke proof contention-ref contention-resnet
-#         modes-cost nsight clocks lpcost gating nsight-alone fixture hpcost faults
-#         compat (the drop-in for the original experiment: bench/gpu/compat_check.sh)
-#         partition-proof (green-context probe, SM-id proof and size sweep of the partition policy:
-#         bench/gpu/partition_proof.sh, about 3-4 minutes, its own MPS daemon)
-#         partition-explain (why the partition verdict misses, from Nsight: bench/gpu/partition_explain.sh;
-#         PE_PAIRS, PE_SECONDS; about 1.5 minutes a pair)
+# The stages, what each measures, its script, its records and its device cost: bench/gpu/README.md
+# (tests/python/test_bench_runner.py checks that its table and the stages below are the same).
 #   recheck = pyext hookcount launch gating preempt-quick: the re-proof after a change to the hooks
 #   or the gate.
 set -u
@@ -38,85 +33,25 @@ for stage in "${stages[@]}"; do
         OLD_LIB=${OLD_LIB:-} bash bench/gpu/launch_cost.sh "$B" "$R/launch_cost.jsonl" "${ROUNDS:-7}" > /dev/null
         "$PY" -m bench.gpu.summarize launch-cost "$R/launch_cost.jsonl" "$R/launch_cost.json" \
             "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1)" ;;
-    corun-resnet|corun-ref)
-        pair=resnet; [ "$stage" = corun-ref ] && pair=reference
-        "$PY" -m bench.gpu.corun_verdict --pair "$pair" --build "$B" --out "$R/$stage" \
-            --drain-mode "${DRAIN_MODE:-time:1000}" --corun-mode "${CORUN_MODE:-time:500}" \
-            --setups "${CORUN_SETUPS:-nocontrol,mps,drain,corun}" \
-            --dur "${DUR:-60}" --alone-dur "${ALONE_DUR:-15}" --hp-sleep "${HP_SLEEP:-0.035}" ${PHASED:+--phased "$PHASED"} \
-            --device "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1)"
-        cp "$R/$stage/verdict_$pair.json" "$OUT/" 2>/dev/null ;;
+    gating) bash bench/gpu/gating.sh "$B" "$R" ;;
+    preempt) bash bench/gpu/preempt_latency.sh "$B" "$R/preempt.jsonl" ;;
+    preempt-quick) bash bench/gpu/preempt_latency.sh "$B" "$R/preempt.jsonl" "500" "none sync:1 event:1 event:4" 20 ;;
     matrix)  # issue 25's matrix, one invocation (MX_ARGS: more flags, e.g. --hp-kinds gemm,small --rounds 2)
         "$PY" -m bench.gpu.matrix --build "$B" --out "$R/matrix" --commit "${COMMIT:-unknown}" \
             --device "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1)" ${MX_ARGS:-}
         echo "matrix exit $?"
         cp "$R/matrix/matrix.json" "$R/matrix/heatmap.png" "$OUT/" 2>/dev/null ;;
-    partition-verdict)  # issue 18's verdict, one invocation (PV_ARGS: more flags, e.g. --rounds 4 --pairs resnet)
-        "$PY" -m bench.gpu.partition_verdict --build "$B" --out "$R/partition-verdict" \
-            --device "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1)" ${PV_ARGS:-}
-        cp "$R/partition-verdict/verdict.json" "$R/partition-verdict/summary.json" "$OUT/" 2>/dev/null ;;
-    partition-explain)  # issue 18: the partition setup's HP and LP kernels against alone, under nsys
-        bash bench/gpu/partition_explain.sh "$B" "$R/partition-explain" "$OUT" "${PE_PAIRS:-reference resnet bert_train}" \
-            "${PE_SECONDS:-4}" ;;
-    corun-nsight)  # what co-runs with each HP job, and how busy the LP keeps the gaps (Nsight)
-        "$PY" -m bench.gpu.corun_nsight --pair "${PAIR:-reference}" --build "$B" --out "$R/corun-nsight" \
-            --dur "${DUR:-8}" --hp-sleep "${HP_SLEEP:-0.01}" ${NSYS:+--nsys "$NSYS"} \
-            --setups "${NSIGHT_SETUPS:-lpalone,drain:event:8,corun:time:500}"
-        find "$R/corun-nsight" -name '*.sqlite' -delete ;;
-    preempt) bash bench/gpu/preempt_latency.sh "$B" "$R/preempt.jsonl" ;;
-    preempt-quick) bash bench/gpu/preempt_latency.sh "$B" "$R/preempt.jsonl" "500" "none sync:1 event:1 event:4" 20 ;;
-    smoke)
-        "$PY" - <<'PY'
-import json
-cfg = json.load(open("exp_configs/input_control.json")); cfg["exp_dur"] = 8
-json.dump(cfg, open("/tmp/smoke.json", "w"))
-PY
-        "$B/bin/run_exp" -f /tmp/smoke.json --out "$R/smoke" 2>&1 | tail -25 ;;
+    partition-proof) PY=$PY bash bench/gpu/partition_proof.sh "$B" "$R/partition-proof" "$OUT" 2>&1
+            echo "partition-proof exit $?" ;;
+    smoke) bash bench/gpu/smoke.sh "$B" "$R/smoke" ;;
     proof) BUILD=$B OUT=$R/proof DUR=${DUR:-30} bash bench/gpu/run_exp_proof.sh 2>&1 | tail -40 ;;
-    contention-ref) "$PY" -m bench.gpu.contention --pair reference --build "$B" --dur "${DUR:-20}" --logs "$R/contention-ref" \
-                      --setups "${SETUPS:-alone,nocontrol,mps,sync:1,event:1,event:2,event:8}" --out "$R/contention_ref.json" ;;
-    contention-resnet) "$PY" -m bench.gpu.contention --pair resnet --build "$B" --dur "${DUR:-20}" --logs "$R/contention-resnet" \
-                      --setups "${SETUPS:-alone,nocontrol,mps,sync:1,event:1,event:2,event:8}" --out "$R/contention_resnet.json" ;;
-    modes-cost) "$PY" -m bench.gpu.contention --pair "${PAIR:-reference}" --build "$B" --dur "${DUR:-10}" --logs "$R/modes-cost" \
-                      --setups alone,alone_hooked --out "$R/modes_cost.json" ;;
     nsight) OUT=$R/nsight BUILD=$B bash bench/gpu/nsight_input_control.sh 2>&1 | tail -30 ;;
-    clocks)
-        for setup in alone event:8; do
-            bash bench/gpu/clocks.sh "$R/clocks_${setup/:/}.csv" "$PY" -m bench.gpu.contention --pair reference --build "$B" \
-                --dur 10 --logs "$R/clocks-runs" --setups "$setup" --out "$R/clocks_${setup/:/}.json" | grep -v '^\[' | tail -2
-        done ;;
-    lpcost) "$PY" -m bench.gpu.contention --pair reference --build "$B" --dur "${DUR:-10}" --logs "$R/lpcost" \
-              --setups lp_alone_off,lp_alone_none,lp_alone_sync:1,lp_alone_event:2,lp_alone_event:8,lp_alone_time:1000,lp_alone_time:2000 \
-              --out "$R/lpcost.json" | tail -12 ;;
-    gating)
-        "$PY" -c "import json; c=json.load(open('exp_configs/input_control.json')); c['exp_dur']=8; c['models'][1]['sleep_time']=0.2; json.dump(c, open('/tmp/ic8.json','w'))"
-        CONFIG=/tmp/ic8.json RUN=/tmp/gating OUT=$R/nsight BUILD=$B bash bench/gpu/nsight_input_control.sh 2>&1 | grep -v '^\[\|Processing' | tail -25
-        "$PY" -m bench.gpu.gating_proof /tmp/gating/nsight_report.sqlite /tmp/gating/models_pid.json /tmp/ic8.json "$R/gating_proof.json" ;;
-    nsight-alone)
-        "$PY" -c "import json; c=json.load(open('exp_configs/input_control.json')); c['exp_dur']=8; c['models']=[c['models'][1]]; c['models'][0]['sleep_time']=0.2; json.dump(c, open('/tmp/hp8.json','w'))"
-        CONFIG=/tmp/hp8.json RUN=/tmp/nsight-alone OUT=$R/nsight-alone BUILD=$B bash bench/gpu/nsight_input_control.sh 2>&1 | grep -v '^\[\|Processing' | tail -8 ;;
-    fixture)
-        "$PY" - <<'PY'
-import json
-base = json.load(open("exp_configs/input_controlevent.json"))
-lp, hp = base["models"]
-lp.update(model_name="resnet50", resize_size=[224, 224], sleep_time=0, batch_size=16, output_file_name="lp_resnet50")
-hp.update(model_name="resnet18", resize=True, resize_size=[224, 224], sleep_time=0.1, output_file_name="hp_resnet18")
-base["exp_dur"] = 1
-json.dump(base, open("/tmp/fixture.json", "w"), indent=1)
-PY
-        "$B/bin/run_exp" -f /tmp/fixture.json --out /tmp/fixture --nsys --min-jobs 10 2>&1 | grep -v '^\[\|Processing' | tail -8
-        mkdir -p "$R/fixture"; cp /tmp/fixture/nsight_report.sqlite "$R/fixture/two_models_control.sqlite"
-        cp /tmp/fixture/models_pid.json "$R/fixture/two_models_control.models_pid.json"; cp /tmp/fixture.json "$R/fixture/two_models_control.config.json"
-        ls -la "$R/fixture" ;;
-    hpcost) "$PY" -m bench.gpu.contention --pair "${PAIR:-reference}" --build "$B" --dur "${DUR:-8}" --logs "$R/hpcost" \
-              --setups "${HPCOST:-hp_alone_off,hp_alone_none,hp_alone_event:8,hp_alone_time:2000,hp_alone_off@2,hp_alone_none@2,hp_alone_event:8@2,hp_alone_time:2000@2}" \
-              --out "$R/hpcost.json" | tail -12 ;;
+    nsight-alone) bash bench/gpu/nsight_alone.sh "$B" "$R" ;;
+    fixture) bash bench/gpu/fixture.sh "$B" "$R" ;;
     faults) ROUNDS=${ROUNDS:-2} OUT=$R/faults BUILD=$B bash bench/gpu/fault_injection.sh 2>&1 | tail -15 ;;
     compat) OUT=$R/compat BUILD=$B bash bench/gpu/compat_check.sh 2>&1 | grep -v '^\[\|Processing' | tail -40
             echo "compat check exit ${PIPESTATUS[0]}" ;;
-    partition-proof) PY=$PY bash bench/gpu/partition_proof.sh "$B" "$R/partition-proof" "$OUT" 2>&1
-            echo "partition-proof exit $?" ;;
+    probe) OUT=$R/probe bash bench/gpu/probe.sh 2>&1 | tail -20 ;;
     *) echo "run_all: unknown stage '$stage'" ;;
     esac
 done

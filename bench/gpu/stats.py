@@ -61,42 +61,18 @@ def ratio(num, den):
     return None if num is None or den in (None, 0) else num / den
 
 
-def ratio_with_interval(blocks, num_stat, den_stat, resamples=RESAMPLES, seed=SEED, digits=4):
-    """{"value", "ci"} of num_stat(blocks) / den_stat(blocks), the interval from resampling whole
-    blocks (each block carries its numerator and denominator data together). num_stat and
-    den_stat take a list of blocks."""
-    value = ratio(num_stat(blocks), den_stat(blocks))
-    ci = block_bootstrap([blocks], lambda s: ratio(num_stat(s[0]), den_stat(s[0])), resamples, seed)
-    rnd = lambda v: None if v is None else round(v, digits)
-    return {"value": rnd(value), "ci": [rnd(ci[0]), rnd(ci[1])] if ci else None}
-
-
 def percentile_of(key, q):
-    """A statistic for ratio_with_interval: the nearest-rank q-th percentile of key(block) pooled."""
+    """A statistic for ratio_two_stage: the nearest-rank q-th percentile of key(block) pooled."""
     return lambda blocks: nearest_rank(pooled(blocks, key), q)
 
 
 def rate_of(key):
-    """A statistic for ratio_with_interval: events per second pooled, key(block) = (count, seconds)."""
+    """A statistic for ratio_two_stage: events per second pooled, key(block) = (count, seconds)."""
     def rate(blocks):
         n = sum(key(b)[0] for b in blocks)
         s = sum(key(b)[1] for b in blocks)
         return n / s if s > 0 else None
     return rate
-
-
-def consecutive_blocks(values, size):
-    """values cut into runs of `size` consecutive items (the last may be shorter): blocks for a
-    record that has no rounds, e.g. one run's jobs in order."""
-    if size < 1:
-        raise ValueError(f"block size {size} must be >= 1")
-    return [values[i:i + size] for i in range(0, len(values), size)]
-
-
-def spread(values):
-    """{"min", "max", "n"} of point values (e.g. one per invocation), None when there are none."""
-    vals = [v for v in values if v is not None]
-    return {"min": min(vals), "max": max(vals), "n": len(vals)} if vals else None
 
 
 def two_stage_bootstrap(invocations, statistic, resamples=RESAMPLES, seed=SEED, level=0.95):

@@ -1,45 +1,10 @@
-"""The pure-Python parts of the GPU benchmarks, on synthetic inputs: the contention metrics
-(bench/gpu/contention.py), the paired launch-overhead table (bench/gpu/summarize.py) and the
-gating proof over an Nsight export (bench/gpu/gating_proof.py)."""
+"""The pure-Python parts of the GPU benchmarks' launch and gating stages, on synthetic inputs: the
+paired launch-overhead table (bench/gpu/summarize.py) and the gating proof over an Nsight export
+(bench/gpu/gating_proof.py)."""
 import json
-import random
 import sqlite3
 
-from bench.gpu import contention, corun_verdict, gating_proof, summarize
-
-
-def role(jct, span_s, drains=None):
-    return {"jobs": len(jct), "span_s": span_s, "throughput": len(jct) / span_s,
-            "jct_ms": {"p50": contention.nearest_rank(jct, 50), "p90": contention.nearest_rank(jct, 90),
-                       "p99": contention.nearest_rank(jct, 99)},
-            "drain_ms": {"p50": 0.1, "p99": 0.2, "timeouts": 0} if drains else None}
-
-
-def test_percentiles_are_nearest_rank_p50_included():
-    assert contention.nearest_rank([10, 20, 30, 40], 50) == 20
-    assert contention.nearest_rank(list(range(1, 101)), 99) == 99
-    assert contention.nearest_rank(list(range(1, 91)), 99) == 90  # under 100 values: the maximum
-
-
-def test_ratios_harvest_and_the_p99_flag():
-    alone_hp = role([10.0] * 50, 10.0)
-    alone_lp = role([100.0] * 100, 10.0)  # 10 jobs/s alone
-    # Under contention: HP 50 jobs of 10 ms at its own speed = 0.5 s of 10 s -> idle fraction 0.95;
-    # the LP does 9.5 jobs/s: a harvest of exactly 1.
-    results = {"alone_hp": {"hp": alone_hp}, "alone_lp": {"lp": alone_lp},
-               "event:8": {"hp": role([11.0] * 50, 10.0, drains=True), "lp": role([100.0] * 95, 10.0)}}
-    d = contention.derive(results)["event:8"]
-    assert abs(d["hp_p50_ratio"] - 1.1) < 1e-9 and abs(d["hp_p99_ratio"] - 1.1) < 1e-9
-    assert abs(d["lp_harvest"] - 1.0) < 1e-9
-    assert d["hp_p99_is_max"] is True  # 50 jobs: the p99 is one job's JCT
-
-
-def test_a_repeated_round_compares_with_its_own_baseline():
-    r = {"hp_alone_off": {"hp": role([4.0] * 9, 1)}, "hp_alone_none": {"hp": role([4.4] * 9, 1)},
-         "hp_alone_off_r2": {"hp": role([8.0] * 9, 1)}, "hp_alone_none_r2": {"hp": role([8.8] * 9, 1)}}
-    d = contention.derive(r)
-    assert abs(d["cost_hp_alone_none"]["jct_p50_ratio"] - 1.1) < 1e-9
-    assert abs(d["cost_hp_alone_none_r2"]["jct_p50_ratio"] - 1.1) < 1e-9  # not 2.2 against round 1
+from bench.gpu import gating_proof, summarize
 
 
 def test_launch_overhead_is_paired_by_round(tmp_path, capsys):
@@ -100,52 +65,3 @@ def test_gating_proof_counts_overlapping_copies(tmp_path):
     rc, out = gating(tmp_path, lp_kernels=SHORT, hp_jobs=[(3000, 4000)], copies=[(3500, 3600)])
     assert rc == 1 and out["violations"] == 1
     assert out["processes"]["model_B"]["cupti_activity_kind_memcpy_overlapping"]["count"] == 1
-
-
-def phased_run():
-    """A phased run in ms units: LP bursts [0, 3000] and [5000, 8000] ms (jobs of 100 ms back to
-    back), HP jobs of 10 ms every 50 ms, 20 ms inside bursts."""
-    ms = 1_000_000
-    lp_s = [b + 100 * i for b in (0, 5000) for i in range(30)]
-    lp = {"start_ns": [s * ms for s in lp_s], "end_ns": [(s + 100) * ms for s in lp_s], "jct": [100.0] * 60}
-    hp_s = list(range(0, 9000, 50))
-    in_burst = [any(b <= s < b + 3000 for b in (0, 5000)) for s in hp_s]
-    jct = [20.0 if busy else 10.0 for busy in in_burst]
-    hp = {"start_ns": [s * ms for s in hp_s], "end_ns": [(s + j) * ms for s, j in zip(hp_s, jct)], "jct": jct}
-    return hp, lp
-
-
-def test_phased_bursts_join_back_to_back_jobs_only():
-    hp, lp = phased_run()
-    spans = corun_verdict.bursts(lp["start_ns"], lp["end_ns"], 1.0)
-    assert spans == [[0, 3000 * 1_000_000], [5000 * 1_000_000, 8000 * 1_000_000]]
-
-
-def test_phased_split_keeps_guard_and_drops_the_edges():
-    hp, lp = phased_run()
-    contended, alone, lp_jct, burst_s = corun_verdict.split_phased(hp, lp, 1.0, 0.25)
-    assert contended == [20.0] * 120 and burst_s == 6.0 and lp_jct == lp["jct"]
-    # alone: 3250..4750 and 8250..8950 ms (start >= end of burst + 250, end <= next start - 250)
-    assert alone == [10.0] * (len(range(3250, 4741, 50)) + len(range(8250, 9000, 50)))
-
-
-def test_phased_verdict_uses_the_in_run_baseline():
-    hp, lp = phased_run()
-    v = corun_verdict.verdict_for({"hp": dict(hp, span_s=9.0), "lp": dict(lp, span_s=8.0)},
-                                  [5.0] * 100, [100.0] * 50, random.Random(1), (1.0, 0.25))
-    assert v["hp_p50_ratio"]["value"] == 2.0 and v["hp_p50_ratio"]["ci95"] == [2.0, 2.0]
-    assert v["hp_alone_p50_ms"] == 10.0 and v["lp_burst_s"] == 6.0
-    # 120 contended jobs x 10 ms (in-run alone p50) = 1.2 s of 6 s of bursts -> 0.8 left; the LP did
-    # 10 jobs/s there as alone: harvest 1 / 0.8.
-    assert abs(v["lp_harvest"]["value"] - 1.25) < 1e-3
-    # without the split, the pooled standalone rounds (5 ms) are the baseline
-    pooled = corun_verdict.verdict_for({"hp": dict(hp, span_s=9.0), "lp": dict(lp, span_s=8.0)},
-                                       [5.0] * 100, [100.0] * 50, random.Random(1))
-    assert pooled["hp_p50_ratio"]["value"] == 4.0  # every HP job (p50 20 ms) over 5 ms
-
-
-def test_phased_split_that_leaves_no_baseline_is_an_error():
-    hp, lp = phased_run()
-    v = corun_verdict.verdict_for({"hp": dict(hp, span_s=9.0), "lp": dict(lp, span_s=8.0)},
-                                  [5.0], [100.0], random.Random(1), (1.0, 10.0))
-    assert "error" in v and "0 alone" in v["error"]
