@@ -60,11 +60,14 @@ SETUP = {
     "hp_mps_alone": ("mps", ("hp",), False),
     "hp_hook_alone": ("corun", ("hp",), False),
     "hp_mark_alone": ("markonly", ("hp",), True),
+    # issue 27: the HP unmodified (no marking), high-priority by its environment alone
+    # (GPUYIELD_JOBS=auto): its hook opens a job at its first launch after idle
+    "corun_auto": ("corunauto", ("hp", "lp"), False),
 }
 DEFAULT_SETUPS = ("hp_alone", "lp_alone", "nocontrol", "mps", "corun", "partition", "hp_ctl_alone")
 COST_SETUPS = ("hp_mps_alone", "hp_hook_alone", "hp_mark_alone")
-POLICY_GROUPS = ("corun", "partition", "guarded")
-MPS_GROUPS = ("mps", "corun", "partition", "guarded", "markonly")
+POLICY_GROUPS = ("corun", "partition", "guarded", "corunauto")
+MPS_GROUPS = ("mps", "corun", "partition", "guarded", "markonly", "corunauto")
 # The targets of issues 25 and 26, for the summary's "meets" column.
 TARGET_P50, TARGET_P50_CI, TARGET_P99 = 1.03, 1.06, 1.10
 
@@ -180,8 +183,10 @@ def group_env(args, group, role, segments, mps_dirs):
         env["GPUYIELD_SHM"] = segments[group]
         env["GPUYIELD_PRIORITY"] = "1" if role == "hp" else "0"
         env["GPUYIELD_MODE"] = args.lp_mode if role == "lp" else "none"
-        if group != "corun":
+        if group in ("partition", "guarded"):
             env["GPUYIELD_PARTITION_SMS"] = str(args.partition_sms)
+        if group == "corunauto" and role == "hp":
+            env["GPUYIELD_JOBS"] = "auto"
     if group == "markonly":
         env["GPUYIELD_SHM"] = segments["corun"]
         env["GPUYIELD_PRIORITY"] = "1"
@@ -212,15 +217,17 @@ class Tools:
             self.mps_dirs = None
             fail(f"the MPS daemon did not start: {r.stdout.strip()} (leave MPS setups out with --setups, or --no-mps)")
 
-    def create_segment(self, policy):
-        name = f"{self.tag}-{policy}"
+    def create_segment(self, group):
+        """The segment of a hooked group (its own: setups never share one), under the group's policy."""
+        policy = {"corunauto": "corun"}.get(group, group)
+        name = f"{self.tag}-{group}"
         words = ["create", "--name", name, "--policy", policy]
         if self.mps_dirs:
             words += ["--mps-pipe", self.mps_dirs[0]]
         r = self.expcontroller(*words)
         if r.returncode != 0:
             fail(f"cannot create a '{policy}' segment: {r.stdout.strip()} (leave the setup out with --setups)")
-        self.segments[policy] = name
+        self.segments[group] = name
 
     def lp_state(self, group):
         """The LP's partition state and launches so far, and the segment's own fields (a guarded

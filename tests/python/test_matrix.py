@@ -14,6 +14,18 @@ from bench.gpu.matrix_worker import arrivals, units_inside
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+def test_the_auto_setup_runs_an_unmarked_hp_with_auto_jobs_on_a_corun_segment_of_its_own():
+    import argparse
+    args = argparse.Namespace(build="/b", lp_mode="time:500", partition_sms=16)
+    segments = {"corun": "s-corun", "corunauto": "s-corunauto"}
+    hp = matrix.group_env(args, "corunauto", "hp", segments, ("/pipe", "/log"))
+    lp = matrix.group_env(args, "corunauto", "lp", segments, ("/pipe", "/log"))
+    assert matrix.SETUP["corun_auto"] == ("corunauto", ("hp", "lp"), False)  # the HP marks nothing
+    assert hp["GPUYIELD_JOBS"] == "auto" and hp["GPUYIELD_PRIORITY"] == "1" and hp["GPUYIELD_SHM"] == "s-corunauto"
+    assert "GPUYIELD_JOBS" not in lp and lp["GPUYIELD_MODE"] == "time:500" and lp["CUDA_MPS_CLIENT_PRIORITY"] == "1"
+    assert "GPUYIELD_JOBS" not in matrix.group_env(args, "corun", "hp", segments, ("/pipe", "/log"))
+
+
 def test_cells_put_the_higher_load_beside_one_lp_only():
     out = matrix.cells(["gemm", "small"], ["gemm", "graph"], ["poisson-25", "poisson-60"], "graph")
     assert out == [("gemm", "gemm", "poisson-25"), ("gemm", "graph", "poisson-25"), ("gemm", "graph", "poisson-60"),
