@@ -16,6 +16,7 @@
 #include "mps_daemon.h"
 #include "proc_identity.h"
 #include "status_text.h"
+#include "status_view.h"
 
 #define EXIT_RUNTIME 1
 #define EXIT_USAGE 2
@@ -292,6 +293,7 @@ static const char *render_metrics(void *ctx)
         snprintf(text, sizeof text, "# gpuyield: %s\n", err.msg);
         return text;
     }
+    gy_status_view(&st);
     gy_metrics_text(&st, text, sizeof text);
     return text;
 }
@@ -424,16 +426,17 @@ static void print_table(const struct gy_status *st)
             printf(" %u", d->jobs[level]);
         printf("\n");
     }
-    printf("%8s %4s %-9s %12s %8s %8s %12s %8s %8s %12s %12s %-9s %s\n", "pid", "prio", "state", "launches", "graphs",
-           "waits", "ms_blocked", "drains", "timeouts", "partitioned", "part_copies", "devices", "partition");
+    printf("%8s %-16s %4s %-9s %12s %8s %8s %12s %8s %8s %12s %12s %-9s %s\n", "pid", "name", "prio", "state",
+           "launches", "graphs", "waits", "ms_blocked", "drains", "timeouts", "partitioned", "part_copies", "devices",
+           "partition");
     for (int i = 0; i < st->nprocs; i++) {
         const struct gy_status_proc *p = &st->procs[i];
         char devices[64];
         gy_devices_text(p->launched_devices, devices, sizeof devices);
-        printf("%8d %4d %-9s %12llu %8llu %8llu %12.1f %8llu %8llu %12llu %12llu %-9s %s\n", p->pid, p->priority, p->state,
-               (unsigned long long)p->launches, (unsigned long long)p->graph_launches,
-               (unsigned long long)p->waits, (double)p->blocked_ns / 1e6, (unsigned long long)p->drains,
-               (unsigned long long)p->drain_timeouts, (unsigned long long)p->partition_launches,
+        printf("%8d %-16s %4d %-9s %12llu %8llu %8llu %12.1f %8llu %8llu %12llu %12llu %-9s %s\n", p->pid,
+               p->name[0] ? p->name : "-", p->priority, p->state, (unsigned long long)p->launches,
+               (unsigned long long)p->graph_launches, (unsigned long long)p->waits, (double)p->blocked_ns / 1e6,
+               (unsigned long long)p->drains, (unsigned long long)p->drain_timeouts, (unsigned long long)p->partition_launches,
                (unsigned long long)p->partition_copies, devices, p->partition);
     }
     if (st->nprocs == 0)
@@ -462,6 +465,7 @@ static int cmd_status(const struct options *opt)
             rc = fail(&err);
             break;
         }
+        gy_status_view(&st);
         if (opt->json) {
             gy_status_json(&st, json, sizeof json);
             printf("%s\n", json);

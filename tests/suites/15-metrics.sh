@@ -34,13 +34,41 @@ PORT=${URL##*:}
 expect metrics_port_in_use 1 "cannot listen: Address already in use" "$EXP" serve --name "$TAG-2" --metrics "$PORT"
 check metrics_port_in_use_leaves_no_segment test ! -e "/dev/shm$NAME-2"
 
-# An agent holding a job at level 3 (registered at priority 0), named by GPUYIELD_MODEL.
-GPUYIELD_MODEL=agent-model PYTHONPATH="$BUILD/python" "$PYTHON" -c '
-import sys, time, gpuyield
+# An agent holding a job at level 3, named by GPUYIELD_MODEL, registered twice (issue 28): by the
+# hook (5 launches on the fake driver) and by the extension (its begin). One process, one series.
+GPUYIELD_MODEL=agent-model GPUYIELD_SHM=$TAG LD_PRELOAD=$BUILD/lib/libgpuyield.so LD_LIBRARY_PATH=$BUILD/fakecuda \
+PYTHONPATH="$BUILD/python" "$PYTHON" -c '
+import ctypes, sys, time, gpuyield
+cuda = ctypes.CDLL("libcuda.so.1")
+ctx, dev, mod, fn = ctypes.c_void_p(), ctypes.c_int(), ctypes.c_void_p(), ctypes.c_void_p()
+assert cuda.cuInit(0) == 0 and cuda.cuDeviceGet(ctypes.byref(dev), 0) == 0
+assert cuda.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev) == 0 and cuda.cuCtxSetCurrent(ctx) == 0
+assert cuda.cuModuleLoadData(ctypes.byref(mod), b"fake image") == 0
+assert cuda.cuModuleGetFunction(ctypes.byref(fn), mod, b"spin_us:10") == 0
+for _ in range(5):
+    assert cuda.cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, None, None, None) == 0
 seg = gpuyield.connect(sys.argv[1]); seg.begin(3); print("in", flush=True); time.sleep(600)' "$TAG" > "$T/agent.out" &
 AGENT=$!
 wait_until 60 grep -q in "$T/agent.out"
-expect metrics_scrape 0 "^ok [0-9]+ samples" "$PYTHON" "$ROOT/tests/metrics/scrape.py" "$URL" "$NAME" "$AGENT"
+check metrics_agent_has_two_slots bash -c "PYTHONPATH='$BUILD/python' '$PYTHON' -c '
+import sys, gpuyield
+st = gpuyield.connect(sys.argv[1]).status()
+sys.exit(0 if sum(p[\"pid\"] == int(sys.argv[2]) for p in st[\"processes\"]) == 2 else 1)' '$TAG' '$AGENT'"
+expect metrics_scrape 0 "^ok [0-9]+ samples" "$PYTHON" "$ROOT/tests/metrics/scrape.py" "$URL" "$NAME" "$AGENT" 5
+expect status_json_one_row_per_process 0 "^ok$" bash -c "'$EXP' status --name '$TAG' --json | '$PYTHON' -c '
+import json, sys
+st = json.load(sys.stdin)
+rows = [p for p in st[\"processes\"] if p[\"pid\"] == int(sys.argv[1])]
+assert len(rows) == 1 and rows[0][\"launches\"] == 5 and rows[0][\"name\"] == \"agent-model\", rows
+print(\"ok\")' '$AGENT'"
+expect status_table_names_the_model 0 "^ +$AGENT +agent-model +0 " "$EXP" status --name "$TAG"
+check status_table_one_row_per_process test "$("$EXP" status --name "$TAG" | grep -c "^ *$AGENT ")" -eq 1
+check metrics_textfile_parses wait_until 30 "$PYTHON" -c '
+import sys
+sys.path.insert(0, sys.argv[2])
+from prom_text import parse
+parse(open(sys.argv[1], "rb").read())' "$T/gy.prom" "$ROOT/tests/metrics"
+run_pytest prom_text_parser "$ROOT/tests/metrics/test_prom_text.py"
 # A request without an end (over 8 KiB of header) is refused, and the server goes on serving.
 expect metrics_oversized_request 0 "^400 then 200$" "$PYTHON" -c '
 import socket, sys, urllib.request
@@ -52,7 +80,8 @@ check metrics_textfile_written wait_until 30 grep -q "gpuyield_jobs_in_progress{
 check metrics_textfile_no_temp_left bash -c "! ls '$T' | grep -q 'gy.prom.tmp'"
 
 kill -KILL "$AGENT"; wait "$AGENT" 2>/dev/null; AGENT=
-check metrics_counts_the_reaped wait_until 30 bash -c "'$PYTHON' -c 'import urllib.request,sys; print(urllib.request.urlopen(sys.argv[1]).read().decode())' '$URL/metrics' | grep -q 'gpuyield_reaped_processes_total{segment=\"$NAME\"} 1'"
+# Reaping counts slots: the agent's two (hook and extension) are two.
+check metrics_counts_the_reaped wait_until 30 bash -c "'$PYTHON' -c 'import urllib.request,sys; print(urllib.request.urlopen(sys.argv[1]).read().decode())' '$URL/metrics' | grep -q 'gpuyield_reaped_processes_total{segment=\"$NAME\"} 2'"
 kill -TERM "$SERVE"; wait "$SERVE"; rc=$?; SERVE=
 check metrics_serve_exits_zero test "$rc" -eq 0
 check metrics_serve_removes_segment test ! -e "/dev/shm$NAME"
