@@ -312,7 +312,7 @@ static int cmd_serve(const struct options *opt)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     /* The port first: a bad address or a taken port leaves no segment behind. */
-    gy_metrics_http http = {.fd = -1};
+    gy_metrics_http http = {.fd = -1, .conns = NULL, .nconns = 0};
     if (opt->metrics && gy_metrics_http_listen(&http, opt->metrics, &err)) {
         if (err.code == EINVAL)
             return usage_error("%s", err.msg);

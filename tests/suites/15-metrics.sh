@@ -79,9 +79,29 @@ print(status, "then", urllib.request.urlopen(sys.argv[2] + "/metrics", timeout=3
 check metrics_textfile_written wait_until 30 grep -q "gpuyield_jobs_in_progress{segment=\"$NAME\",level=\"3\"} 1" "$T/gy.prom"
 check metrics_textfile_no_temp_left bash -c "! ls '$T' | grep -q 'gy.prom.tmp'"
 
+# No client stalls serve (issue 29 item 4): tricklers and 500 idle connections (bounds in stall.py).
+expect metrics_trickling_clients_stall_nothing 0 "^ok " "$PYTHON" "$ROOT/tests/metrics/stall.py" trickle "$URL" "$TAG" "$BUILD/python"
+expect metrics_idle_connections_stall_nothing 0 "^ok " "$PYTHON" "$ROOT/tests/metrics/stall.py" idle "$URL" "$TAG" "$BUILD/python"
+# HEAD: the headers GET gives, with the body's length (issue 29 item 6).
+expect metrics_head_content_length 0 "^ok$" "$PYTHON" -c '
+import socket, sys
+def ask(method):
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=30)
+    s.sendall(method + b" /metrics HTTP/1.0\r\n\r\n")
+    data = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+head, _, body = ask(b"GET").partition(b"\r\n\r\n")
+hhead, _, hbody = ask(b"HEAD").partition(b"\r\n\r\n")
+length = [int(l.split(b":")[1]) for l in hhead.split(b"\r\n") if l.lower().startswith(b"content-length:")][0]
+assert hbody == b"" and abs(length - len(body)) < 4096 and length > 1000, (length, len(body), hbody[:80])
+print("ok")' "$PORT"
 kill -KILL "$AGENT"; wait "$AGENT" 2>/dev/null; AGENT=
-# Reaping counts slots: the agent's two (hook and extension) are two.
-check metrics_counts_the_reaped wait_until 30 bash -c "'$PYTHON' -c 'import urllib.request,sys; print(urllib.request.urlopen(sys.argv[1]).read().decode())' '$URL/metrics' | grep -q 'gpuyield_reaped_processes_total{segment=\"$NAME\"} 2'"
+# Reaping counts slots: the two agents stall.py killed, and this one's two (hook and extension).
+check metrics_counts_the_reaped wait_until 30 bash -c "'$PYTHON' -c 'import urllib.request,sys; print(urllib.request.urlopen(sys.argv[1]).read().decode())' '$URL/metrics' | grep -q 'gpuyield_reaped_processes_total{segment=\"$NAME\"} 4'"
 kill -TERM "$SERVE"; wait "$SERVE"; rc=$?; SERVE=
 check metrics_serve_exits_zero test "$rc" -eq 0
 check metrics_serve_removes_segment test ! -e "/dev/shm$NAME"
