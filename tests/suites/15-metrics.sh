@@ -79,6 +79,9 @@ print(status, "then", urllib.request.urlopen(sys.argv[2] + "/metrics", timeout=3
 check metrics_textfile_written wait_until 30 grep -q "gpuyield_jobs_in_progress{segment=\"$NAME\",level=\"3\"} 1" "$T/gy.prom"
 check metrics_textfile_no_temp_left bash -c "! ls '$T' | grep -q 'gy.prom.tmp'"
 
+# Names that are not UTF-8 (a 0xff byte, a character cut at 63 bytes, a non-ASCII executable)
+# leave /metrics, the textfile and status --json valid (issue 29 item 5).
+expect metrics_names_stay_utf8 0 "^ok " "$PYTHON" "$ROOT/tests/metrics/names.py" "$URL" "$TAG" "$EXP" "$T/gy.prom" "$BUILD/python"
 # No client stalls serve (issue 29 item 4): tricklers and 500 idle connections (bounds in stall.py).
 expect metrics_trickling_clients_stall_nothing 0 "^ok " "$PYTHON" "$ROOT/tests/metrics/stall.py" trickle "$URL" "$TAG" "$BUILD/python"
 expect metrics_idle_connections_stall_nothing 0 "^ok " "$PYTHON" "$ROOT/tests/metrics/stall.py" idle "$URL" "$TAG" "$BUILD/python"
@@ -100,8 +103,9 @@ length = [int(l.split(b":")[1]) for l in hhead.split(b"\r\n") if l.lower().start
 assert hbody == b"" and abs(length - len(body)) < 4096 and length > 1000, (length, len(body), hbody[:80])
 print("ok")' "$PORT"
 kill -KILL "$AGENT"; wait "$AGENT" 2>/dev/null; AGENT=
-# Reaping counts slots: the two agents stall.py killed, and this one's two (hook and extension).
-check metrics_counts_the_reaped wait_until 30 bash -c "'$PYTHON' -c 'import urllib.request,sys; print(urllib.request.urlopen(sys.argv[1]).read().decode())' '$URL/metrics' | grep -q 'gpuyield_reaped_processes_total{segment=\"$NAME\"} 4'"
+# Reaping counts slots: the three names.py killed, the two stall.py killed, and this one's two
+# (hook and extension).
+check metrics_counts_the_reaped wait_until 30 bash -c "'$PYTHON' -c 'import urllib.request,sys; print(urllib.request.urlopen(sys.argv[1]).read().decode())' '$URL/metrics' | grep -q 'gpuyield_reaped_processes_total{segment=\"$NAME\"} 7'"
 kill -TERM "$SERVE"; wait "$SERVE"; rc=$?; SERVE=
 check metrics_serve_exits_zero test "$rc" -eq 0
 check metrics_serve_removes_segment test ! -e "/dev/shm$NAME"
