@@ -31,9 +31,11 @@ static const char usage_text[] =
     "  serve  [--name TAG] [--drain-timeout-ms MS] [--policy %s]\n"
     "         [--guard-p50 F] [--guard-p99 F]\n"
     "         [--mps [--mps-dir DIR] | --mps-pipe DIR]\n"
-    "         [--metrics [ADDR:]PORT] [--metrics-textfile PATH]\n"
-    "                                                create it if absent, reap dead processes,\n"
-    "                                                remove it on SIGINT/SIGTERM; --mps starts an MPS\n"
+    "         [--metrics [ADDR:]PORT] [--metrics-textfile PATH] [--remove-on-exit]\n"
+    "                                                create it if absent (adopt it if present), reap\n"
+    "                                                dead processes; on SIGINT/SIGTERM (exit 130/143)\n"
+    "                                                remove it unless live processes use it\n"
+    "                                                (--remove-on-exit: always); --mps starts an MPS\n"
     "                                                daemon for it (pipes and logs in DIR, private:\n"
     "                                                made 0700; default gpuyield-mps-<uid>-<tag> in\n"
     "                                                $XDG_RUNTIME_DIR if yours, else /tmp) and quits\n"
@@ -82,16 +84,23 @@ struct options {
     const char *mps_pipe; /* serve: join the daemon of this pipe directory */
     const char *metrics;  /* serve: [ADDR:]PORT to answer GET /metrics on */
     const char *metrics_textfile; /* serve: a file to keep the metrics in */
+    bool remove_on_exit;          /* serve: remove the segment at the end even while it is used */
     double guard_p50, guard_p99;  /* create/serve --guard-p50/--guard-p99 (policy guarded) */
     bool guard_given;
 };
 
-static volatile sig_atomic_t stop_requested;
+static volatile sig_atomic_t stop_requested; /* the signal that asked: SIGINT or SIGTERM */
 
 static void on_stop_signal(int sig)
 {
-    (void)sig;
-    stop_requested = 1;
+    stop_requested = sig;
+}
+
+/* A stop by signal exits as a shell reports death by it (128 + N: 143 for SIGTERM), so a
+ * supervisor tells it from a clean end; a runtime failure on the way out still exits 1. */
+static int stop_status(int rc)
+{
+    return rc == 0 && stop_requested ? 128 + (int)stop_requested : rc;
 }
 
 static int parse_options(int argc, char **argv, const char *command, struct options *opt)
@@ -103,7 +112,8 @@ static int parse_options(int argc, char **argv, const char *command, struct opti
         {"mps-dir", required_argument, NULL, 'd'},   {"mps-pipe", required_argument, NULL, 'P'},
         {"metrics", required_argument, NULL, 'M'},   {"metrics-textfile", required_argument, NULL, 'T'},
         {"guard-p50", required_argument, NULL, '5'}, {"guard-p99", required_argument, NULL, '9'},
-        {"help", no_argument, NULL, 'h'},            {NULL, 0, NULL, 0},
+        {"remove-on-exit", no_argument, NULL, 'R'},  {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     bool is_status = strcmp(command, "status") == 0;
     bool makes = strcmp(command, "create") == 0 || strcmp(command, "serve") == 0;
@@ -176,6 +186,11 @@ static int parse_options(int argc, char **argv, const char *command, struct opti
                 opt->mps = true;
             else
                 opt->mps_dir = optarg;
+            break;
+        case 'R':
+            if (strcmp(command, "serve") != 0)
+                return usage_error("--remove-on-exit goes with 'serve', not '%s'", command);
+            opt->remove_on_exit = true;
             break;
         case 'M':
         case 'T':
@@ -283,6 +298,18 @@ static int cmd_create(const struct options *opt)
     return 0;
 }
 
+/* Registered processes still alive (the reaper's view: a dead one's slot is not a user). */
+static int registered_alive(gy_shm *shm)
+{
+    int users = 0;
+    for (int i = 0; i < GY_MAX_PROCS; i++) {
+        const struct gy_proc_slot *slot = &shm->seg->procs[i];
+        if (atomic_load(&slot->state) != GY_PROC_FREE && gy_proc_alive(slot->pid, slot->start_time))
+            users++;
+    }
+    return users;
+}
+
 /* What GET /metrics and the textfile show: a fresh snapshot each time. */
 static const char *render_metrics(void *ctx)
 {
@@ -361,8 +388,9 @@ static int cmd_serve(const struct options *opt)
     }
     warn_partition_without_mps(&shm);
     printf("%s\n", shm.name);
-    fprintf(stderr, "expcontroller: serving %s (%s, policy %s%s); reaping dead processes every 200 ms; Ctrl-C removes it\n",
-            shm.name, created ? "created" : "already existed", gy_policy_name(gy_get_policy(&shm)),
+    fprintf(stderr, "expcontroller: serving %s (%s, policy %s%s); reaping dead processes every 200 ms; Ctrl-C "
+                    "removes it unless processes still use it\n",
+            shm.name, created ? "created" : "already existed: adopted", gy_policy_name(gy_get_policy(&shm)),
             gy_get_mps(&shm) ? ", under MPS" : "");
     if (http.fd >= 0)
         fprintf(stderr, "expcontroller: metrics at http://%s/metrics\n", http.bound);
@@ -391,7 +419,9 @@ static int cmd_serve(const struct options *opt)
     }
     gy_metrics_http_close(&http);
     if (opt->metrics_textfile)
-        unlink(opt->metrics_textfile); /* the segment goes: so do its metrics */
+        unlink(opt->metrics_textfile); /* nobody keeps it current now: a stale file would lie */
+    gy_reap(&shm);
+    int users = registered_alive(&shm);
     char name[GY_NAME_MAX];
     snprintf(name, sizeof name, "%s", shm.name);
     gy_close(&shm);
@@ -402,10 +432,19 @@ static int cmd_serve(const struct options *opt)
         else
             fprintf(stderr, "expcontroller: MPS daemon quit\n");
     }
+    /* A restart (a rolling update, a Slurm epilog of another job, a crash loop) must not pull
+     * the segment from under its workers: they would lose their jobs and exit. The next serve
+     * adopts it as it is. */
+    if (users > 0 && !opt->remove_on_exit) {
+        fprintf(stderr, "expcontroller: left %s in place: %d registered process%s still use%s it; the next serve "
+                        "adopts it (--remove-on-exit removes it anyway, `expcontroller remove` or `clean` later)\n",
+                name, users, users == 1 ? "" : "es", users == 1 ? "s" : "");
+        return stop_status(rc);
+    }
     if (gy_remove(name, &err))
         return fail(&err);
     fprintf(stderr, "expcontroller: removed %s\n", name);
-    return rc;
+    return stop_status(rc);
 }
 
 static void print_table(const struct gy_status *st)

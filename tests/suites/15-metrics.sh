@@ -107,7 +107,7 @@ kill -KILL "$AGENT"; wait "$AGENT" 2>/dev/null; AGENT=
 # (hook and extension).
 check metrics_counts_the_reaped wait_until 30 bash -c "'$PYTHON' -c 'import urllib.request,sys; print(urllib.request.urlopen(sys.argv[1]).read().decode())' '$URL/metrics' | grep -q 'gpuyield_reaped_processes_total{segment=\"$NAME\"} 7'"
 kill -TERM "$SERVE"; wait "$SERVE"; rc=$?; SERVE=
-check metrics_serve_exits_zero test "$rc" -eq 0
+check metrics_serve_exits_143 test "$rc" -eq 143
 check metrics_serve_removes_segment test ! -e "/dev/shm$NAME"
 check metrics_serve_removes_textfile test ! -e "$T/gy.prom"
 finish

@@ -80,7 +80,7 @@ check serve_mps_started test -n "$DAEMON"
 check serve_mps_pipe_dir grep -q "^start $DAEMON $T/mpsdir/pipe $T/mpsdir/log" "$FAKE_MPS_LOG"
 expect serve_mps_status_corun 0 "\"policy\": \"corun\", \"mps\": true" "$EXP" status --name "$TAG" --json
 kill -TERM "$SERVE"; wait "$SERVE"; SERVE_RC=$?
-check serve_mps_exit_zero test "$SERVE_RC" -eq 0
+check serve_mps_exit_143 test "$SERVE_RC" -eq 143 # killed by SIGTERM, as a shell says
 check serve_mps_quit quit_logged "$DAEMON"
 check serve_mps_daemon_gone wait_until 10 gone "$DAEMON"
 check serve_mps_segment_gone test ! -e "/dev/shm/gpuyield-$UIDN-$TAG"
@@ -123,7 +123,7 @@ if [ "$UIDN" -eq 0 ] && id nobody > /dev/null 2>&1; then
     "$EXP" serve --name "$TAG" --mps --mps-dir "$T/foreign" > /dev/null 2>&1 & SERVE=$!
     check mps_foreign_pid_file_not_refused wait_until 60 grep -q "^start " "$FAKE_MPS_LOG"
     kill -TERM "$SERVE"; wait "$SERVE"; rc=$?
-    check mps_foreign_pid_file_serve_ok test "$rc" -eq 0
+    check mps_foreign_pid_file_serve_ok test "$rc" -eq 143
     check mps_foreign_process_untouched alive "$FOREIGN"
     kill "$FOREIGN"; wait "$FOREIGN" 2>/dev/null
 else
@@ -156,7 +156,7 @@ mkdir -m 1777 "$T/sticky"; chmod 1777 "$T/sticky"; : > "$FAKE_MPS_LOG"
 check mps_dir_parent_sticky_accepted wait_until 60 grep -q "^start " "$FAKE_MPS_LOG"
 check mps_dir_relative_told_absolute grep -q "CUDA_MPS_PIPE_DIRECTORY=$T/sticky/rel/mps/pipe\$" "$T/sticky.out"
 kill -TERM "$SERVE"; wait "$SERVE"; rc=$?
-check mps_dir_parent_sticky_serve_ok test "$rc" -eq 0
+check mps_dir_parent_sticky_serve_ok test "$rc" -eq 143
 if [ "$UIDN" -eq 0 ] && id nobody > /dev/null 2>&1; then
     mkdir -m 0755 "$T/foreign-parent"; chown nobody "$T/foreign-parent"
     expect mps_dir_parent_foreign_refused 1 "foreign-parent \(above .*\) belongs to uid [0-9]+ \(nobody\)" \
