@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -64,12 +65,12 @@ static void print_usage(FILE *to)
     fprintf(to, usage_text, choices, choices);
 }
 
+/* One line: what was wrong and where the options are (the whole help buried the reason). */
 static int usage_error(const char *fmt, const char *arg)
 {
     fprintf(stderr, "expcontroller: ");
     fprintf(stderr, fmt, arg);
-    fputc('\n', stderr);
-    print_usage(stderr);
+    fprintf(stderr, " (expcontroller --help lists the commands and options)\n");
     return EXIT_USAGE;
 }
 
@@ -484,6 +485,14 @@ static void print_table(const struct gy_status *st)
         gy_guarded_print(stdout, &st->guard);
 }
 
+/* The segment's file as /dev/shm shows it now: a watch ends when it goes or is replaced. */
+static bool segment_file(const char *name, struct stat *out)
+{
+    char path[GY_NAME_MAX + 16];
+    snprintf(path, sizeof path, "/dev/shm%s", name);
+    return stat(path, out) == 0;
+}
+
 static int cmd_status(const struct options *opt)
 {
     gy_shm shm;
@@ -499,7 +508,18 @@ static int cmd_status(const struct options *opt)
         sigaction(SIGINT, &sa, NULL);
         sigaction(SIGTERM, &sa, NULL);
     }
+    struct stat watched, now;
+    bool have_file = opt->watch_s > 0 && segment_file(shm.name, &watched);
     do {
+        if (have_file &&
+            (!segment_file(shm.name, &now) || now.st_ino != watched.st_ino || now.st_dev != watched.st_dev)) {
+            /* Our mapping outlives the name: without this the watch went on showing a segment
+             * nobody can join any more. */
+            fprintf(stderr, "expcontroller: %s was removed%s: nothing more to watch\n", shm.name,
+                    segment_file(shm.name, &now) ? " and made anew (run status again to watch the new one)" : "");
+            rc = EXIT_RUNTIME;
+            break;
+        }
         if (gy_status_read(&shm, &st, &err)) {
             rc = fail(&err);
             break;

@@ -40,6 +40,25 @@ expect cli_status_json 0 "^\{\"segment\": \"$NAME\", \"timestamp\": \"[0-9]{4}-[
 expect cli_default_tag_from_env 0 "\"segment\": \"$NAME\"" env GPUYIELD_SHM="$TAG" "$EXP" status --json
 expect cli_status_json_parses 0 '^ok$' bash -c "\"$EXP\" status --name $TAG --json | \"$PYTHON\" -c 'import json,sys; d=json.load(sys.stdin); assert len(d[\"jobs\"])==8; print(\"ok\")'"
 expect cli_watch_stops_on_sigint 0 '"segment"' timeout --preserve-status -s INT 3 "$EXP" status --name "$TAG" --json --watch 0.2
+# status --watch ends, one line and exit 1, when its segment is removed (it went on showing it).
+"$EXP" status --name "$TAG" --watch 0.1 > "/tmp/watch-$$.out" 2> "/tmp/watch-$$.err" &
+WATCH=$!
+wait_until 60 grep -q "^segment $NAME" "/tmp/watch-$$.out"
+"$EXP" remove --name "$TAG" > /dev/null
+wait_until 30 gone "$WATCH"; wait "$WATCH"; rc=$?
+check cli_watch_ends_when_removed_exit_1 test "$rc" -eq 1
+check cli_watch_says_removed grep -q "^expcontroller: $NAME was removed: nothing more to watch\$" "/tmp/watch-$$.err"
+rm -f "/tmp/watch-$$.out" "/tmp/watch-$$.err"
+"$EXP" create --name "$TAG" > /dev/null
+# Usage errors: one line naming the fault and where the options are, exit 2 (not the whole help).
+for args in "" "bogus" "status --bogus" "status --watch x" "create --policy nope" "serve --metrics"; do
+    out=$("$EXP" $args 2>&1); rc=$?
+    if [ "$rc" -eq 2 ] && [ "$(wc -l <<< "$out")" -eq 1 ] && grep -q "^expcontroller: .* (expcontroller --help lists the commands and options)\$" <<< "$out"; then
+        pass "cli_usage_one_line_${args// /_}"
+    else
+        fail "cli_usage_one_line_${args// /_}" "exit $rc: $out"
+    fi
+done
 expect cli_remove 0 "removed $NAME" "$EXP" remove --name "$TAG"
 check cli_remove_left_nothing test ! -e "/dev/shm${NAME}"
 # the guarded policy's flags: stored in the segment, shown by status; bad values one line, exit 2

@@ -24,6 +24,13 @@ expect metrics_textfile_empty 2 "--metrics-textfile is empty" "$EXP" serve --nam
 expect metrics_textfile_bad_dir 1 "cannot write $T/no/such/dir/gy.prom.tmp" "$EXP" serve --name "$TAG" --metrics-textfile "$T/no/such/dir/gy.prom"
 check metrics_bad_inputs_leave_no_segment test ! -e "/dev/shm$NAME"
 
+# The textfile is 0644 whatever the umask (node_exporter may run as another user).
+(umask 077; exec "$EXP" serve --name "$TAG-mode" --metrics-textfile "$T/mode.prom" > /dev/null 2>&1) & MODE_SERVE=$!
+wait_until 60 test -e "$T/mode.prom"
+check metrics_textfile_0644_under_umask_077 test "$(stat -c %a "$T/mode.prom")" = 644
+kill -TERM "$MODE_SERVE"; wait "$MODE_SERVE"
+check metrics_textfile_mode_serve_cleaned_up test ! -e "/dev/shm$NAME-mode" -a ! -e "$T/mode.prom"
+
 # Serve with both; port 0: the kernel picks one, the line says which (loopback by default).
 "$EXP" serve --name "$TAG" --metrics 0 --metrics-textfile "$T/gy.prom" > "$T/serve.out" 2> "$T/serve.err" &
 SERVE=$!
