@@ -476,8 +476,9 @@ static void print_table(const struct gy_status *st)
         printf("%8d %-16s %4d %-9s %12llu %8llu %8llu %12.1f %8llu %8llu %12llu %12llu %-9s %s\n", p->pid,
                p->name[0] ? p->name : "-", p->priority, p->state, (unsigned long long)p->launches,
                (unsigned long long)p->graph_launches, (unsigned long long)p->waits, (double)p->blocked_ns / 1e6,
-               (unsigned long long)p->drains, (unsigned long long)p->drain_timeouts, (unsigned long long)p->partition_launches,
-               (unsigned long long)p->partition_copies, devices, p->partition);
+               (unsigned long long)p->drains, (unsigned long long)p->drain_timeouts,
+               (unsigned long long)p->partition_launches, (unsigned long long)p->partition_copies, devices,
+               p->partition);
     }
     if (st->nprocs == 0)
         printf("(no registered processes)\n");

@@ -94,8 +94,9 @@ static void conn_answer(struct gy_metrics_conn *c, const char *status, const cha
 {
     size_t body_len = strlen(body);
     char top[256];
-    int n = snprintf(top, sizeof top, "HTTP/1.0 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n",
-                     status, type, body_len);
+    int n = snprintf(top, sizeof top,
+                     "HTTP/1.0 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n", status,
+                     type, body_len);
     size_t send_body = head ? 0 : body_len;
     c->out = malloc((size_t)n + send_body + 1);
     c->out_len = c->out_done = 0;
