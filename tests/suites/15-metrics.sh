@@ -16,6 +16,10 @@ cleanup() {
 }
 at_exit cleanup
 
+# The status view in C: names cleaned to UTF-8 byte by byte, one row per pid (plain and ASan).
+run_counted status-view "$BUILD/tests/test_status_view"
+run_counted status-view-asan "$BUILD/asan/tests/test_status_view"
+
 # Bad inputs: one line, exit 2 (usage) or 1 (runtime), no segment left behind.
 expect metrics_bad_address 2 "'1.2.3' is not an IPv4 address" "$EXP" serve --name "$TAG" --metrics 1.2.3:9400
 expect metrics_bad_port 2 "the port must be a number 0..65535" "$EXP" serve --name "$TAG" --metrics 127.0.0.1:99999
