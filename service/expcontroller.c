@@ -369,6 +369,7 @@ static int cmd_serve(const struct options *opt)
         snprintf(dir, sizeof dir, "%s", opt->mps_dir ? opt->mps_dir : "");
         if (!opt->mps_dir)
             gy_mps_default_dir(shm.name, dir, sizeof dir);
+        mps.adopt_running = !created; /* the daemon a stopped serve left to the segment's workers */
         if (opt->mps_pipe ? gy_mps_join(&mps, opt->mps_pipe, &err) : gy_mps_start(&mps, dir, &err)) {
             char name[GY_NAME_MAX];
             snprintf(name, sizeof name, "%s", shm.name);
@@ -381,7 +382,7 @@ static int cmd_serve(const struct options *opt)
             return fail(&err);
         }
         fprintf(stderr, "expcontroller: MPS daemon %s %s: give workers CUDA_MPS_PIPE_DIRECTORY=%s\n",
-                mps.started ? "started in" : "joined at", mps.pipe_dir, mps.pipe_dir);
+                mps.adopted ? "adopted at" : mps.started ? "started in" : "joined at", mps.pipe_dir, mps.pipe_dir);
     }
     if (created || opt->policy) {
         gy_set_policy(&shm, chosen_policy(opt, opt->mps || opt->mps_pipe), opt->mps || opt->mps_pipe);
@@ -426,21 +427,25 @@ static int cmd_serve(const struct options *opt)
     char name[GY_NAME_MAX];
     snprintf(name, sizeof name, "%s", shm.name);
     gy_close(&shm);
+    /* A restart (a rolling update, a Slurm epilog of another job, a crash loop) must not pull
+     * the segment, or the MPS daemon serve started, from under its workers: they would lose their
+     * jobs and exit. The next serve adopts both as they are. */
+    if (users > 0 && !opt->remove_on_exit) {
+        fprintf(stderr, "expcontroller: left %s in place: %d registered process%s still use%s it; the next serve "
+                        "adopts it (--remove-on-exit removes it anyway, `expcontroller remove` or `clean` later)\n",
+                name, users, users == 1 ? "" : "es", users == 1 ? "s" : "");
+        if (mps.started)
+            fprintf(stderr, "expcontroller: left the MPS daemon (pid %d) at %s running for them: the next serve --mps "
+                            "with the same directory adopts it\n",
+                    (int)mps.daemon_pid, mps.pipe_dir);
+        return stop_status(0);
+    }
     int rc = 0;
     if (mps.started) {
         if (gy_mps_stop(&mps, 10, &err))
             rc = fail(&err);
         else
             fprintf(stderr, "expcontroller: MPS daemon quit\n");
-    }
-    /* A restart (a rolling update, a Slurm epilog of another job, a crash loop) must not pull
-     * the segment from under its workers: they would lose their jobs and exit. The next serve
-     * adopts it as it is. */
-    if (users > 0 && !opt->remove_on_exit) {
-        fprintf(stderr, "expcontroller: left %s in place: %d registered process%s still use%s it; the next serve "
-                        "adopts it (--remove-on-exit removes it anyway, `expcontroller remove` or `clean` later)\n",
-                name, users, users == 1 ? "" : "es", users == 1 ? "s" : "");
-        return stop_status(rc);
     }
     if (gy_remove(name, &err))
         return fail(&err);
