@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include "mps_daemon.h"
 #include "proc_identity.h"
 #include "status_text.h"
+#include "status_view.h"
 
 #define EXIT_RUNTIME 1
 #define EXIT_USAGE 2
@@ -30,9 +32,11 @@ static const char usage_text[] =
     "  serve  [--name TAG] [--drain-timeout-ms MS] [--policy %s]\n"
     "         [--guard-p50 F] [--guard-p99 F]\n"
     "         [--mps [--mps-dir DIR] | --mps-pipe DIR]\n"
-    "         [--metrics [ADDR:]PORT] [--metrics-textfile PATH]\n"
-    "                                                create it if absent, reap dead processes,\n"
-    "                                                remove it on SIGINT/SIGTERM; --mps starts an MPS\n"
+    "         [--metrics [ADDR:]PORT] [--metrics-textfile PATH] [--remove-on-exit]\n"
+    "                                                create it if absent (adopt it if present), reap\n"
+    "                                                dead processes; on SIGINT/SIGTERM (exit 130/143)\n"
+    "                                                remove it unless live processes use it\n"
+    "                                                (--remove-on-exit: always); --mps starts an MPS\n"
     "                                                daemon for it (pipes and logs in DIR, private:\n"
     "                                                made 0700; default gpuyield-mps-<uid>-<tag> in\n"
     "                                                $XDG_RUNTIME_DIR if yours, else /tmp) and quits\n"
@@ -61,12 +65,12 @@ static void print_usage(FILE *to)
     fprintf(to, usage_text, choices, choices);
 }
 
+/* One line: what was wrong and where the options are (the whole help buried the reason). */
 static int usage_error(const char *fmt, const char *arg)
 {
     fprintf(stderr, "expcontroller: ");
     fprintf(stderr, fmt, arg);
-    fputc('\n', stderr);
-    print_usage(stderr);
+    fprintf(stderr, " (expcontroller --help lists the commands and options)\n");
     return EXIT_USAGE;
 }
 
@@ -81,16 +85,23 @@ struct options {
     const char *mps_pipe; /* serve: join the daemon of this pipe directory */
     const char *metrics;  /* serve: [ADDR:]PORT to answer GET /metrics on */
     const char *metrics_textfile; /* serve: a file to keep the metrics in */
+    bool remove_on_exit;          /* serve: remove the segment at the end even while it is used */
     double guard_p50, guard_p99;  /* create/serve --guard-p50/--guard-p99 (policy guarded) */
     bool guard_given;
 };
 
-static volatile sig_atomic_t stop_requested;
+static volatile sig_atomic_t stop_requested; /* the signal that asked: SIGINT or SIGTERM */
 
 static void on_stop_signal(int sig)
 {
-    (void)sig;
-    stop_requested = 1;
+    stop_requested = sig;
+}
+
+/* A stop by signal exits as a shell reports death by it (128 + N: 143 for SIGTERM), so a
+ * supervisor tells it from a clean end; a runtime failure on the way out still exits 1. */
+static int stop_status(int rc)
+{
+    return rc == 0 && stop_requested ? 128 + (int)stop_requested : rc;
 }
 
 static int parse_options(int argc, char **argv, const char *command, struct options *opt)
@@ -102,7 +113,8 @@ static int parse_options(int argc, char **argv, const char *command, struct opti
         {"mps-dir", required_argument, NULL, 'd'},   {"mps-pipe", required_argument, NULL, 'P'},
         {"metrics", required_argument, NULL, 'M'},   {"metrics-textfile", required_argument, NULL, 'T'},
         {"guard-p50", required_argument, NULL, '5'}, {"guard-p99", required_argument, NULL, '9'},
-        {"help", no_argument, NULL, 'h'},            {NULL, 0, NULL, 0},
+        {"remove-on-exit", no_argument, NULL, 'R'},  {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     bool is_status = strcmp(command, "status") == 0;
     bool makes = strcmp(command, "create") == 0 || strcmp(command, "serve") == 0;
@@ -175,6 +187,11 @@ static int parse_options(int argc, char **argv, const char *command, struct opti
                 opt->mps = true;
             else
                 opt->mps_dir = optarg;
+            break;
+        case 'R':
+            if (strcmp(command, "serve") != 0)
+                return usage_error("--remove-on-exit goes with 'serve', not '%s'", command);
+            opt->remove_on_exit = true;
             break;
         case 'M':
         case 'T':
@@ -282,6 +299,18 @@ static int cmd_create(const struct options *opt)
     return 0;
 }
 
+/* Registered processes still alive (the reaper's view: a dead one's slot is not a user). */
+static int registered_alive(gy_shm *shm)
+{
+    int users = 0;
+    for (int i = 0; i < GY_MAX_PROCS; i++) {
+        const struct gy_proc_slot *slot = &shm->seg->procs[i];
+        if (atomic_load(&slot->state) != GY_PROC_FREE && gy_proc_alive(slot->pid, slot->start_time))
+            users++;
+    }
+    return users;
+}
+
 /* What GET /metrics and the textfile show: a fresh snapshot each time. */
 static const char *render_metrics(void *ctx)
 {
@@ -292,6 +321,7 @@ static const char *render_metrics(void *ctx)
         snprintf(text, sizeof text, "# gpuyield: %s\n", err.msg);
         return text;
     }
+    gy_status_view(&st);
     gy_metrics_text(&st, text, sizeof text);
     return text;
 }
@@ -310,7 +340,7 @@ static int cmd_serve(const struct options *opt)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     /* The port first: a bad address or a taken port leaves no segment behind. */
-    gy_metrics_http http = {.fd = -1};
+    gy_metrics_http http = {.fd = -1, .conns = NULL, .nconns = 0};
     if (opt->metrics && gy_metrics_http_listen(&http, opt->metrics, &err)) {
         if (err.code == EINVAL)
             return usage_error("%s", err.msg);
@@ -339,6 +369,7 @@ static int cmd_serve(const struct options *opt)
         snprintf(dir, sizeof dir, "%s", opt->mps_dir ? opt->mps_dir : "");
         if (!opt->mps_dir)
             gy_mps_default_dir(shm.name, dir, sizeof dir);
+        mps.adopt_running = !created; /* the daemon a stopped serve left to the segment's workers */
         if (opt->mps_pipe ? gy_mps_join(&mps, opt->mps_pipe, &err) : gy_mps_start(&mps, dir, &err)) {
             char name[GY_NAME_MAX];
             snprintf(name, sizeof name, "%s", shm.name);
@@ -351,7 +382,7 @@ static int cmd_serve(const struct options *opt)
             return fail(&err);
         }
         fprintf(stderr, "expcontroller: MPS daemon %s %s: give workers CUDA_MPS_PIPE_DIRECTORY=%s\n",
-                mps.started ? "started in" : "joined at", mps.pipe_dir, mps.pipe_dir);
+                mps.adopted ? "adopted at" : mps.started ? "started in" : "joined at", mps.pipe_dir, mps.pipe_dir);
     }
     if (created || opt->policy) {
         gy_set_policy(&shm, chosen_policy(opt, opt->mps || opt->mps_pipe), opt->mps || opt->mps_pipe);
@@ -359,8 +390,9 @@ static int cmd_serve(const struct options *opt)
     }
     warn_partition_without_mps(&shm);
     printf("%s\n", shm.name);
-    fprintf(stderr, "expcontroller: serving %s (%s, policy %s%s); reaping dead processes every 200 ms; Ctrl-C removes it\n",
-            shm.name, created ? "created" : "already existed", gy_policy_name(gy_get_policy(&shm)),
+    fprintf(stderr, "expcontroller: serving %s (%s, policy %s%s); reaping dead processes every 200 ms; Ctrl-C "
+                    "removes it unless processes still use it\n",
+            shm.name, created ? "created" : "already existed: adopted", gy_policy_name(gy_get_policy(&shm)),
             gy_get_mps(&shm) ? ", under MPS" : "");
     if (http.fd >= 0)
         fprintf(stderr, "expcontroller: metrics at http://%s/metrics\n", http.bound);
@@ -389,10 +421,25 @@ static int cmd_serve(const struct options *opt)
     }
     gy_metrics_http_close(&http);
     if (opt->metrics_textfile)
-        unlink(opt->metrics_textfile); /* the segment goes: so do its metrics */
+        unlink(opt->metrics_textfile); /* nobody keeps it current now: a stale file would lie */
+    gy_reap(&shm);
+    int users = registered_alive(&shm);
     char name[GY_NAME_MAX];
     snprintf(name, sizeof name, "%s", shm.name);
     gy_close(&shm);
+    /* A restart (a rolling update, a Slurm epilog of another job, a crash loop) must not pull
+     * the segment, or the MPS daemon serve started, from under its workers: they would lose their
+     * jobs and exit. The next serve adopts both as they are. */
+    if (users > 0 && !opt->remove_on_exit) {
+        fprintf(stderr, "expcontroller: left %s in place: %d registered process%s still use%s it; the next serve "
+                        "adopts it (--remove-on-exit removes it anyway, `expcontroller remove` or `clean` later)\n",
+                name, users, users == 1 ? "" : "es", users == 1 ? "s" : "");
+        if (mps.started)
+            fprintf(stderr, "expcontroller: left the MPS daemon (pid %d) at %s running for them: the next serve --mps "
+                            "with the same directory adopts it\n",
+                    (int)mps.daemon_pid, mps.pipe_dir);
+        return stop_status(0);
+    }
     int rc = 0;
     if (mps.started) {
         if (gy_mps_stop(&mps, 10, &err))
@@ -403,7 +450,7 @@ static int cmd_serve(const struct options *opt)
     if (gy_remove(name, &err))
         return fail(&err);
     fprintf(stderr, "expcontroller: removed %s\n", name);
-    return rc;
+    return stop_status(rc);
 }
 
 static void print_table(const struct gy_status *st)
@@ -424,22 +471,32 @@ static void print_table(const struct gy_status *st)
             printf(" %u", d->jobs[level]);
         printf("\n");
     }
-    printf("%8s %4s %-9s %12s %8s %8s %12s %8s %8s %12s %12s %-9s %s\n", "pid", "prio", "state", "launches", "graphs",
-           "waits", "ms_blocked", "drains", "timeouts", "partitioned", "part_copies", "devices", "partition");
+    printf("%8s %-16s %4s %-9s %12s %8s %8s %12s %8s %8s %12s %12s %-9s %s\n", "pid", "name", "prio", "state",
+           "launches", "graphs", "waits", "ms_blocked", "drains", "timeouts", "partitioned", "part_copies", "devices",
+           "partition");
     for (int i = 0; i < st->nprocs; i++) {
         const struct gy_status_proc *p = &st->procs[i];
         char devices[64];
         gy_devices_text(p->launched_devices, devices, sizeof devices);
-        printf("%8d %4d %-9s %12llu %8llu %8llu %12.1f %8llu %8llu %12llu %12llu %-9s %s\n", p->pid, p->priority, p->state,
-               (unsigned long long)p->launches, (unsigned long long)p->graph_launches,
-               (unsigned long long)p->waits, (double)p->blocked_ns / 1e6, (unsigned long long)p->drains,
-               (unsigned long long)p->drain_timeouts, (unsigned long long)p->partition_launches,
-               (unsigned long long)p->partition_copies, devices, p->partition);
+        printf("%8d %-16s %4d %-9s %12llu %8llu %8llu %12.1f %8llu %8llu %12llu %12llu %-9s %s\n", p->pid,
+               p->name[0] ? p->name : "-", p->priority, p->state, (unsigned long long)p->launches,
+               (unsigned long long)p->graph_launches, (unsigned long long)p->waits, (double)p->blocked_ns / 1e6,
+               (unsigned long long)p->drains, (unsigned long long)p->drain_timeouts,
+               (unsigned long long)p->partition_launches, (unsigned long long)p->partition_copies, devices,
+               p->partition);
     }
     if (st->nprocs == 0)
         printf("(no registered processes)\n");
     if (st->guarded)
         gy_guarded_print(stdout, &st->guard);
+}
+
+/* The segment's file as /dev/shm shows it now: a watch ends when it goes or is replaced. */
+static bool segment_file(const char *name, struct stat *out)
+{
+    char path[GY_NAME_MAX + 16];
+    snprintf(path, sizeof path, "/dev/shm%s", name);
+    return stat(path, out) == 0;
 }
 
 static int cmd_status(const struct options *opt)
@@ -457,11 +514,23 @@ static int cmd_status(const struct options *opt)
         sigaction(SIGINT, &sa, NULL);
         sigaction(SIGTERM, &sa, NULL);
     }
+    struct stat watched, now;
+    bool have_file = opt->watch_s > 0 && segment_file(shm.name, &watched);
     do {
+        if (have_file &&
+            (!segment_file(shm.name, &now) || now.st_ino != watched.st_ino || now.st_dev != watched.st_dev)) {
+            /* Our mapping outlives the name: without this the watch went on showing a segment
+             * nobody can join any more. */
+            fprintf(stderr, "expcontroller: %s was removed%s: nothing more to watch\n", shm.name,
+                    segment_file(shm.name, &now) ? " and made anew (run status again to watch the new one)" : "");
+            rc = EXIT_RUNTIME;
+            break;
+        }
         if (gy_status_read(&shm, &st, &err)) {
             rc = fail(&err);
             break;
         }
+        gy_status_view(&st);
         if (opt->json) {
             gy_status_json(&st, json, sizeof json);
             printf("%s\n", json);

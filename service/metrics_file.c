@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "errors.h"
@@ -23,8 +24,14 @@ static int create_temp(const char *path, char *tmp, size_t len, gy_err *err)
         if (snprintf(tmp, len, "%s.tmp.%d.%u", path, (int)getpid(), next++) >= (int)len)
             return gy_fail(err, ENAMETOOLONG, "--metrics-textfile: path too long: %s", path);
         int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-        if (fd >= 0)
+        if (fd >= 0 && fchmod(fd, 0644) == 0) /* the umask (077 is common) must not lock the collector out */
             return fd;
+        if (fd >= 0) {
+            int e = errno;
+            close(fd);
+            unlink(tmp);
+            return gy_fail(err, e, "--metrics-textfile: cannot make %s readable (0644): %s", tmp, strerror(e));
+        }
         if (errno != EEXIST)
             return gy_fail(err, errno, "--metrics-textfile: cannot write %s: %s (is its directory there and writable?)",
                            tmp, strerror(errno));

@@ -1,11 +1,14 @@
 /* A single-threaded HTTP/1.0 responder for GET /metrics, polled from expcontroller serve's loop:
- * one connection at a time, the request bounded in size and time, the connection closed after
- * each answer. Enough for a Prometheus scraper; not a general web server. */
+ * every socket non-blocking and served from one poll(2), so no client can hold the loop (reaping,
+ * the textfile) for longer than one round; each request bounded in size and in total time, the
+ * connections capped (the oldest dropped), each closed after its answer. Enough for a Prometheus
+ * scraper; not a general web server. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,11 +19,22 @@
 #include "metrics.h"
 
 #define REQUEST_MAX 8192
-#define REQUEST_TIMEOUT_MS 1000
+#define LISTEN_BACKLOG 128
+
+struct gy_metrics_conn {
+    int fd;
+    uint64_t deadline_ns; /* accept + GY_METRICS_REQUEST_MS */
+    size_t in_len;
+    char in[REQUEST_MAX + 1];
+    char *out; /* the answer once the request is read; NULL while reading */
+    size_t out_len, out_done;
+};
 
 int gy_metrics_http_listen(gy_metrics_http *srv, const char *spec, gy_err *err)
 {
     srv->fd = -1;
+    srv->conns = NULL;
+    srv->nconns = 0;
     char addr_text[64] = "127.0.0.1";
     const char *port_text = spec;
     const char *colon = strrchr(spec, ':');
@@ -47,7 +61,7 @@ int gy_metrics_http_listen(gy_metrics_http *srv, const char *spec, gy_err *err)
         return gy_fail(err, errno, "--metrics: cannot make a socket: %s", strerror(errno));
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) || listen(fd, 16)) {
+    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) || listen(fd, LISTEN_BACKLOG)) {
         int e = errno;
         close(fd);
         return gy_fail(err, e, "--metrics %s: cannot listen: %s%s", spec, strerror(e),
@@ -57,98 +71,167 @@ int gy_metrics_http_listen(gy_metrics_http *srv, const char *spec, gy_err *err)
     socklen_t len = sizeof sa;
     getsockname(fd, (struct sockaddr *)&sa, &len);
     snprintf(srv->bound, sizeof srv->bound, "%s:%u", addr_text, (unsigned)ntohs(sa.sin_port));
+    srv->conns = calloc(GY_METRICS_CONN_MAX, sizeof *srv->conns);
+    if (!srv->conns) {
+        close(fd);
+        return gy_fail(err, ENOMEM, "--metrics: out of memory");
+    }
     srv->fd = fd;
     return 0;
 }
 
-static void send_all(int fd, const char *data, size_t len)
+static void conn_drop(gy_metrics_http *srv, int i)
 {
-    while (len > 0) {
-        ssize_t n = send(fd, data, len, MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            struct pollfd p = {.fd = fd, .events = POLLOUT};
-            if (poll(&p, 1, REQUEST_TIMEOUT_MS) <= 0)
-                return; /* a client that does not read: give up on it */
-            continue;
-        }
-        if (n <= 0)
-            return;
-        data += n;
-        len -= (size_t)n;
-    }
+    close(srv->conns[i].fd);
+    free(srv->conns[i].out);
+    memmove(&srv->conns[i], &srv->conns[i + 1], (size_t)(srv->nconns - i - 1) * sizeof *srv->conns);
+    srv->nconns--;
 }
 
-static void respond(int fd, const char *status, const char *type, const char *body)
+/* The whole answer in one buffer: the headers, then the body unless HEAD (whose Content-Length
+ * is still the body's, RFC 9110 9.3.2). */
+static void conn_answer(struct gy_metrics_conn *c, const char *status, const char *type, const char *body, bool head)
 {
-    char head[256];
-    int n = snprintf(head, sizeof head, "HTTP/1.0 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n",
-                     status, type, strlen(body));
-    send_all(fd, head, (size_t)n);
-    send_all(fd, body, strlen(body));
+    size_t body_len = strlen(body);
+    char top[256];
+    int n = snprintf(top, sizeof top,
+                     "HTTP/1.0 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n", status,
+                     type, body_len);
+    size_t send_body = head ? 0 : body_len;
+    c->out = malloc((size_t)n + send_body + 1);
+    c->out_len = c->out_done = 0;
+    if (!c->out)
+        return; /* out of memory: the connection is dropped unanswered */
+    memcpy(c->out, top, (size_t)n);
+    memcpy(c->out + n, body, send_body);
+    c->out_len = (size_t)n + send_body;
+    c->out_done = 0;
 }
 
-/* Reads until the end of the headers; false when it is too big, too slow or the peer left. */
-static bool read_request(int fd, char *buf, size_t len)
+static void conn_request(struct gy_metrics_conn *c, const char *(*render)(void *ctx), void *ctx)
 {
-    size_t used = 0;
-    while (used + 1 < len) {
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        if (poll(&p, 1, REQUEST_TIMEOUT_MS) <= 0)
-            return false;
-        ssize_t n = recv(fd, buf + used, len - 1 - used, 0);
-        if (n < 0 && (errno == EINTR || errno == EAGAIN))
-            continue;
-        if (n <= 0)
-            return false;
-        used += (size_t)n;
-        buf[used] = '\0';
-        if (strstr(buf, "\r\n\r\n") || strstr(buf, "\n\n"))
-            return true;
-    }
-    return false;
-}
-
-static void answer(int fd, const char *(*render)(void *ctx), void *ctx)
-{
-    char req[REQUEST_MAX + 1];
-    if (!read_request(fd, req, sizeof req)) {
-        respond(fd, "400 Bad Request", "text/plain", "request too large, too slow or incomplete\n");
-        return;
-    }
     char method[16], target[256];
-    if (sscanf(req, "%15s %255s", method, target) != 2) {
-        respond(fd, "400 Bad Request", "text/plain", "malformed request line\n");
+    if (sscanf(c->in, "%15s %255s", method, target) != 2) {
+        conn_answer(c, "400 Bad Request", "text/plain", "malformed request line\n", false);
         return;
     }
     bool head = strcmp(method, "HEAD") == 0;
     if (!head && strcmp(method, "GET") != 0) {
-        respond(fd, "405 Method Not Allowed", "text/plain", "only GET /metrics\n");
+        conn_answer(c, "405 Method Not Allowed", "text/plain", "only GET /metrics\n", false);
         return;
     }
     target[strcspn(target, "?")] = '\0'; /* scrapers may add query parameters */
     if (strcmp(target, "/metrics") != 0) {
-        respond(fd, "404 Not Found", "text/plain", "not found: the metrics are at /metrics\n");
+        conn_answer(c, "404 Not Found", "text/plain", "not found: the metrics are at /metrics\n", head);
         return;
     }
-    respond(fd, "200 OK", "text/plain; version=0.0.4; charset=utf-8", head ? "" : render(ctx));
+    conn_answer(c, "200 OK", "text/plain; version=0.0.4; charset=utf-8", render(ctx), head);
+}
+
+/* Reads what is there. Returns false when the connection is to be dropped (the peer left). */
+static bool conn_read(struct gy_metrics_conn *c, const char *(*render)(void *ctx), void *ctx)
+{
+    for (;;) {
+        if (c->in_len >= REQUEST_MAX) {
+            conn_answer(c, "400 Bad Request", "text/plain", "request too large\n", false);
+            return c->out != NULL;
+        }
+        ssize_t n = recv(c->fd, c->in + c->in_len, REQUEST_MAX - c->in_len, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return true;
+        if (n <= 0)
+            return false;
+        c->in_len += (size_t)n;
+        c->in[c->in_len] = '\0';
+        if (strstr(c->in, "\r\n\r\n") || strstr(c->in, "\n\n")) {
+            conn_request(c, render, ctx);
+            return c->out != NULL;
+        }
+    }
+}
+
+/* Sends what the socket takes. Returns false when done or the peer left (drop it either way). */
+static bool conn_write(struct gy_metrics_conn *c)
+{
+    while (c->out_done < c->out_len) {
+        ssize_t n = send(c->fd, c->out + c->out_done, c->out_len - c->out_done, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return true;
+        if (n <= 0)
+            return false;
+        c->out_done += (size_t)n;
+    }
+    return false;
+}
+
+/* Takes every connection waiting; past the cap the oldest held one goes. */
+static void accept_all(gy_metrics_http *srv)
+{
+    for (;;) {
+        int fd = accept4(srv->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0)
+            return; /* EAGAIN: no more; anything else: tried again next round */
+        if (srv->nconns == GY_METRICS_CONN_MAX)
+            conn_drop(srv, 0);
+        struct gy_metrics_conn *c = &srv->conns[srv->nconns++];
+        c->fd = fd;
+        c->deadline_ns = gy_now_ns() + GY_METRICS_REQUEST_MS * 1000000ull;
+        c->in_len = 0;
+        c->in[0] = '\0';
+        c->out = NULL;
+        c->out_len = c->out_done = 0;
+    }
 }
 
 void gy_metrics_http_poll(gy_metrics_http *srv, int timeout_ms, const char *(*render)(void *ctx), void *ctx)
 {
-    struct pollfd p = {.fd = srv->fd, .events = POLLIN};
-    if (poll(&p, 1, timeout_ms) <= 0)
-        return;
-    int fd = accept4(srv->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd < 0)
-        return;
-    answer(fd, render, ctx);
-    close(fd);
+    struct pollfd p[GY_METRICS_CONN_MAX + 1];
+    uint64_t now = gy_now_ns();
+    int n = srv->nconns;
+    for (int i = 0; i < n; i++) {
+        const struct gy_metrics_conn *c = &srv->conns[i];
+        p[i] = (struct pollfd){.fd = c->fd, .events = c->out ? POLLOUT : POLLIN};
+        int left_ms = c->deadline_ns > now ? (int)((c->deadline_ns - now) / 1000000ull) + 1 : 0;
+        if (left_ms < timeout_ms)
+            timeout_ms = left_ms;
+    }
+    p[n] = (struct pollfd){.fd = srv->fd, .events = POLLIN};
+    if (poll(p, (nfds_t)n + 1, timeout_ms) < 0)
+        return; /* a signal: the caller looks at its flag */
+    /* Backwards: dropping one moves only those after it, already handled. */
+    now = gy_now_ns();
+    for (int i = n - 1; i >= 0; i--) {
+        struct gy_metrics_conn *c = &srv->conns[i];
+        bool keep;
+        if (p[i].revents & (POLLERR | POLLNVAL))
+            keep = false;
+        else if (c->out)
+            keep = !(p[i].revents & (POLLOUT | POLLHUP)) || conn_write(c);
+        else if (p[i].revents & (POLLIN | POLLHUP)) {
+            keep = conn_read(c, render, ctx);
+            if (keep && c->out)
+                keep = conn_write(c); /* most answers fit the socket's buffer at once */
+        } else
+            keep = true;
+        if (keep && now >= c->deadline_ns)
+            keep = false; /* too slow as a whole: a trickle of bytes does not extend it */
+        if (!keep)
+            conn_drop(srv, i);
+    }
+    if (p[n].revents & POLLIN)
+        accept_all(srv);
 }
 
 void gy_metrics_http_close(gy_metrics_http *srv)
 {
+    while (srv->nconns > 0)
+        conn_drop(srv, srv->nconns - 1);
+    free(srv->conns);
+    srv->conns = NULL;
     if (srv->fd >= 0)
         close(srv->fd);
     srv->fd = -1;

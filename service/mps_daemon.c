@@ -141,7 +141,9 @@ static int run_control(const gy_mps *mps, const char *arg, const char *input, gy
 
 static int set_dirs(gy_mps *mps, const char *pipe_dir, const char *log_dir, gy_err *err)
 {
+    bool adopt_running = mps->adopt_running; /* the caller's choice, kept */
     memset(mps, 0, sizeof *mps);
+    mps->adopt_running = adopt_running;
     mps->dir_fd = mps->pipe_fd = -1;
     if (strlen(pipe_dir) + sizeof LONGEST_SOCKET > sizeof(((struct sockaddr_un *)0)->sun_path))
         return gy_fail(err, ENAMETOOLONG,
@@ -228,6 +230,13 @@ int gy_mps_start(gy_mps *mps, const char *dir, gy_err *err)
     pid_t running = read_daemon_pid(mps->pipe_fd, pipe_dir, err);
     if (running < 0)
         return start_failed(mps, dir);
+    if (running && our_process_alive(running) && has_control(mps->pipe_fd) && mps->adopt_running) {
+        mps->daemon_pid = running;
+        mps->daemon_start_time = gy_proc_start_time(running);
+        mps->started = mps->adopted = true;
+        mps->created_dirs = false; /* the directories hold the daemon's files */
+        return 0;
+    }
     if (running && our_process_alive(running) && has_control(mps->pipe_fd)) {
         gy_fail(err, EEXIST,
                 "MPS: a control daemon (pid %d) already serves %s: join it instead, or stop it with "

@@ -20,6 +20,10 @@ typedef struct gy_mps {
     pid_t daemon_pid; /* from its pid file; 0 when unknown */
     uint64_t daemon_start_time; /* with the pid, tells it from a process that reused the pid */
     bool started;     /* ours to quit */
+    /* Set before gy_mps_start: a daemon of ours already serving the pipe directory is taken over
+     * (ours to quit from then on) instead of refused; `adopted` says it was. A restarted serve
+     * does this for the daemon its predecessor left to the segment's live workers. */
+    bool adopt_running, adopted;
     /* Started ones: the verified experiment and pipe directories (every removal is relative to
      * them), and whether a failed start made them (then they go). -1 when not open. */
     int dir_fd, pipe_fd;

@@ -29,3 +29,12 @@ $(O)/tests/test_guarded: $(O)/obj/tests/controller/test_guarded.o $(SERVICE_LIB)
 	$(CC) $(LDFLAGS) $^ -lm -o $@
 
 ALL += $(O)/tests/test_guarded
+
+# The service's status view: UTF-8 cleaning and one row per process (suite 15-metrics).
+$(O)/obj/tests/metrics/%.o: CFLAGS += -Itests/lib -Iservice
+
+$(O)/tests/test_status_view: $(O)/obj/tests/metrics/test_status_view.o $(SERVICE_LIB) $(CONTROLLER_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ -o $@
+
+ALL += $(O)/tests/test_status_view

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Stops the job's serve started by prolog.sh; serve removes the segment on SIGTERM.
+# Stops the job's serve started by prolog.sh; it removes the segment (--remove-on-exit: the
+# segment ends with the job).
 set -eu
 RUN=/run/gpuyield
 pidfile=$RUN/job$SLURM_JOB_ID.pid

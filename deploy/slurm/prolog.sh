@@ -9,6 +9,6 @@ RUN=/run/gpuyield
 mkdir -p "$RUN"
 # The segment belongs to the job's user: serve runs as that user, in the background.
 setpriv --reuid="$SLURM_JOB_UID" --regid="$SLURM_JOB_GID" --init-groups -- \
-    "$GY/bin/expcontroller" serve --name "job$SLURM_JOB_ID" --metrics "${GPUYIELD_METRICS_PORT:-9400}" \
+    "$GY/bin/expcontroller" serve --name "job$SLURM_JOB_ID" --metrics "${GPUYIELD_METRICS_PORT:-9745}" --remove-on-exit \
     > "$RUN/job$SLURM_JOB_ID.log" 2>&1 < /dev/null &
 echo $! > "$RUN/job$SLURM_JOB_ID.pid"

@@ -1,10 +1,13 @@
-"""Scrapes `expcontroller serve --metrics` over real HTTP (urllib) and checks the Prometheus text:
-every sample belongs to a family announced by HELP and TYPE lines, the jobs in progress and the
+"""Scrapes `expcontroller serve --metrics` over real HTTP (urllib) and checks the Prometheus text
+with a strict parser (prom_text.py: UTF-8, grammar, no repeated label set): every sample belongs to
+a family announced by HELP and TYPE lines, the agent (registered twice: hook and extension) is one
+series per family, the jobs in progress and the
 per-process counters match what the agent did: every row of GY_PROC_COUNTERS
 (controller/segment_layout.h) has its family (gpuyield_<name>_total; a _ns row in seconds,
 gpuyield_<stem>_seconds_total), other paths get 404.
 
-usage: scrape.py URL SEGMENT AGENT_PID  (the agent holds one job at level 3, named GPUYIELD_MODEL=agent-model)
+usage: scrape.py URL SEGMENT AGENT_PID LAUNCHES  (the agent holds one job at level 3, named
+GPUYIELD_MODEL=agent-model, after LAUNCHES kernel launches through the hook)
 """
 import os
 import re
@@ -12,32 +15,25 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from counter_table import table_counters  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from prom_text import parse  # noqa: E402
 import urllib.error
 import urllib.request
 
-url, segment, agent_pid = sys.argv[1], sys.argv[2], sys.argv[3]
+url, segment, agent_pid, launches = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 with urllib.request.urlopen(url + "/metrics", timeout=30) as reply:
     assert reply.status == 200, reply.status
     assert reply.headers["Content-Type"].startswith("text/plain; version=0.0.4"), reply.headers["Content-Type"]
-    text = reply.read().decode()
+    body = reply.read()
 
-SAMPLE = re.compile(r'^([a-z_]+)\{((?:[a-z_]+="(?:[^"\\]|\\.)*",?)*)\} (\S+)$')
-helps, types, samples = set(), {}, []
-for line in text.splitlines():
-    if line.startswith("# HELP "):
-        helps.add(line.split()[2])
-    elif line.startswith("# TYPE "):
-        _, _, name, kind = line.split()
-        assert kind in ("counter", "gauge"), line
-        types[name] = kind
-    else:
-        m = SAMPLE.match(line)
-        assert m, "not a sample line: %r" % line
-        labels = dict(re.findall(r'([a-z_]+)="((?:[^"\\]|\\.)*)"', m.group(2)))
-        samples.append((m.group(1), labels, float(m.group(3))))
-        assert m.group(1) in types and m.group(1) in helps, "no HELP/TYPE before %s" % m.group(1)
-        if types[m.group(1)] == "counter":
-            assert m.group(1).endswith("_total"), m.group(1)
+types, samples = parse(body)
+helps = set(types)
+text = body.decode()
+for name, _, _ in samples:
+    assert name in types, "no HELP/TYPE before %s" % name
+    assert types[name] in ("counter", "gauge"), name
+    if types[name] == "counter":
+        assert name.endswith("_total"), name
 
 
 def value(family, **labels):
@@ -66,7 +62,11 @@ assert {family(c) for c in counters} >= {"gpuyield_%s_total" % f for f in (
 for counter in counters:
     name = family(counter)
     assert name in helps and types.get(name) == "counter", "no HELP/TYPE counter for %s (row %s)" % (name, counter)
-    assert value(name, segment=segment, pid=agent_pid, name="agent-model", level=0) == 0, name
+    want = launches if counter == "launches" else 0
+    # The hook's slot (priority 0) and the extension's (priority 0) are one series.
+    got = [v for n, l, v in samples if n == name and l.get("pid") == agent_pid]
+    assert got == [want], (name, got, want)
+    assert value(name, segment=segment, pid=agent_pid, name="agent-model", level=0) == want, name
 
 try:
     urllib.request.urlopen(url + "/other", timeout=30)

@@ -40,6 +40,25 @@ expect cli_status_json 0 "^\{\"segment\": \"$NAME\", \"timestamp\": \"[0-9]{4}-[
 expect cli_default_tag_from_env 0 "\"segment\": \"$NAME\"" env GPUYIELD_SHM="$TAG" "$EXP" status --json
 expect cli_status_json_parses 0 '^ok$' bash -c "\"$EXP\" status --name $TAG --json | \"$PYTHON\" -c 'import json,sys; d=json.load(sys.stdin); assert len(d[\"jobs\"])==8; print(\"ok\")'"
 expect cli_watch_stops_on_sigint 0 '"segment"' timeout --preserve-status -s INT 3 "$EXP" status --name "$TAG" --json --watch 0.2
+# status --watch ends, one line and exit 1, when its segment is removed (it went on showing it).
+"$EXP" status --name "$TAG" --watch 0.1 > "/tmp/watch-$$.out" 2> "/tmp/watch-$$.err" &
+WATCH=$!
+wait_until 60 grep -q "^segment $NAME" "/tmp/watch-$$.out"
+"$EXP" remove --name "$TAG" > /dev/null
+wait_until 30 gone "$WATCH"; wait "$WATCH"; rc=$?
+check cli_watch_ends_when_removed_exit_1 test "$rc" -eq 1
+check cli_watch_says_removed grep -q "^expcontroller: $NAME was removed: nothing more to watch\$" "/tmp/watch-$$.err"
+rm -f "/tmp/watch-$$.out" "/tmp/watch-$$.err"
+"$EXP" create --name "$TAG" > /dev/null
+# Usage errors: one line naming the fault and where the options are, exit 2 (not the whole help).
+for args in "" "bogus" "status --bogus" "status --watch x" "create --policy nope" "serve --metrics"; do
+    out=$("$EXP" $args 2>&1); rc=$?
+    if [ "$rc" -eq 2 ] && [ "$(wc -l <<< "$out")" -eq 1 ] && grep -q "^expcontroller: .* (expcontroller --help lists the commands and options)\$" <<< "$out"; then
+        pass "cli_usage_one_line_${args// /_}"
+    else
+        fail "cli_usage_one_line_${args// /_}" "exit $rc: $out"
+    fi
+done
 expect cli_remove 0 "removed $NAME" "$EXP" remove --name "$TAG"
 check cli_remove_left_nothing test ! -e "/dev/shm${NAME}"
 # the guarded policy's flags: stored in the segment, shown by status; bad values one line, exit 2
@@ -67,7 +86,7 @@ SERVE=$!
 for _ in $(seq 600); do [ -e "/dev/shm$NAME" ] && break; sleep 0.1; done # a crowded machine: up to 60 s
 check serve_creates test -e "/dev/shm$NAME"
 kill -TERM "$SERVE"; wait "$SERVE"; rc=$?
-check serve_exits_zero_on_sigterm test "$rc" -eq 0
+check serve_exits_143_on_sigterm test "$rc" -eq 143
 check serve_removes_on_sigterm test ! -e "/dev/shm$NAME"
 check serve_says_removed grep -q "removed $NAME" /tmp/serve-$$.out
 rm -f /tmp/serve-$$.out
@@ -82,7 +101,7 @@ ROOT=$ROOT AT_EXIT_DIR=$AT_EXIT_DIR bash -c '. "$ROOT/tests/lib/suite.sh"
 check at_exit_runs_in_the_suite_shell_only test "$(ls "$AT_EXIT_DIR")" = "$(printf 'ran-%s\nshell' "$(cat "$AT_EXIT_DIR/shell")")"
 rm -rf "$AT_EXIT_DIR"
 
-# serve stopped early: a SIGTERM that comes while it is still setting up ends it with exit 0 and
+# serve stopped early: a SIGTERM that comes while it is still setting up ends it with exit 143 and
 # nothing left behind (the segment, the MPS daemon and its pipe directory; the log directory
 # keeps the daemon's log by design). The stand-in MPS daemon
 # (tests/run_exp/bin) logs its starts and quits.
@@ -98,13 +117,13 @@ at_exit early_cleanup
 PATH=$ROOT/tests/run_exp/bin:$PATH FAKE_MPS_LOG=$EARLY/mps.log LD_PRELOAD=$BUILD/tests/libgy_term_after_create.so \
     "$EXP" serve --name "$TAG-early" --mps --mps-dir "$EARLY/mps" > "$EARLY/out" 2>&1
 rc=$?
-check serve_sigterm_at_create_exits_zero test "$rc" -eq 0
+check serve_sigterm_at_create_exits_143 test "$rc" -eq 143
 check serve_sigterm_at_create_removes_segment test ! -e "/dev/shm$EARLY_NAME"
 check serve_sigterm_at_create_quits_mps grep -qs "^quit " "$EARLY/mps.log"
 check serve_sigterm_at_create_removes_mps_pipe_dir test ! -e "$EARLY/mps/pipe"
 rm -f "/dev/shm$EARLY_NAME"
 # Raced: 30 starts, each sent SIGTERM 0-20 ms after it was spawned. One killed before main() runs
-# has made nothing and dies of the signal (143); any other must exit 0. Nothing may stay behind.
+# has made nothing and dies of the signal (143); any other exits 143 too. Nothing may stay behind.
 bad=
 for i in $(seq 30); do
     PATH=$ROOT/tests/run_exp/bin:$PATH FAKE_MPS_LOG=$EARLY/mps.log \
@@ -112,7 +131,7 @@ for i in $(seq 30); do
     pid=$!
     sleep "$(printf '0.%03d' $((RANDOM % 21)))"
     kill -TERM "$pid"; wait "$pid"; rc=$?
-    if [ "$rc" -ne 0 ] && [ "$rc" -ne 143 ]; then bad="$bad start $i: exit $rc ($(head -c 300 "$EARLY/out"));"; fi
+    if [ "$rc" -ne 143 ]; then bad="$bad start $i: exit $rc ($(head -c 300 "$EARLY/out"));"; fi
     [ -e "/dev/shm$EARLY_NAME" ] && { bad="$bad start $i: segment left (exit $rc);"; rm -f "/dev/shm$EARLY_NAME"; }
     [ -e "$EARLY/mps-$i/pipe" ] && bad="$bad start $i: MPS pipe directory left (exit $rc);"
 done

@@ -80,10 +80,39 @@ check serve_mps_started test -n "$DAEMON"
 check serve_mps_pipe_dir grep -q "^start $DAEMON $T/mpsdir/pipe $T/mpsdir/log" "$FAKE_MPS_LOG"
 expect serve_mps_status_corun 0 "\"policy\": \"corun\", \"mps\": true" "$EXP" status --name "$TAG" --json
 kill -TERM "$SERVE"; wait "$SERVE"; SERVE_RC=$?
-check serve_mps_exit_zero test "$SERVE_RC" -eq 0
+check serve_mps_exit_143 test "$SERVE_RC" -eq 143 # killed by SIGTERM, as a shell says
 check serve_mps_quit quit_logged "$DAEMON"
 check serve_mps_daemon_gone wait_until 10 gone "$DAEMON"
 check serve_mps_segment_gone test ! -e "/dev/shm/gpuyield-$UIDN-$TAG"
+
+# A restart under serve --mps: with a live registered process the stop leaves the segment and the
+# daemon (no quit), the next serve --mps with the same directory adopts both (no second start),
+# and its stop, once nobody is registered, quits the daemon and removes the segment.
+: > "$FAKE_MPS_LOG"
+"$EXP" serve --name "$TAG" --mps --mps-dir "$T/mpsre" > "$T/re1.out" 2>&1 &
+SERVE=$!
+wait_until 60 test -e "/dev/shm/gpuyield-$UIDN-$TAG"
+wait_until 60 grep -q "^start " "$FAKE_MPS_LOG"
+DAEMON=$(started_pid)
+PYTHONPATH="$BUILD/python" "${PYTHON:-python3}" -c '
+import sys, time, gpuyield
+seg = gpuyield.connect(sys.argv[1]); seg.register(); print("in", flush=True); time.sleep(600)' "$TAG" > "$T/re-agent.out" &
+AGENT=$!
+wait_until 60 grep -q in "$T/re-agent.out"
+kill -TERM "$SERVE"; wait "$SERVE"; rc=$?
+check serve_mps_restart_stop_exit_143 test "$rc" -eq 143
+check serve_mps_restart_keeps_segment test -e "/dev/shm/gpuyield-$UIDN-$TAG"
+check serve_mps_restart_keeps_daemon bash -c "! grep -q '^quit ' '$FAKE_MPS_LOG' && kill -0 $DAEMON"
+check serve_mps_restart_says_left grep -q "left the MPS daemon (pid $DAEMON) at $T/mpsre/pipe running" "$T/re1.out"
+"$EXP" serve --name "$TAG" --mps --mps-dir "$T/mpsre" > "$T/re2.out" 2>&1 &
+SERVE=$!
+check serve_mps_restart_adopts wait_until 60 grep -q "MPS daemon adopted at $T/mpsre/pipe" "$T/re2.out"
+check serve_mps_restart_no_second_start test "$(grep -c '^start ' "$FAKE_MPS_LOG")" -eq 1
+kill -KILL "$AGENT"; wait "$AGENT" 2>/dev/null
+kill -TERM "$SERVE"; wait "$SERVE"; rc=$?
+check serve_mps_restart_last_stop_exit_143 test "$rc" -eq 143
+check serve_mps_restart_last_stop_quits quit_logged "$DAEMON"
+check serve_mps_restart_last_stop_removes test ! -e "/dev/shm/gpuyield-$UIDN-$TAG"
 
 # serve --mps --policy drain: MPS without co-running (a job still waits for the drain)
 : > "$FAKE_MPS_LOG"
@@ -123,7 +152,7 @@ if [ "$UIDN" -eq 0 ] && id nobody > /dev/null 2>&1; then
     "$EXP" serve --name "$TAG" --mps --mps-dir "$T/foreign" > /dev/null 2>&1 & SERVE=$!
     check mps_foreign_pid_file_not_refused wait_until 60 grep -q "^start " "$FAKE_MPS_LOG"
     kill -TERM "$SERVE"; wait "$SERVE"; rc=$?
-    check mps_foreign_pid_file_serve_ok test "$rc" -eq 0
+    check mps_foreign_pid_file_serve_ok test "$rc" -eq 143
     check mps_foreign_process_untouched alive "$FOREIGN"
     kill "$FOREIGN"; wait "$FOREIGN" 2>/dev/null
 else
@@ -156,7 +185,7 @@ mkdir -m 1777 "$T/sticky"; chmod 1777 "$T/sticky"; : > "$FAKE_MPS_LOG"
 check mps_dir_parent_sticky_accepted wait_until 60 grep -q "^start " "$FAKE_MPS_LOG"
 check mps_dir_relative_told_absolute grep -q "CUDA_MPS_PIPE_DIRECTORY=$T/sticky/rel/mps/pipe\$" "$T/sticky.out"
 kill -TERM "$SERVE"; wait "$SERVE"; rc=$?
-check mps_dir_parent_sticky_serve_ok test "$rc" -eq 0
+check mps_dir_parent_sticky_serve_ok test "$rc" -eq 143
 if [ "$UIDN" -eq 0 ] && id nobody > /dev/null 2>&1; then
     mkdir -m 0755 "$T/foreign-parent"; chown nobody "$T/foreign-parent"
     expect mps_dir_parent_foreign_refused 1 "foreign-parent \(above .*\) belongs to uid [0-9]+ \(nobody\)" \
