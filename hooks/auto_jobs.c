@@ -72,12 +72,19 @@ static void end_job_locked(int idx)
         atomic_fetch_add_explicit(&my_slot()->counters.auto_job_ns, open_ns, memory_order_relaxed);
 }
 
+static void wake_closer(void)
+{
+    atomic_fetch_add_explicit(&opened, 1, memory_order_release);
+    syscall(SYS_futex, &opened, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
 /* Under auto_lock, slot idx CLOSED: cover it or open its job. False when neither could be done. */
 static bool open_locked(int idx)
 {
     int marked = marked_covering_locked(idx);
-    if (marked > 0) {
+    if (marked > 0) { /* the closer follows it too: when the marked job ends, the slot reopens */
         atomic_store_explicit(&gy_auto_states[idx], GY_AUTO_COVERED, memory_order_seq_cst);
+        wake_closer();
         return true;
     }
     gy_err err;
@@ -96,8 +103,7 @@ static bool open_locked(int idx)
      * partition: returns at once, the launch does not wait). */
     gy_job_wait_drained(&gy_client.shm, &jobs[idx], 0);
     atomic_store_explicit(&gy_auto_states[idx], GY_AUTO_OPEN, memory_order_seq_cst);
-    atomic_fetch_add_explicit(&opened, 1, memory_order_release);
-    syscall(SYS_futex, &opened, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+    wake_closer();
     return true;
 }
 

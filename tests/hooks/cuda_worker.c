@@ -525,17 +525,20 @@ static void scenario_device_backlog(long us)
 /* ---- auto jobs (GPUYIELD_JOBS=auto) --------------------------------------------------------- */
 
 /* Jobs in progress at `level` in the segment, all devices (a job on one device counts there too). */
+static gy_shm seg_view;
+static bool seg_view_ok;
+static void open_seg_view(void)
+{
+    gy_err err;
+    seg_view_ok = gy_open(getenv("GPUYIELD_SHM"), &seg_view, &err) == 0;
+    if (!seg_view_ok)
+        fail("cannot open the segment: %s", err.msg);
+}
 static unsigned seg_jobs(int level)
 {
-    static gy_shm shm;
-    static bool opened;
-    gy_err err;
-    if (!opened && gy_open(getenv("GPUYIELD_SHM"), &shm, &err)) {
-        fail("cannot open the segment: %s", err.msg);
-        return 0;
-    }
-    opened = true;
-    return __atomic_load_n(&shm.seg->jobs[level], __ATOMIC_SEQ_CST);
+    static pthread_once_t once = PTHREAD_ONCE_INIT; /* threads of auto_threads call it at once */
+    pthread_once(&once, open_seg_view);
+    return seg_view_ok ? __atomic_load_n(&seg_view.seg->jobs[level], __ATOMIC_SEQ_CST) : 0;
 }
 
 /* Until the segment counts `want` jobs at level (at most `ms`): true when it did. */
@@ -595,6 +598,20 @@ static void scenario_auto_long(int p, long us, long check_ms)
     CU(cuStreamSynchronize(s));
     if (!jobs_become(p, 0, 3000))
         fail("the auto job was still open 3 s after its work completed");
+}
+
+/* One short launch, timed on the host: prints LAUNCH_NS <ns the launch call took> (it opens the
+ * auto job: under drain that waits for the lower queues, under corun it must not). */
+static void scenario_auto_one(int p)
+{
+    CUfunction f = kernel_of(10);
+    CUstream s;
+    CU(cuStreamCreate(&s, 0));
+    uint64_t t0 = now_ns();
+    CU(launch(f, s));
+    printf("LAUNCH_NS %llu\n", (unsigned long long)(now_ns() - t0));
+    if (seg_jobs(p) != 1)
+        fail("no auto job after the launch: %u jobs at level %d", seg_jobs(p), p);
 }
 
 /* Threads each launching on their own stream, staggered so that some thread launches every few ms
@@ -704,7 +721,7 @@ static void scenario_auto_marked(int p)
     gy_job_exit(&shm, &job, &err);
     if (!jobs_become(p, 0, 3000))
         fail("jobs left open after the marked job ended: %u", seg_jobs(p));
-    sleep_ms(200); /* the closer notices the marked job's end (it polls): its launches open again */
+    sleep_ms(500); /* the closer notices the marked job's end (it polls): its launches open again */
     /* Now the other order: an auto job, then a marked job begins inside it. */
     CU(launch(f, s));
     if (seg_jobs(p) != 1)
@@ -930,6 +947,8 @@ int main(int argc, char **argv)
                              (long)ARG(7, 0));
     else if (strcmp(what, "auto_long") == 0)
         scenario_auto_long((int)ARG(2, 1), (long)ARG(3, 400000), (long)ARG(4, 150));
+    else if (strcmp(what, "auto_one") == 0)
+        scenario_auto_one((int)ARG(2, 1));
     else if (strcmp(what, "auto_threads") == 0)
         scenario_auto_threads((int)ARG(2, 4));
     else if (strcmp(what, "auto_fork") == 0)

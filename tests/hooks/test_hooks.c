@@ -1204,6 +1204,51 @@ TEST(auto_jobs_a_process_killed_inside_one_is_reaped)
     setup_end(&s);
 }
 
+/* The launch that opens an auto job: under drain it waits for the lower worker's queue (2 s), under
+ * corun it does not wait at all (the job's begin returns at once). */
+static void check_auto_opening_wait(bool corun)
+{
+    struct setup s;
+    REQUIRE(setup_begin(&s, corun ? "autocorun" : "autodrain", 20000000000ull));
+    if (corun) {
+        gy_shm seg;
+        gy_err err;
+        REQUIRE(gy_open(s.tag, &seg, &err) == 0, "%s", err.msg);
+        gy_set_policy(&seg, GY_POLICY_CORUN, true);
+        gy_close(&seg);
+    }
+    char shm[96];
+    snprintf(shm, sizeof shm, "GPUYIELD_SHM=%s", s.tag);
+    const char *low_env[] = {shm, "GPUYIELD_PRIORITY=0", NULL};
+    const char *high_env[] = {shm, "GPUYIELD_PRIORITY=1", "GPUYIELD_JOBS=auto", "GPUYIELD_IDLE_US=20000", NULL};
+    const char *low_args[] = {"busy", "20000", "100", "4", "0", NULL}; /* 2 s queued, then 4 s on the CPU */
+    const char *high_args[] = {"auto_one", "1", NULL};
+    struct worker low, high;
+    REQUIRE(spawn(&s, &low, low_env, low_args));
+    unsigned long long queued, took = 0;
+    if (wait_mark(&low, "QUEUED", &queued) && spawn(&s, &high, high_env, high_args)) {
+        CHECK(wait_exit(&high) == 0, "high-priority worker failed");
+        if (wait_mark(&high, "LAUNCH_NS", &took)) {
+            if (corun)
+                CHECK(took < 300000000ull, "corun: the opening launch took %.0f ms: it waited for a drain", took / 1e6);
+            else
+                CHECK(took > 1000000000ull, "drain: the opening launch took %.0f ms, it should wait for the lower "
+                      "queue (2 s): the test cannot tell corun from drain", took / 1e6);
+        }
+        if (gy_test_failures_in_current)
+            dump(&high);
+    }
+    kill(low.pid, SIGKILL);
+    wait_exit(&low);
+    setup_end(&s);
+}
+
+TEST(auto_jobs_under_corun_the_opening_launch_does_not_wait_for_a_drain)
+{
+    check_auto_opening_wait(true);
+    check_auto_opening_wait(false);
+}
+
 /* A low-priority worker beside an unmodified high-priority one under GPUYIELD_JOBS=auto (policy
  * drain): from the fake driver's log, no low kernel runs from the first kernel of a burst to its
  * last one's end (the job covers it), and the low worker runs between bursts (the job closed). */
