@@ -14,11 +14,9 @@
  * the jobs only if nothing moved, else put them back. A launch increments `entered` before it
  * loads the state (gy_auto_enter): either the closer sees it and keeps the job, or the launch
  * sees CLOSING and waits on auto_lock for the answer. */
-#include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
