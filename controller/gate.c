@@ -55,6 +55,29 @@ static int own_top_job_level_locked(const struct gy_segment *seg, int pid)
     return top;
 }
 
+int gy_own_jobs_covering(gy_shm *shm, int device, int level)
+{
+    struct gy_segment *seg = shm->seg;
+    if (level < 0 || level >= GY_LEVELS || gy_lock_and_recover(seg))
+        return -1;
+    int pid = getpid(), n = 0;
+    for (int i = 0; i < GY_MAX_PROCS; i++) {
+        const struct gy_proc_slot *s = &seg->procs[i];
+        if (s->pid != pid || atomic_load_explicit(&s->state, memory_order_acquire) == GY_PROC_FREE)
+            continue;
+        for (int l = level; l < GY_LEVELS; l++) {
+            int on_one = 0; /* of held_jobs, those begun on one device: the rest gate every device */
+            for (int d = 0; d < GY_MAX_DEVICES; d++)
+                on_one += s->held_device_jobs[d][l];
+            n += s->held_jobs[l] - on_one;
+            if (device >= 0 && device < GY_MAX_DEVICES)
+                n += s->held_device_jobs[device][l];
+        }
+    }
+    gy_unlock(seg);
+    return n;
+}
+
 /* Under the mutex: the priority a slot's launches are gated at. A process that began a job above
  * its registered priority runs at that job's level while it lasts: it neither waits for its own
  * job nor for a peer's job at the same level, and owes drains only to jobs above it. */

@@ -21,5 +21,10 @@ int gy_lock_and_recover(struct gy_segment *seg);
 int gy_lock_fail(const gy_shm *shm, const char *doing, gy_err *err);
 /* "pid P (thread T, registered at priority p, STOPPED)": who holds the mutex now. */
 void gy_describe_holder(const struct gy_segment *seg, char *buf, size_t len);
+/* How many jobs at `level` or above this process (every slot of its pid: the hook and the Python
+ * extension register apart) holds that gate `device`: begun on it, or on every device. -1 when the
+ * mutex cannot be had within its bound. The hook's auto jobs (GPUYIELD_JOBS=auto) ask it whether a
+ * marked job already covers a launch. */
+int gy_own_jobs_covering(gy_shm *shm, int device, int level);
 
 #endif

@@ -48,7 +48,9 @@ enum gy_proc_state {
     X(drains, "drain requests this process acknowledged")                                              \
     X(drain_timeouts, "jobs begun here whose drain hit the timeout")                                   \
     X(partition_launches, "launches sent to the partition (policy partition)")                         \
-    X(partition_copies, "async copies and memsets sent to the partition (policy partition)")
+    X(partition_copies, "async copies and memsets sent to the partition (policy partition)")               \
+    X(auto_jobs, "jobs the hook opened on its own (GPUYIELD_JOBS=auto)")                               \
+    X(auto_job_ns, "total time those jobs were open, counted when each closes")
 
 #define GY_COUNTER_FIELD(name, what) _Atomic uint64_t name;
 struct gy_proc_counters {

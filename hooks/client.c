@@ -9,6 +9,7 @@
 
 #include "stderr_line.h"
 #include "client.h"
+#include "auto_jobs.h"
 #include "driver.h"
 #include "trace_ranges.h"
 
@@ -18,6 +19,7 @@ __thread uint64_t gy_thread_generation __attribute__((tls_model("initial-exec"))
 __thread gy_cu_context gy_thread_context __attribute__((tls_model("initial-exec")));
 __thread _Atomic uint32_t *gy_thread_gate __attribute__((tls_model("initial-exec")));
 __thread int gy_thread_device __attribute__((tls_model("initial-exec"))) = GY_DEVICE_ALL;
+__thread _Atomic int *gy_thread_auto __attribute__((tls_model("initial-exec")));
 
 static pthread_mutex_t contexts_lock = PTHREAD_MUTEX_INITIALIZER;
 static gy_cu_context contexts[GY_MAX_CONTEXTS];
@@ -43,6 +45,7 @@ void gy_client_fork_child(void)
     gy_client.shm.slot = -1;
     atomic_store(&gy_client.entered, 0);
     atomic_store(&gy_client.left, 0);
+    atomic_store(&gy_client.stepped_out, 0);
     atomic_store(&gy_client.captures_in_progress, 0);
     atomic_store(&gy_client.helper_synchronizing, 0);
     ncontexts = 0;
@@ -82,6 +85,7 @@ void gy_client_note_context_slow(gy_cu_context ctx)
     gy_thread_device = ctx ? current_device_slot() : GY_DEVICE_ALL;
     gy_note_launch_device(&gy_client.shm, gy_thread_device);
     gy_thread_gate = gy_gate_word(&gy_client.shm, gy_thread_device);
+    gy_thread_auto = gy_auto_state_of(gy_thread_device);
     if (!ctx)
         return;
     pthread_mutex_lock(&contexts_lock);
@@ -127,14 +131,14 @@ void gy_client_block(void)
 {
     int allowed_at;
     do {
-        atomic_fetch_sub_explicit(&gy_client.entered, 1, memory_order_seq_cst);
+        gy_client_step_out();
         gy_range_push("preemption");
         gy_wait_until_allowed_on(&gy_client.shm, gy_thread_device, &allowed_at);
         gy_range_pop();
         if (gy_segment_removed(&gy_client.shm))
             die("stops: its segment was removed while it ran (expcontroller remove, or its experiment ended)",
                 "no launch goes ahead ungated; restart the worker to join the experiment's new segment");
-        atomic_fetch_add_explicit(&gy_client.entered, 1, memory_order_seq_cst);
+        gy_client_step_in();
         gy_mark_inflight(&gy_client.shm);
         /* allowed_at is above our priority while this process holds a job above it (begun through
          * the Python extension): its launches then run at that job's level. */

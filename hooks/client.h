@@ -28,8 +28,11 @@ struct gy_client {
     /* Launches that passed the gate (entered) and returned from the driver (left): equal when
      * no launch is half-way through, which the drain helper waits for. */
     _Atomic uint64_t entered, left;
+    /* Launches stepped out of `entered` while they wait (a higher job, an auto job's opening):
+     * counted before they step out, so that the auto-job closer never takes them for idleness. */
+    _Atomic uint64_t stepped_out;
     _Atomic int captures_in_progress; /* cuCtxSynchronize is illegal while one is */
-    _Atomic int helper_synchronizing; /* the drain helper is in cuCtxSynchronize: no capture may begin */
+    _Atomic int helper_synchronizing; /* helpers (drain, auto jobs) in cuCtxSynchronize: no capture may begin */
     _Atomic uint64_t captures_begun;  /* tells the queue bound that a capture may have started */
     _Atomic uint64_t generation;      /* bumped in a child after fork: thread-local state is stale */
 };
@@ -42,12 +45,27 @@ extern __thread gy_cu_context gy_thread_context __attribute__((tls_model("initia
  * gy_thread_context: a launch loads it and nothing else. */
 extern __thread _Atomic uint32_t *gy_thread_gate __attribute__((tls_model("initial-exec")));
 extern __thread int gy_thread_device __attribute__((tls_model("initial-exec")));
+/* GPUYIELD_JOBS=auto: the auto-job state of that device (auto_jobs.h); NULL otherwise. */
+extern __thread _Atomic int *gy_thread_auto __attribute__((tls_model("initial-exec")));
 
 /* Record ctx, the thread's current context, in the process's list (it changed, or first use),
  * and find its device's gate word (the UUID's slot, claimed on first use). */
 void gy_client_note_context_slow(gy_cu_context ctx);
 /* Drop a context the driver no longer knows (destroyed) from the list. */
 void gy_client_forget_context(gy_cu_context ctx);
+/* A launch that waits steps out of `entered` (the drain helper never waits for it) and back in;
+ * stepped_out covers the gap for the auto-job closer (auto_jobs.c). */
+static inline void gy_client_step_out(void)
+{
+    atomic_fetch_add_explicit(&gy_client.stepped_out, 1, memory_order_seq_cst);
+    atomic_fetch_sub_explicit(&gy_client.entered, 1, memory_order_seq_cst);
+}
+static inline void gy_client_step_in(void)
+{
+    atomic_fetch_add_explicit(&gy_client.entered, 1, memory_order_seq_cst);
+    atomic_fetch_sub_explicit(&gy_client.stepped_out, 1, memory_order_seq_cst);
+}
+
 /* A launch found the gate closed: step out, block (NVTX "preemption"), step back in. */
 void gy_client_block(void);
 /* The contexts this process launched in (at most GY_MAX_CONTEXTS are remembered), and each one's

@@ -78,6 +78,26 @@ static void parse_partition_sms(const char *value)
     config.partition_share = share;
 }
 
+/* GPUYIELD_JOBS and GPUYIELD_IDLE_US (the latter checked even when jobs are explicit: a typo
+ * must not wait until someone switches auto on). */
+static void parse_jobs(const char *jobs, const char *idle)
+{
+    config.auto_jobs = jobs && strcmp(jobs, "auto") == 0;
+    if (jobs && !config.auto_jobs && strcmp(jobs, "explicit") != 0)
+        die("gpuyield: GPUYIELD_JOBS=\"%s\" is invalid (pid %d): use explicit (the default: jobs are what the "
+            "process marks) or auto (the hook opens a job at GPUYIELD_PRIORITY on the first launch after idle)",
+            jobs, (int)getpid());
+    config.idle_us = GY_DEFAULT_IDLE_US;
+    if (idle && !parse_ulong(idle, 1, GY_MAX_IDLE_US, &config.idle_us))
+        die("gpuyield: GPUYIELD_IDLE_US=\"%s\" is invalid (pid %d): use microseconds 1..%lu without a unit (how "
+            "long an auto job stays open with no launch and its work completed; default %lu)",
+            idle, (int)getpid(), GY_MAX_IDLE_US, GY_DEFAULT_IDLE_US);
+    if (config.auto_jobs && config.priority == 0)
+        die("gpuyield: GPUYIELD_JOBS=auto needs GPUYIELD_PRIORITY 1..7 (pid %d): a job at priority 0 stops "
+            "nothing; set the process's priority, or leave GPUYIELD_JOBS unset",
+            (int)getpid());
+}
+
 static void load(void)
 {
     const char *shm = getenv("GPUYIELD_SHM");
@@ -101,6 +121,7 @@ static void load(void)
             (int)getpid());
     config.verbose = verbose && strcmp(verbose, "1") == 0;
     parse_partition_sms(getenv("GPUYIELD_PARTITION_SMS"));
+    parse_jobs(getenv("GPUYIELD_JOBS"), getenv("GPUYIELD_IDLE_US"));
 }
 
 const struct gy_hooks_config *gy_config(void)

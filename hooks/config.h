@@ -17,7 +17,20 @@ struct gy_hooks_config {
      * (partition_sms > 0) or as a share of the device's SMs (partition_share in (0, 1]). */
     unsigned partition_sms;
     double partition_share;
+    /* GPUYIELD_JOBS=auto: the hook opens a job at `priority` on the first launch after idle and
+     * closes it after idle_us of no launch with the work completed (auto_jobs.h). */
+    bool auto_jobs;
+    unsigned long idle_us; /* GPUYIELD_IDLE_US */
 };
+
+/* GPUYIELD_IDLE_US when unset. 2 ms: longer than the host-side gaps between the launches of one
+ * request of an eager PyTorch server (tens of us between kernels, a host-side pre- or
+ * post-processing step of a batch-1 image model well under a ms), so one request stays one job;
+ * short enough that at a request every 20-50 ms the lower process loses at most 4-10 % of its
+ * time to the job's idle tail. A guess from those orders of magnitude, not yet a measurement:
+ * the H100 run of issue 27 (auto against marked, one run) is to confirm or move it. */
+#define GY_DEFAULT_IDLE_US 2000ul
+#define GY_MAX_IDLE_US 10000000ul /* 10 s: a longer idle is a job that never ends */
 
 /* GPUYIELD_PARTITION_SMS when unset: 16 SMs (two of the H100's groups of 8). */
 #define GY_DEFAULT_PARTITION_SMS 16u

@@ -67,15 +67,16 @@ static void synchronize_contexts(void)
 static void drain(uint64_t epoch)
 {
     uint64_t launches = wait_no_launch_halfway();
-    for (;;) { /* see capture_hooks.c: no capture begins while we synchronize */
-        atomic_store_explicit(&gy_client.helper_synchronizing, 1, memory_order_seq_cst);
+    for (;;) { /* see capture_hooks.c: no capture begins while we synchronize (a count: the auto-job
+                * closer synchronizes too) */
+        atomic_fetch_add_explicit(&gy_client.helper_synchronizing, 1, memory_order_seq_cst);
         if (atomic_load_explicit(&gy_client.captures_in_progress, memory_order_seq_cst) == 0)
             break;
-        atomic_store_explicit(&gy_client.helper_synchronizing, 0, memory_order_seq_cst);
+        atomic_fetch_sub_explicit(&gy_client.helper_synchronizing, 1, memory_order_seq_cst);
         sleep_ns(1000000);
     }
     synchronize_contexts();
-    atomic_store_explicit(&gy_client.helper_synchronizing, 0, memory_order_seq_cst);
+    atomic_fetch_sub_explicit(&gy_client.helper_synchronizing, 1, memory_order_seq_cst);
     bool slipped = gy_launch_allowed(&gy_client.shm, gy_client.priority) ||
                    atomic_load_explicit(&gy_client.entered, memory_order_seq_cst) != launches ||
                    atomic_load_explicit(&gy_client.left, memory_order_acquire) != launches;

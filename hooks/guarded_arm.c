@@ -17,7 +17,7 @@ static bool wait_for_gate_or_partition(void)
 {
     int allowed_at;
     bool turned;
-    atomic_fetch_sub_explicit(&gy_client.entered, 1, memory_order_seq_cst);
+    gy_client_step_out();
     gy_range_push("preemption");
     gy_wait_until_allowed_or_partition_on(&gy_client.shm, gy_thread_device, &allowed_at, &turned);
     gy_range_pop();
@@ -26,7 +26,7 @@ static bool wait_for_gate_or_partition(void)
                "experiment ended): no launch goes ahead ungated; restart the worker to join the experiment's new "
                "segment",
                (int)getpid());
-    atomic_fetch_add_explicit(&gy_client.entered, 1, memory_order_seq_cst);
+    gy_client_step_in();
     gy_mark_inflight(&gy_client.shm);
     return !turned && gy_word_allows(gy_thread_gate, allowed_at);
 }

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "stderr_line.h"
+#include "auto_jobs.h"
 #include "drain_helper.h"
 #include "join.h"
 #include "partition.h"
@@ -26,12 +27,14 @@ static void before_fork(void)
 {
     pthread_mutex_lock(&join_lock);
     gy_partition_fork_prepare();
+    gy_auto_fork_prepare();
     gy_client_fork_prepare();
 }
 
 static void after_fork_parent(void)
 {
     gy_client_fork_parent();
+    gy_auto_fork_parent();
     gy_partition_fork_parent();
     pthread_mutex_unlock(&join_lock);
 }
@@ -41,6 +44,7 @@ static void after_fork_parent(void)
 static void after_fork_child(void)
 {
     gy_client_fork_child();
+    gy_auto_fork_child();
     gy_partition_fork_child();
     pthread_mutex_unlock(&join_lock);
 }
@@ -96,15 +100,19 @@ bool gy_client_join_slow(void)
         if (gy_register(&gy_client.shm, gy_client.priority, &err))
             die("cannot register in the segment named by GPUYIELD_SHM", err.msg);
         gy_drain_helper_start();
+        gy_auto_start();
         gy_partition_check_static();
         phase = GY_PHASE_READY;
         if (config->verbose) {
-            char mode[32];
+            char mode[32], jobs[96] = "";
+            if (config->auto_jobs)
+                snprintf(jobs, sizeof jobs, ", auto jobs at priority %d (closed after %lu us idle)",
+                         gy_client.priority, config->idle_us);
             fprintf(stderr,
                     "gpuyield: pid %d gates its kernel launches through %s (slot %d) at priority %d, queue mode "
-                    "%s\n",
+                    "%s%s\n",
                     (int)getpid(), gy_client.shm.name, gy_client.shm.slot, gy_client.priority,
-                    mode_text(mode, sizeof mode));
+                    mode_text(mode, sizeof mode), jobs);
         }
     }
     atomic_store_explicit(&gy_client.phase, phase, memory_order_release);

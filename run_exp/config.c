@@ -276,7 +276,7 @@ static void load_model(struct ctx *c, json_t *obj, int i, struct exp_model *m, c
 {
     static const char *const keys[] = {"model_name", "model_weight", "sleep_time", "input_file_path",
                                        "output_file_path", "output_file_name", "priority", "resize",
-                                       "resize_size", "control", "batch_size", "device_id", NULL};
+                                       "resize_size", "control", "batch_size", "device_id", "jobs", NULL};
     char where[32];
     snprintf(where, sizeof where, "models[%d]", i);
     memset(m, 0, sizeof *m);
@@ -339,6 +339,20 @@ static void load_model(struct ctx *c, json_t *obj, int i, struct exp_model *m, c
     }
     get_int(c, obj, where, "batch_size", false, 1, 1024, "images per job", &m->batch_size);
     load_control(c, obj, where, m);
+    const char *jobs = NULL;
+    snprintf(sub, sizeof sub, "%s.jobs", where);
+    if (get_string(c, obj, where, "jobs", false, "\"explicit\" (the worker marks each job) or \"auto\"", &jobs)) {
+        m->auto_jobs = strcmp(jobs, "auto") == 0;
+        if (!m->auto_jobs && strcmp(jobs, "explicit") != 0)
+            error_at(c, sub, "'%s' is not a way of making jobs; use \"explicit\" (the worker marks each job, the "
+                             "default) or \"auto\" (the hook opens a job at the model's priority on its first launch "
+                             "after idle: GPUYIELD_JOBS=auto)",
+                     jobs);
+        else if (m->auto_jobs && m->priority == 0)
+            error_at(c, sub, "\"auto\" needs a priority of 1..7: a job at priority 0 stops nothing");
+        else if (m->auto_jobs && !m->control)
+            warn_at(c, sub, "\"auto\" has no effect while control is false (no hooks); set control to true");
+    }
     /* models_pid.json names, as the reference run_exp.py did: model_name, with _<height> when resized. */
     if (m->model_name) {
         if (m->resize && m->resize_h)

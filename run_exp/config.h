@@ -24,6 +24,7 @@ struct exp_model {
     bool control, controlsync, controlEvent, controlTime;
     int queue_sync, queue_event_group, queue_time_us;
     int device_id;                 /* "device_id" of the model, else the experiment's: its GPU */
+    bool auto_jobs;                /* "jobs": "auto": GPUYIELD_JOBS=auto, the worker marks nothing */
 
     /* Derived. */
     char mode[EXP_MODE_MAX];       /* GPUYIELD_MODE: none | sync:N | event:N | time:US */

@@ -156,6 +156,8 @@ int launch_build(const struct exp_config *cfg, const struct exp_model *m, const 
     add_env(out, "GPUYIELD_PRIORITY", num);
     add_env(out, "GPUYIELD_MODEL", m->pid_name); /* status and metrics name the process after it */
     add_env(out, "GPUYIELD_MODE", m->mode);
+    if (m->control && m->auto_jobs) /* the hook opens the jobs; the worker marks none */
+        add_env(out, "GPUYIELD_JOBS", "auto");
     add_env_prepend(out, "PYTHONPATH", in->python_dir);
     snprintf(num, sizeof num, "%d", PROTO_STATUS_FD);
     add_env(out, PROTO_STATUS_FD_ENV, num);
@@ -180,6 +182,8 @@ int launch_build(const struct exp_config *cfg, const struct exp_model *m, const 
     }
     if (!m->control)
         out->mode_desc = "uncontrolled: no hooks, jobs not marked";
+    else if (m->priority > 0 && m->auto_jobs)
+        out->mode_desc = "hooks on, jobs opened by the hook at its priority (GPUYIELD_JOBS=auto)";
     else if (m->priority > 0)
         out->mode_desc = "hooks on, each job marked at its priority";
     else

@@ -163,7 +163,9 @@ int main(int argc, char **argv)
 
     /* Jobs are marked only when run_exp put this worker under control (it then names the segment). */
     const char *segment = getenv("GPUYIELD_SHM");
-    bool mark = a.priority > 0 && segment && *segment;
+    /* Under GPUYIELD_JOBS=auto the hook opens the jobs itself: marking them too would nest. */
+    const char *jobs = getenv("GPUYIELD_JOBS");
+    bool mark = a.priority > 0 && segment && *segment && !(jobs && strcmp(jobs, "auto") == 0);
     gy_shm shm = {.slot = -1};
     gy_err err;
     if (mark && (gy_open(segment, &shm, &err) != 0 || gy_register(&shm, a.priority, &err) != 0))

@@ -471,19 +471,20 @@ static void print_table(const struct gy_status *st)
             printf(" %u", d->jobs[level]);
         printf("\n");
     }
-    printf("%8s %-16s %4s %-9s %12s %8s %8s %12s %8s %8s %12s %12s %-9s %s\n", "pid", "name", "prio", "state",
-           "launches", "graphs", "waits", "ms_blocked", "drains", "timeouts", "partitioned", "part_copies", "devices",
-           "partition");
+    printf("%8s %-16s %4s %-9s %12s %8s %8s %12s %8s %8s %12s %12s %9s %10s %-9s %s\n", "pid", "name", "prio",
+           "state", "launches", "graphs", "waits", "ms_blocked", "drains", "timeouts", "partitioned", "part_copies",
+           "auto_jobs", "ms_auto", "devices", "partition");
     for (int i = 0; i < st->nprocs; i++) {
         const struct gy_status_proc *p = &st->procs[i];
         char devices[64];
         gy_devices_text(p->launched_devices, devices, sizeof devices);
-        printf("%8d %-16s %4d %-9s %12llu %8llu %8llu %12.1f %8llu %8llu %12llu %12llu %-9s %s\n", p->pid,
+        /* auto_jobs, ms_auto: jobs the hook opened under GPUYIELD_JOBS=auto, and their time open */
+        printf("%8d %-16s %4d %-9s %12llu %8llu %8llu %12.1f %8llu %8llu %12llu %12llu %9llu %10.1f %-9s %s\n", p->pid,
                p->name[0] ? p->name : "-", p->priority, p->state, (unsigned long long)p->launches,
                (unsigned long long)p->graph_launches, (unsigned long long)p->waits, (double)p->blocked_ns / 1e6,
                (unsigned long long)p->drains, (unsigned long long)p->drain_timeouts,
-               (unsigned long long)p->partition_launches, (unsigned long long)p->partition_copies, devices,
-               p->partition);
+               (unsigned long long)p->partition_launches, (unsigned long long)p->partition_copies,
+               (unsigned long long)p->auto_jobs, (double)p->auto_job_ns / 1e6, devices, p->partition);
     }
     if (st->nprocs == 0)
         printf("(no registered processes)\n");

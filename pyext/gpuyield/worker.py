@@ -169,8 +169,9 @@ class JobCsv:
 
 def job_marker(priority: int, env: Mapping[str, str] = os.environ) -> gpuyield.Segment | None:
     """The segment to mark jobs in, or None. Jobs are marked only for priority > 0 and only when
-    run_exp put this worker under control (it then names the segment in GPUYIELD_SHM)."""
-    if priority <= 0 or not env.get("GPUYIELD_SHM"):
+    run_exp put this worker under control (it then names the segment in GPUYIELD_SHM), and not
+    under GPUYIELD_JOBS=auto ("jobs": "auto"), where the preloaded hook opens them itself."""
+    if priority <= 0 or not env.get("GPUYIELD_SHM") or env.get("GPUYIELD_JOBS") == "auto":
         return None
     import gpuyield
     return gpuyield.connect(env["GPUYIELD_SHM"])

@@ -652,7 +652,9 @@ TEST(corun_begin_closes_the_gate_and_returns_without_waiting_for_the_drain)
     REQUIRE(gy_status_read(&shm, &st, &err) == 0);
     gy_status_json(&st, json, sizeof json);
     CHECK(strstr(json, "\"policy\": \"partition\", \"mps\": true") != NULL, "%s", json);
-    CHECK(strstr(json, "\"partition_launches\": 0, \"partition_copies\": 0, \"partition\": \"-\"") != NULL, "%s", json);
+    CHECK(strstr(json, "\"partition_launches\": 0, \"partition_copies\": 0, \"auto_jobs\": 0, \"auto_job_ns\": 0, "
+                       "\"partition\": \"-\"") != NULL,
+          "%s", json);
     gy_job_exit(&shm, &job, &err);
     gy_set_policy(&shm, GY_POLICY_PARTITION, false);
     REQUIRE(gy_job_enter(&shm, 1, 200 * MS, &job, &err) == 0);

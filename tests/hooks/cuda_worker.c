@@ -85,10 +85,13 @@ static void print_counters(void)
         found++;
         sum.launches += p->launches, sum.graph_launches += p->graph_launches, sum.sync_points += p->sync_points;
         sum.waits += p->waits, sum.drains += p->drains;
+        sum.auto_jobs += p->auto_jobs, sum.auto_job_ns += p->auto_job_ns;
     }
-    printf("counters pid=%d slot=%d launches=%llu graph_launches=%llu sync_points=%llu waits=%llu drains=%llu\n", pid,
-           found, (unsigned long long)sum.launches, (unsigned long long)sum.graph_launches,
-           (unsigned long long)sum.sync_points, (unsigned long long)sum.waits, (unsigned long long)sum.drains);
+    printf("counters pid=%d slot=%d launches=%llu graph_launches=%llu sync_points=%llu waits=%llu drains=%llu "
+           "auto_jobs=%llu auto_job_ns=%llu\n",
+           pid, found, (unsigned long long)sum.launches, (unsigned long long)sum.graph_launches,
+           (unsigned long long)sum.sync_points, (unsigned long long)sum.waits, (unsigned long long)sum.drains,
+           (unsigned long long)sum.auto_jobs, (unsigned long long)sum.auto_job_ns);
 }
 
 /* ---- paths: every way an application reaches a launch function ------------------------------ */
@@ -518,6 +521,228 @@ static void scenario_device_backlog(long us)
     CU(cuStreamSynchronize(on1));
 }
 
+
+/* ---- auto jobs (GPUYIELD_JOBS=auto) --------------------------------------------------------- */
+
+/* Jobs in progress at `level` in the segment, all devices (a job on one device counts there too). */
+static gy_shm seg_view;
+static bool seg_view_ok;
+static void open_seg_view(void)
+{
+    gy_err err;
+    seg_view_ok = gy_open(getenv("GPUYIELD_SHM"), &seg_view, &err) == 0;
+    if (!seg_view_ok)
+        fail("cannot open the segment: %s", err.msg);
+}
+static unsigned seg_jobs(int level)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT; /* threads of auto_threads call it at once */
+    pthread_once(&once, open_seg_view);
+    return seg_view_ok ? __atomic_load_n(&seg_view.seg->jobs[level], __ATOMIC_SEQ_CST) : 0;
+}
+
+/* Until the segment counts `want` jobs at level (at most `ms`): true when it did. */
+static bool jobs_become(int level, unsigned want, long ms)
+{
+    for (long i = 0; i <= ms; i++) {
+        if (seg_jobs(level) == want)
+            return true;
+        sleep_ms(1);
+    }
+    return false;
+}
+
+/* `bursts` bursts of `per_burst` kernels of `us`, one every `gap_ms` of host time apart (less than
+ * GPUYIELD_IDLE_US keeps one job), each followed by a sync. Checks the auto job is open (level `p`
+ * counts 1) at each launch and closes after the burst (then `rest_ms` of silence). Prints
+ * BURST <first launch ns> <synced ns> and CLOSED <ns> per burst. */
+static void scenario_auto_bursts(int p, int bursts, int per_burst, long us, long gap_ms, long rest_ms)
+{
+    CUfunction f = kernel_of(us);
+    CUstream s;
+    CU(cuStreamCreate(&s, 0));
+    for (int b = 0; b < bursts; b++) {
+        uint64_t start = now_ns();
+        for (int i = 0; i < per_burst; i++) {
+            CU(launch(f, s));
+            if (seg_jobs(p) != 1)
+                fail("burst %d launch %d: %u jobs at level %d, expected its one auto job", b, i, seg_jobs(p), p);
+            if (gap_ms)
+                sleep_ms(gap_ms);
+        }
+        CU(cuStreamSynchronize(s));
+        printf("BURST %llu %llu\n", (unsigned long long)start, (unsigned long long)now_ns());
+        if (!jobs_become(p, 0, 3000))
+            fail("burst %d: the auto job was still open 3 s after its work completed", b);
+        printf("CLOSED %llu\n", (unsigned long long)now_ns());
+        sleep_ms(rest_ms);
+    }
+}
+
+/* One kernel of `us`, launched and left running: the job must stay open while it runs, though no
+ * launch comes for longer than the idle time, and close after it. Prints OPEN <ns> once launched. */
+static void scenario_auto_long(int p, long us, long check_ms)
+{
+    CUfunction f = kernel_of(us);
+    CUstream s;
+    CU(cuStreamCreate(&s, 0));
+    CU(launch(f, s));
+    printf("OPEN %llu\n", (unsigned long long)now_ns());
+    sleep_ms(check_ms);
+    CUresult done = cuStreamQuery(s);
+    if (done == CUDA_SUCCESS)
+        fail("the kernel of %ld us finished within %ld ms: the test proves nothing", us, check_ms);
+    else if (seg_jobs(p) != 1)
+        fail("%u jobs at level %d %ld ms after the launch, its kernel still running: the auto job closed early",
+             seg_jobs(p), p, check_ms);
+    CU(cuStreamSynchronize(s));
+    if (!jobs_become(p, 0, 3000))
+        fail("the auto job was still open 3 s after its work completed");
+}
+
+/* One short launch, timed on the host: prints LAUNCH_NS <ns the launch call took> (it opens the
+ * auto job: under drain that waits for the lower queues, under corun it must not). */
+static void scenario_auto_one(int p)
+{
+    CUfunction f = kernel_of(10);
+    CUstream s;
+    CU(cuStreamCreate(&s, 0));
+    uint64_t t0 = now_ns();
+    CU(launch(f, s));
+    printf("LAUNCH_NS %llu\n", (unsigned long long)(now_ns() - t0));
+    if (seg_jobs(p) != 1)
+        fail("no auto job after the launch: %u jobs at level %d", seg_jobs(p), p);
+}
+
+/* Threads each launching on their own stream, staggered so that some thread launches every few ms
+ * (less than the idle time) from start to end: one auto job for all of it. */
+static CUfunction thread_kernel;
+static CUcontext thread_ctx;
+static _Atomic int thread_fail_jobs;
+static void *auto_thread(void *arg)
+{
+    long offset_ms = (long)(intptr_t)arg;
+    CU(cuCtxSetCurrent(thread_ctx));
+    CUstream s;
+    CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    sleep_ms(offset_ms);
+    for (int i = 0; i < 20; i++) {
+        CU(launch(thread_kernel, i % 2 ? s : NULL));
+        if (seg_jobs(1) != 1)
+            atomic_fetch_add(&thread_fail_jobs, 1);
+        sleep_ms(8);
+    }
+    CU(cuStreamSynchronize(s));
+    return NULL;
+}
+static void scenario_auto_threads(int nthreads)
+{
+    thread_kernel = kernel_of(500);
+    CU(cuCtxGetCurrent(&thread_ctx));
+    pthread_t threads[8];
+    nthreads = nthreads > 8 ? 8 : nthreads;
+    for (int t = 0; t < nthreads; t++)
+        pthread_create(&threads[t], NULL, auto_thread, (void *)(intptr_t)(t * 3));
+    for (int t = 0; t < nthreads; t++)
+        pthread_join(threads[t], NULL);
+    CU(cuCtxSynchronize());
+    if (atomic_load(&thread_fail_jobs))
+        fail("%d launches saw a job count at level 1 other than one auto job", atomic_load(&thread_fail_jobs));
+    if (!jobs_become(1, 0, 3000))
+        fail("the auto job was still open 3 s after the threads' work completed");
+}
+
+/* Open an auto job (a kernel of 1 s), fork: the child's first launch opens a job of its own (2 at
+ * level p), it prints its counters and exits; the parent's job is still open after the child's exit
+ * and closes after its kernel. */
+static void scenario_auto_fork(int p)
+{
+    CUfunction f = kernel_of(1000000), quick = kernel_of(100);
+    CUstream s;
+    CU(cuStreamCreate(&s, 0));
+    CU(launch(f, s));
+    if (seg_jobs(p) != 1)
+        fail("the parent's auto job is not open after its launch (%u jobs)", seg_jobs(p));
+    fflush(stdout);
+    pid_t child = fork();
+    if (child == 0) {
+        CUcontext ctx;
+        CU(cuDevicePrimaryCtxRetain(&ctx, 0));
+        CU(cuCtxSetCurrent(ctx));
+        if (seg_jobs(p) != 1)
+            fail("child before its first launch: %u jobs at level %d, expected the parent's one", seg_jobs(p), p);
+        CU(launch(quick, NULL));
+        if (seg_jobs(p) != 2)
+            fail("child after its first launch: %u jobs at level %d, expected the parent's and its own", seg_jobs(p), p);
+        /* Its kernel queues behind the parent's on the fake's one time line: no sync here. A normal
+         * exit frees the child's slot, with its auto job, at once (atexit). */
+        print_counters();
+        exit(failures ? 1 : 0);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status))
+        fail("the forked child failed (status %#x)", status);
+    if (cuStreamQuery(s) == CUDA_SUCCESS)
+        fail("the parent's kernel ended before the child did: the test proves nothing");
+    else if (seg_jobs(p) != 1)
+        fail("after the child's exit: %u jobs at level %d, expected the parent's auto job", seg_jobs(p), p);
+    CU(cuStreamSynchronize(s));
+    if (!jobs_become(p, 0, 3000))
+        fail("the parent's auto job did not close after its kernel");
+}
+
+/* A job the process marks itself (gy_begin at p, as the Python extension would, in a slot of its
+ * own) covers its launches: no auto job inside it (level p counts 1), and an auto job opened before
+ * a marked one begins is ended once the marked one covers it (counts once again). */
+static void scenario_auto_marked(int p)
+{
+    CUfunction f = kernel_of(1000);
+    CUstream s;
+    CU(cuStreamCreate(&s, 0));
+    gy_shm shm;
+    gy_err err;
+    if (gy_open(getenv("GPUYIELD_SHM"), &shm, &err) || gy_register(&shm, p, &err)) {
+        fail("cannot register as a job marker: %s", err.msg);
+        return;
+    }
+    gy_job job;
+    if (gy_begin(&shm, p, &job, &err)) {
+        fail("begin: %s", err.msg);
+        return;
+    }
+    for (int i = 0; i < 5; i++) {
+        CU(launch(f, s));
+        if (seg_jobs(p) != 1)
+            fail("inside a marked job, launch %d: %u jobs at level %d, expected the marked one alone", i,
+                 seg_jobs(p), p);
+    }
+    CU(cuStreamSynchronize(s));
+    gy_job_exit(&shm, &job, &err);
+    if (!jobs_become(p, 0, 3000))
+        fail("jobs left open after the marked job ended: %u", seg_jobs(p));
+    sleep_ms(500); /* the closer notices the marked job's end (it polls): its launches open again */
+    /* Now the other order: an auto job, then a marked job begins inside it. */
+    CU(launch(f, s));
+    if (seg_jobs(p) != 1)
+        fail("no auto job after the marked one ended: %u jobs", seg_jobs(p));
+    if (gy_begin(&shm, p, &job, &err)) {
+        fail("begin: %s", err.msg);
+        return;
+    }
+    for (int i = 0; i < 200 && seg_jobs(p) != 1; i++) {
+        CU(launch(f, s));
+        sleep_ms(2);
+    }
+    if (seg_jobs(p) != 1)
+        fail("a marked job inside an open auto job: %u jobs at level %d, expected it to count once", seg_jobs(p), p);
+    CU(cuStreamSynchronize(s));
+    gy_job_exit(&shm, &job, &err);
+    if (!jobs_become(p, 0, 3000))
+        fail("jobs left open at the end: %u", seg_jobs(p));
+    gy_close(&shm);
+}
+
 int gy_next_call(void); /* tests/hooks/next_first.c */
 
 /* dlsym(RTLD_NEXT) from a library after the hook must find the definition after that library. */
@@ -717,6 +942,19 @@ int main(int argc, char **argv)
         scenario_fork((int)ARG(2, 7));
     else if (strcmp(what, "fork_while_binding") == 0)
         scenario_fork_while_binding((int)ARG(2, 300));
+    else if (strcmp(what, "auto_bursts") == 0)
+        scenario_auto_bursts((int)ARG(2, 1), (int)ARG(3, 3), (int)ARG(4, 20), (long)ARG(5, 200), (long)ARG(6, 1),
+                             (long)ARG(7, 0));
+    else if (strcmp(what, "auto_long") == 0)
+        scenario_auto_long((int)ARG(2, 1), (long)ARG(3, 400000), (long)ARG(4, 150));
+    else if (strcmp(what, "auto_one") == 0)
+        scenario_auto_one((int)ARG(2, 1));
+    else if (strcmp(what, "auto_threads") == 0)
+        scenario_auto_threads((int)ARG(2, 4));
+    else if (strcmp(what, "auto_fork") == 0)
+        scenario_auto_fork((int)ARG(2, 1));
+    else if (strcmp(what, "auto_marked") == 0)
+        scenario_auto_marked((int)ARG(2, 1));
     else if (strncmp(what, "partition", 9) == 0)
         partition_scenario(what, argc, argv); /* its failures are counted in `failures` */
     else if (strncmp(what, "guarded", 7) == 0)

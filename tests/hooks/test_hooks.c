@@ -398,6 +398,11 @@ TEST(bad_environment_exits_2_with_one_line_before_any_launch)
         {"GPUYIELD_PARTITION_SMS", "GPUYIELD_PARTITION_SMS=-8"},
         {"GPUYIELD_PARTITION_SMS", "GPUYIELD_PARTITION_SMS=9999"},
         {"GPUYIELD_PARTITION_SMS", "GPUYIELD_PARTITION_SMS="},
+        {"GPUYIELD_JOBS", "GPUYIELD_JOBS=yes"},        {"GPUYIELD_JOBS", "GPUYIELD_JOBS="},
+        {"GPUYIELD_JOBS", "GPUYIELD_JOBS=Auto"},       {"GPUYIELD_JOBS", "GPUYIELD_JOBS=auto"}, /* at priority 0 */
+        {"GPUYIELD_IDLE_US", "GPUYIELD_IDLE_US=0"},    {"GPUYIELD_IDLE_US", "GPUYIELD_IDLE_US=2ms"},
+        {"GPUYIELD_IDLE_US", "GPUYIELD_IDLE_US=-5"},   {"GPUYIELD_IDLE_US", "GPUYIELD_IDLE_US="},
+        {"GPUYIELD_IDLE_US", "GPUYIELD_IDLE_US=10000001"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         /* The bad setting comes last so that it overrides the good GPUYIELD_SHM where both are given. */
@@ -1054,6 +1059,275 @@ TEST(a_forked_child_registers_and_counts_for_itself)
         }
         if (gy_test_failures_in_current)
             dump(&w);
+    }
+    setup_end(&s);
+}
+
+
+/* ---- auto jobs (GPUYIELD_JOBS=auto) ---------------------------------------------------------- */
+
+/* The auto-job counters of the n-th "counters" line. */
+static bool read_auto(const struct worker *w, int nth, unsigned long long *jobs, unsigned long long *ns)
+{
+    char *out = slurp(w->out), *at = out;
+    bool ok = false;
+    for (int i = 0; (at = strstr(at, "counters pid=")); i++, at++) {
+        if (i < nth)
+            continue;
+        char *a = strstr(at, "auto_jobs=");
+        ok = a && sscanf(a, "auto_jobs=%llu auto_job_ns=%llu", jobs, ns) == 2;
+        break;
+    }
+    free(out);
+    CHECK(ok, "worker %d printed no auto_jobs in counters line #%d", (int)w->pid, nth);
+    return ok;
+}
+
+/* The segment's jobs in progress, all levels, after the workers are gone: every auto job closed. */
+static void check_no_jobs_left(const struct setup *s)
+{
+    gy_shm shm;
+    gy_err err;
+    struct gy_status *st = calloc(1, sizeof *st);
+    if (!st || gy_open(s->tag, &shm, &err) || gy_status_read(&shm, st, &err)) {
+        CHECK(false, "cannot read the segment");
+        free(st);
+        return;
+    }
+    for (int level = 0; level < GY_LEVELS; level++)
+        CHECK(st->jobs[level] == 0, "%u jobs left at level %d", st->jobs[level], level);
+    gy_close(&shm);
+    free(st);
+}
+
+/* One high-priority worker under GPUYIELD_JOBS=auto: the scenario checks the segment's job count
+ * itself at every step; here its exit status and auto-job counters. */
+static void run_auto(const char *name, const char *const *args, const char *idle_us, int counters_line,
+                     unsigned long long want_jobs, unsigned long long min_open_ns)
+{
+    struct setup s;
+    REQUIRE(setup_begin(&s, name, 2000000000ull));
+    char shm[96], idle[48];
+    snprintf(shm, sizeof shm, "GPUYIELD_SHM=%s", s.tag);
+    snprintf(idle, sizeof idle, "GPUYIELD_IDLE_US=%s", idle_us);
+    const char *env[] = {shm, "GPUYIELD_PRIORITY=1", "GPUYIELD_JOBS=auto", idle, NULL};
+    struct worker w;
+    if (spawn(&s, &w, env, args)) {
+        CHECK(wait_exit(&w) == 0, "%s: worker failed", name);
+        unsigned long long jobs = 0, ns = 0;
+        if (read_auto(&w, counters_line, &jobs, &ns)) {
+            CHECK(jobs == want_jobs, "%s: %llu auto jobs, expected %llu", name, jobs, want_jobs);
+            CHECK(ns >= min_open_ns, "%s: auto jobs open %.1f ms in all, expected at least %.1f", name, ns / 1e6,
+                  min_open_ns / 1e6);
+        }
+        check_no_jobs_left(&s);
+        if (gy_test_failures_in_current)
+            dump(&w);
+    }
+    setup_end(&s);
+}
+
+/* 3 bursts of 20 launches 1 ms apart (idle 20 ms): one job each, open through the burst and its
+ * idle tail (>= 3 x 40 ms), closed after it. */
+TEST(auto_jobs_a_burst_opens_one_job_and_idleness_closes_it)
+{
+    const char *args[] = {"auto_bursts", "1", "3", "20", "200", "1", "0", NULL};
+    run_auto("autoburst", args, "20000", 0, 3, 120000000ull);
+}
+
+/* A kernel of 400 ms launched and left running: no launch for 150 ms (7 idle times), but the job
+ * stays open until its work has completed. */
+TEST(auto_jobs_stay_open_while_their_work_runs)
+{
+    const char *args[] = {"auto_long", "1", "400000", "150", NULL};
+    run_auto("autolong", args, "20000", 0, 1, 400000000ull);
+}
+
+/* 4 threads, each on its own stream and the legacy one, launching every 8 ms, staggered: one job. */
+TEST(auto_jobs_overlapping_bursts_of_threads_and_streams_are_one_job)
+{
+    const char *args[] = {"auto_threads", "4", NULL};
+    run_auto("autothreads", args, "100000", 0, 1, 150000000ull);
+}
+
+/* A marked job (gy_begin in a slot of the process's own) covers its launches: no auto job inside it;
+ * an auto job a marked job begins inside is ended (counts once). One auto job in all. */
+TEST(auto_jobs_and_marked_jobs_count_once)
+{
+    const char *args[] = {"auto_marked", "1", NULL};
+    run_auto("automarked", args, "20000", 0, 1, 0);
+}
+
+/* The child of a fork starts without the parent's open auto job: its first launch opens its own. */
+TEST(auto_jobs_a_forked_child_opens_its_own)
+{
+    if (no_threads_after_fork())
+        SKIP(no_threads_after_fork());
+    const char *args[] = {"auto_fork", "1", NULL};
+    run_auto("autofork", args, "20000", 0, 1, 0); /* line 0: the child's counters */
+}
+
+/* SIGKILL inside an auto job: the job is held in the process's slot, and the reap counts it out. */
+TEST(auto_jobs_a_process_killed_inside_one_is_reaped)
+{
+    struct setup s;
+    REQUIRE(setup_begin(&s, "autokill", 2000000000ull));
+    char shm[96];
+    snprintf(shm, sizeof shm, "GPUYIELD_SHM=%s", s.tag);
+    const char *env[] = {shm, "GPUYIELD_PRIORITY=2", "GPUYIELD_JOBS=auto", "GPUYIELD_IDLE_US=20000", NULL};
+    const char *args[] = {"auto_long", "2", "10000000", "10000", NULL};
+    struct worker w;
+    gy_shm seg;
+    gy_err err;
+    REQUIRE(gy_open(s.tag, &seg, &err) == 0, "%s", err.msg);
+    if (spawn(&s, &w, env, args)) {
+        unsigned long long open_at;
+        if (wait_mark(&w, "OPEN", &open_at)) {
+            CHECK(atomic_load(&seg.seg->jobs[2]) == 1, "%u jobs at level 2 while the worker's kernel runs",
+                  atomic_load(&seg.seg->jobs[2]));
+            kill(w.pid, SIGKILL);
+        }
+        CHECK(wait_exit(&w) == 128 + SIGKILL, "the worker was not killed");
+        uint64_t until = gy_now_ns() + 5000000000ull;
+        while (atomic_load(&seg.seg->jobs[2]) != 0 && gy_now_ns() < until) {
+            gy_reap(&seg);
+            usleep(10000);
+        }
+        CHECK(atomic_load(&seg.seg->jobs[2]) == 0, "%u jobs at level 2 after the kill", atomic_load(&seg.seg->jobs[2]));
+        CHECK(atomic_load(&seg.seg->active_levels) == 0, "gate word %#x after the reap",
+              atomic_load(&seg.seg->active_levels));
+        CHECK(atomic_load(&seg.seg->reaped) == 1, "%llu reaped", (unsigned long long)atomic_load(&seg.seg->reaped));
+        if (gy_test_failures_in_current)
+            dump(&w);
+    }
+    gy_close(&seg);
+    setup_end(&s);
+}
+
+/* The launch that opens an auto job: under drain it waits for the lower worker's queue (2 s), under
+ * corun it does not wait at all (the job's begin returns at once). */
+static void check_auto_opening_wait(bool corun)
+{
+    struct setup s;
+    REQUIRE(setup_begin(&s, corun ? "autocorun" : "autodrain", 20000000000ull));
+    if (corun) {
+        gy_shm seg;
+        gy_err err;
+        REQUIRE(gy_open(s.tag, &seg, &err) == 0, "%s", err.msg);
+        gy_set_policy(&seg, GY_POLICY_CORUN, true);
+        gy_close(&seg);
+    }
+    char shm[96];
+    snprintf(shm, sizeof shm, "GPUYIELD_SHM=%s", s.tag);
+    const char *low_env[] = {shm, "GPUYIELD_PRIORITY=0", NULL};
+    const char *high_env[] = {shm, "GPUYIELD_PRIORITY=1", "GPUYIELD_JOBS=auto", "GPUYIELD_IDLE_US=20000", NULL};
+    const char *low_args[] = {"busy", "20000", "100", "4", "0", NULL}; /* 2 s queued, then 4 s on the CPU */
+    const char *high_args[] = {"auto_one", "1", NULL};
+    struct worker low, high;
+    REQUIRE(spawn(&s, &low, low_env, low_args));
+    unsigned long long queued, took = 0;
+    if (wait_mark(&low, "QUEUED", &queued) && spawn(&s, &high, high_env, high_args)) {
+        CHECK(wait_exit(&high) == 0, "high-priority worker failed");
+        if (wait_mark(&high, "LAUNCH_NS", &took)) {
+            if (corun)
+                CHECK(took < 300000000ull, "corun: the opening launch took %.0f ms: it waited for a drain", took / 1e6);
+            else
+                CHECK(took > 1000000000ull, "drain: the opening launch took %.0f ms, it should wait for the lower "
+                      "queue (2 s): the test cannot tell corun from drain", took / 1e6);
+        }
+        if (gy_test_failures_in_current)
+            dump(&high);
+    }
+    kill(low.pid, SIGKILL);
+    wait_exit(&low);
+    setup_end(&s);
+}
+
+TEST(auto_jobs_under_corun_the_opening_launch_does_not_wait_for_a_drain)
+{
+    check_auto_opening_wait(true);
+    check_auto_opening_wait(false);
+}
+
+/* A low-priority worker beside an unmodified high-priority one under GPUYIELD_JOBS=auto (policy
+ * drain): from the fake driver's log, no low kernel runs from the first kernel of a burst to its
+ * last one's end (the job covers it), and the low worker runs between bursts (the job closed). */
+TEST(auto_jobs_gate_lower_work_only_while_open)
+{
+    struct setup s;
+    REQUIRE(setup_begin(&s, "autogate", 10000000000ull));
+    char shm[96];
+    snprintf(shm, sizeof shm, "GPUYIELD_SHM=%s", s.tag);
+    const char *low_env[] = {shm, "GPUYIELD_PRIORITY=0", "GPUYIELD_MODE=time:2000", NULL};
+    const char *high_env[] = {shm, "GPUYIELD_PRIORITY=1", "GPUYIELD_JOBS=auto", "GPUYIELD_IDLE_US=10000", NULL};
+    const char *low_args[] = {"spin", "2000", "5", "5", NULL};
+    const char *high_args[] = {"auto_bursts", "1", "6", "10", "1000", "0", "150", NULL};
+    struct worker low, high;
+    REQUIRE(spawn(&s, &low, low_env, low_args));
+    struct timespec ts = {0, 300000000};
+    nanosleep(&ts, NULL);
+    if (spawn(&s, &high, high_env, high_args)) {
+        CHECK(wait_exit(&high) == 0, "high-priority worker failed");
+        CHECK(wait_exit(&low) == 0, "low-priority worker failed");
+        unsigned long long starts[8], ends[8], closed[8];
+        int nb = 0;
+        char *out = slurp(high.out), *at = out;
+        while (nb < 8 && (at = strstr(at, "BURST ")) &&
+               sscanf(at, "BURST %llu %llu", &starts[nb], &ends[nb]) == 2) {
+            char *c = strstr(at, "CLOSED ");
+            if (!c || sscanf(c, "CLOSED %llu", &closed[nb]) != 1)
+                break;
+            nb++;
+            at = c;
+        }
+        free(out);
+        CHECK(nb == 6, "%d bursts reported", nb);
+        struct fake_log log;
+        if (read_log(&s, &log)) {
+            int low_kernels = 0, between = 0;
+            for (int b = 0; b < nb; b++) {
+                uint64_t first = UINT64_MAX, last = 0;
+                for (int i = 0; i < log.n; i++) {
+                    const struct fake_kernel *k = &log.kernels[i];
+                    if (k->pid == high.pid && k->submit >= starts[b] && k->submit <= ends[b]) {
+                        first = k->submit < first ? k->submit : first;
+                        last = k->end > last ? k->end : last;
+                    }
+                }
+                CHECK(first != UINT64_MAX, "burst %d: no kernel of the high worker in the log", b);
+                for (int i = 0; i < log.n; i++) {
+                    const struct fake_kernel *k = &log.kernels[i];
+                    if (k->pid != low.pid)
+                        continue;
+                    CHECK(!(k->start < last && k->end > first), "low kernel ran [%llu, %llu) inside burst %d "
+                          "[%llu, %llu]", (unsigned long long)k->start, (unsigned long long)k->end, b,
+                          (unsigned long long)first, (unsigned long long)last);
+                    between += b + 1 < nb && k->start > closed[b] && k->end < starts[b + 1];
+                }
+            }
+            for (int i = 0; i < log.n; i++)
+                low_kernels += log.kernels[i].pid == low.pid;
+            CHECK(low_kernels > 50, "the low-priority worker ran only %d kernels", low_kernels);
+            CHECK(between > 0, "the low-priority worker never ran between bursts (after a job closed)");
+            CHECK(log.violations == 0, "%s", log.first_violation);
+            fake_log_free(&log);
+        }
+        struct counters c;
+        if (read_counters(&low, 0, &c)) {
+            CHECK(c.waits > 0, "the low-priority worker never blocked");
+            CHECK(c.drains > 0, "the low-priority worker never drained");
+        }
+        unsigned long long jobs = 0, ns = 0;
+        if (read_auto(&high, 0, &jobs, &ns))
+            CHECK(jobs == 6, "%llu auto jobs for 6 bursts", jobs);
+        check_no_jobs_left(&s);
+        if (gy_test_failures_in_current) {
+            dump(&low);
+            dump(&high);
+        }
+    } else {
+        kill(low.pid, SIGKILL);
+        wait_exit(&low);
     }
     setup_end(&s);
 }

@@ -583,7 +583,7 @@ PROC_KEYS = ["pid", "name", "priority", "state", "inflight"] + table_counters() 
 
 def test_counter_table_is_what_status_lists(segment, agents):
     counters = table_counters()
-    assert counters[:2] == ["launches", "graph_launches"] and counters[-1] == "partition_copies", counters
+    assert counters[:2] == ["launches", "graph_launches"] and counters[-3:] == ["partition_copies", "auto_jobs", "auto_job_ns"], counters
     agents(segment.name, GPUYIELD_PRIORITY=1)("begin 2")
     (proc,) = segment.status()["processes"]
     assert list(proc)[5:] == counters + ["partition", "devices"]

@@ -216,6 +216,8 @@ def test_detection_size_is_pinned_without_patching():
 def test_jobs_not_marked_without_control_or_priority():
     assert worker.job_marker(0, {"GPUYIELD_SHM": "anything"}) is None
     assert worker.job_marker(1, {}) is None
+    # GPUYIELD_JOBS=auto ("jobs": "auto"): the hook opens the jobs, the worker marks none (issue 27).
+    assert worker.job_marker(1, {"GPUYIELD_SHM": "anything", "GPUYIELD_JOBS": "auto"}) is None
 
 
 def test_high_priority_jobs_are_marked(tmp_path):

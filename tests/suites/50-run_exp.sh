@@ -66,6 +66,9 @@ invalid event_group_missing "models\[0\]\.control\.queue_limit\.event_group: req
 invalid resize_without_size "models\[0\]\.resize_size: required when resize is true" --set models.0.resize=true --del models.0.resize_size
 invalid resize_size_shape "models\[0\]\.resize_size: must be \[height, width\]" --set 'models.0.resize_size=[720]'
 invalid batch_size_range "models\[0\]\.batch_size: must be 1\.\.1024, got 0" --set models.0.batch_size=0
+invalid jobs_value "models\[1\]\.jobs: 'automatic' is not a way of making jobs; use \"explicit\"" --set 'models.1.jobs="automatic"'
+invalid jobs_type "models\[1\]\.jobs: must be a string" --set 'models.1.jobs=true'
+invalid jobs_auto_priority_0 "models\[0\]\.jobs: \"auto\" needs a priority of 1\.\.7" --set 'models.0.jobs="auto"'
 invalid missing_image "models\[1\]\.input_file_path: input image '/nonexistent/x.png': cannot open it: No such file" --set 'models.1.input_file_path="/nonexistent/x.png"'
 invalid image_not_image "models\[0\]\.input_file_path: .*not a PNG or JPEG image" --set "models.0.input_file_path=\"$HERE/make_config.py\""
 invalid weights_file_missing "models\[0\]\.model_weight: weights file '/nonexistent/w.pth' cannot be read" --set 'models.0.model_weight="/nonexistent/w.pth"'
@@ -166,6 +169,13 @@ dry per_model_simulated_devices "FAKECUDA_DEVICES=2"
 cfg "$T/badgpu.json" --set 'models.0.device_id="1"'
 out=$(FAKE_GPUS=0 "$RUN_EXP" -f "$T/badgpu.json" --dry-run 2>&1)
 dry per_model_gpu_type_error "models\[0\].device_id: must be an integer 0..1023"
+
+# issue 27: "jobs": "auto" sets GPUYIELD_JOBS=auto for that worker (under control) and says so.
+cfg "$T/autojobs.json" --set models.1.control.control=true --set 'models.1.jobs="auto"'
+out=$(FAKE_GPUS=0 "$RUN_EXP" -f "$T/autojobs.json" --dry-run 2>&1)
+dry auto_jobs_mode "worker 1 'model_B': .*priority 1, mode none \(hooks on, jobs opened by the hook at its priority \(GPUYIELD_JOBS=auto\)\)"
+dry auto_jobs_env "GPUYIELD_JOBS=auto"
+if grep -q "model_A.*GPUYIELD_JOBS\|GPUYIELD_JOBS=auto.*GPUYIELD_JOBS=auto" <<< "$out"; then fail dry_run_auto_jobs_one_model "$out"; else pass dry_run_auto_jobs_one_model; fi
 
 # ---- runs with the stand-in Python (fake_worker.sh) ------------------------------------------
 # csv_whole FILE MIN_ROWS: a header, then MIN_ROWS or more rows, each with 8 numeric fields.
@@ -447,6 +457,42 @@ PY
 import json, sys
 b = json.load(open(sys.argv[1]))["models"][1]
 assert b["marked_jobs"] == b["jobs"] >= 3 and b["drain_timeouts"] == 0, b' "$T/out/summary.json"
+    # issue 27: the light model with "jobs": "auto": its worker marks nothing, the hook opens its
+    # jobs, and still no low-priority kernel runs inside one of its jobs.
+    rm -rf "$T/out"
+    cfg "$T/simauto.json" --set exp_dur=2 --set models.0.control.control=true --set models.1.control.control=true \
+        --set models.0.resize=true --set 'models.0.resize_size=[1440, 2560]' --set models.1.sleep_time=0.1 \
+        --set 'models.1.jobs="auto"'
+    FAKE_GPUS=0 runx "$RUN_EXP" -f "$T/simauto.json" --simulate --min-jobs 5
+    check simulate_auto_exit_zero test "$rc" -eq 0 || echo "$out" | tail -n 20
+    check simulate_auto_unmarked "$PYTHON" -c '
+import json, sys
+b = json.load(open(sys.argv[1]))["models"][1]
+assert b["marked_jobs"] == 0 and b["jobs"] >= 5, b' "$T/out/summary.json"
+    check simulate_auto_lp_yields "$PYTHON" - "$T/out" <<'PY'
+import csv, json, sys
+out = sys.argv[1]
+pids = dict((n, p) for n, p in json.load(open(f"{out}/models_pid.json")))
+lp, hp = pids["fasterrcnn_resnet50_fpn_1440"], pids["fasterrcnn_resnet50_fpn"]
+jobs = [(int(r["start_ns"]), int(r["end_ns"])) for r in csv.DictReader(open(f"{out}/model_B.csv"))]
+kernels = {lp: [], hp: []}
+for line in open(f"{out}/simulated_kernels.log"):
+    f = line.split()
+    assert f[1] != "VIOLATION", line
+    if int(f[0]) in kernels:
+        kernels[int(f[0])].append((int(f[2]), int(f[3]), int(f[4])))
+assert kernels[lp] and kernels[hp], "kernels of both processes are logged"
+overlaps = between = 0
+for s, e in jobs:
+    mine = [(ks, ke) for sub, ks, ke in kernels[hp] if s <= sub <= e]
+    assert mine, "a high-priority job without kernels"
+    lo, hi = min(k[0] for k in mine), max(k[1] for k in mine)
+    overlaps += sum(1 for _, ks, ke in kernels[lp] if ks < hi and ke > lo)
+for (_, e0), (s1, _) in zip(jobs, jobs[1:]):
+    between += sum(1 for _, ks, ke in kernels[lp] if ks > e0 and ke < s1)
+assert overlaps == 0, f"{overlaps} low-priority kernels ran inside the auto jobs"
+assert between > 0, "the low-priority model never ran between the auto jobs"
+PY
 fi
 
 # ---- --layout-compat: the drop-in for the original experiment's harness ------------------------
