@@ -244,6 +244,15 @@ class Tools:
         hook = max(lp, key=lambda p: p.get("partition_launches", 0))
         return {"state": hook.get("partition"), "partition_launches": hook.get("partition_launches", 0), "segment": seg}
 
+    def hp_auto_jobs(self, group):
+        """The HP's auto_jobs counter so far (GPUYIELD_JOBS=auto), from `expcontroller status --json`."""
+        r = self.expcontroller("status", "--name", self.segments[group], "--json")
+        try:
+            return max((p.get("auto_jobs", 0) for p in json.loads(r.stdout).get("processes", [])
+                        if p.get("priority", 0) > 0), default=0)
+        except ValueError:
+            return None
+
     def start_clocks(self, path):
         if not shutil.which("nvidia-smi"):
             return
@@ -390,6 +399,8 @@ def run_cells(args, plan, procs, tools, raw, started):
                 partition_before[group] = now["partition_launches"]
                 if group == "guarded":
                     seg["guarded_status"] = now["segment"]
+            if group == "corunauto":  # did the unmarked HP's hook open jobs? (its auto_jobs counter)
+                seg["hp_auto_jobs"] = tools.hp_auto_jobs(group)
             raw["segments"].append(seg)
             done += 1
             elapsed = time.monotonic() - started
@@ -533,9 +544,11 @@ def write_outputs(raws, out):
         print(f"matrix: no plots ({e})")
 
 
+SUMMARY_SETUPS = ("nocontrol", "mps", "corun", "partition", "guarded", "corun_auto", "hp_ctl_alone")
+
+
 def summary_table(matrix):
-    setups = [s for s in ("nocontrol", "mps", "corun", "partition", "guarded", "hp_ctl_alone")
-              if any(s in c["setups"] for c in matrix["cells"])]
+    setups = [s for s in SUMMARY_SETUPS if any(s in c["setups"] for c in matrix["cells"])]
     head = f"{'cell':<30}" + "".join(f"{s:>22}" for s in setups)
     lines = ["HP p50 ratio / p99 ratio / LP throughput ratio", head]
     for c in matrix["cells"]:
@@ -556,8 +569,7 @@ def plot(matrix, raws, out):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    setups = [s for s in ("nocontrol", "mps", "corun", "partition", "guarded", "hp_ctl_alone")
-              if any(s in c["setups"] for c in matrix["cells"])]
+    setups = [s for s in SUMMARY_SETUPS if any(s in c["setups"] for c in matrix["cells"])]
     rows = [f"{c['hp']}+{c['lp']} {c['load']}" for c in matrix["cells"]]
     grid = [[(c["setups"].get(s) or {}).get("hp_p50_ratio", {}).get("value") for s in setups] for c in matrix["cells"]]
     fig, ax = plt.subplots(figsize=(2 + 1.6 * len(setups), 1 + 0.45 * len(rows)))
