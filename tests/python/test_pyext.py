@@ -637,8 +637,10 @@ def test_every_policy_of_the_table_reaches_status(tags):
     out = subprocess.run([tool, "create", "--name", tags(), "--policy", "fast"], capture_output=True, text=True,
                          timeout=60)
     assert out.returncode == 2
-    assert out.stderr.splitlines()[0] == "expcontroller: --policy takes %s or %s, not 'fast'" % (
-        ", ".join(gpuyield.POLICIES[:-1]), gpuyield.POLICIES[-1])
+    # one line: the policies the table names, then the pointer to --help every usage error ends with
+    assert out.stderr.splitlines() == ["expcontroller: --policy takes %s or %s, not 'fast' (expcontroller --help lists "
+                                       "the commands and options)" % (", ".join(gpuyield.POLICIES[:-1]),
+                                                                      gpuyield.POLICIES[-1])]
 
 
 def test_status_equals_expcontroller_status_json(segment, agents):
