@@ -1072,3 +1072,65 @@ def test_jobs_follow_the_current_context_across_gpus_and_back(segment):
     seen = json.loads(out.stdout)
     g0, g1 = [FAKE_UUID % 0], [FAKE_UUID % 1]
     assert seen == ["all", g0, g1, g0, g1, g1, g0]
+
+
+# ---- issue 29: an end that cannot take the mutex is owed, never lost -------------------------------
+
+# A process that holds the segment's mutex (robust, process-shared) through libc, as a begin or end
+# stopped in the middle would, until SIGUSR1; its offset is checked through status, which names it.
+HOLDER = r"""
+import ctypes, mmap, os, signal, sys, time
+MUTEX_OFFSET = 192  # offsetof(struct gy_segment, mutex) on x86-64 (controller/segment_layout.h)
+class Go(Exception):
+    pass
+def go(*_):
+    raise Go
+signal.signal(signal.SIGUSR1, go)
+fd = os.open(sys.argv[1], os.O_RDWR)
+mm = mmap.mmap(fd, os.fstat(fd).st_size)
+mutex = ctypes.c_void_p(ctypes.addressof(ctypes.c_char.from_buffer(mm, MUTEX_OFFSET)))
+libc = ctypes.CDLL(None)
+assert libc.pthread_mutex_lock(mutex) == 0
+print("locked", flush=True)
+try:
+    time.sleep(60)
+except Go:
+    pass
+assert libc.pthread_mutex_unlock(mutex) == 0
+print("unlocked", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_with_job_exit_with_a_stopped_mutex_holder_leaves_no_job_counted(tags, agents):
+    seg = gpuyield.create(tags(), drain_timeout_ms=100)
+    holder = None
+    try:
+        lower = agents(seg.name, GPUYIELD_PRIORITY=0)
+        assert lower("register") == "0"
+        with seg.job(1):
+            lower.send("waitlaunch")  # blocks behind the job
+            wait_until(lambda: any(p["state"] == "blocked" for p in seg.status()["processes"]), 10,
+                       "the lower launch to block")
+            holder = subprocess.Popen([sys.executable, "-c", HOLDER, shm_path(seg)], stdout=subprocess.PIPE,
+                                      text=True)
+            assert holder.stdout.readline().strip() == "locked"
+            os.kill(holder.pid, signal.SIGSTOP)
+            assert "pid %d" % holder.pid in (seg.status()["mutex_holder"] or ""), "the holder is not named"
+        # __exit__ did not raise (before: "cannot end the job ... stayed held"): the end is owed,
+        # and status counts it out at once.
+        assert jobs(seg)[1] == 0
+        assert seg.status()["mutex_holder"], "the holder let go too early: the test proves nothing"
+        os.kill(holder.pid, signal.SIGUSR1)
+        os.kill(holder.pid, signal.SIGCONT)
+        assert holder.stdout.readline().strip() == "unlocked"
+        assert lower.reply(timeout=2.5).startswith("ok "), "the lower launch did not go"
+        assert seg.launch_allowed(0) and jobs(seg)[1] == 0
+        seg.begin(1)
+        seg.end(1)  # not refused
+        assert jobs(seg)[1] == 0 and seg.status()["mutex_holder"] is None
+    finally:
+        if holder:
+            holder.kill()
+            holder.wait()
+        seg.close()
