@@ -6,6 +6,8 @@ set -u
 
 # Load: 64 processes at 8 levels; smaller under the sanitizers (each process is slower there).
 run_counted load "$BUILD/tests/reliability/load_test" 64 8
+# issue 29: a loaded machine (2 busy loops) and a 50 ms drain timeout: no end lost, counts true.
+run_counted load-hogs "$BUILD/tests/reliability/load_test" 24 8 50 2
 run_counted load-asan "$BUILD/asan/tests/reliability/load_test" 32 3
 TSAN_OPTIONS="halt_on_error=1" run_counted load-tsan "$BUILD/tsan/tests/reliability/load_test" 16 3
 
