@@ -1134,3 +1134,46 @@ def test_a_with_job_exit_with_a_stopped_mutex_holder_leaves_no_job_counted(tags,
             holder.kill()
             holder.wait()
         seg.close()
+
+
+# ---- issue 29 item 3: a file planted at a removed segment's name makes no call wait -----------------
+
+PLANTED = r"""
+import os, sys, gpuyield
+seg = gpuyield.create(sys.argv[1], drain_timeout_ms=100)
+seg.begin(1); seg.end(1)
+path = "/dev/shm" + seg.name
+os.unlink(path)  # a raw rm of the segment
+if sys.argv[2] == "fifo":
+    os.mkfifo(path, 0o666)  # O_RDONLY on it would wait for a writer for ever
+else:
+    os.symlink("/dev/zero", path)
+if os.getuid() == 0:
+    os.lchown(path, 65534, 65534)  # planted by another user
+try:
+    seg.begin(1)
+    print("begun")
+except gpuyield.Error as e:
+    print("refused", e.errno, e)
+try:
+    gpuyield.connect(sys.argv[1])
+    print("connected")
+except gpuyield.Error as e:
+    print("refused", e.errno, e)
+os.unlink(path)
+"""
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink"])
+def test_a_file_planted_at_a_removed_segments_name_is_refused_at_once(tags, kind):
+    tag = tags()
+    try:
+        out = subprocess.run([sys.executable, "-c", PLANTED, tag, kind], env=child_env(), capture_output=True,
+                             text=True, timeout=20)
+    except subprocess.TimeoutExpired:
+        pytest.fail("begin() or connect() waited on a %s planted at the segment's name" % kind)
+    lines = out.stdout.splitlines()
+    assert out.returncode == 0 and len(lines) == 2, out.stdout + out.stderr
+    assert lines[0].startswith("refused %d " % errno.ENOENT) and "was removed" in lines[0], lines[0]
+    assert lines[1].startswith("refused ") and ("not a regular file" in lines[1] or "symbolic link" in lines[1]), \
+        lines[1]
