@@ -1124,7 +1124,7 @@ def test_a_with_job_exit_with_a_stopped_mutex_holder_leaves_no_job_counted(tags,
         os.kill(holder.pid, signal.SIGUSR1)
         os.kill(holder.pid, signal.SIGCONT)
         assert holder.stdout.readline().strip() == "unlocked"
-        assert lower.reply(timeout=2.5).startswith("ok "), "the lower launch did not go"
+        assert lower.reply(timeout=5).startswith("ok "), "the lower launch did not go"
         assert seg.launch_allowed(0) and jobs(seg)[1] == 0
         seg.begin(1)
         seg.end(1)  # not refused
@@ -1177,3 +1177,39 @@ def test_a_file_planted_at_a_removed_segments_name_is_refused_at_once(tags, kind
     assert lines[0].startswith("refused %d " % errno.ENOENT) and "was removed" in lines[0], lines[0]
     assert lines[1].startswith("refused ") and ("not a regular file" in lines[1] or "symbolic link" in lines[1]), \
         lines[1]
+
+
+def test_the_first_begin_releases_the_gil_while_it_waits_for_the_mutex(tags):
+    """Issue 29 item 6: the first begin() registers, which waits for the mutex (up to its bound):
+    other threads must run meanwhile (before: the GIL was held for the whole wait)."""
+    seg = gpuyield.create(tags(), drain_timeout_ms=100)
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, shm_path(seg)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        ticks, done, result = [0], threading.Event(), []
+
+        def tick():
+            while not done.is_set():
+                ticks[0] += 1
+                time.sleep(0.001)
+
+        def first_begin():
+            try:
+                seg.begin(1)
+                result.append("begun")
+            except gpuyield.Error as e:
+                result.append(e.errno)
+
+        ticker = threading.Thread(target=tick)
+        ticker.start()
+        t0 = time.monotonic()
+        first_begin()
+        waited = time.monotonic() - t0
+        done.set()
+        ticker.join()
+        assert result == [errno.ETIMEDOUT] and waited >= 0.9, (result, waited)
+        assert ticks[0] > 100, "only %d ticks of another thread in %.1f s: the GIL was held" % (ticks[0], waited)
+    finally:
+        holder.kill()
+        holder.wait()
+        seg.close()
