@@ -32,6 +32,13 @@ replay() { # replay LABEL PROGRAM CORPUS
     else fail "$1" "$(tail -n 15 "$log")"; fi
     rm -f "$log"
 }
+# The libFuzzer build itself under clang, so that it cannot rot (issue 29: -Wstring-plus-int).
+if command -v clang > /dev/null 2>&1; then
+    fuzz_out=$(mktemp -d)
+    if bash "$ROOT/fuzz/build.sh" "$fuzz_out" > "$fuzz_out.log" 2>&1; then pass fuzz_build_clang
+    else fail fuzz_build_clang "$(tail -n 15 "$fuzz_out.log")"; fi
+    rm -rf "$fuzz_out" "$fuzz_out.log"
+fi
 for target in segment_open run_exp_config nsight_csv; do
     replay "fuzz_replay_$target" "$BUILD/fuzz/replay_$target" "$ROOT/fuzz/corpus/$target"
     replay "fuzz_replay_${target}_asan" "$BUILD/asan/fuzz/replay_$target" "$ROOT/fuzz/corpus/$target"
