@@ -1213,3 +1213,16 @@ def test_the_first_begin_releases_the_gil_while_it_waits_for_the_mutex(tags):
         holder.kill()
         holder.wait()
         seg.close()
+
+
+def test_a_job_on_a_gpu_past_the_device_table_gates_every_gpu(segment):
+    """Issue 29 item 6: a 17th GPU (the table holds GY_MAX_DEVICES = 16) used to raise ENOSPC."""
+    for n in range(16):
+        with segment.job(2, device=FAKE_UUID % (n + 1)):
+            pass
+    assert len(segment.status()["devices"]) == 16
+    with segment.job(3, device=FAKE_UUID % 17):
+        st = segment.status()
+        assert st["jobs"][3] == 1 and all(d["jobs"][3] == 0 for d in st["devices"])  # counted on every GPU
+        assert not segment.launch_allowed(2)
+    assert segment.status()["jobs"][3] == 0 and segment.launch_allowed(2)
