@@ -22,14 +22,14 @@
     X(gy_segment, policy) X(gy_segment, mps) X(gy_segment, name) X(gy_segment, active_levels)             \
     X(gy_segment, mutex) X(gy_segment, wake_seq) X(gy_segment, jobs) X(gy_segment, job_epoch)             \
     X(gy_segment, total_drain_timeouts) X(gy_segment, reaped) X(gy_segment, next_reap_ns)                 \
-    X(gy_segment, lock_timeouts) X(gy_segment, devices) X(gy_segment, procs) X(gy_segment, guard)
+    X(gy_segment, lock_timeouts) X(gy_segment, ends_owed) X(gy_segment, devices) X(gy_segment, procs) X(gy_segment, guard)
 #define GY_DEVICE_SLOT_FIELDS(X)                                                                       \
     X(gy_device_slot, active_levels) X(gy_device_slot, claimed) X(gy_device_slot, uuid) X(gy_device_slot, jobs)
 #define GY_PROC_SLOT_FIELDS(X)                                                                         \
     X(gy_proc_slot, state) X(gy_proc_slot, pid) X(gy_proc_slot, start_time) X(gy_proc_slot, priority)     \
     X(gy_proc_slot, held_jobs) X(gy_proc_slot, launched_devices) X(gy_proc_slot, inflight)                \
     X(gy_proc_slot, drained_epoch) X(gy_proc_slot, partition_state) X(gy_proc_slot, counters)             \
-    X(gy_proc_slot, held_device_jobs)
+    X(gy_proc_slot, held_device_jobs) X(gy_proc_slot, ends_owed)
 
 #define GY_GUARD_FIELDS(X)                                                                             \
     X(gy_guard, current) X(gy_guard, in_force) X(gy_guard, trial) X(gy_guard, reason) X(gy_guard, confirmed) \

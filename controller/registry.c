@@ -57,8 +57,93 @@ void gy_publish_levels_locked(struct gy_segment *seg)
     atomic_store_explicit(&seg->active_levels, mask, memory_order_seq_cst);
 }
 
+/* An entry's device (-1: every device) and level; false for an entry no end() writes (corrupt). */
+static bool owed_entry(uint32_t entry, int *device, int *level)
+{
+    *device = (int)((entry >> 3) & 0x1f) - 1;
+    *level = (int)(entry & 7);
+    return (entry & GY_OWED_USED) && !(entry & 0x7f00) && *device < GY_MAX_DEVICES;
+}
+
+bool gy_owe_end(struct gy_segment *seg, struct gy_proc_slot *slot, int device, int level)
+{
+    uint32_t key = GY_OWED_USED | (uint32_t)(device + 1) << 3 | (uint32_t)level;
+    /* First an entry with our key (its count not full), then a free one. A CAS each: a holder may
+     * take the entry (exchange to 0) at any moment, and then ours must go to another. */
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < GY_OWED_ENDS; i++) {
+            uint32_t entry = atomic_load_explicit(&slot->ends_owed[i], memory_order_acquire);
+            for (;;) {
+                bool fits = pass == 0 ? (entry & 0xffff) == key && entry >> 16 < 0xffff : entry == 0;
+                if (!fits)
+                    break;
+                uint32_t want = pass == 0 ? entry + (1u << 16) : key | 1u << 16;
+                if (atomic_compare_exchange_weak_explicit(&slot->ends_owed[i], &entry, want, memory_order_acq_rel,
+                                                          memory_order_acquire)) {
+                    atomic_fetch_add_explicit(&seg->ends_owed, 1, memory_order_seq_cst);
+                    return true;
+                }
+            }
+        }
+    return false;
+}
+
+void gy_owed_ends_of(const struct gy_proc_slot *slot, uint32_t owed[GY_LEVELS],
+                     uint32_t owed_on_device[GY_MAX_DEVICES][GY_LEVELS])
+{
+    for (int i = 0; i < GY_OWED_ENDS; i++) {
+        uint32_t entry = atomic_load_explicit(&slot->ends_owed[i], memory_order_acquire);
+        int device, level;
+        if (!owed_entry(entry, &device, &level))
+            continue;
+        owed[level] += entry >> 16;
+        if (device >= 0 && owed_on_device)
+            owed_on_device[device][level] += entry >> 16;
+    }
+}
+
+bool gy_apply_owed_ends_locked(struct gy_segment *seg)
+{
+    if (!atomic_load_explicit(&seg->ends_owed, memory_order_seq_cst))
+        return false;
+    bool applied = false;
+    for (int i = 0; i < GY_MAX_PROCS; i++) {
+        struct gy_proc_slot *slot = &seg->procs[i];
+        for (int e = 0; e < GY_OWED_ENDS; e++) {
+            if (!atomic_load_explicit(&slot->ends_owed[e], memory_order_relaxed))
+                continue;
+            uint32_t entry = atomic_exchange_explicit(&slot->ends_owed[e], 0, memory_order_acq_rel);
+            uint32_t n = entry >> 16;
+            atomic_fetch_sub_explicit(&seg->ends_owed, n, memory_order_seq_cst);
+            int d, p;
+            if (!owed_entry(entry, &d, &p) || atomic_load_explicit(&slot->state, memory_order_acquire) == GY_PROC_FREE)
+                continue;
+            /* Never below what the slot holds: a reaped slot's jobs were counted out already. */
+            if (n > slot->held_jobs[p])
+                n = slot->held_jobs[p];
+            if (d >= 0 && n > slot->held_device_jobs[d][p])
+                n = slot->held_device_jobs[d][p];
+            slot->held_jobs[p] = (uint16_t)(slot->held_jobs[p] - n);
+            seg->jobs[p] = seg->jobs[p] >= n ? seg->jobs[p] - n : 0;
+            if (d >= 0) {
+                slot->held_device_jobs[d][p] = (uint16_t)(slot->held_device_jobs[d][p] - n);
+                seg->devices[d].jobs[p] = seg->devices[d].jobs[p] >= n ? seg->devices[d].jobs[p] - n : 0;
+            }
+            applied = applied || n;
+        }
+    }
+    if (applied) {
+        gy_publish_levels_locked(seg);
+        gy_wake_all(seg);
+    }
+    return applied;
+}
+
 static void free_slot_locked(struct gy_segment *seg, struct gy_proc_slot *slot)
 {
+    for (int e = 0; e < GY_OWED_ENDS; e++) /* its held jobs go below: what it owed with them */
+        atomic_fetch_sub_explicit(&seg->ends_owed, atomic_exchange(&slot->ends_owed[e], 0) >> 16,
+                                  memory_order_seq_cst);
     for (int level = 0; level < GY_LEVELS; level++) {
         uint32_t held = slot->held_jobs[level];
         seg->jobs[level] = seg->jobs[level] >= held ? seg->jobs[level] - held : 0;
@@ -126,6 +211,8 @@ int gy_lock_and_recover(struct gy_segment *seg)
     int rc = gy_lock(seg);
     if (rc == 1 && gy_reap_locked(seg))
         gy_wake_all(seg);
+    if (rc >= 0)
+        gy_apply_owed_ends_locked(seg);
     return rc < 0 ? -1 : 0;
 }
 

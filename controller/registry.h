@@ -17,6 +17,14 @@ bool gy_slot_sane(const struct gy_proc_slot *slot);
 /* Lock, and if the last owner died inside, reap before going on. 0 when locked, -1 when not
  * (gy_lock's bound passed or the mutex is corrupted): then fill an error with gy_lock_fail. */
 int gy_lock_and_recover(struct gy_segment *seg);
+/* Without the mutex: record an end of a job of ours (device -1: every device) for the next
+ * holder to apply. false only when the slot's table has no room (GY_OWED_ENDS kinds owed). */
+bool gy_owe_end(struct gy_segment *seg, struct gy_proc_slot *slot, int device, int level);
+/* Under the mutex: apply every slot's owed ends to the job counts, publish and wake if any did. */
+bool gy_apply_owed_ends_locked(struct gy_segment *seg);
+/* Without the mutex: add a slot's owed ends per level (and per device, when not NULL). */
+void gy_owed_ends_of(const struct gy_proc_slot *slot, uint32_t owed[GY_LEVELS],
+                     uint32_t owed_on_device[GY_MAX_DEVICES][GY_LEVELS]);
 /* Fill err for a lock that failed while doing `doing`, naming the holder; returns -1. */
 int gy_lock_fail(const gy_shm *shm, const char *doing, gy_err *err);
 /* "pid P (thread T, registered at priority p, STOPPED)": who holds the mutex now. */

@@ -175,7 +175,9 @@ int gy_open(const char *tag_or_name, gy_shm *out, gy_err *err)
     out->slot = -1;
     if (gy_segment_name(tag_or_name, name, err))
         return -1;
-    int fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
+    /* Non-blocking (a FIFO planted at the name must not hang us), no symlink followed (glibc's
+     * shm_open adds O_NOFOLLOW; said here too), then checked before any use: type, owner, size. */
+    int fd = shm_open(name, O_RDWR | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW, 0);
     if (fd < 0) {
         int e = errno;
         if (e == ENOENT)
@@ -195,6 +197,8 @@ int gy_open(const char *tag_or_name, gy_shm *out, gy_err *err)
         if (e == EACCES)
             return gy_fail(err, e, "segment %s belongs to another user: gpuyield segments are private (0600)",
                            name);
+        if (e == ELOOP)
+            return gy_fail(err, e, "segment %s is a symbolic link: a segment is a plain file; refused", name);
         return gy_fail(err, e, "cannot open segment %s: %s", name, strerror(e));
     }
     struct stat st;
@@ -202,6 +206,13 @@ int gy_open(const char *tag_or_name, gy_shm *out, gy_err *err)
         int e = errno;
         close(fd);
         return gy_fail(err, e, "cannot stat segment %s: %s", name, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return gy_fail(err, EPROTO,
+                       "segment %s is not a regular file (mode %#o): someone put something else at its name; "
+                       "refused",
+                       name, (unsigned)st.st_mode);
     }
     if (st.st_uid != geteuid()) {
         char owner[160];
@@ -301,9 +312,14 @@ int gy_remove(const char *tag_or_name, gy_err *err)
 
 int gy_segment_identity(const char *name, dev_t *dev, ino_t *ino)
 {
-    int fd = shm_open(name, O_RDONLY | O_CLOEXEC, 0);
-    if (fd < 0)
+    /* Non-blocking: a FIFO planted at the name (O_RDONLY waits for a writer) must not hang the
+     * caller; whatever is there now, its identity tells it from our segment. */
+    int fd = shm_open(name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW, 0);
+    if (fd < 0) {
+        if (errno == ELOOP || errno == ENXIO) /* a symlink or a device: not our segment, so another */
+            return *dev = 0, *ino = 0, 1;
         return errno == ENOENT ? 0 : -1;
+    }
     struct stat st;
     int rc = fstat(fd, &st);
     close(fd);

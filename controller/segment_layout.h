@@ -24,6 +24,10 @@
 #define GY_DEVICE_ALL (-1)
 /* Bit of a slot's launched_devices for launches on no known device (GY_DEVICE_ALL). */
 #define GY_LAUNCHED_UNKNOWN (1u << 31)
+/* A slot's table of ends owed (gy_proc_slot.ends_owed): an entry is GY_OWED_USED | (device + 1)
+ * << 3 | level in its low 16 bits and a count in its high 16; 0 is a free entry. */
+#define GY_OWED_ENDS 8
+#define GY_OWED_USED (1u << 15)
 
 /* A slot's life: FREE -> (claimed under the mutex) -> RUNNING <-> BLOCKED / DRAINING -> FREE. */
 enum gy_proc_state {
@@ -87,6 +91,11 @@ struct gy_proc_slot {
     struct gy_proc_counters counters;
     /* Of held_jobs, those begun on one device (the rest gate every device). */
     uint16_t held_device_jobs[GY_MAX_DEVICES][GY_LEVELS];
+    /* Ends of this process's jobs that could not take the mutex within its bound (a stopped
+     * holder, a loaded machine): written by this process (CAS), taken (exchange to 0) and
+     * applied by whoever next holds the mutex, cleared when the slot is reaped. A job's end is
+     * never lost; status readers count these out of held_jobs. In what was padding. */
+    _Atomic uint32_t ends_owed[GY_OWED_ENDS];
 } __attribute__((aligned(64)));
 
 /* One GPU of the experiment: claimed under the mutex by the first process that names its UUID,
@@ -134,6 +143,8 @@ struct gy_segment {
     /* Lock attempts that gave up after the bound (a holder stopped, or a corrupted mutex). In
      * what was padding before procs: no field moved. */
     _Atomic uint64_t lock_timeouts;
+    /* Ends owed in all slots' ends_owed tables (a hint: 0 lets a lock holder skip the scan). */
+    _Atomic uint32_t ends_owed;
 
     struct gy_device_slot devices[GY_MAX_DEVICES];
     struct gy_proc_slot procs[GY_MAX_PROCS];

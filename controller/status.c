@@ -51,9 +51,20 @@ int gy_status_read(gy_shm *shm, struct gy_status *out, gy_err *err)
             snprintf(out->mutex_holder, sizeof out->mutex_holder, "nobody: the mutex is corrupted (kind %d)",
                      seg->mutex.__data.__kind);
     }
+    /* Ends owed (an end() that could not lock): applied by us when we hold the mutex, else
+     * counted out here, so the counts are the truth whether or not the lock was had. */
+    uint32_t owed_on_device[GY_MAX_DEVICES][GY_LEVELS];
+    uint32_t owed[GY_LEVELS] = {0};
+    memset(owed_on_device, 0, sizeof owed_on_device);
+    if (locked)
+        gy_apply_owed_ends_locked(seg);
+    else
+        for (int i = 0; i < GY_MAX_PROCS; i++)
+            if (atomic_load_explicit(&seg->procs[i].state, memory_order_acquire) != GY_PROC_FREE)
+                gy_owed_ends_of(&seg->procs[i], owed, owed_on_device);
     int bad_slot = -1;
     for (int level = 0; level < GY_LEVELS; level++) {
-        out->jobs[level] = seg->jobs[level];
+        out->jobs[level] = seg->jobs[level] >= owed[level] ? seg->jobs[level] - owed[level] : 0;
         if (out->jobs[level] > MAX_SANE_JOBS)
             bad_slot = -2 - level;
     }
@@ -73,7 +84,7 @@ int gy_status_read(gy_shm *shm, struct gy_status *out, gy_err *err)
         o->slot = d;
         gy_format_uuid(dev->uuid, o->uuid);
         for (int level = 0; level < GY_LEVELS; level++) {
-            o->jobs[level] = dev->jobs[level];
+            o->jobs[level] = dev->jobs[level] >= owed_on_device[d][level] ? dev->jobs[level] - owed_on_device[d][level] : 0;
             if (o->jobs[level] > out->jobs[level])
                 bad_slot = -2 - level;
         }

@@ -59,6 +59,12 @@ static int claim(SegmentObject *seg, const uint8_t uuid[GY_UUID_BYTES], int *slo
     Py_BEGIN_ALLOW_THREADS
     rc = gy_device_slot(&seg->shm, uuid, &err);
     Py_END_ALLOW_THREADS
+    if (rc < 0 && err.code == ENOSPC) {
+        /* The device table is full (GY_MAX_DEVICES GPUs): a job on a GPU past it gates every GPU,
+         * as a job on no known device does (segment_layout.h), rather than fail. */
+        *slot = GY_DEVICE_ALL;
+        return 0;
+    }
     if (rc < 0) {
         gyp_raise_err(&err);
         return -1;

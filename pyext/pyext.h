@@ -28,6 +28,7 @@ typedef struct SegmentObject {
     dev_t dev;       /* identity of the shm object at connect time: tells removal or replacement */
     ino_t ino;
     int busy;        /* calls running with the GIL released: close() must not unmap under them */
+    int registering; /* a thread registers with the GIL released: others wait for it */
     PyObject *begun[GY_LEVELS]; /* per level, a list of the Jobs begun by begin(), ended LIFO */
     /* The device slot of each CUDA ordinal of this process, plus one (0: not resolved yet). A
      * begin on the current context looks its ordinal up here instead of asking the driver for

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* The open handles of this process, linked so that a normal exit frees their slots at once (a
@@ -57,6 +58,7 @@ PyObject *gyp_segment_new(gy_shm *shm)
     self->open = true;
     self->owner_pid = getpid();
     self->busy = 0;
+    self->registering = 0;
     self->dev = 0;
     self->ino = 0;
     memset(self->ordinal_slots, 0, sizeof self->ordinal_slots);
@@ -99,6 +101,7 @@ int gyp_segment_ready(SegmentObject *self)
         /* A forked child shares the parent's mapping but not its registration or its jobs. */
         self->shm.slot = -1;
         self->busy = 0; /* the threads that were inside calls did not survive the fork */
+        self->registering = 0;
         forget_begun_jobs(self);
         self->owner_pid = getpid();
     }
@@ -137,8 +140,28 @@ static int register_at(SegmentObject *self, int priority)
 {
     gy_err err;
     int rc;
-    /* With the GIL held: two threads must not both see slot -1 and both register. */
+    /* The register waits for the mutex (up to its bound): without the GIL, so other threads and
+     * Ctrl-C go on. Two threads must not both see slot -1 and both register: the second waits for
+     * the first (the flag is read and set under the GIL). */
+    bool waited = false;
+    while (self->registering) {
+        waited = true;
+        Py_BEGIN_ALLOW_THREADS
+        struct timespec ms = {0, 1000000L};
+        nanosleep(&ms, NULL);
+        Py_END_ALLOW_THREADS
+        if (PyErr_CheckSignals())
+            return -1;
+    }
+    if (waited && self->shm.slot >= 0)
+        return 0; /* the other thread registered us */
+    self->registering = 1;
+    self->busy++;
+    Py_BEGIN_ALLOW_THREADS
     rc = gy_register(&self->shm, priority, &err);
+    Py_END_ALLOW_THREADS
+    self->busy--;
+    self->registering = 0;
     if (rc) {
         gyp_raise_err(&err);
         return -1;

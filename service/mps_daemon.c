@@ -21,7 +21,8 @@ extern char **environ;
 
 /* The longest socket the daemon makes in its pipe directory. */
 #define LONGEST_SOCKET "/control_privileged"
-#define PID_FILE "/nvidia-cuda-mps-control.pid"
+#define PID_NAME "nvidia-cuda-mps-control.pid" /* in the pipe directory */
+#define PID_FILE "/" PID_NAME
 
 static void sleep_ms(long ms)
 {
@@ -35,7 +36,7 @@ static pid_t read_daemon_pid(int pipe_fd, const char *pipe_dir, gy_err *err)
 {
     char shown[PATH_MAX + sizeof PID_FILE];
     snprintf(shown, sizeof shown, "%s" PID_FILE, pipe_dir);
-    int fd = gy_private_file_read(pipe_fd, PID_FILE + 1, shown, err);
+    int fd = gy_private_file_read(pipe_fd, PID_NAME, shown, err);
     if (fd < 0)
         return errno == ENOENT ? 0 : -1;
     char buf[32];
@@ -162,7 +163,7 @@ void gy_mps_default_dir(const char *segment_name, char *out, size_t len)
 }
 
 /* What the daemon leaves in its pipe directory once it is gone. */
-static const char *const pipe_files[] = {"control", "control_lock", "control_privileged", "log", PID_FILE + 1, NULL};
+static const char *const pipe_files[] = {"control", "control_lock", "control_privileged", "log", PID_NAME, NULL};
 
 /* Remove what we made, relative to the verified descriptors only: a path swapped in since is
  * never followed. Directories go only when empty (the log directory keeps the daemon's log). */
@@ -247,7 +248,7 @@ int gy_mps_start(gy_mps *mps, const char *dir, gy_err *err)
         return -1;
     }
     if (running) /* stale: a dead daemon's, or naming a process that is not our daemon */
-        unlinkat(mps->pipe_fd, PID_FILE + 1, 0);
+        unlinkat(mps->pipe_fd, PID_NAME, 0);
     int rc = run_control(mps, "-d", NULL, err);
     if (rc < 0)
         return start_failed(mps, dir);

@@ -772,6 +772,73 @@ TEST(a_stopped_mutex_holder_bounds_every_wait_and_is_named)
     destroy(&shm);
 }
 
+/* issue 29 item 1: a job's end that cannot take the mutex (its holder stopped) is owed, not
+ * lost. end() succeeds; status counts the job out at once; once the holder goes on and lets go,
+ * the next holder (here the lower process's blocked launch) applies the end: the counts are 0,
+ * the lower launch goes, and the next begin/end work. Before: end() failed with ETIMEDOUT and the
+ * job stayed counted until the process exited. */
+static int hold_mutex_then_release(const char *name, long hold_ms)
+{
+    gy_shm shm;
+    gy_err err;
+    if (gy_open(name, &shm, &err))
+        return 10;
+    gy_lock(shm.seg);
+    sleep_ms(hold_ms); /* time passes while stopped: it unlocks soon after SIGCONT */
+    gy_unlock(shm.seg);
+    sleep_ms(30000);
+    return 0;
+}
+
+TEST(an_end_that_cannot_lock_is_owed_and_applied_by_the_next_holder)
+{
+    gy_shm shm;
+    gy_err err;
+    gy_job job, dev_job;
+    static const uint8_t uuid[GY_UUID_BYTES] = {0x29, 1};
+    REQUIRE(create_fresh("owedend", 200 * MS, &shm));
+    REQUIRE(gy_register(&shm, 1, &err) == 0);
+    int dev = gy_device_slot(&shm, uuid, &err);
+    REQUIRE(dev >= 0, "%s", err.msg);
+    pid_t lower = spawn(lower_waits_for_gate, shm.name, 0);
+    CHECK(WAIT_FOR(count_state(&shm, GY_PROC_RUNNING) == 2, 3000));
+    REQUIRE(gy_begin(&shm, 1, &job, &err) == 0, "%s", err.msg);
+    REQUIRE(gy_begin_on(&shm, 1, dev, &dev_job, &err) == 0, "%s", err.msg);
+    CHECK(WAIT_FOR(count_state(&shm, GY_PROC_BLOCKED) == 1, 3000), "the lower process never blocked");
+    pid_t holder = spawn(hold_mutex_then_release, shm.name, 1500);
+    REQUIRE(WAIT_FOR(gy_mutex_holder(shm.seg, &(int){0}) == holder, 3000), "the holder never locked");
+    kill(holder, SIGSTOP);
+    CHECK(gy_job_exit(&shm, &job, &err) == 0, "end with a stopped holder: %s", err.msg);
+    CHECK(gy_job_exit(&shm, &dev_job, &err) == 0, "end on a device with a stopped holder: %s", err.msg);
+    CHECK(!job.active && !dev_job.active);
+    static struct gy_status st;
+    CHECK(gy_status_read(&shm, &st, &err) == 0, "%s", err.msg);
+    CHECK(st.jobs[1] == 0, "status counts %u jobs at level 1 while the end is owed", st.jobs[1]);
+    CHECK(st.ndevices == 1 && st.devices[0].jobs[1] == 0, "the device's job is still counted");
+    CHECK(atomic_load(&shm.seg->ends_owed) == 2, "%u ends owed", atomic_load(&shm.seg->ends_owed));
+    sleep_ms(1600); /* past the holder's hold: it unlocks as soon as it runs */
+    kill(holder, SIGCONT);
+    int lower_status = -1;
+    bool lower_done = false; /* WAIT_FOR tests its condition once more: reap once */
+    CHECK(WAIT_FOR(lower_done || (lower_done = waitpid(lower, &lower_status, WNOHANG) == lower), 2000),
+          "the lower launch did not go within 2 s");
+    CHECK(lower_status == 0, "the lower process ended with status %d", lower_status);
+    if (lower_status == -1) {
+        kill(lower, SIGKILL);
+        wait_exit(lower);
+    }
+    CHECK(shm.seg->jobs[1] == 0 && shm.seg->devices[dev].jobs[1] == 0 && atomic_load(&shm.seg->ends_owed) == 0,
+          "jobs %u, on the device %u, owed %u", shm.seg->jobs[1], shm.seg->devices[dev].jobs[1],
+          atomic_load(&shm.seg->ends_owed));
+    CHECK(gy_launch_allowed(&shm, 0) && gy_launch_allowed_on(&shm, dev, 0), "the gate stayed closed");
+    CHECK(gy_begin(&shm, 1, &job, &err) == 0, "%s", err.msg);
+    CHECK(gy_job_exit(&shm, &job, &err) == 0, "end refused after the owed end: %s", err.msg);
+    CHECK(shm.seg->jobs[1] == 0);
+    kill(holder, SIGKILL);
+    wait_exit(holder);
+    destroy(&shm);
+}
+
 /* The holder dies while we wait in the bounded (timed) lock: the lock comes back to us as
  * recovered (EOWNERDEAD from pthread_mutex_timedlock, not from the trylock before it), and it
  * unlocks and locks again as usual. Under TSan this path needs its own annotation (shared_wait.c):

@@ -1074,3 +1074,157 @@ def test_jobs_follow_the_current_context_across_gpus_and_back(segment):
     seen = json.loads(out.stdout)
     g0, g1 = [FAKE_UUID % 0], [FAKE_UUID % 1]
     assert seen == ["all", g0, g1, g0, g1, g1, g0]
+
+
+# ---- issue 29: an end that cannot take the mutex is owed, never lost -------------------------------
+
+# A process that holds the segment's mutex (robust, process-shared) through libc, as a begin or end
+# stopped in the middle would, until SIGUSR1; its offset is checked through status, which names it.
+HOLDER = r"""
+import ctypes, mmap, os, signal, sys, time
+MUTEX_OFFSET = 192  # offsetof(struct gy_segment, mutex) on x86-64 (controller/segment_layout.h)
+class Go(Exception):
+    pass
+def go(*_):
+    raise Go
+signal.signal(signal.SIGUSR1, go)
+fd = os.open(sys.argv[1], os.O_RDWR)
+mm = mmap.mmap(fd, os.fstat(fd).st_size)
+mutex = ctypes.c_void_p(ctypes.addressof(ctypes.c_char.from_buffer(mm, MUTEX_OFFSET)))
+libc = ctypes.CDLL(None)
+assert libc.pthread_mutex_lock(mutex) == 0
+print("locked", flush=True)
+try:
+    time.sleep(60)
+except Go:
+    pass
+assert libc.pthread_mutex_unlock(mutex) == 0
+print("unlocked", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_with_job_exit_with_a_stopped_mutex_holder_leaves_no_job_counted(tags, agents):
+    seg = gpuyield.create(tags(), drain_timeout_ms=100)
+    holder = None
+    try:
+        lower = agents(seg.name, GPUYIELD_PRIORITY=0)
+        assert lower("register") == "0"
+        with seg.job(1):
+            lower.send("waitlaunch")  # blocks behind the job
+            wait_until(lambda: any(p["state"] == "blocked" for p in seg.status()["processes"]), 10,
+                       "the lower launch to block")
+            holder = subprocess.Popen([sys.executable, "-c", HOLDER, shm_path(seg)], stdout=subprocess.PIPE,
+                                      text=True)
+            assert holder.stdout.readline().strip() == "locked"
+            os.kill(holder.pid, signal.SIGSTOP)
+            assert "pid %d" % holder.pid in (seg.status()["mutex_holder"] or ""), "the holder is not named"
+        # __exit__ did not raise (before: "cannot end the job ... stayed held"): the end is owed,
+        # and status counts it out at once.
+        assert jobs(seg)[1] == 0
+        assert seg.status()["mutex_holder"], "the holder let go too early: the test proves nothing"
+        os.kill(holder.pid, signal.SIGUSR1)
+        os.kill(holder.pid, signal.SIGCONT)
+        assert holder.stdout.readline().strip() == "unlocked"
+        assert lower.reply(timeout=5).startswith("ok "), "the lower launch did not go"
+        assert seg.launch_allowed(0) and jobs(seg)[1] == 0
+        seg.begin(1)
+        seg.end(1)  # not refused
+        assert jobs(seg)[1] == 0 and seg.status()["mutex_holder"] is None
+    finally:
+        if holder:
+            holder.kill()
+            holder.wait()
+        seg.close()
+
+
+# ---- issue 29 item 3: a file planted at a removed segment's name makes no call wait -----------------
+
+PLANTED = r"""
+import os, sys, gpuyield
+seg = gpuyield.create(sys.argv[1], drain_timeout_ms=100)
+seg.begin(1); seg.end(1)
+path = "/dev/shm" + seg.name
+os.unlink(path)  # a raw rm of the segment
+if sys.argv[2] == "fifo":
+    os.mkfifo(path, 0o666)  # O_RDONLY on it would wait for a writer for ever
+else:
+    os.symlink("/dev/zero", path)
+if os.getuid() == 0:
+    os.lchown(path, 65534, 65534)  # planted by another user
+try:
+    seg.begin(1)
+    print("begun")
+except gpuyield.Error as e:
+    print("refused", e.errno, e)
+try:
+    gpuyield.connect(sys.argv[1])
+    print("connected")
+except gpuyield.Error as e:
+    print("refused", e.errno, e)
+os.unlink(path)
+"""
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink"])
+def test_a_file_planted_at_a_removed_segments_name_is_refused_at_once(tags, kind):
+    tag = tags()
+    try:
+        out = subprocess.run([sys.executable, "-c", PLANTED, tag, kind], env=child_env(), capture_output=True,
+                             text=True, timeout=20)
+    except subprocess.TimeoutExpired:
+        pytest.fail("begin() or connect() waited on a %s planted at the segment's name" % kind)
+    lines = out.stdout.splitlines()
+    assert out.returncode == 0 and len(lines) == 2, out.stdout + out.stderr
+    assert lines[0].startswith("refused %d " % errno.ENOENT) and "was removed" in lines[0], lines[0]
+    assert lines[1].startswith("refused ") and ("not a regular file" in lines[1] or "symbolic link" in lines[1]), \
+        lines[1]
+
+
+def test_the_first_begin_releases_the_gil_while_it_waits_for_the_mutex(tags):
+    """Issue 29 item 6: the first begin() registers, which waits for the mutex (up to its bound):
+    other threads must run meanwhile (before: the GIL was held for the whole wait)."""
+    seg = gpuyield.create(tags(), drain_timeout_ms=100)
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, shm_path(seg)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        ticks, done, result = [0], threading.Event(), []
+
+        def tick():
+            while not done.is_set():
+                ticks[0] += 1
+                time.sleep(0.001)
+
+        def first_begin():
+            try:
+                seg.begin(1)
+                result.append("begun")
+            except gpuyield.Error as e:
+                result.append(e.errno)
+
+        ticker = threading.Thread(target=tick)
+        ticker.start()
+        t0 = time.monotonic()
+        first_begin()
+        waited = time.monotonic() - t0
+        done.set()
+        ticker.join()
+        assert result == [errno.ETIMEDOUT] and waited >= 0.9, (result, waited)
+        assert ticks[0] > 100, "only %d ticks of another thread in %.1f s: the GIL was held" % (ticks[0], waited)
+    finally:
+        holder.kill()
+        holder.wait()
+        seg.close()
+
+
+def test_a_job_on_a_gpu_past_the_device_table_gates_every_gpu(segment):
+    """Issue 29 item 6: a 17th GPU (the table holds GY_MAX_DEVICES = 16) used to raise ENOSPC."""
+    for n in range(16):
+        with segment.job(2, device=FAKE_UUID % (n + 1)):
+            pass
+    assert len(segment.status()["devices"]) == 16
+    with segment.job(3, device=FAKE_UUID % 17):
+        st = segment.status()
+        assert st["jobs"][3] == 1 and all(d["jobs"][3] == 0 for d in st["devices"])  # counted on every GPU
+        assert not segment.launch_allowed(2)
+    assert segment.status()["jobs"][3] == 0 and segment.launch_allowed(2)

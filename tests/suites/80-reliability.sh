@@ -6,6 +6,8 @@ set -u
 
 # Load: 64 processes at 8 levels; smaller under the sanitizers (each process is slower there).
 run_counted load "$BUILD/tests/reliability/load_test" 64 8
+# issue 29: a loaded machine (2 busy loops) and a 50 ms drain timeout: no end lost, counts true.
+run_counted load-hogs "$BUILD/tests/reliability/load_test" 24 8 50 2
 run_counted load-asan "$BUILD/asan/tests/reliability/load_test" 32 3
 TSAN_OPTIONS="halt_on_error=1" run_counted load-tsan "$BUILD/tsan/tests/reliability/load_test" 16 3
 
@@ -30,6 +32,13 @@ replay() { # replay LABEL PROGRAM CORPUS
     else fail "$1" "$(tail -n 15 "$log")"; fi
     rm -f "$log"
 }
+# The libFuzzer build itself under clang, so that it cannot rot (issue 29: -Wstring-plus-int).
+if command -v clang > /dev/null 2>&1; then
+    fuzz_out=$(mktemp -d)
+    if bash "$ROOT/fuzz/build.sh" "$fuzz_out" > "$fuzz_out.log" 2>&1; then pass fuzz_build_clang
+    else fail fuzz_build_clang "$(tail -n 15 "$fuzz_out.log")"; fi
+    rm -rf "$fuzz_out" "$fuzz_out.log"
+fi
 for target in segment_open run_exp_config nsight_csv; do
     replay "fuzz_replay_$target" "$BUILD/fuzz/replay_$target" "$ROOT/fuzz/corpus/$target"
     replay "fuzz_replay_${target}_asan" "$BUILD/asan/fuzz/replay_$target" "$ROOT/fuzz/corpus/$target"
