@@ -75,15 +75,18 @@ int gyp_job_begin(JobObject *self, bool wait)
                   self->priority, self->priority);
         return -1;
     }
-    if (gyp_segment_ready(seg) || gyp_segment_check_present(seg) || gyp_segment_ensure_registered(seg))
-        return -1;
+    /* Entering from here: the registration and the device's slot may release the GIL, and another
+     * thread entering this same Job meanwhile must get EBUSY, not a second count. */
+    self->entering = true;
     int device = self->device;
-    if (device == GYP_DEVICE_CURRENT && gyp_resolve_device(seg, NULL, &device))
+    if (gyp_segment_ready(seg) || gyp_segment_check_present(seg) || gyp_segment_ensure_registered(seg) ||
+        (device == GYP_DEVICE_CURRENT && gyp_resolve_device(seg, NULL, &device))) {
+        self->entering = false;
         return -1;
+    }
     gy_err err;
     gy_job entered;
     int rc;
-    self->entering = true;
     seg->busy++;
     Py_BEGIN_ALLOW_THREADS
     rc = gy_job_enter_on(&seg->shm, self->priority, device, 0, &entered, &err);
