@@ -1093,8 +1093,8 @@ mm = mmap.mmap(fd, os.fstat(fd).st_size)
 mutex = ctypes.c_void_p(ctypes.addressof(ctypes.c_char.from_buffer(mm, MUTEX_OFFSET)))
 libc = ctypes.CDLL(None)
 assert libc.pthread_mutex_lock(mutex) == 0
-print("locked", flush=True)
-try:
+try:  # the print too: stopped right after it, the go signal can land before a later try
+    print("locked", flush=True)
     time.sleep(60)
 except Go:
     pass
@@ -1115,7 +1115,7 @@ def test_a_with_job_exit_with_a_stopped_mutex_holder_leaves_no_job_counted(tags,
             wait_until(lambda: any(p["state"] == "blocked" for p in seg.status()["processes"]), 10,
                        "the lower launch to block")
             holder = subprocess.Popen([sys.executable, "-c", HOLDER, shm_path(seg)], stdout=subprocess.PIPE,
-                                      text=True)
+                                      stderr=subprocess.PIPE, text=True)
             assert holder.stdout.readline().strip() == "locked"
             os.kill(holder.pid, signal.SIGSTOP)
             assert "pid %d" % holder.pid in (seg.status()["mutex_holder"] or ""), "the holder is not named"
@@ -1125,7 +1125,10 @@ def test_a_with_job_exit_with_a_stopped_mutex_holder_leaves_no_job_counted(tags,
         assert seg.status()["mutex_holder"], "the holder let go too early: the test proves nothing"
         os.kill(holder.pid, signal.SIGUSR1)
         os.kill(holder.pid, signal.SIGCONT)
-        assert holder.stdout.readline().strip() == "unlocked"
+        line = holder.stdout.readline().strip()
+        if line != "unlocked":
+            holder.kill()
+            raise AssertionError(f"the holder did not unlock: {line!r}, stderr: {holder.stderr.read()}")
         assert lower.reply(timeout=5).startswith("ok "), "the lower launch did not go"
         assert seg.launch_allowed(0) and jobs(seg)[1] == 0
         seg.begin(1)
