@@ -372,26 +372,14 @@ def run_cells(args, plan, procs, tools, raw, started):
         rate = LOADS[load] / (raw["hp_kinds"][hp]["svc_p50_ms"] / 1000.0)
         seconds = window_s(args, rate)
         if "guarded" in args.setups and args.learn_jobs:
-            learn_guarded(args, procs, tools, raw, (hp, lp, load))
+            # what the LP sent to partitions while guarded learned is not the next segment's
+            partition_before["guarded"] = learn_guarded(args, procs, tools, raw, (hp, lp, load))
         for rnd, setup in schedule(cell_setups(args.setups, first, args.cost), args.rounds, args.seed + ci):
             group, roles, mark = SETUP[setup]
             seed = args.seed * 100000 + ci * 100 + rnd  # the same arrivals for every setup of the round
-            t0 = time.monotonic() + 0.05
-            seg = {"hp": hp, "lp": lp, "load": load, "setup": setup, "round": rnd, "rate": rate, "seconds": seconds,
-                   "wall_start": time.time()}
-            if "lp" in roles:
-                tail = max(0.3, 3 * raw["hp_kinds"][hp]["svc_p50_ms"] / 1000)
-                procs[(group, "lp")].send({"cmd": "lp", "t0": t0 - args.lp_lead_s,
-                                           "seconds": args.lp_lead_s + seconds + tail, "count_from": t0,
-                                           "count_to": t0 + seconds})
-            if "hp" in roles:
-                seg["hp_result"] = procs[(group, "hp")].request(
-                    {"cmd": "hp", "t0": t0, "seconds": seconds, "rate": rate, "seed": seed, "mark": mark},
-                    seconds + 120, f"{hp}+{lp} {setup}")
-            if "lp" in roles:
-                seg["lp_result"] = procs[(group, "lp")].reply(seconds + args.lp_lead_s + 120, f"{hp}+{lp} {setup}")
-            seg["wall_end"] = time.time()
-            seg["loadavg"] = os.getloadavg()[0]
+            seg = {"hp": hp, "lp": lp, "load": load, "setup": setup, "round": rnd, "rate": rate, "seconds": seconds}
+            seg.update(run_window(args, procs, group, roles, rate, seconds, seed, mark,
+                                  max(0.3, 3 * raw["hp_kinds"][hp]["svc_p50_ms"] / 1000), f"{hp}+{lp} {setup}"))
             if group in ("partition", "guarded") and "lp" in roles:
                 now = tools.lp_state(group)
                 seg["lp_partition"] = {"state": now["state"],
@@ -414,29 +402,47 @@ def run_cells(args, plan, procs, tools, raw, started):
 GRAPH_LPS = ("graph",)
 
 
+def run_window(args, procs, group, roles, rate, seconds, seed, mark, tail, what):
+    """One window of a group's processes: the LP from --lp-lead-s before t0 until `tail` after the
+    HP's window (its work counted over the HP's window), the HP's Poisson arrivals from t0.
+    Returns the segment's results, times and CPU load."""
+    out = {"wall_start": time.time()}
+    t0 = time.monotonic() + 0.05
+    if "lp" in roles:
+        procs[(group, "lp")].send({"cmd": "lp", "t0": t0 - args.lp_lead_s, "seconds": args.lp_lead_s + seconds + tail,
+                                   "count_from": t0, "count_to": t0 + seconds})
+    if "hp" in roles:
+        out["hp_result"] = procs[(group, "hp")].request(
+            {"cmd": "hp", "t0": t0, "seconds": seconds, "rate": rate, "seed": seed, "mark": mark}, seconds + 120, what)
+    if "lp" in roles:
+        out["lp_result"] = procs[(group, "lp")].reply(seconds + args.lp_lead_s + 120, what)
+    out["wall_end"] = time.time()
+    out["loadavg"] = os.getloadavg()[0]
+    return out
+
+
 def learn_guarded(args, procs, tools, raw, cell):
     """Before a cell's rounds: forget what guarded learned beside the last pair (`expcontroller
     guard-reset`), then let it learn this pair: --learn-jobs HP jobs at 90 % load beside the LP.
     Recorded as setup "guarded_learn" with the arm it chose (the verdict leaves it out: the rounds
-    measure the policy as it runs once it has learned, and this segment what learning costs)."""
+    measure the policy as it runs once it has learned, and this segment what learning costs).
+    Returns the LP's partition launches so far."""
     r = tools.expcontroller("guard-reset", "--name", tools.segments["guarded"])
     if r.returncode != 0:
         fail(f"cannot reset the guarded segment: {r.stdout.strip()}")
     hp, lp, load = cell
     rate = 0.9 / (raw["hp_kinds"][hp]["svc_p50_ms"] / 1000.0)
     seconds = args.learn_jobs / rate
-    t0 = time.monotonic() + 0.05
-    procs[("guarded", "lp")].send({"cmd": "lp", "t0": t0 - args.lp_lead_s, "seconds": args.lp_lead_s + seconds + 0.3})
     seg = {"hp": hp, "lp": lp, "load": load, "setup": "guarded_learn", "round": -1, "rate": rate, "seconds": seconds}
-    seg["hp_result"] = procs[("guarded", "hp")].request(
-        {"cmd": "hp", "t0": t0, "seconds": seconds, "rate": rate, "seed": args.seed, "mark": True}, seconds + 120,
-        f"{hp}+{lp} guarded learning")
-    seg["lp_result"] = procs[("guarded", "lp")].reply(seconds + 120, f"{hp}+{lp} guarded learning")
-    seg["guarded_status"] = tools.lp_state("guarded")["segment"]
+    seg.update(run_window(args, procs, "guarded", ("hp", "lp"), rate, seconds, args.seed, True, 0.3,
+                          f"{hp}+{lp} guarded learning"))
+    now = tools.lp_state("guarded")
+    seg["guarded_status"] = now["segment"]
     raw["segments"].append(seg)
     arm = (seg["guarded_status"].get("guarded") or {}).get("in_force")
     print(f"matrix: {hp}+{lp} {load}: guarded learned for {len(seg['hp_result']['lat_ms'])} jobs, in force: {arm}",
           flush=True)
+    return now["partition_launches"]
 
 
 def policy_problems(raw):
