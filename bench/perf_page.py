@@ -174,12 +174,9 @@ def contention_table():
         f"\n\nRecord: `{CONTENTION}` (H200, policy drain; gpuyield rows: LP queue bound)."
 
 
-def matrix_cells(load=None):
-    return [c for c in load_matrix()["cells"] if load is None or c["load"] == load]
-
-
-def load_matrix():
-    return load(MATRIX)
+def matrix_cells(arrivals=None):
+    """The matrix's cells, those of one load (e.g. "poisson-25") when given."""
+    return [c for c in load(MATRIX)["cells"] if arrivals is None or c["load"] == arrivals]
 
 
 def matrix_table():
@@ -261,7 +258,7 @@ def render_page():
 
 def readme_summary():
     """The README's table: the matrix summary (per setup and HP kind, 25 % load, over 4 LP kinds)."""
-    m = load_matrix()
+    m = load(MATRIX)
     jobs = min(r["hp_jobs"] for c in m["cells"] for r in c["setups"].values())
     cost = load(LAUNCH_COST[0])["added_ns"]["none"]
     return "\n".join([

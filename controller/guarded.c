@@ -287,7 +287,7 @@ static void set_in_force(struct gy_guard *g, uint32_t arm, enum gy_guard_reason 
  * ResNet-50 training lost 7-13 % a job on 16 SMs and guarded's p50 stayed 3-10 % above stop's
  * while it retried every 500 jobs (bench/results/2026-11-24-matrix). An arm dropped again and
  * again waits twice as long each time; one that passes starts over at the base. */
-static uint64_t backoff_jobs(struct gy_guard *g, uint32_t arm)
+static uint64_t strike(struct gy_guard *g, uint32_t arm) /* counts the drop, returns its backoff */
 {
     uint32_t doublings = g->strikes[arm] < GY_GUARD_MAX_DOUBLINGS ? g->strikes[arm] : GY_GUARD_MAX_DOUBLINGS;
     if (g->strikes[arm] < UINT32_MAX)
@@ -297,7 +297,7 @@ static uint64_t backoff_jobs(struct gy_guard *g, uint32_t arm)
 
 static void drop(struct gy_guard *g, uint32_t arm, enum gy_guard_reason why, struct gy_guard_change *c)
 {
-    g->backoff_until[arm] = g->jobs + backoff_jobs(g, arm);
+    g->backoff_until[arm] = g->jobs + strike(g, arm);
     if (g->trial == arm)
         g->trial = GY_GUARD_NO_ARM;
     if (g->in_force == arm) {
