@@ -14,7 +14,10 @@ LP at MPS client priority 1), markonly (cost cell only: the HP marking its jobs 
 
 Load: Poisson arrivals at a share of the HP's alone capacity (poisson-25: 25 %, poisson-60), the
 rate set once per HP kind from its alone service time (median of --calib-jobs jobs, plain
-process); latency counts from arrival, queueing included. Every setup of a round uses the same
+process, each job followed by 3x its time idle: a host-bound job is slower after idle time than back
+to back); latency counts from arrival, queueing included. A round whose plain HP alone was over
+85 % busy (rate x its median service time) queued, so its latency is mostly waiting: it is left
+out of the cell for every setup and counted (alone_overloaded_rounds). Every setup of a round uses the same
 arrival seed. The LP starts --lp-lead-s before the HP's first arrival (its queue is full when
 the HP starts) and its units are counted over the HP's window only.
 
@@ -70,6 +73,12 @@ POLICY_GROUPS = ("corun", "partition", "guarded", "corunauto")
 MPS_GROUPS = ("mps", "corun", "partition", "guarded", "markonly", "corunauto")
 # The targets of issues 25 and 26, for the summary's "meets" column.
 TARGET_P50, TARGET_P50_CI, TARGET_P99 = 1.03, 1.06, 1.10
+# Calibration idles 3x each job's service time after it (the pace of a 25 % load).
+CALIB_GAP = 3
+# A round whose plain HP alone was busier than this (rate x its median service time) queued: its
+# latency is mostly waiting, a denominator that makes every setup look faster than alone. Such a
+# round is left out of the cell for every setup (matrix.json counts them: alone_overloaded_rounds).
+ALONE_BUSY_MAX = 0.85
 
 
 def fail(msg, code=1):
@@ -358,7 +367,8 @@ def run_cells(args, plan, procs, tools, raw, started):
             for p in hp_procs:
                 p.reply(300, f"loading HP kind {hp}")
             plain = procs[("plain", "hp")]
-            svc = plain.request({"cmd": "calib", "jobs": args.calib_jobs}, 300, f"calibrating {hp}")["svc_ms"]
+            svc = plain.request({"cmd": "calib", "jobs": args.calib_jobs, "gap": CALIB_GAP}, 300,
+                                f"calibrating {hp}")["svc_ms"]
             busy = plain.request({"cmd": "busy", "jobs": args.busy_jobs}, 300, f"profiling {hp}")
             raw["hp_kinds"][hp] = {"svc_alone_ms": svc, "svc_p50_ms": nearest_rank(svc, 50),
                                    "busy_ms": busy["busy_ms"], "wall_ms": busy["wall_ms"]}
@@ -469,6 +479,15 @@ def lp_units(result):
     return result["counted"], result["counted_secs"]
 
 
+def alone_busy(seg):
+    """How busy the plain HP alone was in its segment: arrival rate x median service time (None
+    without service times)."""
+    svc = (seg or {}).get("hp_result", {}).get("svc_ms")
+    if not svc:
+        return None
+    return seg["rate"] * nearest_rank(svc, 50) / 1000.0
+
+
 def analyze(raws):
     """matrix.json's dict from one or more invocations' raw records."""
     cells_seen = []
@@ -481,6 +500,7 @@ def analyze(raws):
     for hp, lp, load in cells_seen:
         invs = {}  # setup -> [invocation: [round block]]
         left = []
+        busy_seen, overloaded = [], 0
         for raw in raws:
             segs = [s for s in raw["segments"] if (s["hp"], s["lp"], s["load"]) == (hp, lp, load)]
             if not segs:
@@ -489,8 +509,16 @@ def analyze(raws):
             measured = [s for s in segs if s["setup"] != "guarded_learn"]  # learning runs at 90 % load
             if kind.get("busy_ms") is not None and measured:
                 left.append(1 - measured[0]["rate"] * kind["busy_ms"] / 1000.0)
-            rounds = sorted({s["round"] for s in segs})
             by = {(s["round"], s["setup"]): s for s in segs}
+            rounds = []
+            for r in sorted({s["round"] for s in segs}):
+                busy = alone_busy(by.get((r, "hp_alone")))
+                if busy is not None:
+                    busy_seen.append(busy)
+                if busy is not None and busy > ALONE_BUSY_MAX:
+                    overloaded += 1
+                else:
+                    rounds.append(r)
             for setup in sorted({s["setup"] for s in segs}):
                 if setup in ("hp_alone", "lp_alone", "guarded_learn"):
                     continue
@@ -503,7 +531,8 @@ def analyze(raws):
                                    "hp_den": ha["hp_result"]["lat_ms"],
                                    "lp": lp_units(s["lp_result"]) if "lp_result" in s else None,
                                    "lp_den": lp_units(la["lp_result"]) if la else None})
-                invs.setdefault(setup, []).append(blocks)
+                if blocks:
+                    invs.setdefault(setup, []).append(blocks)
         setups = {}
         share_left = sum(left) / len(left) if left else None
         for setup, inv in invs.items():
@@ -522,7 +551,8 @@ def analyze(raws):
                                           and p99["value"] <= TARGET_P99)
             setups[setup] = row
         out_cells.append({"hp": hp, "lp": lp, "load": load, "gpu_time_left": round(share_left, 4) if share_left else None,
-                          "setups": setups})
+                          "alone_busy_max": round(max(busy_seen), 3) if busy_seen else None,
+                          "alone_overloaded_rounds": overloaded, "setups": setups})
     first = raws[0]
     return {"device": first["device"], "commit": ",".join(sorted({r["commit"] for r in raws})),
             "invocations": [{"started": r["started"], "commit": r["commit"], "device": r["device"]} for r in raws],
@@ -536,7 +566,9 @@ METHOD = ("HP latency from Poisson arrival (queueing included), nearest-rank p50
           "once per round, in a seeded shuffled order, the same arrival seed within a round); LP throughput = LP "
           "units launched in the HP's window per second over the same in lp_alone (one denominator per cell); 95 % "
           "intervals by a two-stage bootstrap (invocations, then rounds; 2000 resamples); lp_share_of_left = LP "
-          "ratio / (1 - rate x GPU-busy ms of one HP job alone, profiler); clocks logged, never set.")
+          "ratio / (1 - rate x GPU-busy ms of one HP job alone, profiler); the load's rate from the plain HP's "
+          "median service time (calibrated back to back until 2026-11-24 19:15 UTC, at a 25 % pace since); a round whose plain HP alone was over 85 % busy "
+          "(rate x its median service time: it queued) is left out for every setup; clocks logged, never set.")
 
 
 def write_outputs(raws, out):
@@ -567,6 +599,10 @@ def summary_table(matrix):
             lp = r.get("lp_throughput_ratio", {}).get("value")
             txt = f"{r['hp_p50_ratio']['value']:.2f}/{r['hp_p99_ratio']['value']:.2f}/" + (f"{lp:.2f}" if lp is not None else "-")
             row += f"{txt:>22}"
+        dropped = c.get("alone_overloaded_rounds", 0)
+        if dropped:
+            row += (f"  (plain HP alone queued in every round, up to {c['alone_busy_max']:.0%} busy: no verdict)"
+                    if not c["setups"] else f"  ({dropped} round(s) left out: the plain HP alone queued)")
         lines.append(row)
     return "\n".join(lines)
 

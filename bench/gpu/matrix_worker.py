@@ -8,7 +8,8 @@ Commands come on stdin, one JSON object a line; each gets one JSON reply line on
 stdout (whatever the libraries print goes to stderr). Times are CLOCK_MONOTONIC, which every
 process of the machine shares, so the harness can start an HP and an LP at the same instant t0.
   {"cmd": "load", "kind": K}                 build and warm up kind K -> {"ok", "load_s"}
-  {"cmd": "calib", "jobs": N}                HP: N jobs back to back -> {"svc_ms": [...]}
+  {"cmd": "calib", "jobs": N, "gap": G}      HP: N jobs, each followed by G x its own service time
+        idle (G = 3: the pace of a 25 % load; 0: back to back) -> {"svc_ms": [...]}
   {"cmd": "busy", "jobs": N}                 HP: GPU-busy ms per job alone (profiler) -> {"busy_ms", "wall_ms"}
   {"cmd": "hp", "t0", "seconds", "rate", "seed", "mark"}
         Poisson arrivals at `rate` jobs/s from t0 for `seconds`; a job starts at its arrival or when
@@ -71,11 +72,18 @@ class Worker:
         return {"ok": True, "load_s": round(time.monotonic() - t, 3)}
 
     def calib(self, cmd):
+        # Paced, not back to back: a host-bound job runs slower after idle time (measured on the
+        # H100: the launch-bound HP 2.4-3.4 ms back to back, 3.5-5.7 ms under Poisson arrivals), and
+        # a rate set from the back-to-back time overloads the plain alone process at 60 %.
         out = []
+        gap = float(cmd.get("gap", 0))
         for _ in range(int(cmd["jobs"])):
             t = time.perf_counter_ns()
             self.job()
-            out.append((time.perf_counter_ns() - t) / 1e6)
+            ms = (time.perf_counter_ns() - t) / 1e6
+            out.append(ms)
+            if gap > 0:
+                time.sleep(gap * ms / 1000.0)
         return {"ok": True, "svc_ms": out}
 
     def busy(self, cmd):

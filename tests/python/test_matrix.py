@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -192,3 +193,41 @@ def test_dry_run_end_to_end_with_a_stand_in_backend(tmp_path):
     assert (out / "heatmap.png").exists() and (out / "latency_cdfs.png").exists()
     # its segments (named after the harness's pid) removed; other runs' segments are not its business
     assert not [n for n in os.listdir("/dev/shm") if n.startswith(f"gpuyield-{os.getuid()}-matrix{proc.pid}-")]
+
+
+def test_a_round_whose_plain_alone_queued_is_left_out_for_every_setup():
+    # round 1's plain HP alone took 36 ms a job at 25 jobs/s: 90 % busy, its latency mostly waiting
+    raw = synthetic_raw(slow=1.02, lp_share=0.6)
+    for seg in raw["segments"]:
+        if seg["setup"] == "hp_alone" and seg["round"] == 1:
+            seg["hp_result"]["svc_ms"] = [36.0] * 100
+            seg["hp_result"]["lat_ms"] = [300.0] * 100
+    (cell,) = matrix.analyze([raw])["cells"]
+    assert cell["alone_overloaded_rounds"] == 1 and cell["alone_busy_max"] == pytest.approx(0.9)
+    corun = cell["setups"]["corun"]
+    assert corun["hp_jobs"] == 100  # round 0 only
+    assert corun["hp_p50_ratio"]["value"] == pytest.approx(1.02)  # not 10.2 / 300
+    assert cell["setups"]["hp_ctl_alone"]["hp_jobs"] == 100
+    # both rounds queued: the cell has no setup left to judge, and says why
+    for seg in raw["segments"]:
+        if seg["setup"] == "hp_alone":
+            seg["hp_result"]["svc_ms"] = [36.0] * 100
+    (cell,) = matrix.analyze([raw])["cells"]
+    assert cell["setups"] == {} and cell["alone_overloaded_rounds"] == 2
+    row = matrix.summary_table(matrix.analyze([raw])).splitlines()[-1]
+    assert row.startswith("gemm+graph poisson-25") and "queued in every round, up to 90% busy: no verdict" in row
+
+
+def test_calibration_idles_after_each_job_in_proportion_to_it():
+    from bench.gpu import matrix_worker
+    stamps = []
+    w = matrix_worker.Worker("hp", backend=None)
+    w.unit = lambda: (stamps.append(time.perf_counter()), time.sleep(0.01))
+    w.backend = type("B", (), {"sync": staticmethod(lambda: None)})()
+    svc = w.calib({"jobs": 3, "gap": 3})["svc_ms"]
+    assert len(svc) == 3 and min(svc) >= 10
+    # each start comes at least its job plus 3x that job after the one before
+    assert all(b - a >= 0.04 for a, b in zip(stamps, stamps[1:]))
+    stamps.clear()
+    w.calib({"jobs": 3})  # no gap asked: back to back
+    assert all(b - a < 0.035 for a, b in zip(stamps, stamps[1:]))
