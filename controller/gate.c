@@ -8,6 +8,7 @@
 #include "errors.h"
 #include "guarded.h"
 #include "registry.h"
+#include "self_pid.h"
 #include "shared_wait.h"
 
 /* Waits wake at least this often to reap dead processes, so no wait outlives a crash by more. */
@@ -60,7 +61,7 @@ int gy_own_jobs_covering(gy_shm *shm, int device, int level)
     struct gy_segment *seg = shm->seg;
     if (level < 0 || level >= GY_LEVELS || gy_lock_and_recover(seg))
         return -1;
-    int pid = getpid(), n = 0;
+    int pid = gy_self_pid(), n = 0;
     for (int i = 0; i < GY_MAX_PROCS; i++) {
         const struct gy_proc_slot *s = &seg->procs[i];
         if (s->pid != pid || atomic_load_explicit(&s->state, memory_order_acquire) == GY_PROC_FREE)
@@ -249,7 +250,7 @@ int gy_job_enter_on(gy_shm *shm, int priority, int device, uint64_t timeout_ns, 
     struct gy_segment *seg = shm->seg;
     if (gy_lock_and_recover(seg))
         return gy_lock_fail(shm, "begin a job", err);
-    if (slot->pid != getpid() || atomic_load_explicit(&slot->state, memory_order_acquire) == GY_PROC_FREE) {
+    if (slot->pid != gy_self_pid() || atomic_load_explicit(&slot->state, memory_order_acquire) == GY_PROC_FREE) {
         gy_unlock(seg);
         return gy_fail(err, ESRCH, "our slot in %s was reaped (wrong pid or corrupted): reconnect", shm->name);
     }
@@ -285,7 +286,7 @@ int gy_job_enter_on(gy_shm *shm, int priority, int device, uint64_t timeout_ns, 
 static bool drain_pending_locked(const gy_shm *shm, const gy_job *job)
 {
     const struct gy_segment *seg = shm->seg;
-    int self = getpid();
+    int self = gy_self_pid();
     for (int i = 0; i < GY_MAX_PROCS; i++) {
         const struct gy_proc_slot *slot = &seg->procs[i];
         if (atomic_load_explicit(&slot->state, memory_order_acquire) == GY_PROC_FREE || !gy_slot_sane(slot))
@@ -401,14 +402,14 @@ int gy_job_exit(gy_shm *shm, gy_job *job, gy_err *err)
          * helper's, the reaper's) and counted out by status readers at once: never lost. The
          * guarded policy misses this one job's duration. Only a corrupted mutex, which nobody
          * will hold again, or a full table, fails as before (still counted in: call end again). */
-        if (!slot || slot->pid != getpid() || !gy_mutex_sane(seg) || p < 0 || p >= GY_LEVELS ||
+        if (!slot || slot->pid != gy_self_pid() || !gy_mutex_sane(seg) || p < 0 || p >= GY_LEVELS ||
             d < GY_DEVICE_ALL || d >= GY_MAX_DEVICES || !gy_owe_end(seg, slot, d, p))
             return gy_lock_fail(shm, "end the job", err);
         job->active = false;
         gy_wake_all(seg);
         return 0;
     }
-    bool ours = slot && slot->pid == getpid() && slot->held_jobs[p] > 0 &&
+    bool ours = slot && slot->pid == gy_self_pid() && slot->held_jobs[p] > 0 &&
                 (d < 0 || (d < GY_MAX_DEVICES && slot->held_device_jobs[d][p] > 0));
     if (ours) {
         slot->held_jobs[p]--;

@@ -20,7 +20,7 @@
     X(gy_segment, magic) X(gy_segment, layout_stamp) X(gy_segment, segment_size) X(gy_segment, owner_uid) \
     X(gy_segment, creator_pid) X(gy_segment, creator_start_time) X(gy_segment, drain_timeout_ns)          \
     X(gy_segment, policy) X(gy_segment, mps) X(gy_segment, name) X(gy_segment, active_levels)             \
-    X(gy_segment, mutex) X(gy_segment, wake_seq) X(gy_segment, jobs) X(gy_segment, job_epoch)             \
+    X(gy_segment, mutex) X(gy_segment, wake_seq) X(gy_segment, wake_waiters) X(gy_segment, jobs) X(gy_segment, job_epoch)             \
     X(gy_segment, total_drain_timeouts) X(gy_segment, reaped) X(gy_segment, next_reap_ns)                 \
     X(gy_segment, lock_timeouts) X(gy_segment, ends_owed) X(gy_segment, devices) X(gy_segment, procs) X(gy_segment, guard)
 #define GY_DEVICE_SLOT_FIELDS(X)                                                                       \

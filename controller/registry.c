@@ -7,6 +7,7 @@
 #include "errors.h"
 #include "proc_identity.h"
 #include "registry.h"
+#include "self_pid.h"
 #include "shared_wait.h"
 
 bool gy_slot_sane(const struct gy_proc_slot *slot)
@@ -282,7 +283,7 @@ int gy_register(gy_shm *shm, int priority, gy_err *err)
     if (shm->slot >= 0)
         return gy_fail(err, EBUSY, "this handle is already registered in %s (slot %d)", shm->name, shm->slot);
     struct gy_segment *seg = shm->seg;
-    int pid = getpid();
+    int pid = gy_self_pid();
     uint64_t start = gy_proc_start_time(pid);
     if (!start) /* without it the slot would look dead to the next reap */
         return gy_fail(err, EMFILE, "cannot read /proc/%d/stat to register in %s (out of file descriptors, or "
@@ -333,7 +334,7 @@ void gy_release_at_exit(gy_shm *shm)
     struct gy_proc_slot *slot = &seg->procs[index];
     if (gy_lock_and_recover(seg))
         return; /* the next reap frees it once we are gone */
-    if (slot->pid == getpid() && atomic_load_explicit(&slot->state, memory_order_acquire) != GY_PROC_FREE)
+    if (slot->pid == gy_self_pid() && atomic_load_explicit(&slot->state, memory_order_acquire) != GY_PROC_FREE)
         free_slot_locked(seg, slot);
     gy_unlock(seg);
     gy_wake_all(seg);
@@ -349,7 +350,7 @@ void gy_unregister(gy_shm *shm)
     if (gy_lock_and_recover(seg))
         return; /* a reap frees the slot once we are gone */
     /* The slot may have been reaped and reused if our pid was misjudged; only free our own. */
-    if (slot->pid == getpid() && atomic_load_explicit(&slot->state, memory_order_acquire) != GY_PROC_FREE)
+    if (slot->pid == gy_self_pid() && atomic_load_explicit(&slot->state, memory_order_acquire) != GY_PROC_FREE)
         free_slot_locked(seg, slot);
     gy_unlock(seg);
     gy_wake_all(seg);

@@ -312,19 +312,20 @@ int gy_remove(const char *tag_or_name, gy_err *err)
 
 int gy_segment_identity(const char *name, dev_t *dev, ino_t *ino)
 {
-    /* Non-blocking: a FIFO planted at the name (O_RDONLY waits for a writer) must not hang the
-     * caller; whatever is there now, its identity tells it from our segment. */
-    int fd = shm_open(name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW, 0);
-    if (fd < 0) {
-        if (errno == ELOOP || errno == ENXIO) /* a symlink or a device: not our segment, so another */
-            return *dev = 0, *ino = 0, 1;
-        return errno == ENOENT ? 0 : -1;
+    /* One lstat of the name under /dev/shm (where glibc's shm_open puts it), no open: whatever is
+     * there (a FIFO, a symlink) cannot block us, and its identity tells it from our segment. Each
+     * Python begin() asks this: on the H100 every syscall of a begin after idle time cost about as
+     * much as a whole hot begin (bench/results/2026-11-24-begin-cost); open+fstat+close were three. */
+    char path[sizeof "/dev/shm/" + GY_NAME_MAX];
+    if (snprintf(path, sizeof path, "/dev/shm/%s", name[0] == '/' ? name + 1 : name) >= (int)sizeof path) {
+        errno = ENAMETOOLONG;
+        return -1;
     }
     struct stat st;
-    int rc = fstat(fd, &st);
-    close(fd);
-    if (rc != 0)
-        return -1;
+    if (fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        return errno == ENOENT ? 0 : -1;
+    if (!S_ISREG(st.st_mode)) /* a symlink, a FIFO, a device: not our segment, so another */
+        return *dev = 0, *ino = 0, 1;
     *dev = st.st_dev;
     *ino = st.st_ino;
     return 1;

@@ -135,6 +135,11 @@ struct gy_segment {
     /* Slow path state, guarded by mutex. wake_seq is the futex word of the shared condition. */
     pthread_mutex_t mutex __attribute__((aligned(64)));
     _Atomic uint32_t wake_seq;
+    /* Processes inside a FUTEX_WAIT on wake_seq. gy_wake_all skips the wake syscall while it is 0:
+     * each begin and end wakes, and on the H100 a cold begin() cost 31-39 us against 3 us hot
+     * (bench/results/2026-11-24-begin-cost). A stale count (a waiter killed inside its wait) only
+     * costs needless wakes. */
+    _Atomic uint32_t wake_waiters;
     uint32_t jobs[GY_LEVELS];   /* jobs in progress per level, on any device (devices[].jobs: per device) */
     _Atomic uint64_t job_epoch; /* bumped by each begin; drains acknowledge an epoch */
     _Atomic uint64_t total_drain_timeouts;

@@ -145,6 +145,15 @@ void gy_unlock(struct gy_segment *seg)
     pthread_mutex_unlock(&seg->mutex);
 }
 
+/* FUTEX_WAIT (not _PRIVATE): the word lives in shared memory. Its relative timeout is measured on
+ * CLOCK_MONOTONIC. EAGAIN means the sequence already moved. Counted in wake_waiters around it. */
+static void futex_wait_counted(struct gy_segment *seg, uint32_t seq, const struct timespec *rel)
+{
+    atomic_fetch_add_explicit(&seg->wake_waiters, 1, memory_order_seq_cst);
+    syscall(SYS_futex, &seg->wake_seq, FUTEX_WAIT, seq, rel, NULL, 0);
+    atomic_fetch_sub_explicit(&seg->wake_waiters, 1, memory_order_seq_cst);
+}
+
 uint32_t gy_wake_seq(struct gy_segment *seg)
 {
     return atomic_load_explicit(&seg->wake_seq, memory_order_seq_cst);
@@ -154,20 +163,22 @@ int gy_wait_locked(struct gy_segment *seg, uint32_t seq, uint64_t timeout_ns)
 {
     struct timespec rel = {(time_t)(timeout_ns / 1000000000ull), (long)(timeout_ns % 1000000000ull)};
     gy_unlock(seg);
-    /* FUTEX_WAIT (not _PRIVATE): the word lives in shared memory. Its relative timeout is
-     * measured on CLOCK_MONOTONIC. EAGAIN means the sequence already moved. */
-    syscall(SYS_futex, &seg->wake_seq, FUTEX_WAIT, seq, &rel, NULL, 0);
+    futex_wait_counted(seg, seq, &rel);
     return gy_lock(seg);
 }
 
 void gy_wait_unlocked(struct gy_segment *seg, uint32_t seq, uint64_t timeout_ns)
 {
     struct timespec rel = {(time_t)(timeout_ns / 1000000000ull), (long)(timeout_ns % 1000000000ull)};
-    syscall(SYS_futex, &seg->wake_seq, FUTEX_WAIT, seq, &rel, NULL, 0);
+    futex_wait_counted(seg, seq, &rel);
 }
 
+/* Why skipping the wake is safe: a waiter read seq before it counted itself in, and the kernel
+ * compares seq at FUTEX_WAIT. If the waker's load saw no waiter, the count-in comes after it in
+ * the seq_cst order, so after the waker's increment too: the wait then finds seq moved and returns. */
 void gy_wake_all(struct gy_segment *seg)
 {
     atomic_fetch_add_explicit(&seg->wake_seq, 1, memory_order_seq_cst);
-    syscall(SYS_futex, &seg->wake_seq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+    if (atomic_load_explicit(&seg->wake_waiters, memory_order_seq_cst) != 0)
+        syscall(SYS_futex, &seg->wake_seq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }

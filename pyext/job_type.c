@@ -70,7 +70,7 @@ int gyp_job_begin(JobObject *self, bool wait)
         gyp_raise(EBADF, "this job's Segment is gone");
         return -1;
     }
-    if (self->entering || (self->job.active && self->owner_pid == getpid())) {
+    if (self->entering || (self->job.active && self->owner_pid == gy_self_pid())) {
         gyp_raise(EBUSY, "this job (priority %d) is already in progress: make a new seg.job(%d) for a nested job",
                   self->priority, self->priority);
         return -1;
@@ -99,7 +99,7 @@ int gyp_job_begin(JobObject *self, bool wait)
         gyp_raise_err(&err);
         return -1;
     }
-    self->owner_pid = getpid();
+    self->owner_pid = gy_self_pid();
     self->waited = false;
     return wait ? wait_drained(self, true) : 0;
 }
@@ -111,7 +111,7 @@ int gyp_job_end(JobObject *self)
         self->job.active = false; /* close() unregistered us, which counted the job out */
         return 0;
     }
-    if (self->job.active && self->owner_pid != getpid()) {
+    if (self->job.active && self->owner_pid != gy_self_pid()) {
         self->job.active = false;
         gyp_raise(ESRCH, "this job (priority %d) was begun by process %d before a fork: only that process can end it",
                   self->priority, (int)self->owner_pid);
@@ -165,7 +165,7 @@ PyDoc_STRVAR(wait_doc,
 static PyObject *job_wait(JobObject *self, PyObject *unused)
 {
     (void)unused;
-    if (!self->segment || !self->job.active || self->owner_pid != getpid())
+    if (!self->segment || !self->job.active || self->owner_pid != gy_self_pid())
         return gyp_raise(EINVAL, "this job (priority %d) is not in progress in this process: begin it first",
                          self->priority);
     if (gyp_segment_ready(self->segment))
@@ -218,7 +218,7 @@ static PyObject *get_corun(JobObject *self, void *closure)
 static PyObject *get_active(JobObject *self, void *closure)
 {
     (void)closure;
-    return PyBool_FromLong(self->job.active && self->owner_pid == getpid() && self->segment && self->segment->open);
+    return PyBool_FromLong(self->job.active && self->owner_pid == gy_self_pid() && self->segment && self->segment->open);
 }
 
 static PyGetSetDef job_getset[] = {

@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include "gpuyield.h"
+#include "self_pid.h"
 
 /* gpuyield.Error (OSError): every controller or OS failure, errno set where one fits.
  * gpuyield.ArgumentError (Error, ValueError): a bad value (priority, name, timeout). */

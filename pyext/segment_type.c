@@ -21,7 +21,7 @@ static bool exit_handler_installed;
 static void release_open_handles_at_exit(void)
 {
     for (SegmentObject *h = open_handles; h; h = h->open_next)
-        if (h->open && h->owner_pid == getpid())
+        if (h->open && h->owner_pid == gy_self_pid())
             gy_release_at_exit(&h->shm);
 }
 
@@ -56,7 +56,7 @@ PyObject *gyp_segment_new(gy_shm *shm)
     }
     self->shm = *shm;
     self->open = true;
-    self->owner_pid = getpid();
+    self->owner_pid = gy_self_pid();
     self->busy = 0;
     self->registering = 0;
     self->dev = 0;
@@ -97,13 +97,13 @@ int gyp_segment_ready(SegmentObject *self)
         gyp_raise(EBADF, "segment %s is closed: connect again", self->shm.name);
         return -1;
     }
-    if (self->owner_pid != getpid()) {
+    if (self->owner_pid != gy_self_pid()) {
         /* A forked child shares the parent's mapping but not its registration or its jobs. */
         self->shm.slot = -1;
         self->busy = 0; /* the threads that were inside calls did not survive the fork */
         self->registering = 0;
         forget_begun_jobs(self);
-        self->owner_pid = getpid();
+        self->owner_pid = gy_self_pid();
     }
     return 0;
 }
@@ -183,7 +183,7 @@ static void close_segment(SegmentObject *self)
 {
     if (!self->open)
         return;
-    if (self->owner_pid != getpid())
+    if (self->owner_pid != gy_self_pid())
         self->shm.slot = -1; /* never unregister the parent's slot from a forked child */
     /* Unregistering counts out every job this process still holds (begun ones included). */
     forget_begun_jobs(self);
@@ -219,7 +219,7 @@ static PyObject *segment_repr(SegmentObject *self)
 {
     if (!self->open)
         return PyUnicode_FromFormat("<gpuyield.Segment %s, closed>", self->shm.name);
-    if (self->shm.slot >= 0 && self->owner_pid == getpid())
+    if (self->shm.slot >= 0 && self->owner_pid == gy_self_pid())
         return PyUnicode_FromFormat("<gpuyield.Segment %s, registered at priority %d>", self->shm.name,
                                     gy_my_slot(&self->shm)->priority);
     return PyUnicode_FromFormat("<gpuyield.Segment %s, not registered>", self->shm.name);
@@ -587,7 +587,7 @@ PyDoc_STRVAR(close_doc,
 static PyObject *segment_close(SegmentObject *self, PyObject *unused)
 {
     (void)unused;
-    if (self->open && self->owner_pid != getpid())
+    if (self->open && self->owner_pid != gy_self_pid())
         self->busy = 0;
     if (self->busy)
         return gyp_raise(EBUSY, "cannot close %s: another thread is inside a call on it (e.g. waiting for a drain); "
@@ -713,7 +713,7 @@ static PyObject *get_closed(SegmentObject *self, void *closure)
 
 static bool registered_here(SegmentObject *self)
 {
-    return self->open && self->shm.slot >= 0 && self->owner_pid == getpid();
+    return self->open && self->shm.slot >= 0 && self->owner_pid == gy_self_pid();
 }
 
 static PyObject *get_registered(SegmentObject *self, void *closure)
