@@ -33,6 +33,7 @@ for stage in "${stages[@]}"; do
         OLD_LIB=${OLD_LIB:-} bash bench/gpu/launch_cost.sh "$B" "$R/launch_cost.jsonl" "${ROUNDS:-7}" > /dev/null
         "$PY" -m bench.gpu.summarize launch-cost "$R/launch_cost.jsonl" "$R/launch_cost.json" \
             "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1)" ;;
+    begin-cost) bash bench/gpu/begin_cost.sh "$B" "$R/begin-cost" ;;
     gating) bash bench/gpu/gating.sh "$B" "$R" ;;
     preempt) bash bench/gpu/preempt_latency.sh "$B" "$R/preempt.jsonl" ;;
     preempt-quick) bash bench/gpu/preempt_latency.sh "$B" "$R/preempt.jsonl" "500" "none sync:1 event:1 event:4" 20 ;;
