@@ -21,6 +21,23 @@ def test_launch_overhead_is_paired_by_round(tmp_path, capsys):
     assert "+25.0 [+25.0, +25.0]" in out, out
 
 
+def test_launch_cost_keeps_the_jobs_each_auto_process_opened(tmp_path, capsys):
+    path, rows = tmp_path / "cost.jsonl", []
+    for rnd, (aa, none, auto) in enumerate([(2, 40, 45), (-3, 44, 52), (0, 38, 41)], 1):
+        for variant, diff in (("nohook", aa), ("none", none), ("auto", auto)):
+            row = {"round": rnd, "variant": variant,
+                   "result": {"direct": {"median": 3600}, "pair_diff": {"median": diff}}}
+            if variant != "nohook":
+                row["jobs_opened"] = 1 if variant == "auto" else 0
+            rows.append(row)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    summarize.launch_cost(str(path), str(tmp_path / "cost.json"), "test GPU")
+    added = json.load(open(tmp_path / "cost.json"))["added_ns"]
+    assert added["auto"]["median"] == 45 and added["auto"]["jobs_opened_per_round"] == [1, 1, 1]
+    assert added["none"]["median"] == 40 and added["none"]["jobs_opened_per_round"] == [0, 0, 0]
+    assert added["nohook_aa_check"]["median"] == 0 and "jobs_opened_per_round" not in added["nohook_aa_check"]
+
+
 def export(path, lp_kernels, hp_jobs, copies=()):
     db = sqlite3.connect(path)
     db.execute("CREATE TABLE NVTX_EVENTS (globalTid INTEGER, start INTEGER, end INTEGER, text TEXT)")
