@@ -39,6 +39,8 @@ for stage in "${stages[@]}"; do
             "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1)"
         cp "$R/launch_cost_auto.json" "$OUT/" 2>/dev/null ;;
     gating) bash bench/gpu/gating.sh "$B" "$R" ;;
+    gating-auto) bash bench/gpu/gating.sh "$B" "$R" auto  # issue 27: the HP unmarked, its jobs opened by the hook
+        cp "$R/gating_auto_proof.json" "$OUT/" 2>/dev/null ;;
     preempt) bash bench/gpu/preempt_latency.sh "$B" "$R/preempt.jsonl" ;;
     preempt-quick) bash bench/gpu/preempt_latency.sh "$B" "$R/preempt.jsonl" "500" "none sync:1 event:1 event:4" 20 ;;
     matrix)  # issue 25's matrix, one invocation (MX_ARGS: more flags, e.g. --hp-kinds gemm,small --rounds 2)
