@@ -17,6 +17,7 @@
 #include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -26,6 +27,7 @@
 #include "driver.h"
 #include "registry.h"
 #include "stderr_line.h"
+#include "trace_ranges.h"
 
 #define SLOTS (GY_MAX_DEVICES + 1)
 #define WAIT_FOR_OPEN_NS 200000000ull /* an idle closer rechecks its generation this often */
@@ -35,6 +37,7 @@ bool gy_auto_enabled;
 
 static pthread_mutex_t auto_lock = PTHREAD_MUTEX_INITIALIZER;
 static gy_job jobs[SLOTS];              /* the auto job of each OPEN slot, under auto_lock */
+static uint64_t ranges[SLOTS];          /* its NVTX range ("gpuyield auto-job p1 d0"), under auto_lock */
 static _Atomic uint32_t opened;         /* futex word: bumped by each opening, wakes the closer */
 static uint64_t idle_ns, poll_ns;
 
@@ -66,6 +69,7 @@ static void end_job_locked(int idx)
 {
     gy_err err;
     uint64_t open_ns = gy_now_ns() - jobs[idx].entered_ns;
+    gy_range_end(ranges[idx]); /* before the exit: the range lies inside the job */
     if (gy_job_exit(&gy_client.shm, &jobs[idx], &err) == 0 && my_slot())
         atomic_fetch_add_explicit(&my_slot()->counters.auto_job_ns, open_ns, memory_order_relaxed);
 }
@@ -100,6 +104,13 @@ static bool open_locked(int idx)
     /* Counted in, so lower launches already stop; under drain wait for their queues (corun,
      * partition: returns at once, the launch does not wait). */
     gy_job_wait_drained(&gy_client.shm, &jobs[idx], 0);
+    /* The job's NVTX range from here, where the opening launch goes ahead (as a worker's range
+     * inside `with seg.job(p)` starts after the drained begin), to just before its exit: Nsight
+     * shows the auto jobs, and bench/gpu/gating_proof.py checks that no lower kernel overlaps one.
+     * A process range: the closer thread ends it. */
+    char name[48];
+    snprintf(name, sizeof name, "gpuyield auto-job p%d d%d", gy_client.priority, device_of(idx));
+    ranges[idx] = gy_range_start(name);
     atomic_store_explicit(&gy_auto_states[idx], GY_AUTO_OPEN, memory_order_seq_cst);
     wake_closer();
     return true;
@@ -301,4 +312,5 @@ void gy_auto_fork_child(void)
     for (int i = 0; i < SLOTS; i++)
         atomic_store(&gy_auto_states[i], GY_AUTO_CLOSED);
     memset(jobs, 0, sizeof jobs);
+    memset(ranges, 0, sizeof ranges); /* the parent's ranges are the parent's to end */
 }

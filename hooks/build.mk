@@ -69,3 +69,15 @@ $(O)/tests/hooks/test_hooks: $(O)/obj/tests/hooks/test_hooks.o $(O)/obj/tests/ho
 
 ALL += $(HOOKS_LIB) $(FAKECUDA_LIB) $(FAKECUDA_OLD_LIB) $(O)/tests/hooks/cuda_worker $(O)/tests/hooks/test_hooks \
 	$(O)/tests/hooks/hooked_names
+
+# An NVTX injection library that logs process ranges (the auto jobs' ranges test); with the hook's
+# ranges, only where the toolkit's NVTX headers are (test_hooks skips the test without it).
+ifneq ($(CUDA_HOME),)
+ifneq ($(wildcard $(CUDA_HOME)/include/nvtx3/nvToolsExt.h),)
+$(O)/obj/tests/hooks/nvtx_log.o: CFLAGS += -fvisibility=hidden -isystem $(CUDA_HOME)/include
+$(O)/tests/hooks/libnvtx_log.so: $(O)/obj/tests/hooks/nvtx_log.o
+	@mkdir -p $(dir $@)
+	$(CC) -shared $(LDFLAGS) $^ -o $@
+ALL += $(O)/tests/hooks/libnvtx_log.so
+endif
+endif

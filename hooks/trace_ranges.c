@@ -7,7 +7,15 @@
 
 void gy_range_push(const char *name) { nvtxRangePushA(name); }
 void gy_range_pop(void) { nvtxRangePop(); }
+uint64_t gy_range_start(const char *name) { return nvtxRangeStartA(name); }
+void gy_range_end(uint64_t id) { nvtxRangeEnd(id); }
 #else
 void gy_range_push(const char *name) { (void)name; }
 void gy_range_pop(void) {}
+uint64_t gy_range_start(const char *name)
+{
+    (void)name;
+    return 0;
+}
+void gy_range_end(uint64_t id) { (void)id; }
 #endif

@@ -10,7 +10,9 @@ invocation; a cell only loads its kinds into them. Groups: plain (no MPS, no hoo
 LD_PRELOAD: hp_alone, lp_alone, nocontrol), mps (MPS clients, no hook), one hooked group per
 policy (corun, partition, guarded: the HP preloaded at priority 1 marking each job in its own
 segment made with --mps-pipe, the LP preloaded at priority 0 with --lp-mode, both MPS clients, the
-LP at MPS client priority 1), markonly (cost cell only: the HP marking its jobs with no hook).
+LP at MPS client priority 1), markonly (cost cell only: the HP marking its jobs with no hook),
+corunauto and corunautoshort (as corun, each on a corun segment of its own, the HP marking nothing:
+GPUYIELD_JOBS=auto, at the hook's default idle time and at --auto-idle-us).
 
 Load: Poisson arrivals at a share of the HP's alone capacity (poisson-25: 25 %, poisson-60), the
 rate set once per HP kind from its alone service time (median of --calib-jobs jobs, plain
@@ -22,7 +24,9 @@ arrival seed. The LP starts --lp-lead-s before the HP's first arrival (its queue
 the HP starts) and its units are counted over the HP's window only.
 
 Setups: hp_alone, lp_alone, nocontrol, mps, corun, partition, guarded, hp_ctl_alone (the HP
-controlled, marking its jobs on the corun segment, the LP idle); in the first cell of each HP kind
+controlled, marking its jobs on the corun segment, the LP idle), corun_auto and corun_auto_short
+(issue 27: the HP unmarked under GPUYIELD_JOBS=auto, idle time 2000 us and --auto-idle-us, default
+300; not by default); in the first cell of each HP kind
 also the cost setups hp_mps_alone (an MPS client, no hook), hp_hook_alone (hooked, not marking),
 hp_mark_alone (marking, no hook).
 
@@ -66,11 +70,16 @@ SETUP = {
     # issue 27: the HP unmodified (no marking), high-priority by its environment alone
     # (GPUYIELD_JOBS=auto): its hook opens a job at its first launch after idle
     "corun_auto": ("corunauto", ("hp", "lp"), False),
+    # the same with GPUYIELD_IDLE_US=--auto-idle-us (corun_auto keeps the hook's default, 2000): two
+    # idle times side by side in the same rounds, each on a corun segment of its own
+    "corun_auto_short": ("corunautoshort", ("hp", "lp"), False),
 }
 DEFAULT_SETUPS = ("hp_alone", "lp_alone", "nocontrol", "mps", "corun", "partition", "hp_ctl_alone")
 COST_SETUPS = ("hp_mps_alone", "hp_hook_alone", "hp_mark_alone")
-POLICY_GROUPS = ("corun", "partition", "guarded", "corunauto")
-MPS_GROUPS = ("mps", "corun", "partition", "guarded", "markonly", "corunauto")
+AUTO_GROUPS = ("corunauto", "corunautoshort")  # the HP under GPUYIELD_JOBS=auto, on a corun segment
+POLICY_GROUPS = ("corun", "partition", "guarded") + AUTO_GROUPS
+MPS_GROUPS = ("mps", "corun", "partition", "guarded", "markonly") + AUTO_GROUPS
+AUTO_IDLE_US_DEFAULT = 300  # corun_auto_short's GPUYIELD_IDLE_US unless --auto-idle-us says
 # The targets of issues 25 and 26, for the summary's "meets" column.
 TARGET_P50, TARGET_P50_CI, TARGET_P99 = 1.03, 1.06, 1.10
 # Calibration idles 3x each job's service time after it (the pace of a 25 % load).
@@ -194,8 +203,10 @@ def group_env(args, group, role, segments, mps_dirs):
         env["GPUYIELD_MODE"] = args.lp_mode if role == "lp" else "none"
         if group in ("partition", "guarded"):
             env["GPUYIELD_PARTITION_SMS"] = str(args.partition_sms)
-        if group == "corunauto" and role == "hp":
+        if group in AUTO_GROUPS and role == "hp":
             env["GPUYIELD_JOBS"] = "auto"
+        if group == "corunautoshort" and role == "hp":
+            env["GPUYIELD_IDLE_US"] = str(args.auto_idle_us)
     if group == "markonly":
         env["GPUYIELD_SHM"] = segments["corun"]
         env["GPUYIELD_PRIORITY"] = "1"
@@ -228,7 +239,7 @@ class Tools:
 
     def create_segment(self, group):
         """The segment of a hooked group (its own: setups never share one), under the group's policy."""
-        policy = {"corunauto": "corun"}.get(group, group)
+        policy = "corun" if group in AUTO_GROUPS else group
         name = f"{self.tag}-{group}"
         words = ["create", "--name", name, "--policy", policy]
         if self.mps_dirs:
@@ -397,7 +408,7 @@ def run_cells(args, plan, procs, tools, raw, started):
                 partition_before[group] = now["partition_launches"]
                 if group == "guarded":
                     seg["guarded_status"] = now["segment"]
-            if group == "corunauto":  # did the unmarked HP's hook open jobs? (its auto_jobs counter)
+            if group in AUTO_GROUPS:  # did the unmarked HP's hook open jobs? (its auto_jobs counter)
                 seg["hp_auto_jobs"] = tools.hp_auto_jobs(group)
             raw["segments"].append(seg)
             done += 1
@@ -582,7 +593,7 @@ def write_outputs(raws, out):
         print(f"matrix: no plots ({e})")
 
 
-SUMMARY_SETUPS = ("nocontrol", "mps", "corun", "partition", "guarded", "corun_auto", "hp_ctl_alone")
+SUMMARY_SETUPS = ("nocontrol", "mps", "corun", "partition", "guarded", "corun_auto", "corun_auto_short", "hp_ctl_alone")
 
 
 def summary_table(matrix):
@@ -691,6 +702,9 @@ def parse_args(argv):
     p.add_argument("--learn-jobs", type=int, default=300,
                    help="guarded: HP jobs it learns on before each cell's rounds (0: none, no reset)")
     p.add_argument("--partition-sms", type=int, default=16)
+    p.add_argument("--auto-idle-us", type=int, default=None, metavar="US",
+                   help="GPUYIELD_IDLE_US of the corun_auto_short setup's HP (1..10000000, default "
+                        f"{AUTO_IDLE_US_DEFAULT}); corun_auto's keeps the hook's default (2000)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--device", default="unknown")
     p.add_argument("--commit", default=None)
@@ -711,6 +725,13 @@ def parse_args(argv):
         p.error(f"--min-seconds {args.min_seconds} / --max-seconds {args.max_seconds}: need 0 < min <= max")
     if "hp_alone" not in args.setups or "lp_alone" not in args.setups:
         p.error("--setups must hold hp_alone and lp_alone: every ratio's denominator")
+    if args.auto_idle_us is not None:
+        if not 1 <= args.auto_idle_us <= 10000000:
+            p.error(f"--auto-idle-us {args.auto_idle_us}: must be 1..10000000 (GPUYIELD_IDLE_US's range)")
+        if "corun_auto_short" not in args.setups:
+            p.error("--auto-idle-us sets the corun_auto_short setup's idle time: add corun_auto_short to --setups")
+    elif "corun_auto_short" in args.setups:
+        args.auto_idle_us = AUTO_IDLE_US_DEFAULT
     if args.high_load_lp not in LP_KINDS:
         p.error(f"--high-load-lp {args.high_load_lp}: use one of {', '.join(LP_KINDS)}")
     exe = os.path.join(args.build, "bin", "expcontroller")

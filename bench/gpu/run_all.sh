@@ -34,7 +34,14 @@ for stage in "${stages[@]}"; do
         "$PY" -m bench.gpu.summarize launch-cost "$R/launch_cost.jsonl" "$R/launch_cost.json" \
             "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1)" ;;
     begin-cost) bash bench/gpu/begin_cost.sh "$B" "$R/begin-cost" ;;
+    launch-cost-auto)  # issue 27: mode none inside an open auto job (auto) and outside jobs (none), paired
+        VARIANTS="nohook none auto" bash bench/gpu/launch_cost.sh "$B" "$R/launch_cost_auto.jsonl" "${ROUNDS:-15}" > /dev/null
+        "$PY" -m bench.gpu.summarize launch-cost "$R/launch_cost_auto.jsonl" "$R/launch_cost_auto.json" \
+            "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1)"
+        cp "$R/launch_cost_auto.json" "$OUT/" 2>/dev/null ;;
     gating) bash bench/gpu/gating.sh "$B" "$R" ;;
+    gating-auto) bash bench/gpu/gating.sh "$B" "$R" auto  # issue 27: the HP unmarked, its jobs opened by the hook
+        cp "$R/gating_auto_proof.json" "$OUT/" 2>/dev/null ;;
     preempt) bash bench/gpu/preempt_latency.sh "$B" "$R/preempt.jsonl" ;;
     preempt-quick) bash bench/gpu/preempt_latency.sh "$B" "$R/preempt.jsonl" "500" "none sync:1 event:1 event:4" 20 ;;
     matrix)  # issue 25's matrix, one invocation (MX_ARGS: more flags, e.g. --hp-kinds gemm,small --rounds 2)

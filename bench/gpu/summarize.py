@@ -34,10 +34,12 @@ def launch_cost(path, out_path, device):
     to the driver); then the median and range of those over the rounds. The no-hook variant is
     the A/A check: both calls are the driver's."""
     rows = [json.loads(l) for l in open(path) if l.strip()]
-    per_variant = {}
+    per_variant, opened = {}, {}
     for r in rows:
         if r["variant"] != "components":
             per_variant.setdefault(r["variant"], []).append(r["result"])
+            if "jobs_opened" in r:
+                opened.setdefault(r["variant"], []).append(r["jobs_opened"])
     if not per_variant:
         sys.exit("summarize: no rounds in " + path)
     added = {}
@@ -51,13 +53,17 @@ def launch_cost(path, out_path, device):
         inserting = [x["inserting_pair_diff"]["median"] for x in results if "inserting_pair_diff" in x]
         if inserting:  # the launches set apart: they record or query an event
             added[name]["inserting_launches_median"] = round(statistics.median(inserting), 1)
+        if variant in opened:  # jobs the process began (auto: 1 = its launches ran inside one open job)
+            added[name]["jobs_opened_per_round"] = opened[variant]
     result = {"device": device, "added_ns": added,
               "components": next((r["result"] for r in rows if r["variant"] == "components"), None),
               "method": "per process, launches alternate between the hooked cuLaunchKernel and the driver's own "
                         "(empty kernel, one stream, steady_clock around each call); added = median of "
                         "(hooked - direct) over adjacent pairs whose hooked launch inserts nothing (event:N: by position on a "
                         "fresh stream; time:US: all pairs, its groups hold hundreds of these launches); "
-                        "median/min/max over processes (rounds)"}
+                        "median/min/max over processes (rounds); auto: mode none at priority 1 under "
+                        "GPUYIELD_JOBS=auto, inside the auto job its warm-up opened (jobs_opened_per_round: jobs "
+                        "each process began, from the segment's job_epoch)"}
     json.dump(result, open(out_path, "w"), indent=1)
     print(json.dumps(result["added_ns"], indent=1))
     print("components:", json.dumps(result["components"]))

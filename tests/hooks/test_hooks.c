@@ -1167,6 +1167,81 @@ TEST(auto_jobs_a_forked_child_opens_its_own)
     run_auto("autofork", args, "20000", 0, 1, 0); /* line 0: the child's counters */
 }
 
+/* Each auto job is an NVTX process range (what Nsight Systems shows, and bench/gpu/gating_proof.py
+ * takes as the job): started by the opening launch's thread once the job has begun, ended by the
+ * closer thread before the job ends, so it lies inside the job and holds its burst's work. NVTX
+ * loads tests/hooks/nvtx_log.c (libnvtx_log.so beside the worker) as it would Nsight's injection. */
+#define NVTX_BURSTS 3
+TEST(auto_jobs_are_nvtx_ranges_inside_their_jobs)
+{
+    static char inject[PATH_MAX + 32];
+    snprintf(inject, sizeof inject, "NVTX_INJECTION64_PATH=%s", env_or_die("GY_WORKER"));
+    char *slash = strrchr(inject, '/');
+    if (!slash)
+        SKIP("GY_WORKER is not a path");
+    snprintf(slash + 1, sizeof inject - (size_t)(slash + 1 - inject), "libnvtx_log.so");
+    if (access(inject + strlen("NVTX_INJECTION64_PATH="), R_OK) != 0)
+        SKIP("no NVTX headers at build time: the hook emits no ranges (libnvtx_log.so not built)");
+    struct setup s;
+    REQUIRE(setup_begin(&s, "autonvtx", 2000000000ull));
+    char shm[96];
+    snprintf(shm, sizeof shm, "GPUYIELD_SHM=%s", s.tag);
+    const char *env[] = {shm, "GPUYIELD_PRIORITY=1", "GPUYIELD_JOBS=auto", "GPUYIELD_IDLE_US=20000", inject, NULL};
+    const char *args[] = {"auto_bursts", "1", "3", "20", "200", "1", "0", NULL}; /* 3 bursts of 20 launches */
+    struct worker w;
+    if (spawn(&s, &w, env, args)) {
+        CHECK(wait_exit(&w) == 0, "the worker failed");
+        unsigned long long burst[NVTX_BURSTS][2] = {{0}}, closed[NVTX_BURSTS] = {0};
+        unsigned long long start[NVTX_BURSTS] = {0}, end[NVTX_BURSTS] = {0}, id[NVTX_BURSTS] = {0};
+        long start_tid[NVTX_BURSTS] = {0}, end_tid[NVTX_BURSTS] = {0};
+        int nburst = 0, nclosed = 0, nstart = 0, nend = 0;
+        char *out = slurp(w.out), *err = slurp(w.err), *save = NULL;
+        for (char *line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+            if (nburst < NVTX_BURSTS && sscanf(line, "BURST %llu %llu", &burst[nburst][0], &burst[nburst][1]) == 2)
+                nburst++;
+            else if (nclosed < NVTX_BURSTS && sscanf(line, "CLOSED %llu", &closed[nclosed]) == 1)
+                nclosed++;
+        }
+        for (char *line = strtok_r(err, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+            unsigned long long rid, t;
+            long tid;
+            int at = 0;
+            if (sscanf(line, "NVTXSTART %llu %llu %ld %n", &rid, &t, &tid, &at) == 3 && at > 0) {
+                CHECK(strcmp(line + at, "gpuyield auto-job p1 d0") == 0, "range named '%s'", line + at);
+                if (nstart < NVTX_BURSTS) {
+                    id[nstart] = rid, start[nstart] = t, start_tid[nstart] = tid;
+                }
+                nstart++;
+            } else if (sscanf(line, "NVTXEND %llu %llu %ld", &rid, &t, &tid) == 3) {
+                for (int i = 0; i < nstart && i < NVTX_BURSTS; i++)
+                    if (id[i] == rid)
+                        end[i] = t, end_tid[i] = tid;
+                nend++;
+            }
+        }
+        free(out);
+        free(err);
+        CHECK(nburst == NVTX_BURSTS && nclosed == NVTX_BURSTS, "%d bursts and %d closings printed", nburst, nclosed);
+        CHECK(nstart == NVTX_BURSTS && nend == NVTX_BURSTS, "%d ranges started and %d ended, expected %d each",
+              nstart, nend, NVTX_BURSTS);
+        for (int i = 0; i < NVTX_BURSTS && nstart == NVTX_BURSTS && nburst == NVTX_BURSTS && nclosed == NVTX_BURSTS;
+             i++) {
+            CHECK(end[i] != 0, "range %d never ended", i);
+            CHECK(start[i] >= burst[i][0], "range %d starts %.3f ms before its burst", i,
+                  (burst[i][0] - start[i]) / 1e6);
+            CHECK(end[i] >= burst[i][1], "range %d ends %.3f ms before its burst's work completed", i,
+                  (burst[i][1] - end[i]) / 1e6);
+            CHECK(end[i] <= closed[i], "range %d ends %.3f ms after its job was seen closed", i,
+                  (end[i] - closed[i]) / 1e6);
+            CHECK(end_tid[i] != start_tid[i], "range %d ended by the launching thread %ld, not the closer", i,
+                  start_tid[i]);
+        }
+        if (gy_test_failures_in_current)
+            dump(&w);
+    }
+    setup_end(&s);
+}
+
 /* SIGKILL inside an auto job: the job is held in the process's slot, and the reap counts it out. */
 TEST(auto_jobs_a_process_killed_inside_one_is_reaped)
 {

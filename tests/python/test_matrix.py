@@ -147,6 +147,8 @@ def test_a_partition_that_fell_back_is_refused():
     (["--setups", "corun,lp_alone"], "must hold hp_alone and lp_alone"),
     (["--rounds", "0"], "--rounds 0: must be >= 1"),
     (["--loads", "poisson-99"], "unknown load 'poisson-99'"),
+    (["--setups", "hp_alone,lp_alone,corun_auto_short", "--auto-idle-us", "0"], "--auto-idle-us 0: must be 1..10000000"),
+    (["--auto-idle-us", "300"], "add corun_auto_short to --setups"),
 ])
 def test_bad_arguments_are_one_clear_error(tmp_path, argv, message):
     r = subprocess.run([sys.executable, "-m", "bench.gpu.matrix", "--build", str(tmp_path), "--out", str(tmp_path / "o")]
@@ -231,3 +233,42 @@ def test_calibration_idles_after_each_job_in_proportion_to_it():
     stamps.clear()
     w.calib({"jobs": 3})  # no gap asked: back to back
     assert all(b - a < 0.035 for a, b in zip(stamps, stamps[1:]))
+
+def test_auto_idle_us_reaches_the_short_auto_hp_only_beside_the_default_one(tmp_path):
+    """--auto-idle-us: GPUYIELD_IDLE_US in corun_auto_short's HP and no other process (corun_auto's
+    HP keeps the hook's default), both auto setups in the same rounds, the value in raw.json."""
+    build = os.environ.get("BUILD", os.path.join(ROOT, "build"))
+    if not os.path.exists(os.path.join(build, "bin", "expcontroller")):
+        pytest.skip("no build")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "tests", "bench"),
+                                                       os.path.join(build, "python"), ROOT]), MPLBACKEND="Agg",
+               GPUYIELD_IDLE_US="999")  # the harness's own is never passed on
+    out = tmp_path / "m"
+    r = subprocess.run([sys.executable, "-m", "bench.gpu.matrix", "--build", build, "--out", str(out), "--backend",
+                        "fake_matrix_backend:FakeBackend", "--no-mps", "--no-cost", "--hp-kinds", "gemm", "--lp-kinds",
+                        "graph", "--setups", "hp_alone,lp_alone,corun,corun_auto,corun_auto_short", "--auto-idle-us",
+                        "250", "--rounds", "2", "--jobs", "4", "--min-seconds", "0.2", "--max-seconds", "0.3",
+                        "--lp-lead-s", "0.05"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True, timeout=180)
+    assert r.returncode == 0, r.stdout
+
+    def env_of(group, role):
+        lines = [l for l in (out / f"{group}_{role}.log").read_text().splitlines() if l.startswith("fake backend env ")]
+        assert lines, f"{group}_{role} logged no environment"
+        return json.loads(lines[-1][len("fake backend env "):])
+    short, auto = env_of("corunautoshort", "hp"), env_of("corunauto", "hp")
+    assert short["GPUYIELD_IDLE_US"] == "250" and short["GPUYIELD_JOBS"] == "auto"
+    assert auto["GPUYIELD_JOBS"] == "auto" and "GPUYIELD_IDLE_US" not in auto
+    assert short["GPUYIELD_SHM"] != auto["GPUYIELD_SHM"]  # a segment each
+    others = [(g, role) for g in ("plain", "corun", "corunauto", "corunautoshort") for role in ("hp", "lp")
+              if (g, role) != ("corunautoshort", "hp")]
+    for g, role in others:
+        assert "GPUYIELD_IDLE_US" not in env_of(g, role), (g, role)
+    raw = json.loads((out / "raw.json").read_text())
+    assert raw["args"]["auto_idle_us"] == 250
+    for rnd in (0, 1):  # side by side: both in every round
+        assert {s["setup"] for s in raw["segments"] if s["round"] == rnd} >= {"corun_auto", "corun_auto_short"}
+    assert all("hp_auto_jobs" in s for s in raw["segments"] if s["setup"].startswith("corun_auto"))
+    (cell,) = json.loads((out / "matrix.json").read_text())["cells"]
+    assert {"corun", "corun_auto", "corun_auto_short"} <= set(cell["setups"])
+    assert "corun_auto_short" in r.stdout  # the summary's column
