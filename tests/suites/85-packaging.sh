@@ -62,7 +62,8 @@ if make -s install PREFIX=/opt/gy DESTDIR="$T/dest" > "$T/install.log" 2>&1; the
     D=$T/dest/opt/gy
     for f in bin/expcontroller bin/run_exp bin/nsight-parser bin/gpuyield-standin lib/libgpuyield.so lib/libgeek.so \
              lib/libcuinterpose.so lib/libgycontrol.a include/gpuyield/gpuyield.h include/gpuyield/segment_layout.h include/gpuyield/guarded_layout.h include/gpuyield/policies.h \
-             lib/pkgconfig/gpuyield.pc lib/gpuyield/python/gpuyield/__init__.py share/doc/gpuyield/LICENSE; do
+             lib/pkgconfig/gpuyield.pc lib/gpuyield/python/gpuyield/__init__.py lib/gpuyield/fakecuda/libcuda.so.1 \
+             share/doc/gpuyield/LICENSE; do
         check "install_has_$f" test -e "$D/$f"
     done
     expect install_tool_runs 0 "^expcontroller \(gpuyield\) $VERSION\$" "$D/bin/expcontroller" --version
@@ -98,6 +99,9 @@ EOC
         "gcc -std=c11 -Wall -Wextra -Werror '$T/use.c' \$(PKG_CONFIG_PATH='$D/lib/pkgconfig' PKG_CONFIG_SYSROOT_DIR='$T/dest' pkg-config --cflags --libs gpuyield) -o '$T/use' && '$T/use'"
     expect install_run_exp_finds_package 0 "PYTHONPATH=$D/lib/gpuyield/python" \
         "$D/bin/run_exp" -f exp_configs/input_control.json --dry-run
+    # The fake driver is installed too: run_exp --simulate works from PREFIX (issue 28).
+    expect install_run_exp_simulate_finds_fake_driver 0 "LD_LIBRARY_PATH=$D/lib/gpuyield/fakecuda" \
+        env PATH="$ROOT/tests/run_exp/bin:$PATH" FAKE_GPUS=0 "$D/bin/run_exp" -f exp_configs/input_control.json --simulate --dry-run
     expect install_bad_prefix 2 "PREFIX must be an absolute path" make -s install PREFIX=relative DESTDIR="$T/dest2"
     check install_bad_prefix_wrote_nothing test ! -e "$T/dest2"
 else
