@@ -3,7 +3,7 @@
 # gpuyield.__version__, gpuyield.pc), the licence, bench programs out of bin/, `pip install`
 # (--target, a fresh venv with the whole tool, a plain venv, editable; offline: --no-build-isolation
 # --no-index) on a copy of the tree, `make install` into a DESTDIR with pkg-config, and the example
-# manifests in deploy/.
+# manifests and the Dockerfile in deploy/.
 set -u
 . "$ROOT/tests/lib/suite.sh"
 PYTHON=${PYTHON:-python3}
@@ -181,7 +181,8 @@ else
     fail make_install "$(tail -n 20 "$T/install.log")"
 fi
 
-# deploy/: valid YAML and the fields each example needs; the checker fails on a broken one.
+# deploy/: valid YAML and the fields each example needs, one metrics port, and the Dockerfile
+# (parsed: docker cannot run here); the checker fails on a broken copy.
 if ! "$PYTHON" -c 'import yaml' 2> /dev/null; then
     echo "skip deploy_manifests: $PYTHON has no yaml module (Debian: python3-yaml; ./make.sh deps)"
 else
@@ -190,9 +191,17 @@ else
     cp -r deploy "$T/broken"
     sed -i '/shareProcessNamespace/d' "$T/broken/k8s/pod.yaml"
     sed -i '/LD_PRELOAD/d' "$T/broken/docker-compose.yml"
+    sed -i 's/containerPort: 9745/containerPort: 9400/' "$T/broken/k8s/pod.yaml"
+    # The Dockerfile: another port, no ./make.sh, no pip install; and no .dockerignore beside the copy.
+    sed -i -e 's/^EXPOSE 9745/EXPOSE 9400/' -e 's|RUN ./make.sh && |RUN |' -e '/pip install/d' "$T/broken/Dockerfile"
     run_checker "$T/broken" > /dev/null
     check deploy_checker_catches_missing_pid_sharing grep -q "^FAIL pod.yaml/.*_shares_pids" "$T/manifests.out"
     check deploy_checker_catches_missing_preload grep -q "^FAIL compose_.*_preloads_the_hook" "$T/manifests.out"
+    check deploy_checker_catches_two_metrics_ports grep -q "^FAIL manifests_one_metrics_port" "$T/manifests.out"
+    check deploy_checker_catches_dockerfile_port grep -q "^FAIL dockerfile_exposes_the_metrics_port" "$T/manifests.out"
+    check deploy_checker_catches_dockerfile_without_build grep -q "^FAIL dockerfile_runs_the_build" "$T/manifests.out"
+    check deploy_checker_catches_dockerfile_without_package grep -q "^FAIL dockerfile_installs_the_python_package" "$T/manifests.out"
+    check deploy_checker_catches_missing_dockerignore grep -q "^FAIL dockerignore_keeps_build_out" "$T/manifests.out"
 fi
 check deployment_page_linked_from_readme grep -q "docs/deployment.md" README.md
 finish
