@@ -9,6 +9,7 @@
 #       PREFIX/include/gpuyield   gpuyield.h, segment_layout.h, guarded_layout.h, policies.h
 #       PREFIX/lib/gpuyield/python  the Python package run_exp's workers import (for your own
 #                         scripts: pip install .)
+#       PREFIX/lib/gpuyield/fakecuda  the fake driver of run_exp --simulate
 #       PREFIX/share/doc/gpuyield   README.md, LICENSE
 #   make uninstall [PREFIX=...] [DESTDIR=...]
 PREFIX ?= /usr/local
@@ -24,7 +25,8 @@ VERSION := $(shell cat VERSION)
 TOOLS := expcontroller run_exp nsight-parser gpuyield-standin
 LIBS := libgpuyield.so libgeek.so libcuinterpose.so libcuinterpose_sync.so libcuinterpose_event.so libgycontrol.a
 HEADERS := controller/gpuyield.h controller/segment_layout.h controller/guarded_layout.h controller/policies.h
-BUILT := $(TOOLS:%=$(O)/bin/%) $(LIBS:%=$(O)/lib/%) $(O)/python/gpuyield/__init__.py
+FAKECUDA := $(O)/fakecuda/libcuda.so.1
+BUILT := $(TOOLS:%=$(O)/bin/%) $(LIBS:%=$(O)/lib/%) $(FAKECUDA) $(O)/python/gpuyield/__init__.py
 
 .PHONY: all test install uninstall
 all:
@@ -37,10 +39,11 @@ $(BUILT) &:
 
 install: $(BUILT)
 	@case "$(PREFIX)" in /*) ;; *) echo "make install: PREFIX must be an absolute path, not '$(PREFIX)'" >&2; exit 2 ;; esac
-	install -d $(BINDIR) $(LIBDIR)/pkgconfig $(INCDIR) $(PYDIR)/gpuyield $(DOCDIR)
+	install -d $(BINDIR) $(LIBDIR)/pkgconfig $(INCDIR) $(PYDIR)/gpuyield $(LIBDIR)/gpuyield/fakecuda $(DOCDIR)
 	install -m 755 $(TOOLS:%=$(O)/bin/%) $(BINDIR)/
 	install -m 755 $(filter %.so,$(LIBS:%=$(O)/lib/%)) $(LIBDIR)/
 	install -m 644 $(O)/lib/libgycontrol.a $(LIBDIR)/
+	install -m 755 $(FAKECUDA) $(LIBDIR)/gpuyield/fakecuda/
 	install -m 644 $(HEADERS) $(INCDIR)/
 	install -m 644 $(wildcard $(O)/python/gpuyield/*.py) $(PYDIR)/gpuyield/
 	install -m 755 $(wildcard $(O)/python/gpuyield/*.so) $(PYDIR)/gpuyield/

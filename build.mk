@@ -41,4 +41,12 @@ include $(sort $(wildcard */build.mk))
 
 all_targets: $(ALL)
 
+# What an installation carries: the tools, the hook and compat libraries, the controller library
+# and the fake driver of `run_exp --simulate`. `./make.sh package DIR` (setup.py, for pip) builds
+# these alone; the Makefile's install copies the same files out of a whole build.
+INSTALLED := $(O)/bin/expcontroller $(O)/bin/run_exp $(O)/bin/nsight-parser $(O)/bin/gpuyield-standin \
+	$(HOOKS_LIB) $(GEEK_LIB) $(CUINTERPOSE_LIBS) $(CONTROLLER_LIB) $(FAKECUDA_LIB)
+.PHONY: installed
+installed: $(INSTALLED)
+
 -include $(shell find $(O)/obj $(O)/obj-old -name '*.d' 2>/dev/null)

@@ -4,6 +4,8 @@
 #   ./make.sh test    build, then run every test suite (plain, ASan+UBSan, TSan); last line "N passed, N failed"
 #   ./make.sh suites  run the test suites again without rebuilding (after a ./make.sh test)
 #   ./make.sh deps    install the Debian packages the build and the tests need, nothing else
+#   ./make.sh package DIR   what `pip install .` installs (setup.py runs it): the tools, libraries and
+#                     fake driver (build.mk's `installed`) and the extension for $PYTHON, into DIR
 #   ./make.sh clean   remove build/
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -50,6 +52,21 @@ pick_python() {
         has_python_headers "$py" || continue
         if [ -z "$modules" ] || "$py" -c "import $modules" >/dev/null 2>&1; then echo "$py"; return; fi
     done
+}
+
+# The Debian packages missing for `package` (gcc and make, jansson's and SQLite's headers, the
+# Python headers of $1), as " name name ..."; nothing when all are there.
+package_missing() {
+    local missing="" header
+    if ! command -v gcc >/dev/null 2>&1 || ! command -v make >/dev/null 2>&1; then
+        missing=" build-essential"
+    else
+        for header in jansson.h:libjansson-dev sqlite3.h:libsqlite3-dev; do
+            echo "#include <${header%%:*}>" | gcc -E -x c - >/dev/null 2>&1 || missing="$missing ${header#*:}"
+        done
+    fi
+    has_python_headers "$1" || missing="$missing python3-dev"
+    echo "$missing"
 }
 
 build() {
@@ -152,6 +169,21 @@ case "${1:-build}" in
         apt_cmd=(apt-get -o DPkg::Lock::Timeout=300)
         "${as_root[@]}" "${apt_cmd[@]}" update -q && "${as_root[@]}" "${apt_cmd[@]}" install -y -q $DEBIAN_PACKAGES
         ;;
+    package)
+        out=${2:-}
+        case "$out" in /*) ;; *) echo "usage: ./make.sh package /ABSOLUTE/DIR" >&2; exit 2 ;; esac
+        py=${PYTHON:-python3}
+        missing=$(package_missing "$py")
+        if [ -n "$missing" ]; then
+            echo "make.sh: building gpuyield needs$missing: install them (Debian: apt-get install$missing; ./make.sh deps installs all the build needs)" >&2
+            exit 1
+        fi
+        if ! make -s -f build.mk -j"$(nproc)" O="$out" CUDA_HOME="$(find_cuda)" ROOT="$ROOT" installed; then
+            echo "make.sh: the build of the tools and libraries failed (the compiler's errors are above)" >&2
+            exit 1
+        fi
+        PYTHON_BIN="$py" bash pyext/build_ext.sh "$out"
+        ;;
     clean) rm -rf build ;;
-    *) echo "usage: ./make.sh [build|test|suites|deps|clean]" >&2; exit 2 ;;
+    *) echo "usage: ./make.sh [build|test|suites|deps|package DIR|clean]" >&2; exit 2 ;;
 esac

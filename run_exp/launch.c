@@ -42,15 +42,32 @@ int install_locate(struct install *in)
     snprintf(in->build, sizeof in->build, "%s", exe);
     snprintf(in->hooks_lib, sizeof in->hooks_lib, "%s/lib/libgpuyield.so", exe);
     snprintf(in->python_dir, sizeof in->python_dir, "%s/python", exe);
-    /* Installed (make install): PREFIX/lib/gpuyield/python instead of a build's python/. */
     if (access(in->python_dir, F_OK) != 0) {
         char installed[sizeof in->python_dir];
+        /* Installed by make install: PREFIX/lib/gpuyield/python instead of a build's python/. */
         if (snprintf(installed, sizeof installed, "%s/lib/gpuyield/python", exe) < (int)sizeof installed &&
             access(installed, F_OK) == 0)
             memcpy(in->python_dir, installed, sizeof installed);
+        /* Installed by pip: run_exp is the package's gpuyield/bin/run_exp, so exe is the package
+         * itself and its parent (site-packages) the directory that imports it. */
+        else if (snprintf(installed, sizeof installed, "%s/__init__.py", exe) < (int)sizeof installed &&
+                 access(installed, F_OK) == 0) {
+            snprintf(installed, sizeof installed, "%s", exe);
+            char *slash = strrchr(installed, '/');
+            if (slash)
+                slash[slash == installed] = '\0'; /* the parent; "/" stays "/" */
+            memcpy(in->python_dir, installed, sizeof installed);
+        }
     }
     snprintf(in->standin, sizeof in->standin, "%s/bin/gpuyield-standin", exe);
+    /* A build's fakecuda/ (pip's package has one too); make install puts it in PREFIX/lib/gpuyield. */
     snprintf(in->fakecuda_dir, sizeof in->fakecuda_dir, "%s/fakecuda", exe);
+    if (access(in->fakecuda_dir, F_OK) != 0) {
+        char installed[sizeof in->fakecuda_dir];
+        if (snprintf(installed, sizeof installed, "%s/lib/gpuyield/fakecuda", exe) < (int)sizeof installed &&
+            access(installed, F_OK) == 0)
+            memcpy(in->fakecuda_dir, installed, sizeof installed);
+    }
     return 0;
 }
 

@@ -11,13 +11,13 @@
 #include "config.h"
 
 /* Where run_exp's build output lies: $GPUYIELD_BUILD, else derived from run_exp's own path
- * ($(O)/bin/run_exp). */
+ * ($(O)/bin/run_exp, PREFIX/bin/run_exp, or pip's site-packages/gpuyield/bin/run_exp). */
 struct install {
     char build[PATH_MAX];
     char hooks_lib[PATH_MAX];  /* $(O)/lib/libgpuyield.so */
-    char python_dir[PATH_MAX]; /* $(O)/python */
+    char python_dir[PATH_MAX]; /* $(O)/python; PREFIX/lib/gpuyield/python; pip: site-packages */
     char standin[PATH_MAX];    /* $(O)/bin/gpuyield-standin */
-    char fakecuda_dir[PATH_MAX]; /* $(O)/fakecuda (holds libcuda.so.1) */
+    char fakecuda_dir[PATH_MAX]; /* $(O)/fakecuda (holds libcuda.so.1); PREFIX/lib/gpuyield/fakecuda */
 };
 
 int install_locate(struct install *in);

@@ -27,6 +27,10 @@ Calls:
     Segment.launch_allowed(p)             may a priority-p process launch now?
     Segment.close()                       unregister (counting out held jobs) and unmap
 
+Where the rest of the tool lies:
+    hook_path()                           the preload library libgpuyield.so beside this package
+                                          (also: python3 -m gpuyield hook-path)
+
 Constants: LEVELS (8), MAX_PROCS, DEFAULT_DRAIN_TIMEOUT_MS, POLICIES (the policy names a
 segment may hold, as status()['policy'] gives them: the table of controller/policies.h).
 
@@ -56,6 +60,7 @@ from ._gpuyield import (
     remove,
     segment_name,
 )
+from .tools import hook_path
 from .compat import (
     compat_tag,
     create_shared_mem_and_locks,
@@ -70,6 +75,7 @@ __all__ = [
     "create",
     "remove",
     "segment_name",
+    "hook_path",
     "Segment",
     "Job",
     "Error",

@@ -269,6 +269,39 @@ def test_version_is_the_projects():
         assert gpuyield.__version__ == f.read().strip()
 
 
+def test_hook_path_is_the_hook_beside_the_package():
+    """Imported from a build's python/ (as this suite does), hook_path() is that build's
+    lib/libgpuyield.so; `python3 -m gpuyield hook-path` prints the same (pip's install is suite 85's)."""
+    path = gpuyield.hook_path()
+    package = os.path.dirname(os.path.abspath(gpuyield.__file__))
+    if os.path.exists(os.path.join(package, "lib", "libgpuyield.so")):
+        assert path == os.path.join(package, "lib", "libgpuyield.so")  # an installed package
+    else:
+        assert path == os.path.normpath(os.path.join(package, "..", "..", "lib", "libgpuyield.so"))
+    with open(path, "rb") as f:
+        assert f.read(4) == b"\x7fELF"
+    out = subprocess.run([sys.executable, "-m", "gpuyield", "hook-path"], env=child_env(), capture_output=True,
+                         text=True, timeout=60)
+    assert (out.returncode, out.stdout, out.stderr) == (0, path + "\n", "")
+    out = subprocess.run([sys.executable, "-m", "gpuyield", "hook-paht"], env=child_env(), capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 2 and out.stdout == "" and out.stderr.count("\n") == 1, out
+    assert "usage: python3 -m gpuyield hook-path" in out.stderr
+
+
+def test_hook_path_names_what_to_do_without_a_hook(tmp_path):
+    """A package copied alone (no lib/ beside it, no build around it): one line saying what to do."""
+    import shutil
+
+    package = os.path.dirname(os.path.abspath(gpuyield.__file__))
+    copy = tmp_path / "a" / "b" / "c" / "gpuyield"
+    shutil.copytree(package, copy, ignore=shutil.ignore_patterns("lib", "bin", "fakecuda", "__pycache__"))
+    out = subprocess.run([sys.executable, "-m", "gpuyield", "hook-path"], capture_output=True, text=True, timeout=60,
+                         env=dict(child_env(), PYTHONPATH=str(copy.parent)), cwd=str(tmp_path))
+    assert out.returncode == 1 and out.stdout == "" and out.stderr.count("\n") == 1, out
+    assert "no libgpuyield.so beside the package" in out.stderr and "pip install ." in out.stderr
+
+
 def test_status_has_timestamp_and_process_names(segment, agents):
     import datetime
     import re
