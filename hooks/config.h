@@ -23,13 +23,13 @@ struct gy_hooks_config {
     unsigned long idle_us; /* GPUYIELD_IDLE_US */
 };
 
-/* GPUYIELD_IDLE_US when unset. 2 ms: longer than the host-side gaps between the launches of one
- * request of an eager PyTorch server (tens of us between kernels, a host-side pre- or
- * post-processing step of a batch-1 image model well under a ms), so one request stays one job;
- * short enough that at a request every 20-50 ms the lower process loses at most 4-10 % of its
- * time to the job's idle tail. A guess from those orders of magnitude, not yet a measurement:
- * the H100 run of issue 27 (auto against marked, one run) is to confirm or move it. */
-#define GY_DEFAULT_IDLE_US 2000ul
+/* GPUYIELD_IDLE_US when unset. 300 us, measured (bench/results/2026-11-24-auto-jobs-v2): on the H100
+ * an unmodified HP under auto at 300 us kept the LP within 0.03 of its throughput beside the same
+ * HP marking its jobs in 3 of 4 cells (+0.095 in the fourth), its p50 within 2 % of the marked
+ * HP's in all 4; at the former 2000 us the LP lost 0.09-0.10 in 3 of 4 cells to the job's idle
+ * tail. 300 us is still longer than the host-side gaps between one request's kernels in the
+ * measured servers (the auto jobs it opened: 10-15 % more than at 2000, not one per kernel). */
+#define GY_DEFAULT_IDLE_US 300ul
 #define GY_MAX_IDLE_US 10000000ul /* 10 s: a longer idle is a job that never ends */
 
 /* GPUYIELD_PARTITION_SMS when unset: 16 SMs (two of the H100's groups of 8). */

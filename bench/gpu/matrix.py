@@ -25,7 +25,7 @@ the HP starts) and its units are counted over the HP's window only.
 
 Setups: hp_alone, lp_alone, nocontrol, mps, corun, partition, guarded, hp_ctl_alone (the HP
 controlled, marking its jobs on the corun segment, the LP idle), corun_auto and corun_auto_short
-(issue 27: the HP unmarked under GPUYIELD_JOBS=auto, idle time 2000 us and --auto-idle-us, default
+(issue 27: the HP unmarked under GPUYIELD_JOBS=auto, idle time the hook's default (300 us; 2000 until 2026-11-24) and --auto-idle-us, default
 300; not by default); in the first cell of each HP kind
 also the cost setups hp_mps_alone (an MPS client, no hook), hp_hook_alone (hooked, not marking),
 hp_mark_alone (marking, no hook).
@@ -70,7 +70,7 @@ SETUP = {
     # issue 27: the HP unmodified (no marking), high-priority by its environment alone
     # (GPUYIELD_JOBS=auto): its hook opens a job at its first launch after idle
     "corun_auto": ("corunauto", ("hp", "lp"), False),
-    # the same with GPUYIELD_IDLE_US=--auto-idle-us (corun_auto keeps the hook's default, 2000): two
+    # the same with GPUYIELD_IDLE_US=--auto-idle-us (corun_auto keeps the hook's default: 2000 until 2026-11-24 20:00 UTC, 300 since): two
     # idle times side by side in the same rounds, each on a corun segment of its own
     "corun_auto_short": ("corunautoshort", ("hp", "lp"), False),
 }
@@ -704,7 +704,7 @@ def parse_args(argv):
     p.add_argument("--partition-sms", type=int, default=16)
     p.add_argument("--auto-idle-us", type=int, default=None, metavar="US",
                    help="GPUYIELD_IDLE_US of the corun_auto_short setup's HP (1..10000000, default "
-                        f"{AUTO_IDLE_US_DEFAULT}); corun_auto's keeps the hook's default (2000)")
+                        f"{AUTO_IDLE_US_DEFAULT}); corun_auto's keeps the hook's default (300 since 2026-11-24 20:00 UTC, 2000 before)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--device", default="unknown")
     p.add_argument("--commit", default=None)
