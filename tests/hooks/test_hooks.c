@@ -583,9 +583,13 @@ TEST(time_bound_counts_graph_launches_by_their_own_gpu_time)
  * two back whatever their length (two units queued), and before anything was learned 16
  * kernels went out with no wait. A lower worker launches `unit_us` units without ever
  * synchronizing under time:500; a higher one runs 8 short jobs beside it. */
-static void check_long_units(bool graph, long unit_us)
+/* *conclusive: whether the run could tell: the low worker ran at least 20 units and some job found its
+ * work ahead. On a loaded machine (the full suite beside other builds) it may not; the caller
+ * runs it again rather than fail or pass on a run that proves nothing. */
+static void check_long_units(bool graph, long unit_us, bool *conclusive)
 {
     const char *what = graph ? "graphs" : "kernels";
+    *conclusive = false;
     struct setup s;
     REQUIRE(setup_begin(&s, "longunits", 2000000000ull));
     gy_shm shm;
@@ -622,7 +626,6 @@ static void check_long_units(bool graph, long unit_us)
                     worst = (int)log.kernels[i].outstanding, worst_at = units;
                 units++;
             }
-            CHECK(units >= 20, "%s: the low worker ran only %d units", what, units);
             CHECK(worst == 0, "%s: %d units of %ld us were queued when unit %d was submitted (at most the one "
                   "submitted may be queued or running)", what, worst, unit_us, worst_at);
             /* Each job's first kernel waits for what the low worker had queued: at most one unit. */
@@ -642,7 +645,10 @@ static void check_long_units(bool graph, long unit_us)
             /* 100 us for the clock's rounding: the bound itself is exact on the fake driver. */
             CHECK(longest <= (uint64_t)unit_us * 1000 + 100000, "%s: a job's first kernel waited %.2f ms for the "
                   "low worker's queue, one unit is %.2f ms", what, longest / 1e6, unit_us / 1e3);
-            CHECK(waited > 0, "%s: no job found the low worker's work ahead of it: the test proves nothing", what);
+            *conclusive = units >= 20 && waited > 0;
+            if (!*conclusive)
+                fprintf(stderr, "  %s: inconclusive run (the low worker ran %d units, %d jobs found its work ahead)\n",
+                        what, units, waited);
             CHECK(log.violations == 0, "%s", log.first_violation);
             fake_log_free(&log);
         }
@@ -657,10 +663,20 @@ static void check_long_units(bool graph, long unit_us)
     setup_end(&s);
 }
 
+/* Up to 3 runs until one can tell (see check_long_units); every run's bounds are checked. */
+static void check_long_units_until_conclusive(bool graph, long unit_us)
+{
+    bool conclusive = false;
+    for (int attempt = 0; attempt < 3 && !conclusive && !gy_test_failures_in_current; attempt++)
+        check_long_units(graph, unit_us, &conclusive);
+    CHECK(conclusive, "%s: no run of 3 had the low worker's work ahead of a job: the test proves nothing",
+          graph ? "graphs" : "kernels");
+}
+
 TEST(time_bound_queues_one_unit_longer_than_half_the_budget)
 {
-    check_long_units(true, 5000);  /* graph launches of 5 ms under time:500 */
-    check_long_units(false, 2000); /* kernels of 2 ms, from the first launch on */
+    check_long_units_until_conclusive(true, 5000);  /* graph launches of 5 ms under time:500 */
+    check_long_units_until_conclusive(false, 2000); /* kernels of 2 ms, from the first launch on */
 }
 
 TEST(mode_none_leaves_the_queue_unbounded)
