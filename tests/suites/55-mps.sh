@@ -279,6 +279,17 @@ check run_mps_top_normal_priority bash -c "grep -q '^CUDA_MPS_PIPE_DIRECTORY=' '
 check run_mps_summary test "$(json_field "$T/out/summary.json" '(d["policy"], d["mps"])')" = "('corun', True)"
 check run_mps_daemon_gone wait_until 10 gone "$DAEMON"
 
+# An output directory reached through a link of ours: the daemon and the workers are told the
+# same directory, as walked (the link resolved).
+: > "$FAKE_MPS_LOG"
+mkdir -m 0700 "$T/realout"; ln -s realout "$T/outlink"
+"$PYTHON" "$HERE/make_config.py" "$T/linked.json" --image "$IMAGE" --out-dir "$T/outlink" --set exp_dur=0.3 \
+    --set models.0.sleep_time=0.05 --set models.1.sleep_time=0.05 --set 'mps=true'
+out=$(FAKE_WORKER_MODE=env_dump "$RUN_EXP" -f "$T/linked.json" --min-jobs 3 2>&1); rc=$?
+check run_mps_linked_out_exit_zero test "$rc" -eq 0 || echo "$out" | tail -n 20
+check run_mps_linked_out_daemon grep -q "^start [0-9]* $T/realout/mps/pipe $T/realout/mps/log" "$FAKE_MPS_LOG"
+check run_mps_linked_out_workers_told grep -qx "CUDA_MPS_PIPE_DIRECTORY=$T/realout/mps/pipe" "$T/realout/model_A.csv.env"
+check run_mps_linked_out_workers_told_log grep -qx "CUDA_MPS_LOG_DIRECTORY=$T/realout/mps/log" "$T/realout/model_B.csv.env"
 
 # The drain policy under MPS gives no client priority: nothing co-runs with a job.
 rm -rf "$T/out"
