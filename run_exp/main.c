@@ -553,6 +553,19 @@ int main(int argc, char **argv)
     if (use_mps)
         printf("run_exp: MPS daemon %s %s; policy %s\n", mps.started ? "started, pipes in" : "joined at", mps.pipe_dir,
                policy_text);
+    /* The workers are told the directories the daemon got: as walked, links on the way resolved. */
+    bool launches_ok = true;
+    if (use_mps && !o.mps_pipe && (strcmp(mps.pipe_dir, pipe_dir) || strcmp(mps.log_dir, log_dir))) {
+        snprintf(pipe_dir, sizeof pipe_dir, "%s", mps.pipe_dir);
+        snprintf(log_dir, sizeof log_dir, "%s", mps.log_dir);
+        for (int i = 0; i < cfg.nmodels; i++) {
+            launch_free(&launches[i]);
+            if (launches_ok && launch_build(&cfg, &cfg.models[i], &in, &ls, &launches[i]) != 0) {
+                fprintf(stderr, "run_exp: error: the command of models[%d] is too long\n", i);
+                launches_ok = false;
+            }
+        }
+    }
     if (o.simulate) {
         unlink(fake_log);
         printf("run_exp: SIMULATED run: stand-in workers on the fake GPU driver; the figures are not a real GPU's\n");
@@ -561,7 +574,9 @@ int main(int argc, char **argv)
                                    .stop_timeout_s = o.stop_timeout, .min_jobs = o.min_jobs, .shm = &shm};
     static struct worker_result results[EXP_MAX_MODELS];
     enum run_outcome outcome = RUN_START_FAILED;
-    if (!supervise_interrupted())
+    if (!launches_ok)
+        rc = 1;
+    else if (!supervise_interrupted())
         outcome = supervise_run(&cfg, launches, &so, results);
     else
         outcome = RUN_INTERRUPTED;

@@ -140,12 +140,16 @@ static int run_control(const gy_mps *mps, const char *arg, const char *input, gy
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-static int set_dirs(gy_mps *mps, const char *pipe_dir, const char *log_dir, gy_err *err)
+static void reset(gy_mps *mps)
 {
     bool adopt_running = mps->adopt_running; /* the caller's choice, kept */
     memset(mps, 0, sizeof *mps);
     mps->adopt_running = adopt_running;
     mps->dir_fd = mps->pipe_fd = -1;
+}
+
+static int set_dirs(gy_mps *mps, const char *pipe_dir, const char *log_dir, gy_err *err)
+{
     if (strlen(pipe_dir) + sizeof LONGEST_SOCKET > sizeof(((struct sockaddr_un *)0)->sun_path))
         return gy_fail(err, ENAMETOOLONG,
                        "MPS pipe directory '%s' is too long for the daemon's sockets (at most %zu characters): "
@@ -175,10 +179,8 @@ static void release_dirs(gy_mps *mps, bool remove_pipe)
     if (mps->dir_fd >= 0) {
         if (remove_pipe)
             unlinkat(mps->dir_fd, "pipe", AT_REMOVEDIR);
-        if (mps->created_dirs) { /* a failed start: nothing of ours stays */
+        if (mps->made_log) /* a failed start: nothing of ours stays */
             unlinkat(mps->dir_fd, "log", AT_REMOVEDIR);
-            unlinkat(mps->dir_fd, "pipe", AT_REMOVEDIR);
-        }
     }
     if (mps->pipe_fd >= 0)
         close(mps->pipe_fd);
@@ -187,13 +189,19 @@ static void release_dirs(gy_mps *mps, bool remove_pipe)
     mps->pipe_fd = mps->dir_fd = -1;
 }
 
-static int start_failed(gy_mps *mps, const char *dir)
+/* The directory and the parents the walk made go too (each only if empty, by descriptor). */
+static int start_failed(gy_mps *mps)
 {
-    bool created = mps->created_dirs;
     release_dirs(mps, true);
-    if (created)
-        rmdir(dir); /* only if empty; its parent was the caller's choice */
+    gy_private_path_undo(&mps->made);
     return -1;
+}
+
+/* From here on the directories hold the daemon's files, or another daemon's: none is removed. */
+static void dirs_kept(gy_mps *mps)
+{
+    mps->made_log = false;
+    gy_private_path_keep(&mps->made);
 }
 
 int gy_mps_start(gy_mps *mps, const char *dir, gy_err *err)
@@ -214,28 +222,41 @@ int gy_mps_start(gy_mps *mps, const char *dir, gy_err *err)
     if (snprintf(pipe_dir, sizeof pipe_dir, "%s/pipe", dir) >= (int)sizeof pipe_dir ||
         snprintf(log_dir, sizeof log_dir, "%s/log", dir) >= (int)sizeof log_dir)
         return gy_fail(err, ENAMETOOLONG, "MPS directory '%s' is too long", dir);
-    if (set_dirs(mps, pipe_dir, log_dir, err))
+    reset(mps);
+    if (set_dirs(mps, pipe_dir, log_dir, err)) /* too long already: nothing made */
         return -1;
-    bool created_dir = false, created_pipe = false, created_log = false;
-    mps->dir_fd = gy_private_dir(dir, &created_dir, err);
+    bool created_pipe = false, created_log = false;
+    mps->dir_fd = gy_private_dir(dir, &mps->made, err);
     if (mps->dir_fd < 0)
         return -1;
-    mps->created_dirs = created_dir;
+    /* The daemon and the workers get the directory as walked: every component of it was checked
+     * to be one only we or root can change (and links on the way, ours or root's, are resolved), so
+     * it names what we checked for as long as they run. Not /proc/self/fd/N: the daemon detaches
+     * and closes what it inherits, its servers and the workers resolve /proc/self in their own
+     * processes, and a restarted serve (whose descriptors died with its predecessor) adopts it. */
+    if (snprintf(pipe_dir, sizeof pipe_dir, "%s/pipe", mps->made.path) >= (int)sizeof pipe_dir ||
+        snprintf(log_dir, sizeof log_dir, "%s/log", mps->made.path) >= (int)sizeof log_dir) {
+        gy_fail(err, ENAMETOOLONG, "MPS directory '%s' (links resolved) is too long", mps->made.path);
+        return start_failed(mps);
+    }
+    if (set_dirs(mps, pipe_dir, log_dir, err))
+        return start_failed(mps);
     mps->pipe_fd = gy_private_dir_at(mps->dir_fd, "pipe", pipe_dir, &created_pipe, err);
     if (mps->pipe_fd < 0)
-        return start_failed(mps, dir);
+        return start_failed(mps);
     int log_fd = gy_private_dir_at(mps->dir_fd, "log", log_dir, &created_log, err);
     if (log_fd < 0)
-        return start_failed(mps, dir);
+        return start_failed(mps);
+    mps->made_log = created_log;
     close(log_fd);
     pid_t running = read_daemon_pid(mps->pipe_fd, pipe_dir, err);
     if (running < 0)
-        return start_failed(mps, dir);
+        return start_failed(mps);
     if (running && our_process_alive(running) && has_control(mps->pipe_fd) && mps->adopt_running) {
         mps->daemon_pid = running;
         mps->daemon_start_time = gy_proc_start_time(running);
         mps->started = mps->adopted = true;
-        mps->created_dirs = false; /* the directories hold the daemon's files */
+        dirs_kept(mps);
         return 0;
     }
     if (running && our_process_alive(running) && has_control(mps->pipe_fd)) {
@@ -243,7 +264,7 @@ int gy_mps_start(gy_mps *mps, const char *dir, gy_err *err)
                 "MPS: a control daemon (pid %d) already serves %s: join it instead, or stop it with "
                 "`echo quit | CUDA_MPS_PIPE_DIRECTORY=%s %s`",
                 (int)running, pipe_dir, pipe_dir, GY_MPS_CONTROL);
-        mps->created_dirs = false; /* its files are not ours to remove */
+        dirs_kept(mps); /* its files are not ours to remove */
         release_dirs(mps, false);
         return -1;
     }
@@ -251,31 +272,33 @@ int gy_mps_start(gy_mps *mps, const char *dir, gy_err *err)
         unlinkat(mps->pipe_fd, PID_NAME, 0);
     int rc = run_control(mps, "-d", NULL, err);
     if (rc < 0)
-        return start_failed(mps, dir);
+        return start_failed(mps);
     if (rc != 0) {
         gy_fail(err, EIO, "MPS: `%s -d` failed (exit status %d); its log is in %s (control.log)", GY_MPS_CONTROL, rc,
                 mps->log_dir);
-        return start_failed(mps, dir); /* a log directory holding its log is not empty: it stays */
+        return start_failed(mps); /* a log directory holding its log is not empty: it stays */
     }
     /* -d returns once the daemon forked; wait for its pid file and control socket. */
     for (int waited_ms = 0; waited_ms < 10000; waited_ms += 20) {
         mps->daemon_pid = read_daemon_pid(mps->pipe_fd, pipe_dir, err);
         if (mps->daemon_pid < 0)
-            return start_failed(mps, dir);
+            return start_failed(mps);
         if (mps->daemon_pid && has_control(mps->pipe_fd)) {
             mps->daemon_start_time = gy_proc_start_time(mps->daemon_pid);
             mps->started = true;
-            mps->created_dirs = false; /* from here on the directories hold the daemon's files */
+            dirs_kept(mps);
             return 0;
         }
         sleep_ms(20);
     }
+    dirs_kept(mps); /* a daemon may be writing its log there */
     return gy_fail(err, ETIMEDOUT, "MPS: the control daemon made no control socket in %s within 10 s; see %s/control.log",
                    mps->pipe_dir, mps->log_dir);
 }
 
 int gy_mps_join(gy_mps *mps, const char *pipe_dir, gy_err *err)
 {
+    reset(mps);
     if (set_dirs(mps, pipe_dir, NULL, err))
         return -1;
     char control[PATH_MAX + 16];

@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "gpuyield.h"
+#include "private_dir.h"
 
 /* The control program; tests put a stand-in of the same name first on PATH. */
 #define GY_MPS_CONTROL "nvidia-cuda-mps-control"
@@ -25,16 +26,22 @@ typedef struct gy_mps {
      * does this for the daemon its predecessor left to the segment's live workers. */
     bool adopt_running, adopted;
     /* Started ones: the verified experiment and pipe directories (every removal is relative to
-     * them), and whether a failed start made them (then they go). -1 when not open. */
+     * them; -1 when not open), whether this start made `log` (a failed start removes it, and
+     * `pipe` always), and what the walk to the experiment directory made (undone by a failed
+     * start: the directory and the parents it made, each only if empty). */
     int dir_fd, pipe_fd;
-    bool created_dirs;
+    bool made_log;
+    gy_private_path made;
 } gy_mps;
 
-/* Start a control daemon whose pipes live in dir/pipe and logs in dir/log. dir and both
- * subdirectories are made 0700 or must already be ours with mode 0700 and not links
- * (private_dir.h); anything planted is refused naming its owner. Refuses a pipe directory where
- * our daemon already answers, a path too long for its sockets, a missing control program;
- * returns once its control socket exists. 0, or -1 with err filled and nothing left behind. */
+/* Start a control daemon whose pipes live in dir/pipe and logs in dir/log. dir (and any missing
+ * parent) and both subdirectories are made 0700 or must already be ours with mode 0700 and not
+ * links, every directory above dir root's or ours and not open to others without the sticky bit,
+ * a link on the way root's or ours (gy_private_dir, private_dir.h); anything planted is refused
+ * naming its owner. The daemon and the workers are told the directory as walked (mps->pipe_dir:
+ * absolute, links resolved). Refuses a pipe directory where our daemon already answers, a path
+ * too long for its sockets, a missing control program; returns once its control socket exists.
+ * 0, or -1 with err filled and nothing this call made left behind. */
 int gy_mps_start(gy_mps *mps, const char *dir, gy_err *err);
 /* The default experiment directory for segment_name: gpuyield-mps-<uid>-<tag> in
  * $XDG_RUNTIME_DIR when that is ours (0700), else in /tmp. */

@@ -38,3 +38,13 @@ $(O)/tests/test_status_view: $(O)/obj/tests/metrics/test_status_view.o $(SERVICE
 	$(CC) $(LDFLAGS) $^ -o $@
 
 ALL += $(O)/tests/test_status_view
+
+# Private directories along a path: the walk, races, links, umask (suite 55-mps). The test
+# defines mkdir/mkdirat itself (a racing user, made deterministic).
+$(O)/obj/tests/service/%.o: CFLAGS += -Itests/lib -Iservice
+
+$(O)/tests/test_private_dir: $(O)/obj/tests/service/test_private_dir.o $(SERVICE_LIB) $(CONTROLLER_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ -o $@
+
+ALL += $(O)/tests/test_private_dir

@@ -200,6 +200,45 @@ out=$(umask 0777; FAKE_MPS_FAIL=start timeout 30 "$EXP" serve --name "$TAG" --mp
 check mps_dir_umask_start_fails_exit_1 test "$rc" -eq 1
 check mps_dir_umask_made_private grep -q "^start-failed $T/umask/mps/pipe" "$FAKE_MPS_LOG"
 
+# ---- issue 29 item 2: the MPS directory's parents, walked with *at() calls ------------------
+# The walk itself (a racing user made deterministic, links, umask, undo): C, in every variant.
+run_counted private-dir "$BUILD/tests/test_private_dir"
+run_counted private-dir-asan "$BUILD/asan/tests/test_private_dir"
+TSAN_OPTIONS="halt_on_error=1" run_counted private-dir-tsan "$BUILD/tsan/tests/test_private_dir"
+# The failed start under umask 0777 above leaves nothing: not the parent it made (it was left
+# behind with mode 0000), not the directory.
+check mps_dir_umask_failed_start_leaves_nothing test ! -e "$T/umask"
+# A start that goes under umask 0777: every directory made, parents too, is 0700.
+: > "$FAKE_MPS_LOG"
+(umask 0777; exec "$EXP" serve --name "$TAG" --mps --mps-dir "$T/umask2/a/mps" > "$T/umask2.out" 2>&1) & SERVE=$!
+check mps_dir_umask_parents_started wait_until 60 grep -q "^start " "$FAKE_MPS_LOG"
+check mps_dir_umask_parents_0700 test "$(stat -c %a "$T/umask2" "$T/umask2/a" "$T/umask2/a/mps" | tr '\n' ' ')" = "700 700 700 "
+kill -TERM "$SERVE"; wait "$SERVE"
+# A link of ours on the way is followed (nobody else can re-point it): the daemon and the workers
+# are told the directory as walked, the link resolved.
+mkdir -m 0700 "$T/otarget"; ln -s otarget "$T/olink"; : > "$FAKE_MPS_LOG"
+"$EXP" serve --name "$TAG" --mps --mps-dir "$T/olink/mps" > "$T/olink.out" 2>&1 & SERVE=$!
+check mps_dir_own_symlink_followed wait_until 60 grep -q "^start [0-9]* $T/otarget/mps/pipe $T/otarget/mps/log" "$FAKE_MPS_LOG"
+check mps_dir_own_symlink_told_resolved grep -q "CUDA_MPS_PIPE_DIRECTORY=$T/otarget/mps/pipe\$" "$T/olink.out"
+kill -TERM "$SERVE"; wait "$SERVE"
+if [ "$UIDN" -eq 0 ] && id nobody > /dev/null 2>&1; then
+    # A parent reached through another user's link: they could re-point it after the start.
+    mkdir -m 0755 "$T/ntarget"; ln -s "$T/ntarget" "$T/nlink"; chown -h nobody "$T/nlink"
+    expect mps_dir_parent_foreign_symlink_refused 1 "nlink \(above .*\) is a symbolic link owned by uid [0-9]+ \(nobody\)" \
+        timeout 30 "$EXP" serve --name "$TAG" --mps --mps-dir "$T/nlink/mps"
+    check mps_dir_parent_foreign_symlink_nothing_made test -z "$(ls -A "$T/ntarget")"
+    check mps_dir_parent_foreign_symlink_no_segment no_segment
+    # A missing parent another user made first, in a sticky directory (where the race ends when
+    # they win it; the race itself is test_private_dir's): refused, nothing made in theirs.
+    mkdir -m 1777 "$T/race"; chmod 1777 "$T/race"
+    mkdir -m 0777 "$T/race/missing"; chmod 0777 "$T/race/missing"; chown nobody "$T/race/missing"
+    expect mps_dir_parent_made_by_another_refused 1 "race/missing \(above .*\) belongs to uid [0-9]+ \(nobody\)" \
+        timeout 30 "$EXP" serve --name "$TAG" --mps --mps-dir "$T/race/missing/mps"
+    check mps_dir_parent_made_by_another_nothing_made test -z "$(ls -A "$T/race/missing")"
+else
+    echo "skip mps_dir_parent_foreign_symlink_*, mps_dir_parent_made_by_another_*: needs root and the user 'nobody' for a second user"
+fi
+
 # ---- run_exp ---------------------------------------------------------------------------------
 cfg() { local out=$1; shift; "$PYTHON" "$HERE/make_config.py" "$out" --image "$IMAGE" --out-dir "$T/out" "$@"; }
 cfg "$T/run.json" --set exp_dur=0.3 --set models.0.sleep_time=0.05 --set models.1.sleep_time=0.05
@@ -239,6 +278,18 @@ check run_mps_lower_client_priority grep -qx "CUDA_MPS_CLIENT_PRIORITY=1" "$T/ou
 check run_mps_top_normal_priority bash -c "grep -q '^CUDA_MPS_PIPE_DIRECTORY=' '$T/out/model_B.csv.env' && ! grep -q '^CUDA_MPS_CLIENT_PRIORITY=' '$T/out/model_B.csv.env'"
 check run_mps_summary test "$(json_field "$T/out/summary.json" '(d["policy"], d["mps"])')" = "('corun', True)"
 check run_mps_daemon_gone wait_until 10 gone "$DAEMON"
+
+# An output directory reached through a link of ours: the daemon and the workers are told the
+# same directory, as walked (the link resolved).
+: > "$FAKE_MPS_LOG"
+mkdir -m 0700 "$T/realout"; ln -s realout "$T/outlink"
+"$PYTHON" "$HERE/make_config.py" "$T/linked.json" --image "$IMAGE" --out-dir "$T/outlink" --set exp_dur=0.3 \
+    --set models.0.sleep_time=0.05 --set models.1.sleep_time=0.05 --set 'mps=true'
+out=$(FAKE_WORKER_MODE=env_dump "$RUN_EXP" -f "$T/linked.json" --min-jobs 3 2>&1); rc=$?
+check run_mps_linked_out_exit_zero test "$rc" -eq 0 || echo "$out" | tail -n 20
+check run_mps_linked_out_daemon grep -q "^start [0-9]* $T/realout/mps/pipe $T/realout/mps/log" "$FAKE_MPS_LOG"
+check run_mps_linked_out_workers_told grep -qx "CUDA_MPS_PIPE_DIRECTORY=$T/realout/mps/pipe" "$T/realout/model_A.csv.env"
+check run_mps_linked_out_workers_told_log grep -qx "CUDA_MPS_LOG_DIRECTORY=$T/realout/mps/log" "$T/realout/model_B.csv.env"
 
 # The drain policy under MPS gives no client priority: nothing co-runs with a job.
 rm -rf "$T/out"
