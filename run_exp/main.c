@@ -8,6 +8,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,14 +80,39 @@ static void usage(FILE *to)
             "  at DIR/gpu-tester, loads them (DIR/pytcppexp, DIR/intercept-lib/build/lib)\n");
 }
 
+/* The option getopt stopped at: a long one as written, a short one as -X (it may sit in a cluster
+ * such as -pZ, where argv[optind - 1] is not it). */
+static const char *option_text(char **argv, int ind)
+{
+    static char short_opt[3];
+    const char *arg = argv[ind - 1];
+    if (strncmp(arg, "--", 2) == 0 || optopt <= 0 || optopt > 127)
+        return arg;
+    short_opt[0] = '-', short_opt[1] = (char)optopt, short_opt[2] = '\0';
+    return short_opt;
+}
+
+/* A usage error: one line, what is wrong and where the options are (the whole help buried the
+ * reason); the caller exits 2. */
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("run_exp: error: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputs(" (run_exp --help lists the options)\n", stderr);
+    return -1;
+}
+
 static int parse_seconds(const char *opt, const char *s, double *out)
 {
     char *end;
     errno = 0;
     double v = strtod(s, &end);
     if (errno || *end || end == s || !(v > 0 && v <= 86400)) {
-        fprintf(stderr, "run_exp: error: %s '%s' is not a number of seconds in (0, 86400]\n", opt, s);
-        return -1;
+        return usage_error("%s '%s' is not a number of seconds in (0, 86400]", opt, s);
     }
     *out = v;
     return 0;
@@ -117,14 +143,13 @@ static int parse_options(int argc, char **argv, struct options *o)
     o->python = getenv("GPUYIELD_PYTHON") && *getenv("GPUYIELD_PYTHON") ? getenv("GPUYIELD_PYTHON") : "python3";
     int c;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "f:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":f:h", longopts, NULL)) != -1) {
         switch (c) {
         case 'f': o->config = optarg; break;
         case O_OUT:
             if (!*optarg) {
-                fprintf(stderr, "run_exp: error: --out is empty (an unset variable?); give a directory, or leave "
-                                "--out out to use each model's output_file_path\n");
-                return -1;
+                return usage_error("--out is empty (an unset variable?); give a directory, or leave --out out to use "
+                                   "each model's output_file_path");
             }
             o->out = optarg;
             break;
@@ -140,9 +165,8 @@ static int parse_options(int argc, char **argv, struct options *o)
             enum gy_policy policy;
             if (gy_policy_parse(optarg, &policy)) {
                 char choices[128];
-                fprintf(stderr, "run_exp: error: --policy '%s' must be %s\n", optarg,
-                        gy_policy_choices(choices, sizeof choices, ", ", " or "));
-                return -1;
+                return usage_error("--policy '%s' must be %s", optarg,
+                                   gy_policy_choices(choices, sizeof choices, ", ", " or "));
             }
             o->policy = optarg;
             break;
@@ -150,18 +174,15 @@ static int parse_options(int argc, char **argv, struct options *o)
         case O_GUARD_P50:
         case O_GUARD_P99:
             if (gy_guard_parse_eps(optarg, c == O_GUARD_P50 ? &o->guard_p50 : &o->guard_p99)) {
-                fprintf(stderr, "run_exp: error: %s '%s' must be a fraction 0..1 (0.02: the HP's job may grow 2 %% "
-                                "over stop's)\n",
-                        c == O_GUARD_P50 ? "--guard-p50" : "--guard-p99", optarg);
-                return -1;
+                return usage_error("%s '%s' must be a fraction 0..1 (0.02: the HP's job may grow 2 %% over stop's)",
+                                   c == O_GUARD_P50 ? "--guard-p50" : "--guard-p99", optarg);
             }
             break;
         case O_MIN: {
             char *end;
             long v = strtol(optarg, &end, 10);
             if (*end || end == optarg || v < 1 || v > 1000000) {
-                fprintf(stderr, "run_exp: error: --min-jobs '%s' must be an integer 1..1000000\n", optarg);
-                return -1;
+                return usage_error("--min-jobs '%s' must be an integer 1..1000000", optarg);
             }
             o->min_jobs = (int)v;
             break;
@@ -171,28 +192,21 @@ static int parse_options(int argc, char **argv, struct options *o)
         case O_STOP: if (parse_seconds("--stop-timeout", optarg, &o->stop_timeout)) return -1; break;
         case 'h': usage(stdout); exit(0);
         case O_VERSION: printf("run_exp (gpuyield) %s\n", gy_version()); exit(0);
-        default:
-            fprintf(stderr, "run_exp: error: unknown or incomplete option '%s'\n", argv[optind - 1]);
-            usage(stderr);
-            return -1;
+        case ':': return usage_error("option '%s' needs an argument", option_text(argv, optind));
+        default: return usage_error("unknown option '%s'", option_text(argv, optind));
         }
     }
     if (optind < argc) {
-        fprintf(stderr, "run_exp: error: unexpected argument '%s'; the experiment file goes after -f\n", argv[optind]);
-        return -1;
+        return usage_error("unexpected argument '%s'; the experiment file goes after -f", argv[optind]);
     }
     if (!o->config) {
-        fprintf(stderr, "run_exp: error: no experiment file: give one with -f CONFIG (e.g. -f exp_configs/input.json)\n");
-        usage(stderr);
-        return -1;
+        return usage_error("no experiment file: give one with -f CONFIG (e.g. -f exp_configs/input.json)");
     }
     if (o->nsys && o->simulate) {
-        fprintf(stderr, "run_exp: error: --nsys and --simulate do not go together: Nsight Systems needs a real GPU\n");
-        return -1;
+        return usage_error("--nsys and --simulate do not go together: Nsight Systems needs a real GPU");
     }
     if (o->mps && o->mps_pipe) {
-        fprintf(stderr, "run_exp: error: --mps starts a daemon and --mps-pipe joins one: give one of them\n");
-        return -1;
+        return usage_error("--mps starts a daemon and --mps-pipe joins one: give one of them");
     }
     return 0;
 }
@@ -458,9 +472,8 @@ int main(int argc, char **argv)
     double guard_p50 = o.guard_p50 >= 0 ? o.guard_p50 : cfg.guard_p50 >= 0 ? cfg.guard_p50 : GY_GUARD_DEFAULT_EPS_P50;
     double guard_p99 = o.guard_p99 >= 0 ? o.guard_p99 : cfg.guard_p99 >= 0 ? cfg.guard_p99 : GY_GUARD_DEFAULT_EPS_P99;
     if ((o.guard_p50 >= 0 || o.guard_p99 >= 0) && policy != GY_POLICY_GUARDED) {
-        fprintf(stderr, "run_exp: error: --guard-p50 and --guard-p99 go with the policy guarded (--policy guarded or "
-                        "\"policy\": \"guarded\"), not %s\n",
-                policy_text);
+        usage_error("--guard-p50 and --guard-p99 go with the policy guarded (--policy guarded or \"policy\": "
+                    "\"guarded\"), not %s", policy_text);
         config_free(&cfg);
         return 2;
     }

@@ -89,7 +89,18 @@ cfg "$T/unknown.json" --set 'models.0.colour="red"'
 expect unknown_key_warns 0 "warning: .*models\[0\]: unknown key 'colour' is ignored" "$RUN_EXP" -f "$T/unknown.json" --dry-run
 # Options.
 expect option_no_file 2 "no experiment file: give one with -f" "$RUN_EXP"
-expect option_unknown 2 "unknown or incomplete option '--bogus'" "$RUN_EXP" -f x --bogus
+expect option_unknown 2 "unknown option '--bogus'" "$RUN_EXP" -f x --bogus
+# issue 28: a usage error is one line, what is wrong and the pointer to --help, exit 2 (it printed
+# the 25 lines of help after it).
+for args in "" "-f x --bogus" "-f" "-f x --out" "-f x --min-jobs 0" "-f x extra" "-f x --policy nope" \
+    "-f x --ready-timeout -1" "-f x -Z"; do
+    out=$("$RUN_EXP" $args 2>&1); rc=$?
+    if [ "$rc" -eq 2 ] && [ "$(wc -l <<< "$out")" -eq 1 ] && grep -q "^run_exp: error: .* (run_exp --help lists the options)\$" <<< "$out"; then
+        pass "option_usage_one_line_${args// /_}"
+    else
+        fail "option_usage_one_line_${args// /_}" "exit $rc: $out"
+    fi
+done
 expect option_nsys_simulate 2 "--nsys and --simulate do not go together" "$RUN_EXP" -f x --nsys --simulate
 cfg "$T/ok.json"
 expect option_bad_min_jobs 2 "--min-jobs '0' must be an integer" "$RUN_EXP" -f "$T/ok.json" --min-jobs 0
