@@ -453,7 +453,8 @@ int main(int argc, char **argv)
     if (o.nsys && !o.dry_run) {
         int rc = run_under_nsys(argc, argv, &cfg, nsys);
         config_free(&cfg);
-        return rc;
+        /* The run under nsys got SIGINT whatever stopped us: our own signal's status. */
+        return supervise_interrupted() ? supervise_signal_status() : rc;
     }
 
     /* MPS and the policy: flags win over the file; corun by default where MPS runs. */
@@ -598,6 +599,10 @@ int main(int argc, char **argv)
     case RUN_INTERRUPTED: rc = 130; break;
     default: rc = 1; break;
     }
+    /* Stopped by a signal (even one that came after the workers had stopped): 128 + its number,
+     * 130 for SIGINT and 143 for SIGTERM, as a shell reports a process that signal ended. */
+    if (supervise_interrupted())
+        rc = supervise_signal_status();
 out:
     for (int i = 0; i < cfg.nmodels; i++)
         launch_free(&launches[i]);

@@ -357,7 +357,8 @@ check sigint_no_process_left none_alive $(pids_of "$T/out/models_pid.json")
 check sigint_no_segment test "$(segments_of "$SIG_PID")" -eq 0
 sigrun TERM "waiting until every model" never_ready
 check sigterm_sent_while_loading test "$SIG_SEEN" -eq 0
-check sigterm_while_loading_exit_130 test "$SIG_RC" -eq 130
+# issue 28: SIGTERM exits 143 (128 + 15, as a shell reports it), not SIGINT's 130.
+check sigterm_while_loading_exit_143 test "$SIG_RC" -eq 143
 check sigterm_while_loading_prompt test "$SIG_SECONDS" -lt 10
 check sigterm_while_loading_no_process_left none_alive $(pids_of "$T/out/models_pid.json")
 check sigterm_while_loading_no_segment test "$(segments_of "$SIG_PID")" -eq 0
@@ -456,6 +457,48 @@ PY
     else
         echo "note: gpuyield.plot is not there yet: the plot step of the pipeline is not tested"
     fi
+    # issue 28: a signal mid-run of a simulated experiment (a scheduler's SIGTERM, a Ctrl-C, a
+    # second signal that kills the workers at once): exit 128 + the signal, workers gone, no
+    # segment or device file left, and every file whole (CSV rows, kernel-log lines, the JSON
+    # written or not there, no temporary file).
+    cfg "$T/simsig.json" --set exp_dur=120 --set models.0.control.control=true --set models.1.control.control=true \
+        --set models.1.sleep_time=0.05
+    # simsig SIGNAL [SIGNAL...]: start the run, send the signals once both models have rows.
+    simsig() {
+        rm -rf "$T/out"
+        FAKE_GPUS=0 "$RUN_EXP" -f "$T/simsig.json" --simulate > "$T/simsig.out" 2>&1 &
+        local pid=$! sig
+        wait_until 120 bash -c "[ \$(wc -l < '$T/out/model_A.csv') -ge 3 ] && [ \$(wc -l < '$T/out/model_B.csv') -ge 3 ]"
+        SIG_SEEN=$?
+        SEG_DURING=$(segments_of "$pid")
+        SIG_WORKERS=$(pgrep -P "$pid" | tr '\n' ' ')
+        for sig in "$@"; do kill -"$sig" "$pid"; sleep 0.05; done
+        wait "$pid"; SIG_RC=$?
+        SIG_PID=$pid
+    }
+    # Every line of the kernel log whole: a newline at the end, five fields or more on each.
+    kernel_log_whole() {
+        local f=$T/out/simulated_kernels.log
+        [ -s "$f" ] && [ -z "$(tail -c 1 "$f")" ] && ! awk 'NF < 5 { bad = 1 } END { exit !bad }' "$f"
+    }
+    files_whole() {
+        csv_whole "$T/out/model_A.csv" 1 && csv_whole "$T/out/model_B.csv" 1 && kernel_log_whole &&
+            "$PYTHON" -c 'import json,sys; [json.load(open(f)) for f in sys.argv[1:]]' "$T/out/summary.json" "$T/out/models_pid.json" &&
+            [ -z "$(find "$T/out" -name '*.tmp*')" ]
+    }
+    for sigs in TERM INT "TERM TERM"; do
+        name=${sigs// /_}; name=${name,,}
+        simsig $sigs
+        want=143; [ "$sigs" = INT ] && want=130
+        check "simulate_sig${name}_sent_mid_run" test "$SIG_SEEN" -eq 0 -a "$SEG_DURING" -eq 1 -a -n "$SIG_WORKERS"
+        if [ "$SIG_RC" -eq "$want" ]; then pass "simulate_sig${name}_exit_$want"; else fail "simulate_sig${name}_exit_$want" "exit $SIG_RC: $(tail -n 5 "$T/simsig.out")"; fi
+        check "simulate_sig${name}_says_interrupted" grep -q "interrupted: stopping the workers" "$T/simsig.out"
+        check "simulate_sig${name}_summary" test "$(summary_field 'd["outcome"]')" = interrupted
+        check "simulate_sig${name}_no_process_left" none_alive $SIG_WORKERS $(pids_of "$T/out/models_pid.json")
+        check "simulate_sig${name}_no_segment" test "$(segments_of "$SIG_PID")" -eq 0
+        check "simulate_sig${name}_no_device_file" test ! -e "${TMPDIR:-/tmp}/gpuyield-sim-$UIDN-$SIG_PID.dev"
+        check "simulate_sig${name}_files_whole" files_whole
+    done
     # The same under corun: the stand-in writes drained=2 (co-run, run_exp/protocol.h), and a
     # begin that does not wait is no drain timeout.
     rm -rf "$T/out"
