@@ -454,6 +454,16 @@ PY
     if PYTHONPATH=$BUILD/python "$PYTHON" -c 'import gpuyield.plot' 2>/dev/null; then
         check simulate_plot_jct env PYTHONPATH="$BUILD/python" "$PYTHON" -m gpuyield.plot jct "$T/out/model_A.csv" "$T/out/model_B.csv" -o "$T/out/jct.png"
         check simulate_plot_png test -s "$T/out/jct.png"
+        # issue 28: the plot of a simulated run says so, and its legend gives each model's priority.
+        check simulate_plot_says_simulated env PYTHONPATH="$BUILD/python" "$PYTHON" -c '
+import sys
+from gpuyield import plot
+for make in (plot.jct_figure, plot.cdf_figure):
+    fig = make(sys.argv[1:])
+    assert "SIMULATED" in fig.axes[0].get_title() and any("SIMULATED" in t.get_text() for t in fig.texts), make
+    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert legend[0].startswith("model_A (priority 0") and legend[1].startswith("model_B (priority 1"), legend' \
+            "$T/out/model_A.csv" "$T/out/model_B.csv"
     else
         echo "note: gpuyield.plot is not there yet: the plot step of the pipeline is not tested"
     fi
