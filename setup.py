@@ -1,5 +1,6 @@
-"""The C extension gpuyield._gpuyield, which pyproject.toml cannot describe by itself: pyext/*.c
-and the controller library's sources, compiled for the interpreter that runs pip. The version
+"""The C extension gpuyield._gpuyield, which pyproject.toml cannot describe by itself: pyext/*.c,
+the controller library's sources and the service room's status view (one row per process, clean
+UTF-8 names), compiled for the interpreter that runs pip. The version
 comes from the top-level VERSION file (pyproject.toml reads it too)."""
 from pathlib import Path
 
@@ -15,8 +16,8 @@ def sources(folder, leave_out=()):
 
 extension = Extension(
     "gpuyield._gpuyield",
-    sources=sources("pyext") + sources("controller"),
-    include_dirs=["controller"],
+    sources=sources("pyext") + sources("controller") + ["service/status_merge.c", "service/utf8_clean.c"],
+    include_dirs=["controller", "service"],
     define_macros=[("_GNU_SOURCE", None), ("GY_VERSION", f'"{VERSION}"')],
     extra_compile_args=["-std=c11", "-pthread", "-Wall", "-Wextra"],
     # Only the module init is exported (pyext/exports.map), as in make.sh's build.

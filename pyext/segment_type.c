@@ -2,6 +2,7 @@
  * keeps the jobs begun by begin() so that end() can count them out, and reads status. */
 #include "pyext.h"
 #include "status_text.h"
+#include "status_view.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -486,7 +487,9 @@ fail:
     return NULL;
 }
 
-/* Fill *st (heap: it is ~10 KiB) with a snapshot; NULL with an exception on failure. */
+/* Fill *st (heap: it is ~10 KiB) with a snapshot as expcontroller shows it (service/status_view.h):
+ * one row per process (its hook's and its extension's slots merged, counters summed) and names
+ * made clean UTF-8. NULL with an exception on failure. */
 static struct gy_status *read_status(SegmentObject *self)
 {
     if (gyp_segment_ready(self))
@@ -508,6 +511,7 @@ static struct gy_status *read_status(SegmentObject *self)
         gyp_raise_err(&err);
         return NULL;
     }
+    gy_status_view(st);
     return st;
 }
 
@@ -518,7 +522,8 @@ PyDoc_STRVAR(status_doc,
              "A snapshot of the segment as a dict with exactly the fields of\n"
              "`expcontroller status --json`: segment (name), jobs (8 counts, one per priority),\n"
              "policy (one of gpuyield.POLICIES), mps, job_epoch, drain_timeouts, reaped, lock_timeouts,\n"
-             "mutex_holder (None, or who held the segment's mutex past its bound), and processes: a list of dicts with pid, priority,\n"
+             "mutex_holder (None, or who held the segment's mutex past its bound), and processes: a list of dicts, one\n"
+             "per process (the slots of its hook and of this extension merged: counters summed), with pid, priority,\n"
              "state ('running', 'blocked', 'draining'), inflight" GY_PROC_COUNTERS(COUNTER_DOC_NAME) ", partition\n"
              "('-', 'active' or 'fallback: <why>').\n"
              "Works on a removed segment too (it reads the memory this process still maps).\n"
