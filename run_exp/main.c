@@ -5,6 +5,7 @@
  * releases them together, stops them after exp_dur, and writes per-job CSVs, logs,
  * models_pid.json and summary.json. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -403,6 +404,55 @@ static void print_dry_run(const struct exp_config *cfg, struct launch *launches,
     }
 }
 
+/* The run's own segment: exp<pid>, or where that name is taken (a crashed run's, or one planted
+ * by another user who can write /dev/shm), exp<pid>-1, -2, ...; segment gets the name made. */
+static int create_own_segment(const char *tag, char segment[GY_NAME_MAX], gy_shm *shm, gy_err *err)
+{
+    char name[GY_NAME_MAX], first[GY_NAME_MAX], attempt[64];
+    snprintf(first, sizeof first, "%s", segment);
+    for (int n = 0; n < 100; n++) {
+        if (n == 0)
+            snprintf(attempt, sizeof attempt, "%s", tag);
+        else
+            snprintf(attempt, sizeof attempt, "%s-%d", tag, n);
+        if (gy_segment_name(attempt, name, err) != 0)
+            return -1;
+        if (gy_create(name, 0, shm, err) == 0) {
+            if (n > 0)
+                printf("run_exp: segment %s is taken (another run's, or another user's): using %s\n", first, name);
+            snprintf(segment, GY_NAME_MAX, "%s", name);
+            return 0;
+        }
+        if (err->code != EEXIST)
+            return -1;
+    }
+    return -1; /* err says the last name was taken */
+}
+
+/* The simulated GPU's timeline file, made anew here (O_EXCL, never through a link) before any
+ * worker maps it: a file planted at the name by another user (in a shared /tmp) is never used;
+ * another name is. path holds the first name tried and gets the one made. */
+static int create_fake_device(const char *tmpdir, char *path, size_t len)
+{
+    for (int n = 0; n < 100; n++) {
+        if (n > 0)
+            snprintf(path, len, "%s/gpuyield-sim-%u-%d-%d.dev", tmpdir, (unsigned)getuid(), (int)getpid(), n);
+        int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd >= 0) {
+            close(fd);
+            return 0;
+        }
+        if (errno != EEXIST) {
+            fprintf(stderr, "run_exp: error: cannot create the simulated GPU's file %s: %s; set TMPDIR to a "
+                            "writable directory\n", path, strerror(errno));
+            return -1;
+        }
+    }
+    fprintf(stderr, "run_exp: error: cannot create the simulated GPU's file: %s and 99 other names are taken; "
+                    "set TMPDIR to a directory of your own\n", path);
+    return -1;
+}
+
 int main(int argc, char **argv)
 {
     struct options o;
@@ -507,7 +557,7 @@ int main(int argc, char **argv)
     gy_err err;
     snprintf(tag, sizeof tag, "exp%d", (int)getpid());
     if (gy_segment_name(o.shm ? o.shm : tag, segment, &err) != 0) {
-        fprintf(stderr, "run_exp: error: --shm: %s\n", err.msg);
+        usage_error("--shm: %s", err.msg);
         config_free(&cfg);
         return 2;
     }
@@ -515,34 +565,44 @@ int main(int argc, char **argv)
     const char *tmpdir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
     snprintf(fake_device, sizeof fake_device, "%s/gpuyield-sim-%u-%d.dev", tmpdir, (unsigned)getuid(), (int)getpid());
     snprintf(fake_log, sizeof fake_log, "%s/simulated_kernels.log", cfg.models[0].out_dir);
+    int rc = 0;
+    static struct launch launches[EXP_MAX_MODELS];
+    gy_shm shm;
+    bool have_shm = false, have_device = false;
+    if (!o.dry_run) {
+        supervise_install_signals();
+        /* Made before the workers' commands, which name them: a name already taken (another run's,
+         * or planted by another user) gives way to another one. */
+        if (o.shm ? gy_open(segment, &shm, &err) : create_own_segment(tag, segment, &shm, &err)) {
+            fprintf(stderr, "run_exp: error: %s\n", err.msg);
+            rc = 1;
+            goto out;
+        }
+        have_shm = true;
+        if (o.simulate && create_fake_device(tmpdir, fake_device, sizeof fake_device) != 0) {
+            rc = 1;
+            goto out;
+        }
+        have_device = o.simulate;
+    }
     struct launch_settings ls = {.python = o.python, .segment = segment, .simulate = o.simulate,
                                  .fake_device_file = fake_device, .fake_log = fake_log,
                                  .mps_pipe_dir = use_mps ? pipe_dir : NULL, .mps_log_dir = log_dir[0] ? log_dir : NULL,
                                  .mps_top_priority = gy_policy_wants_mps(policy) ? top_priority : -1};
-    static struct launch launches[EXP_MAX_MODELS];
     for (int i = 0; i < cfg.nmodels; i++) {
         if (launch_build(&cfg, &cfg.models[i], &in, &ls, &launches[i]) != 0) {
-            fprintf(stderr, "run_exp: error: the command of models[%d] is too long\n", i);
-            return 2;
+            fprintf(stderr, "run_exp: error: cannot make the command of models[%d] (out of memory, or too many "
+                            "arguments or variables)\n", i);
+            rc = 1;
+            goto out;
         }
     }
-    int rc = 0;
     if (o.dry_run) {
         print_dry_run(&cfg, launches, segment, !o.shm, &o, gpus, policy_text, use_mps ? pipe_dir : NULL);
         goto out;
     }
-    supervise_install_signals();
-    gy_shm shm;
-    if (o.shm ? gy_open(segment, &shm, &err) : gy_create(segment, 0, &shm, &err)) {
-        fprintf(stderr, "run_exp: error: %s\n", err.msg);
-        rc = 1;
-        goto out;
-    }
     /* After the segment, so that a segment that cannot be made leaves no empty directories. */
     if (config_make_output_dirs(&cfg) != 0) {
-        gy_close(&shm);
-        if (!o.shm)
-            gy_remove(segment, NULL);
         rc = 1;
         goto out;
     }
@@ -553,9 +613,6 @@ int main(int argc, char **argv)
         /* gy_mps_start removed what it made (relative to the directories it verified). */
         for (int i = 0; i < cfg.nmodels; i++)
             rmdir(cfg.models[i].out_dir);
-        gy_close(&shm);
-        if (!o.shm)
-            gy_remove(segment, NULL);
         rc = 1;
         goto out;
     }
@@ -590,10 +647,9 @@ int main(int argc, char **argv)
         printf("run_exp: MPS daemon quit\n");
     }
     gy_close(&shm);
+    have_shm = false;
     if (!o.shm && gy_remove(segment, &err) != 0)
         fprintf(stderr, "run_exp: warning: %s\n", err.msg);
-    if (o.simulate)
-        unlink(fake_device);
     switch (outcome) {
     case RUN_OK: break;
     case RUN_INTERRUPTED: rc = 130; break;
@@ -604,6 +660,13 @@ int main(int argc, char **argv)
     if (supervise_interrupted())
         rc = supervise_signal_status();
 out:
+    if (have_shm) { /* a run that stopped before its workers started */
+        gy_close(&shm);
+        if (!o.shm)
+            gy_remove(segment, NULL);
+    }
+    if (have_device)
+        unlink(fake_device);
     for (int i = 0; i < cfg.nmodels; i++)
         launch_free(&launches[i]);
     config_free(&cfg);

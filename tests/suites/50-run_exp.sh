@@ -292,6 +292,54 @@ check log_symlink_refused_exit test "$rc" -eq 1
 check log_symlink_refused_line grep -q "model_A.log is a symbolic link: refused" <<< "$out"
 check log_symlink_not_written_through test ! -s "$T/victim.txt"
 check log_symlink_no_segment test "$(segments_of "$RUN_PID")" -eq 0
+# issue 29: an output path of ~4090 bytes is refused at the check, where its files' paths would
+# pass PATH_MAX (the run wrote a file named after the cut path); so is a component over NAME_MAX.
+LONG=$("$PYTHON" -c 'import sys; d = sys.argv[1] + "/long"; print((d + ("/" + "d" * 200) * 21)[:4090].rstrip("/"))' "$T")
+invalid output_path_too_long "models\[0\]\.output_file_path: '$T/long/d+\.\.\.' is 4090 bytes long: the paths of the files written in it .* would pass the system's limit of 4096 bytes \(PATH_MAX\)" \
+    --set "models.0.output_file_path=\"$LONG\""
+check output_path_too_long_nothing_written test ! -e "$T/long"
+cfg "$T/long_out.json"
+expect out_path_too_long 2 "models\[0\]\.output_file_path: --out '$T/long/d+\.\.\.' is 4090 bytes long" "$RUN_EXP" -f "$T/long_out.json" --out "$LONG"
+check out_path_too_long_nothing_written test ! -e "$T/long"
+invalid output_component_too_long "models\[0\]\.output_file_path: .* has a component of 300 bytes \('e{20}\.\.\.'\): a file or directory name is at most 255 bytes" \
+    --set "models.0.output_file_path=\"$T/out/$(printf 'e%.0s' $(seq 300))\""
+# Just under the bound: the run writes its files at their full names.
+FITS=${LONG:0:$((4096 - 1 - 33 - 1))}; FITS=${FITS%/}
+rm -rf "$T/long"
+runx "$RUN_EXP" -f "$T/min.json" --min-jobs 1 --out "$FITS"
+check output_path_at_the_bound_runs test "$rc" -eq 0
+check output_path_at_the_bound_full_names test -f "$FITS/model_A.csv" -a -f "$FITS/model_B.log" -a -f "$FITS/summary.json"
+rm -rf "$T/long"
+# issue 29: another user pre-created this run's segment name (exp<pid>) and planted a link at its
+# simulated GPU's file: the run takes other names, touches neither, and leaves nothing behind.
+PLANT_UID=$UIDN; [ "$UIDN" -eq 0 ] && PLANT_UID=65534  # root here: the planted files are nobody's
+# The shell plants at its own pid's names, then becomes run_exp (same pid, RUN_PID).
+# plant UID OWNER VICTIM both|link COMMAND...: "both" plants the segment's name and the link.
+PLANT='seg=/dev/shm/gpuyield-$1-exp$$; dev=${TMPDIR:-/tmp}/gpuyield-sim-$1-$$.dev
+    if [ "$4" = both ]; then : > "$seg"; chown "$2" "$seg" 2>/dev/null; fi
+    ln -s "$3" "$dev"; chown -h "$2" "$dev" 2>/dev/null
+    shift 4; exec "$@"'
+rm -rf "$T/out"; : > "$T/victim.dev"
+FAKE_GPUS=0 runx bash -c "$PLANT" plant "$UIDN" "$PLANT_UID" "$T/victim.dev" both "$RUN_EXP" -f "$T/min.json" --simulate --min-jobs 2
+check planted_segment_name_run_exit_zero test "$rc" -eq 0 || echo "$out" | tail -n 20
+check planted_segment_name_says_so grep -q "segment /gpuyield-$UIDN-exp$RUN_PID is taken (another run's, or another user's): using /gpuyield-$UIDN-exp$RUN_PID-1" <<< "$out"
+check planted_segment_name_ran csv_whole "$T/out/model_A.csv" 2
+check planted_segment_name_used test "$(summary_field 'd["segment"]')" = "/gpuyield-$UIDN-exp$RUN_PID-1"
+check planted_segment_untouched test -f "/dev/shm/gpuyield-$UIDN-exp$RUN_PID" -a ! -s "/dev/shm/gpuyield-$UIDN-exp$RUN_PID"
+check planted_segment_own_removed test ! -e "/dev/shm/gpuyield-$UIDN-exp$RUN_PID-1"
+check planted_device_link_not_followed test ! -s "$T/victim.dev"
+check planted_device_own_removed test ! -e "${TMPDIR:-/tmp}/gpuyield-sim-$UIDN-$RUN_PID-1.dev"
+rm -f "/dev/shm/gpuyield-$UIDN-exp$RUN_PID" "${TMPDIR:-/tmp}/gpuyield-sim-$UIDN-$RUN_PID.dev"
+# The link alone (the segment's name free): the fake driver used to open it and size the file it
+# points to.
+rm -rf "$T/out"; : > "$T/victim.dev"
+FAKE_GPUS=0 runx bash -c "$PLANT" plant "$UIDN" "$PLANT_UID" "$T/victim.dev" link "$RUN_EXP" -f "$T/min.json" --simulate --min-jobs 2
+check planted_device_alone_run_exit_zero test "$rc" -eq 0 || echo "$out" | tail -n 20
+check planted_device_alone_segment_own test "$(summary_field 'd["segment"]')" = "/gpuyield-$UIDN-exp$RUN_PID"
+check planted_device_alone_link_not_followed test ! -s "$T/victim.dev"
+check planted_device_alone_link_left test -L "${TMPDIR:-/tmp}/gpuyield-sim-$UIDN-$RUN_PID.dev"
+check planted_device_alone_own_removed test ! -e "${TMPDIR:-/tmp}/gpuyield-sim-$UIDN-$RUN_PID-1.dev"
+rm -f "${TMPDIR:-/tmp}/gpuyield-sim-$UIDN-$RUN_PID.dev"
 # A huge experiment file is refused before it is read, with one line.
 truncate -s 17M "$T/huge.json"
 expect config_too_large 2 "huge.json is [0-9]+ bytes: an experiment file is at most 16 MiB" "$RUN_EXP" -f "$T/huge.json"
