@@ -630,6 +630,8 @@ def test_a_process_with_the_hook_and_the_extension_is_one_row(segment):
                                            GPUYIELD_PRIORITY=1, GPUYIELD_MODEL="hp_worker"))
     try:
         assert child.stdout.readline().strip() == "done", child.stderr.read()
+        slots = [p for p in segment._status_slots()["processes"] if p["pid"] == child.pid]
+        assert len(slots) == 2 and sum(p["launches"] for p in slots) == 12, slots   # the hook's and ours
         # expcontroller's row of it (merged there), then ours: the same one row.
         tool = subprocess.run([os.path.join(build, "bin", "expcontroller"), "status", "--json", "--name",
                                segment.name], capture_output=True, text=True, timeout=60)
