@@ -68,6 +68,28 @@ static void print_table(const struct np_report *report, const struct np_model_li
     printf("nsight-parser: wrote %zu model table(s), summary.log and summary.json to %s\n", models->count, outdir);
 }
 
+/* The option getopt stopped at: a long one as written, a short one as -X (it may sit in a cluster
+ * such as -pZ, where argv[optind - 1] is not it). */
+static const char *option_text(char **argv, int ind)
+{
+    static char short_opt[3];
+    const char *arg = argv[ind - 1];
+    if (strncmp(arg, "--", 2) == 0 || optopt <= 0 || optopt > 127)
+        return arg;
+    short_opt[0] = '-', short_opt[1] = (char)optopt, short_opt[2] = '\0';
+    return short_opt;
+}
+
+/* A usage error: one line, what is wrong and where the options are (the whole help buried the
+ * reason); exit status 2. */
+static int usage_error(const char *what, const char *arg)
+{
+    fprintf(stderr, "nsight-parser: ");
+    fprintf(stderr, what, arg);
+    fprintf(stderr, " (nsight-parser --help lists the options)\n");
+    return 2;
+}
+
 int main(int argc, char **argv)
 {
     const char *pid_file = NULL, *outdir = NULL, *nsys = NULL;
@@ -78,22 +100,24 @@ int main(int argc, char **argv)
         {0, 0, 0, 0},
     };
     int opt;
-    while ((opt = getopt_long(argc, argv, "p:o:h", long_options, NULL)) != -1) {
+    opterr = 0; /* our own one line instead of getopt's */
+    while ((opt = getopt_long(argc, argv, ":p:o:h", long_options, NULL)) != -1) {
         switch (opt) {
         case 'p': pid_file = optarg; break;
         case 'o': outdir = optarg; break;
         case 'n': nsys = optarg; break;
         case 'h': usage(stdout); return 0;
         case 'V': printf("nsight-parser (gpuyield) %s\n", gy_version()); return 0;
-        default: usage(stderr); return 2;
+        case ':': return usage_error("option '%s' needs an argument", option_text(argv, optind));
+        default: return usage_error("unknown option '%s'", option_text(argv, optind));
         }
     }
-    if (optind != argc - 1 || !outdir) {
-        fprintf(stderr, "nsight-parser: %s\n", optind > argc - 1 ? "missing REPORT" : !outdir ? "missing -o OUTDIR"
-                                                                                            : "more than one REPORT");
-        usage(stderr);
-        return 2;
-    }
+    if (optind > argc - 1)
+        return usage_error("%s", "missing REPORT: the Nsight Systems report to read");
+    if (optind < argc - 1)
+        return usage_error("more than one REPORT: '%s' is one too many", argv[optind + 1]);
+    if (!outdir)
+        return usage_error("%s", "missing -o OUTDIR: where the tables go");
     const char *input = argv[optind];
     enum input_kind kind;
     if (!input_kind_of(input, &kind) || !np_check_outdir(outdir))

@@ -17,8 +17,12 @@ DEST=$BUILD/python/gpuyield
 mkdir -p "$DEST"
 cp pyext/gpuyield/*.py "$DEST/"
 SOURCES=$(ls pyext/*.c 2>/dev/null || true)
+# status() shows a snapshot as expcontroller does: one row per process, clean UTF-8 names. Those two
+# files of the service room, not its library (the extension carries no metrics or MPS code).
+VIEW_SOURCES="service/status_merge.c service/utf8_clean.c"
 if [ -n "$SOURCES" ]; then
     gcc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -O2 -g -fPIC -pthread -shared \
-        -Wl,--version-script=pyext/exports.map -I"$INCLUDE" -Icontroller $SOURCES "$BUILD/lib/libgycontrol.a" \
+        -Wl,--version-script=pyext/exports.map -I"$INCLUDE" -Icontroller -Iservice $SOURCES $VIEW_SOURCES \
+        "$BUILD/lib/libgycontrol.a" \
         -o "$DEST/_gpuyield$SUFFIX"
 fi

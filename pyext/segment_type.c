@@ -2,6 +2,7 @@
  * keeps the jobs begun by begin() so that end() can count them out, and reads status. */
 #include "pyext.h"
 #include "status_text.h"
+#include "status_view.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -486,8 +487,11 @@ fail:
     return NULL;
 }
 
-/* Fill *st (heap: it is ~10 KiB) with a snapshot; NULL with an exception on failure. */
-static struct gy_status *read_status(SegmentObject *self)
+/* Fill *st (heap: it is ~10 KiB) with a snapshot as expcontroller shows it (service/status_view.h):
+ * names made clean UTF-8 and, with merge, one row per process (its hook's and its extension's
+ * slots merged, counters summed); without, one row per slot (_status_slots, for tests). NULL with
+ * an exception on failure. */
+static struct gy_status *read_status(SegmentObject *self, bool merge)
 {
     if (gyp_segment_ready(self))
         return NULL;
@@ -508,6 +512,14 @@ static struct gy_status *read_status(SegmentObject *self)
         gyp_raise_err(&err);
         return NULL;
     }
+    if (merge) {
+        gy_status_view(st);
+    } else {
+        gy_utf8_clean(st->name);
+        gy_utf8_clean(st->mutex_holder);
+        for (int i = 0; i < st->nprocs; i++)
+            gy_utf8_clean(st->procs[i].name);
+    }
     return st;
 }
 
@@ -518,7 +530,8 @@ PyDoc_STRVAR(status_doc,
              "A snapshot of the segment as a dict with exactly the fields of\n"
              "`expcontroller status --json`: segment (name), jobs (8 counts, one per priority),\n"
              "policy (one of gpuyield.POLICIES), mps, job_epoch, drain_timeouts, reaped, lock_timeouts,\n"
-             "mutex_holder (None, or who held the segment's mutex past its bound), and processes: a list of dicts with pid, priority,\n"
+             "mutex_holder (None, or who held the segment's mutex past its bound), and processes: a list of dicts, one\n"
+             "per process (the slots of its hook and of this extension merged: counters summed), with pid, priority,\n"
              "state ('running', 'blocked', 'draining'), inflight" GY_PROC_COUNTERS(COUNTER_DOC_NAME) ", partition\n"
              "('-', 'active' or 'fallback: <why>').\n"
              "Works on a removed segment too (it reads the memory this process still maps).\n"
@@ -527,7 +540,23 @@ PyDoc_STRVAR(status_doc,
 static PyObject *segment_status(SegmentObject *self, PyObject *unused)
 {
     (void)unused;
-    struct gy_status *st = read_status(self);
+    struct gy_status *st = read_status(self, true);
+    if (!st)
+        return NULL;
+    PyObject *dict = status_dict(st);
+    PyMem_Free(st);
+    return dict;
+}
+
+PyDoc_STRVAR(status_slots_doc,
+             "_status_slots($self, /)\n--\n\n"
+             "status() with one entry per slot as the segment holds them: a process with the hook and\n"
+             "this extension has two. For tests.");
+
+static PyObject *segment_status_slots(SegmentObject *self, PyObject *unused)
+{
+    (void)unused;
+    struct gy_status *st = read_status(self, false);
     if (!st)
         return NULL;
     PyObject *dict = status_dict(st);
@@ -542,7 +571,7 @@ PyDoc_STRVAR(status_json_doc,
 static PyObject *segment_status_json(SegmentObject *self, PyObject *unused)
 {
     (void)unused;
-    struct gy_status *st = read_status(self);
+    struct gy_status *st = read_status(self, true);
     if (!st)
         return NULL;
     PyObject *text = NULL;
@@ -691,6 +720,7 @@ static PyMethodDef segment_methods[] = {
     {"close", (PyCFunction)segment_close, METH_NOARGS, close_doc},
     {"__enter__", (PyCFunction)segment_enter, METH_NOARGS, "Returns the Segment; leaving the block closes it."},
     {"__exit__", (PyCFunction)segment_exit, METH_VARARGS, "Closes the Segment."},
+    {"_status_slots", (PyCFunction)segment_status_slots, METH_NOARGS, status_slots_doc},
     {"_mark_inflight", (PyCFunction)segment_mark_inflight, METH_NOARGS, mark_inflight_doc},
     {"_ack_drain", (PyCFunction)(void (*)(void))segment_ack_drain, METH_VARARGS | METH_KEYWORDS, ack_drain_doc},
     {"_wait_launch_allowed", (PyCFunction)segment_wait_launch_allowed, METH_NOARGS, wait_launch_allowed_doc},

@@ -207,6 +207,43 @@ static bool valid_output_name(const char *s)
     return true;
 }
 
+/* The longest name run_exp itself writes in an output directory: summary.json.tmp<pid> (dump_json),
+ * nsight_report.nsys-rep, simulated_kernels.log. */
+#define OWN_FILE_NAME_MAX 32
+
+/* An output directory whose files' paths fit the system's limits: PATH_MAX for a whole path (a
+ * longer one would be cut by the snprintf that makes it, and the worker would write a file of
+ * another name), NAME_MAX for each component. Reports where it does not, by the option that gave
+ * it. */
+static bool output_dir_fits(struct ctx *c, const char *where, const char *dir, const char *name, bool from_out)
+{
+    char shown[72];
+    size_t dir_len = strlen(dir), file_len = strlen(name) + 4; /* <name>.csv, <name>.log */
+    if (file_len < OWN_FILE_NAME_MAX)
+        file_len = OWN_FILE_NAME_MAX;
+    snprintf(shown, sizeof shown, "%.60s%s", dir, dir_len > 60 ? "..." : "");
+    if (dir_len + 1 + file_len >= PATH_MAX) {
+        error_at(c, where, "%s'%s' is %zu bytes long: the paths of the files written in it (%s.csv, "
+                           "summary.json, ...: up to %zu bytes more) would pass the system's limit of %d bytes "
+                           "(PATH_MAX); choose a shorter %s",
+                 from_out ? "--out " : "", shown, dir_len, name, 1 + file_len, PATH_MAX,
+                 from_out ? "--out" : "output_file_path (or --out)");
+        return false;
+    }
+    for (const char *part = dir; *part;) {
+        size_t n = strcspn(part, "/");
+        if (n > NAME_MAX) {
+            error_at(c, where, "%s'%s' has a component of %zu bytes ('%.20s...'): a file or directory name is at "
+                               "most %d bytes; choose another %s",
+                     from_out ? "--out " : "", shown, n, part, NAME_MAX, from_out ? "--out" : "output_file_path (or --out)");
+            return false;
+        }
+        part += n;
+        part += strspn(part, "/");
+    }
+    return true;
+}
+
 static bool looks_like_file(const char *weight)
 {
     size_t n = strlen(weight);
@@ -360,7 +397,10 @@ static void load_model(struct ctx *c, json_t *obj, int i, struct exp_model *m, c
         else
             snprintf(m->pid_name, sizeof m->pid_name, "%s", m->model_name);
     }
-    if (m->output_file_path && m->output_file_name) {
+    snprintf(sub, sizeof sub, "%s.output_file_path", where);
+    if (m->output_file_path && m->output_file_name && valid_output_name(m->output_file_name) &&
+        output_dir_fits(c, sub, out_override ? out_override : m->output_file_path, m->output_file_name,
+                        out_override != NULL)) {
         snprintf(m->out_dir, sizeof m->out_dir, "%s", out_override ? out_override : m->output_file_path);
         snprintf(m->csv_path, sizeof m->csv_path, "%s/%s.csv", m->out_dir, m->output_file_name);
         snprintf(m->log_path, sizeof m->log_path, "%s/%s.log", m->out_dir, m->output_file_name);

@@ -72,25 +72,34 @@ int install_locate(struct install *in)
 }
 
 static void add_arg(struct launch *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Never cut: a path argument cut short would have the worker write a file of another name. */
 static void add_arg(struct launch *l, const char *fmt, ...)
 {
-    char buf[PATH_MAX + 64];
+    char *arg;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
+    int n = vasprintf(&arg, fmt, ap);
     va_end(ap);
-    if (l->nargs < LAUNCH_MAX_ARGS - 1)
-        l->argv[l->nargs++] = strdup(buf);
+    if (n < 0)
+        l->failed = true;
+    else if (l->nargs < LAUNCH_MAX_ARGS - 1)
+        l->argv[l->nargs++] = arg;
+    else
+        free(arg), l->failed = true;
 }
 
 static void add_env(struct launch *l, const char *name, const char *value)
 {
-    if (l->nenv >= LAUNCH_MAX_ENV)
+    if (l->nenv >= LAUNCH_MAX_ENV) {
+        l->failed = true;
         return;
+    }
     size_t len = strlen(name) + strlen(value) + 2;
     char *kv = malloc(len);
-    if (!kv)
+    if (!kv) {
+        l->failed = true;
         return;
+    }
     snprintf(kv, len, "%s=%s", name, value);
     l->env[l->nenv++] = kv;
 }
@@ -103,9 +112,13 @@ static void add_env_prepend(struct launch *l, const char *name, const char *valu
         add_env(l, name, value);
         return;
     }
-    char buf[2 * PATH_MAX];
-    snprintf(buf, sizeof buf, "%s:%s", value, old);
-    add_env(l, name, buf);
+    char *both;
+    if (asprintf(&both, "%s:%s", value, old) < 0) {
+        l->failed = true;
+        return;
+    }
+    add_env(l, name, both);
+    free(both);
 }
 
 int launch_simulated_device(const struct exp_config *cfg, int device_id, int *count)
@@ -205,7 +218,7 @@ int launch_build(const struct exp_config *cfg, const struct exp_model *m, const 
         out->mode_desc = "hooks on, each job marked at its priority";
     else
         out->mode_desc = "hooks on, gated by higher-priority jobs";
-    return out->nargs < LAUNCH_MAX_ARGS - 1 && out->nenv < LAUNCH_MAX_ENV ? 0 : -1;
+    return out->failed ? -1 : 0;
 }
 
 char **launch_envp(const struct launch *l)

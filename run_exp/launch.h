@@ -41,6 +41,7 @@ struct launch {
     char *argv[LAUNCH_MAX_ARGS]; /* NULL-terminated; argv[0] is searched in PATH */
     char *env[LAUNCH_MAX_ENV];   /* "NAME=value" set on top of run_exp's environment */
     int nargs, nenv;
+    bool failed;                 /* an argument or variable could not be added (out of memory, too many) */
     const char *mode_desc;       /* one phrase: hooks on/off, jobs marked or not */
 };
 

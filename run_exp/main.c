@@ -5,9 +5,11 @@
  * releases them together, stops them after exp_dur, and writes per-job CSVs, logs,
  * models_pid.json and summary.json. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,14 +81,39 @@ static void usage(FILE *to)
             "  at DIR/gpu-tester, loads them (DIR/pytcppexp, DIR/intercept-lib/build/lib)\n");
 }
 
+/* The option getopt stopped at: a long one as written, a short one as -X (it may sit in a cluster
+ * such as -pZ, where argv[optind - 1] is not it). */
+static const char *option_text(char **argv, int ind)
+{
+    static char short_opt[3];
+    const char *arg = argv[ind - 1];
+    if (strncmp(arg, "--", 2) == 0 || optopt <= 0 || optopt > 127)
+        return arg;
+    short_opt[0] = '-', short_opt[1] = (char)optopt, short_opt[2] = '\0';
+    return short_opt;
+}
+
+/* A usage error: one line, what is wrong and where the options are (the whole help buried the
+ * reason); the caller exits 2. */
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("run_exp: error: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputs(" (run_exp --help lists the options)\n", stderr);
+    return -1;
+}
+
 static int parse_seconds(const char *opt, const char *s, double *out)
 {
     char *end;
     errno = 0;
     double v = strtod(s, &end);
     if (errno || *end || end == s || !(v > 0 && v <= 86400)) {
-        fprintf(stderr, "run_exp: error: %s '%s' is not a number of seconds in (0, 86400]\n", opt, s);
-        return -1;
+        return usage_error("%s '%s' is not a number of seconds in (0, 86400]", opt, s);
     }
     *out = v;
     return 0;
@@ -117,14 +144,13 @@ static int parse_options(int argc, char **argv, struct options *o)
     o->python = getenv("GPUYIELD_PYTHON") && *getenv("GPUYIELD_PYTHON") ? getenv("GPUYIELD_PYTHON") : "python3";
     int c;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "f:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":f:h", longopts, NULL)) != -1) {
         switch (c) {
         case 'f': o->config = optarg; break;
         case O_OUT:
             if (!*optarg) {
-                fprintf(stderr, "run_exp: error: --out is empty (an unset variable?); give a directory, or leave "
-                                "--out out to use each model's output_file_path\n");
-                return -1;
+                return usage_error("--out is empty (an unset variable?); give a directory, or leave --out out to use "
+                                   "each model's output_file_path");
             }
             o->out = optarg;
             break;
@@ -140,9 +166,8 @@ static int parse_options(int argc, char **argv, struct options *o)
             enum gy_policy policy;
             if (gy_policy_parse(optarg, &policy)) {
                 char choices[128];
-                fprintf(stderr, "run_exp: error: --policy '%s' must be %s\n", optarg,
-                        gy_policy_choices(choices, sizeof choices, ", ", " or "));
-                return -1;
+                return usage_error("--policy '%s' must be %s", optarg,
+                                   gy_policy_choices(choices, sizeof choices, ", ", " or "));
             }
             o->policy = optarg;
             break;
@@ -150,18 +175,15 @@ static int parse_options(int argc, char **argv, struct options *o)
         case O_GUARD_P50:
         case O_GUARD_P99:
             if (gy_guard_parse_eps(optarg, c == O_GUARD_P50 ? &o->guard_p50 : &o->guard_p99)) {
-                fprintf(stderr, "run_exp: error: %s '%s' must be a fraction 0..1 (0.02: the HP's job may grow 2 %% "
-                                "over stop's)\n",
-                        c == O_GUARD_P50 ? "--guard-p50" : "--guard-p99", optarg);
-                return -1;
+                return usage_error("%s '%s' must be a fraction 0..1 (0.02: the HP's job may grow 2 %% over stop's)",
+                                   c == O_GUARD_P50 ? "--guard-p50" : "--guard-p99", optarg);
             }
             break;
         case O_MIN: {
             char *end;
             long v = strtol(optarg, &end, 10);
             if (*end || end == optarg || v < 1 || v > 1000000) {
-                fprintf(stderr, "run_exp: error: --min-jobs '%s' must be an integer 1..1000000\n", optarg);
-                return -1;
+                return usage_error("--min-jobs '%s' must be an integer 1..1000000", optarg);
             }
             o->min_jobs = (int)v;
             break;
@@ -171,28 +193,21 @@ static int parse_options(int argc, char **argv, struct options *o)
         case O_STOP: if (parse_seconds("--stop-timeout", optarg, &o->stop_timeout)) return -1; break;
         case 'h': usage(stdout); exit(0);
         case O_VERSION: printf("run_exp (gpuyield) %s\n", gy_version()); exit(0);
-        default:
-            fprintf(stderr, "run_exp: error: unknown or incomplete option '%s'\n", argv[optind - 1]);
-            usage(stderr);
-            return -1;
+        case ':': return usage_error("option '%s' needs an argument", option_text(argv, optind));
+        default: return usage_error("unknown option '%s'", option_text(argv, optind));
         }
     }
     if (optind < argc) {
-        fprintf(stderr, "run_exp: error: unexpected argument '%s'; the experiment file goes after -f\n", argv[optind]);
-        return -1;
+        return usage_error("unexpected argument '%s'; the experiment file goes after -f", argv[optind]);
     }
     if (!o->config) {
-        fprintf(stderr, "run_exp: error: no experiment file: give one with -f CONFIG (e.g. -f exp_configs/input.json)\n");
-        usage(stderr);
-        return -1;
+        return usage_error("no experiment file: give one with -f CONFIG (e.g. -f exp_configs/input.json)");
     }
     if (o->nsys && o->simulate) {
-        fprintf(stderr, "run_exp: error: --nsys and --simulate do not go together: Nsight Systems needs a real GPU\n");
-        return -1;
+        return usage_error("--nsys and --simulate do not go together: Nsight Systems needs a real GPU");
     }
     if (o->mps && o->mps_pipe) {
-        fprintf(stderr, "run_exp: error: --mps starts a daemon and --mps-pipe joins one: give one of them\n");
-        return -1;
+        return usage_error("--mps starts a daemon and --mps-pipe joins one: give one of them");
     }
     return 0;
 }
@@ -389,6 +404,55 @@ static void print_dry_run(const struct exp_config *cfg, struct launch *launches,
     }
 }
 
+/* The run's own segment: exp<pid>, or where that name is taken (a crashed run's, or one planted
+ * by another user who can write /dev/shm), exp<pid>-1, -2, ...; segment gets the name made. */
+static int create_own_segment(const char *tag, char segment[GY_NAME_MAX], gy_shm *shm, gy_err *err)
+{
+    char name[GY_NAME_MAX], first[GY_NAME_MAX], attempt[64];
+    snprintf(first, sizeof first, "%s", segment);
+    for (int n = 0; n < 100; n++) {
+        if (n == 0)
+            snprintf(attempt, sizeof attempt, "%s", tag);
+        else
+            snprintf(attempt, sizeof attempt, "%s-%d", tag, n);
+        if (gy_segment_name(attempt, name, err) != 0)
+            return -1;
+        if (gy_create(name, 0, shm, err) == 0) {
+            if (n > 0)
+                printf("run_exp: segment %s is taken (another run's, or another user's): using %s\n", first, name);
+            snprintf(segment, GY_NAME_MAX, "%s", name);
+            return 0;
+        }
+        if (err->code != EEXIST)
+            return -1;
+    }
+    return -1; /* err says the last name was taken */
+}
+
+/* The simulated GPU's timeline file, made anew here (O_EXCL, never through a link) before any
+ * worker maps it: a file planted at the name by another user (in a shared /tmp) is never used;
+ * another name is. path holds the first name tried and gets the one made. */
+static int create_fake_device(const char *tmpdir, char *path, size_t len)
+{
+    for (int n = 0; n < 100; n++) {
+        if (n > 0)
+            snprintf(path, len, "%s/gpuyield-sim-%u-%d-%d.dev", tmpdir, (unsigned)getuid(), (int)getpid(), n);
+        int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd >= 0) {
+            close(fd);
+            return 0;
+        }
+        if (errno != EEXIST) {
+            fprintf(stderr, "run_exp: error: cannot create the simulated GPU's file %s: %s; set TMPDIR to a "
+                            "writable directory\n", path, strerror(errno));
+            return -1;
+        }
+    }
+    fprintf(stderr, "run_exp: error: cannot create the simulated GPU's file: %s and 99 other names are taken; "
+                    "set TMPDIR to a directory of your own\n", path);
+    return -1;
+}
+
 int main(int argc, char **argv)
 {
     struct options o;
@@ -439,7 +503,8 @@ int main(int argc, char **argv)
     if (o.nsys && !o.dry_run) {
         int rc = run_under_nsys(argc, argv, &cfg, nsys);
         config_free(&cfg);
-        return rc;
+        /* The run under nsys got SIGINT whatever stopped us: our own signal's status. */
+        return supervise_interrupted() ? supervise_signal_status() : rc;
     }
 
     /* MPS and the policy: flags win over the file; corun by default where MPS runs. */
@@ -458,9 +523,8 @@ int main(int argc, char **argv)
     double guard_p50 = o.guard_p50 >= 0 ? o.guard_p50 : cfg.guard_p50 >= 0 ? cfg.guard_p50 : GY_GUARD_DEFAULT_EPS_P50;
     double guard_p99 = o.guard_p99 >= 0 ? o.guard_p99 : cfg.guard_p99 >= 0 ? cfg.guard_p99 : GY_GUARD_DEFAULT_EPS_P99;
     if ((o.guard_p50 >= 0 || o.guard_p99 >= 0) && policy != GY_POLICY_GUARDED) {
-        fprintf(stderr, "run_exp: error: --guard-p50 and --guard-p99 go with the policy guarded (--policy guarded or "
-                        "\"policy\": \"guarded\"), not %s\n",
-                policy_text);
+        usage_error("--guard-p50 and --guard-p99 go with the policy guarded (--policy guarded or \"policy\": "
+                    "\"guarded\"), not %s", policy_text);
         config_free(&cfg);
         return 2;
     }
@@ -493,7 +557,7 @@ int main(int argc, char **argv)
     gy_err err;
     snprintf(tag, sizeof tag, "exp%d", (int)getpid());
     if (gy_segment_name(o.shm ? o.shm : tag, segment, &err) != 0) {
-        fprintf(stderr, "run_exp: error: --shm: %s\n", err.msg);
+        usage_error("--shm: %s", err.msg);
         config_free(&cfg);
         return 2;
     }
@@ -501,34 +565,44 @@ int main(int argc, char **argv)
     const char *tmpdir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
     snprintf(fake_device, sizeof fake_device, "%s/gpuyield-sim-%u-%d.dev", tmpdir, (unsigned)getuid(), (int)getpid());
     snprintf(fake_log, sizeof fake_log, "%s/simulated_kernels.log", cfg.models[0].out_dir);
+    int rc = 0;
+    static struct launch launches[EXP_MAX_MODELS];
+    gy_shm shm;
+    bool have_shm = false, have_device = false;
+    if (!o.dry_run) {
+        supervise_install_signals();
+        /* Made before the workers' commands, which name them: a name already taken (another run's,
+         * or planted by another user) gives way to another one. */
+        if (o.shm ? gy_open(segment, &shm, &err) : create_own_segment(tag, segment, &shm, &err)) {
+            fprintf(stderr, "run_exp: error: %s\n", err.msg);
+            rc = 1;
+            goto out;
+        }
+        have_shm = true;
+        if (o.simulate && create_fake_device(tmpdir, fake_device, sizeof fake_device) != 0) {
+            rc = 1;
+            goto out;
+        }
+        have_device = o.simulate;
+    }
     struct launch_settings ls = {.python = o.python, .segment = segment, .simulate = o.simulate,
                                  .fake_device_file = fake_device, .fake_log = fake_log,
                                  .mps_pipe_dir = use_mps ? pipe_dir : NULL, .mps_log_dir = log_dir[0] ? log_dir : NULL,
                                  .mps_top_priority = gy_policy_wants_mps(policy) ? top_priority : -1};
-    static struct launch launches[EXP_MAX_MODELS];
     for (int i = 0; i < cfg.nmodels; i++) {
         if (launch_build(&cfg, &cfg.models[i], &in, &ls, &launches[i]) != 0) {
-            fprintf(stderr, "run_exp: error: the command of models[%d] is too long\n", i);
-            return 2;
+            fprintf(stderr, "run_exp: error: cannot make the command of models[%d] (out of memory, or too many "
+                            "arguments or variables)\n", i);
+            rc = 1;
+            goto out;
         }
     }
-    int rc = 0;
     if (o.dry_run) {
         print_dry_run(&cfg, launches, segment, !o.shm, &o, gpus, policy_text, use_mps ? pipe_dir : NULL);
         goto out;
     }
-    supervise_install_signals();
-    gy_shm shm;
-    if (o.shm ? gy_open(segment, &shm, &err) : gy_create(segment, 0, &shm, &err)) {
-        fprintf(stderr, "run_exp: error: %s\n", err.msg);
-        rc = 1;
-        goto out;
-    }
     /* After the segment, so that a segment that cannot be made leaves no empty directories. */
     if (config_make_output_dirs(&cfg) != 0) {
-        gy_close(&shm);
-        if (!o.shm)
-            gy_remove(segment, NULL);
         rc = 1;
         goto out;
     }
@@ -539,9 +613,6 @@ int main(int argc, char **argv)
         /* gy_mps_start removed what it made (relative to the directories it verified). */
         for (int i = 0; i < cfg.nmodels; i++)
             rmdir(cfg.models[i].out_dir);
-        gy_close(&shm);
-        if (!o.shm)
-            gy_remove(segment, NULL);
         rc = 1;
         goto out;
     }
@@ -591,16 +662,26 @@ int main(int argc, char **argv)
         printf("run_exp: MPS daemon quit\n");
     }
     gy_close(&shm);
+    have_shm = false;
     if (!o.shm && gy_remove(segment, &err) != 0)
         fprintf(stderr, "run_exp: warning: %s\n", err.msg);
-    if (o.simulate)
-        unlink(fake_device);
     switch (outcome) {
     case RUN_OK: break;
     case RUN_INTERRUPTED: rc = 130; break;
     default: rc = 1; break;
     }
+    /* Stopped by a signal (even one that came after the workers had stopped): 128 + its number,
+     * 130 for SIGINT and 143 for SIGTERM, as a shell reports a process that signal ended. */
+    if (supervise_interrupted())
+        rc = supervise_signal_status();
 out:
+    if (have_shm) { /* a run that stopped before its workers started */
+        gy_close(&shm);
+        if (!o.shm)
+            gy_remove(segment, NULL);
+    }
+    if (have_device)
+        unlink(fake_device);
     for (int i = 0; i < cfg.nmodels; i++)
         launch_free(&launches[i]);
     config_free(&cfg);

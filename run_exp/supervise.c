@@ -14,11 +14,12 @@
 
 #include "protocol.h"
 
-static volatile sig_atomic_t g_signals;
+static volatile sig_atomic_t g_signals, g_first_signal;
 
 static void on_signal(int sig)
 {
-    (void)sig;
+    if (!g_first_signal)
+        g_first_signal = sig;
     g_signals++;
 }
 
@@ -36,6 +37,8 @@ void supervise_install_signals(void)
 }
 
 bool supervise_interrupted(void) { return g_signals > 0; }
+
+int supervise_signal_status(void) { return g_first_signal ? 128 + g_first_signal : 0; }
 
 static double now_s(void)
 {

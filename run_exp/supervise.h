@@ -37,10 +37,13 @@ struct worker_result {
 
 enum run_outcome { RUN_OK = 0, RUN_WORKER_FAILED, RUN_INTERRUPTED, RUN_START_FAILED };
 
-/* Blocks SIGINT/SIGTERM handling into a flag; call before anything needs cleaning up. */
+/* Turns SIGINT, SIGTERM and SIGHUP into a flag; call before anything needs cleaning up. */
 void supervise_install_signals(void);
-/* True once SIGINT or SIGTERM arrived. */
+/* True once SIGINT, SIGTERM or SIGHUP arrived. */
 bool supervise_interrupted(void);
+/* The exit status of a run stopped by a signal: 128 + the first signal that came (130 for SIGINT,
+ * 143 for SIGTERM, as a shell reports a process that signal ended); 0 when none came. */
+int supervise_signal_status(void);
 
 enum run_outcome supervise_run(const struct exp_config *cfg, struct launch *launches,
                                const struct supervise_options *opt, struct worker_result *results);

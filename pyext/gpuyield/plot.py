@@ -10,7 +10,9 @@
                                                           throughput as the queue bound N varies
 
 CSV is run_exp's per-job file (header job,start_ns,end_ns,jct_ms,...); the legend is the file's
-stem. Every *_figure function returns the matplotlib Figure, so it can be used without the CLI.
+stem, with the model's priority where run_exp's summary.json lies beside the CSV, and a run that
+summary.json says was simulated (run_exp --simulate) is marked so in the title and under the plot.
+Every *_figure function returns the matplotlib Figure, so it can be used without the CLI.
 Bad inputs: a message saying what and where, exit status 2.
 """
 from __future__ import annotations
@@ -183,10 +185,59 @@ def read_sweep(path: PathLike) -> list[dict]:
     return points
 
 
+def run_meta(path: PathLike) -> dict | None:
+    """What run_exp's summary.json beside a per-job CSV says of that CSV's model:
+    {"simulated": bool, "priority": int or None}; None where there is no summary.json, it does not
+    parse, or it names no model writing a CSV of that name (run_exp's output file names are unique
+    within a directory)."""
+    path = Path(path)
+    try:
+        summary = json.loads((path.parent / "summary.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(summary, dict) or not isinstance(summary.get("models"), list):
+        return None
+    for model in summary["models"]:
+        if isinstance(model, dict) and isinstance(model.get("csv"), str) and Path(model["csv"]).name == path.name:
+            priority = model.get("priority")
+            return {"simulated": summary.get("simulated") is True,
+                    "priority": priority if isinstance(priority, int) and not isinstance(priority, bool) else None}
+    return None
+
+
+SIMULATED_NOTE = "SIMULATED: stand-in workers on the fake GPU driver (run_exp --simulate); not a GPU's figures"
+
+
 # ---------------------------------------------------------------- figures
 
-def _labels(paths):
-    return [Path(p).stem for p in paths]
+def _labels(paths, metas, extra=None):
+    """Each series' label: the file's stem, then in parentheses its model's priority where known,
+    ", simulated" on a simulated series only when the figure mixes simulated and measured ones, and
+    the series' own extra notes (extra[i], a list of strings)."""
+    mixed = len({bool(m and m["simulated"]) for m in metas}) > 1
+    labels = []
+    for i, (p, m) in enumerate(zip(paths, metas)):
+        notes = []
+        if m and m["priority"] is not None:
+            notes.append(f"priority {m['priority']}")
+        if mixed and m and m["simulated"]:
+            notes.append("simulated")
+        notes += extra[i] if extra else []
+        labels.append(f"{Path(p).stem} ({', '.join(notes)})" if notes else Path(p).stem)
+    return labels
+
+
+def _mark_simulated(fig, ax, title, metas):
+    """The title, and where any series comes from a simulated run, SIMULATED in it and a note
+    under the plot."""
+    simulated = [bool(m and m["simulated"]) for m in metas]
+    if any(simulated):
+        ax.set_title(f"{title}: SIMULATED" if all(simulated) else f"{title}: some series SIMULATED")
+        fig.text(0.5, 0.01, SIMULATED_NOTE, ha="center", va="bottom", fontsize=8, color="tab:red")
+        fig.tight_layout(rect=(0, 0.05, 1, 1))
+    else:
+        ax.set_title(title)
+        fig.tight_layout()
 
 
 def jct_figure(paths: Sequence[PathLike]) -> Figure:
@@ -194,17 +245,17 @@ def jct_figure(paths: Sequence[PathLike]) -> Figure:
     if not paths:
         raise PlotInputError("no CSV given")
     runs = [read_jct_csv(p) for p in paths]
+    metas = [run_meta(p) for p in paths]
     t0 = min(r["start_ns"].min() for r in runs)
     fig, ax = plt.subplots(figsize=(9, 4.5))
-    for label, r in zip(_labels(paths), runs):
+    for label, r in zip(_labels(paths, metas), runs):
         ax.plot((r["start_ns"] - t0) / 1e9, r["jct_ms"], marker=".", linewidth=0.8, label=label)
     ax.set_xlabel("job start (s since the first job)")
     ax.set_ylabel("JCT (ms)")
-    ax.set_title("Job completion time")
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
     ax.legend()
-    fig.tight_layout()
+    _mark_simulated(fig, ax, "Job completion time", metas)
     return fig
 
 
@@ -222,18 +273,18 @@ def cdf_figure(paths: Sequence[PathLike]) -> Figure:
     if not paths:
         raise PlotInputError("no CSV given")
     runs = [read_jct_csv(p) for p in paths]
+    metas = [run_meta(p) for p in paths]
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for label, r in zip(_labels(paths), runs):
-        x, y = _cdf(r["jct_ms"])
-        ax.step(x, y, where="post",
-                label=f"{label} (p50 {_nearest_rank(x, 0.5):.1f} ms, p99 {_nearest_rank(x, 0.99):.1f} ms)")
+    cdfs = [_cdf(r["jct_ms"]) for r in runs]
+    extra = [[f"p50 {_nearest_rank(x, 0.5):.1f} ms", f"p99 {_nearest_rank(x, 0.99):.1f} ms"] for x, _ in cdfs]
+    for label, (x, y) in zip(_labels(paths, metas, extra), cdfs):
+        ax.step(x, y, where="post", label=label)
     ax.set_xlabel("JCT (ms)")
     ax.set_ylabel("fraction of jobs")
     ax.set_ylim(0, 1.02)
-    ax.set_title("JCT distribution")
     ax.grid(alpha=0.3)
     ax.legend()
-    fig.tight_layout()
+    _mark_simulated(fig, ax, "JCT distribution", metas)
     return fig
 
 

@@ -400,6 +400,17 @@ def test_usage_errors(work):
     assert run().returncode == 2
     assert run(work / "x.sqlite").returncode == 2                      # no -o
     assert run("a", "b", "-o", work / "out").returncode == 2
+    # issue 28: one line, what is wrong and the pointer to --help (not the whole help)
+    for args, what in [((), "missing REPORT"), ((work / "x.sqlite",), "missing -o OUTDIR"),
+                       (("a", "b", "-o", work / "out"), "more than one REPORT"),
+                       (("--bogus", "a", "-o", work / "out"), "unknown option '--bogus'"),
+                       (("a", "-Z", "-o", work / "out"), "unknown option '-Z'"),
+                       (("a", "-o"), "option '-o' needs an argument")]:
+        r = run(*args)
+        assert r.returncode == 2 and r.stdout == "", (args, r)
+        lines = r.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith("nsight-parser: " + what), (args, r.stderr)
+        assert lines[0].endswith(" (nsight-parser --help lists the options)"), (args, r.stderr)
     r = run(work / "missing.sqlite", "-o", work / "out")
     assert r.returncode == 1 and "missing.sqlite" in r.stderr
 

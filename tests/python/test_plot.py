@@ -81,6 +81,66 @@ def test_jct_and_cdf_cli_write_pngs(tmp_path):
         assert is_png(out)
 
 
+def write_summary(outdir, simulated, models):
+    """run_exp's summary.json (the keys the plots read): models = [(name, priority), ...]."""
+    summary = {"config": "/x/exp.json", "simulated": simulated, "outcome": "completed",
+               "models": [{"name": n, "priority": p, "csv": f"relative/dir/{n}.csv", "jobs": 2} for n, p in models]}
+    if simulated:
+        summary["note"] = "simulated: a stand-in worker on the fake GPU driver"
+    (outdir / "summary.json").write_text(json.dumps(summary))
+
+
+def figure_texts(fig):
+    return [t.get_text() for t in fig.texts]
+
+
+@pytest.mark.parametrize("figure", ["jct", "cdf"])
+def test_simulated_run_says_so_and_legend_gives_priorities(tmp_path, figure):
+    """issue 28: a plot of a simulated run says "simulated"; the legend gives each model's priority
+    (both from run_exp's summary.json beside the CSVs)."""
+    a = write_jct(tmp_path / "model_A.csv", [1_000, 2_000_000], [3.0, 4.0])
+    b = write_jct(tmp_path / "model_B.csv", [500, 3_000_000], [1.0, 2.0])
+    write_summary(tmp_path, True, [("model_A", 0), ("model_B", 1)])
+    fig = (plot.jct_figure if figure == "jct" else plot.cdf_figure)([a, b])
+    ax = fig.axes[0]
+    assert "SIMULATED" in ax.get_title()
+    assert any("SIMULATED" in t and "fake GPU driver" in t for t in figure_texts(fig)), figure_texts(fig)
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend[0].startswith("model_A (priority 0") and legend[1].startswith("model_B (priority 1"), legend
+    if figure == "cdf":
+        assert legend[1] == "model_B (priority 1, p50 1.0 ms, p99 2.0 ms)", legend
+
+
+def test_measured_run_is_not_marked_simulated(tmp_path):
+    a = write_jct(tmp_path / "model_A.csv", [1_000, 2_000_000], [3.0, 4.0])
+    write_summary(tmp_path, False, [("model_A", 3)])
+    fig = plot.jct_figure([a])
+    assert fig.axes[0].get_title() == "Job completion time" and figure_texts(fig) == []
+    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["model_A (priority 3)"]
+
+
+def test_mixed_simulated_and_measured_series(tmp_path):
+    (tmp_path / "sim").mkdir(), (tmp_path / "gpu").mkdir()
+    a = write_jct(tmp_path / "sim" / "hp.csv", [1_000, 2_000_000], [3.0, 4.0])
+    b = write_jct(tmp_path / "gpu" / "hp.csv", [500, 3_000_000], [1.0, 2.0])
+    c = write_jct(tmp_path / "other.csv", [500, 3_000_000], [1.0, 2.0])     # no summary.json: the stem alone
+    write_summary(tmp_path / "sim", True, [("hp", 1)])
+    write_summary(tmp_path / "gpu", False, [("hp", 1)])
+    fig = plot.jct_figure([a, b, c])
+    assert "some series SIMULATED" in fig.axes[0].get_title()
+    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == [
+        "hp (priority 1, simulated)", "hp (priority 1)", "other"]
+
+
+@pytest.mark.parametrize("summary", ["{", "[]", '{"models": 3}', '{"simulated": true, "models": [{"name": "x"}]}'])
+def test_unusable_summary_is_ignored(tmp_path, summary):
+    a = write_jct(tmp_path / "model_A.csv", [1_000, 2_000_000], [3.0, 4.0])
+    (tmp_path / "summary.json").write_text(summary)
+    fig = plot.jct_figure([a])
+    assert fig.axes[0].get_title() == "Job completion time"
+    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["model_A"]
+
+
 @pytest.mark.parametrize("content,message", [
     (None, "no such file"),
     ("", "empty file"),

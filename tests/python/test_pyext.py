@@ -632,6 +632,60 @@ def test_counter_table_is_what_status_lists(segment, agents):
         assert list(proc)[5:] == counters + ["partition", "devices"]
 
 
+def test_a_process_with_the_hook_and_the_extension_is_one_row(segment):
+    """issue 28: a process registers a slot for its hook and another for the extension (every
+    marking HP worker); status() and status_json() show it once, its counters summed, as
+    `expcontroller status` does (service/status_merge.c)."""
+    build = os.environ.get("BUILD", "")
+    fake, hook = os.path.join(build, "fakecuda"), os.path.join(build, "lib", "libgpuyield.so")
+    if not (os.path.exists(os.path.join(fake, "libcuda.so.1")) and os.path.exists(hook)):
+        pytest.skip("no fake driver or hook in $BUILD (set BUILD to a build directory)")
+    code = (
+        "import ctypes, sys, gpuyield\n"
+        "cuda = ctypes.CDLL('libcuda.so.1')\n"
+        "ctx, dev, mod, fn = ctypes.c_void_p(), ctypes.c_int(), ctypes.c_void_p(), ctypes.c_void_p()\n"
+        "assert cuda.cuInit(0) == 0 and cuda.cuDeviceGet(ctypes.byref(dev), 0) == 0\n"
+        "assert cuda.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev) == 0 and cuda.cuCtxSetCurrent(ctx) == 0\n"
+        "assert cuda.cuModuleLoadData(ctypes.byref(mod), b'm') == 0\n"
+        "assert cuda.cuModuleGetFunction(ctypes.byref(fn), mod, b'spin_us:10') == 0\n"
+        "seg = gpuyield.connect(sys.argv[1])\n"
+        "for _ in range(5):\n"
+        "    assert cuda.cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, None, None, None) == 0\n"
+        "with seg.job(1):\n"
+        "    for _ in range(7):\n"
+        "        assert cuda.cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, None, None, None) == 0\n"
+        "    cuda.cuCtxSynchronize()\n"
+        "print('done', flush=True)\n"
+        "sys.stdin.readline()\n")
+    child = subprocess.Popen([sys.executable, "-c", code, segment.name], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=child_env(LD_LIBRARY_PATH=fake, LD_PRELOAD=hook, GPUYIELD_SHM=segment.name,
+                                           GPUYIELD_PRIORITY=1, GPUYIELD_MODEL="hp_worker"))
+    try:
+        assert child.stdout.readline().strip() == "done", child.stderr.read()
+        slots = [p for p in segment._status_slots()["processes"] if p["pid"] == child.pid]
+        assert len(slots) == 2 and sum(p["launches"] for p in slots) == 12, slots   # the hook's and ours
+        # expcontroller's row of it (merged there), then ours: the same one row.
+        tool = subprocess.run([os.path.join(build, "bin", "expcontroller"), "status", "--json", "--name",
+                               segment.name], capture_output=True, text=True, timeout=60)
+        assert tool.returncode == 0, tool.stderr
+        from_tool = [p for p in json.loads(tool.stdout)["processes"] if p["pid"] == child.pid]
+        status = segment.status()
+        mine = [p for p in status["processes"] if p["pid"] == child.pid]
+        assert len(mine) == 1, mine
+        (proc,) = mine
+        assert proc["name"] == "hp_worker" and proc["priority"] == 1, proc
+        assert proc["launches"] == 12, proc           # the hook's slot counted them
+        assert proc["devices"] == [0], proc
+        assert from_tool == [proc], (from_tool, proc)
+        (from_json,) = [p for p in json.loads(segment.status_json())["processes"] if p["pid"] == child.pid]
+        assert from_json == proc
+    finally:
+        child.stdin.close()
+        child.wait(timeout=60)
+        child.stdout.close(), child.stderr.close()
+
+
 def without_timestamp(status):
     """Two snapshots taken one after the other differ in their time only."""
     return {k: v for k, v in status.items() if k != "timestamp"}

@@ -63,7 +63,7 @@ AGENT=$!
 wait_until 60 grep -q in "$T/agent.out"
 check metrics_agent_has_two_slots bash -c "PYTHONPATH='$BUILD/python' '$PYTHON' -c '
 import sys, gpuyield
-st = gpuyield.connect(sys.argv[1]).status()
+st = gpuyield.connect(sys.argv[1])._status_slots()
 sys.exit(0 if sum(p[\"pid\"] == int(sys.argv[2]) for p in st[\"processes\"]) == 2 else 1)' '$TAG' '$AGENT'"
 expect metrics_scrape 0 "^ok [0-9]+ samples" "$PYTHON" "$ROOT/tests/metrics/scrape.py" "$URL" "$NAME" "$AGENT" 5
 expect status_json_one_row_per_process 0 "^ok$" bash -c "'$EXP' status --name '$TAG' --json | '$PYTHON' -c '

@@ -21,8 +21,9 @@ if ! PYTHON_BIN=$PYTHON bash pyext/build_ext.sh "$BUILD"; then
     exit 1
 fi
 
-# The extension exports its module init alone (pyext/exports.map) and carries the protocol only:
-# none of the service room's code (the metrics server, the MPS daemon manager, private directories).
+# The extension exports its module init alone (pyext/exports.map) and carries the protocol and the
+# status view (status_merge.c, utf8_clean.c) only: none of the service room's other code (the metrics
+# server, the MPS daemon manager, private directories).
 EXT=$(ls "$BUILD"/python/gpuyield/_gpuyield*.so | head -n 1)
 check pyext_exports_only_its_init test "$(nm -D --defined-only "$EXT" | awk '{print $3}')" = PyInit__gpuyield
 check pyext_links_no_service_code bash -c "! nm '$EXT' | grep -E ' (gy_metrics_|gy_mps_|gy_private_|gy_runtime_base)'"

@@ -89,7 +89,18 @@ cfg "$T/unknown.json" --set 'models.0.colour="red"'
 expect unknown_key_warns 0 "warning: .*models\[0\]: unknown key 'colour' is ignored" "$RUN_EXP" -f "$T/unknown.json" --dry-run
 # Options.
 expect option_no_file 2 "no experiment file: give one with -f" "$RUN_EXP"
-expect option_unknown 2 "unknown or incomplete option '--bogus'" "$RUN_EXP" -f x --bogus
+expect option_unknown 2 "unknown option '--bogus'" "$RUN_EXP" -f x --bogus
+# issue 28: a usage error is one line, what is wrong and the pointer to --help, exit 2 (it printed
+# the 25 lines of help after it).
+for args in "" "-f x --bogus" "-f" "-f x --out" "-f x --min-jobs 0" "-f x extra" "-f x --policy nope" \
+    "-f x --ready-timeout -1" "-f x -Z"; do
+    out=$("$RUN_EXP" $args 2>&1); rc=$?
+    if [ "$rc" -eq 2 ] && [ "$(wc -l <<< "$out")" -eq 1 ] && grep -q "^run_exp: error: .* (run_exp --help lists the options)\$" <<< "$out"; then
+        pass "option_usage_one_line_${args// /_}"
+    else
+        fail "option_usage_one_line_${args// /_}" "exit $rc: $out"
+    fi
+done
 expect option_nsys_simulate 2 "--nsys and --simulate do not go together" "$RUN_EXP" -f x --nsys --simulate
 cfg "$T/ok.json"
 expect option_bad_min_jobs 2 "--min-jobs '0' must be an integer" "$RUN_EXP" -f "$T/ok.json" --min-jobs 0
@@ -281,6 +292,54 @@ check log_symlink_refused_exit test "$rc" -eq 1
 check log_symlink_refused_line grep -q "model_A.log is a symbolic link: refused" <<< "$out"
 check log_symlink_not_written_through test ! -s "$T/victim.txt"
 check log_symlink_no_segment test "$(segments_of "$RUN_PID")" -eq 0
+# issue 29: an output path of ~4090 bytes is refused at the check, where its files' paths would
+# pass PATH_MAX (the run wrote a file named after the cut path); so is a component over NAME_MAX.
+LONG=$("$PYTHON" -c 'import sys; d = sys.argv[1] + "/long"; print((d + ("/" + "d" * 200) * 21)[:4090].rstrip("/"))' "$T")
+invalid output_path_too_long "models\[0\]\.output_file_path: '$T/long/d+\.\.\.' is 4090 bytes long: the paths of the files written in it .* would pass the system's limit of 4096 bytes \(PATH_MAX\)" \
+    --set "models.0.output_file_path=\"$LONG\""
+check output_path_too_long_nothing_written test ! -e "$T/long"
+cfg "$T/long_out.json"
+expect out_path_too_long 2 "models\[0\]\.output_file_path: --out '$T/long/d+\.\.\.' is 4090 bytes long" "$RUN_EXP" -f "$T/long_out.json" --out "$LONG"
+check out_path_too_long_nothing_written test ! -e "$T/long"
+invalid output_component_too_long "models\[0\]\.output_file_path: .* has a component of 300 bytes \('e{20}\.\.\.'\): a file or directory name is at most 255 bytes" \
+    --set "models.0.output_file_path=\"$T/out/$(printf 'e%.0s' $(seq 300))\""
+# Just under the bound: the run writes its files at their full names.
+FITS=${LONG:0:$((4096 - 1 - 33 - 1))}; FITS=${FITS%/}
+rm -rf "$T/long"
+runx "$RUN_EXP" -f "$T/min.json" --min-jobs 1 --out "$FITS"
+check output_path_at_the_bound_runs test "$rc" -eq 0
+check output_path_at_the_bound_full_names test -f "$FITS/model_A.csv" -a -f "$FITS/model_B.log" -a -f "$FITS/summary.json"
+rm -rf "$T/long"
+# issue 29: another user pre-created this run's segment name (exp<pid>) and planted a link at its
+# simulated GPU's file: the run takes other names, touches neither, and leaves nothing behind.
+PLANT_UID=$UIDN; [ "$UIDN" -eq 0 ] && PLANT_UID=65534  # root here: the planted files are nobody's
+# The shell plants at its own pid's names, then becomes run_exp (same pid, RUN_PID).
+# plant UID OWNER VICTIM both|link COMMAND...: "both" plants the segment's name and the link.
+PLANT='seg=/dev/shm/gpuyield-$1-exp$$; dev=${TMPDIR:-/tmp}/gpuyield-sim-$1-$$.dev
+    if [ "$4" = both ]; then : > "$seg"; chown "$2" "$seg" 2>/dev/null; fi
+    ln -s "$3" "$dev"; chown -h "$2" "$dev" 2>/dev/null
+    shift 4; exec "$@"'
+rm -rf "$T/out"; : > "$T/victim.dev"
+FAKE_GPUS=0 runx bash -c "$PLANT" plant "$UIDN" "$PLANT_UID" "$T/victim.dev" both "$RUN_EXP" -f "$T/min.json" --simulate --min-jobs 2
+check planted_segment_name_run_exit_zero test "$rc" -eq 0 || echo "$out" | tail -n 20
+check planted_segment_name_says_so grep -q "segment /gpuyield-$UIDN-exp$RUN_PID is taken (another run's, or another user's): using /gpuyield-$UIDN-exp$RUN_PID-1" <<< "$out"
+check planted_segment_name_ran csv_whole "$T/out/model_A.csv" 2
+check planted_segment_name_used test "$(summary_field 'd["segment"]')" = "/gpuyield-$UIDN-exp$RUN_PID-1"
+check planted_segment_untouched test -f "/dev/shm/gpuyield-$UIDN-exp$RUN_PID" -a ! -s "/dev/shm/gpuyield-$UIDN-exp$RUN_PID"
+check planted_segment_own_removed test ! -e "/dev/shm/gpuyield-$UIDN-exp$RUN_PID-1"
+check planted_device_link_not_followed test ! -s "$T/victim.dev"
+check planted_device_own_removed test ! -e "${TMPDIR:-/tmp}/gpuyield-sim-$UIDN-$RUN_PID-1.dev"
+rm -f "/dev/shm/gpuyield-$UIDN-exp$RUN_PID" "${TMPDIR:-/tmp}/gpuyield-sim-$UIDN-$RUN_PID.dev"
+# The link alone (the segment's name free): the fake driver used to open it and size the file it
+# points to.
+rm -rf "$T/out"; : > "$T/victim.dev"
+FAKE_GPUS=0 runx bash -c "$PLANT" plant "$UIDN" "$PLANT_UID" "$T/victim.dev" link "$RUN_EXP" -f "$T/min.json" --simulate --min-jobs 2
+check planted_device_alone_run_exit_zero test "$rc" -eq 0 || echo "$out" | tail -n 20
+check planted_device_alone_segment_own test "$(summary_field 'd["segment"]')" = "/gpuyield-$UIDN-exp$RUN_PID"
+check planted_device_alone_link_not_followed test ! -s "$T/victim.dev"
+check planted_device_alone_link_left test -L "${TMPDIR:-/tmp}/gpuyield-sim-$UIDN-$RUN_PID.dev"
+check planted_device_alone_own_removed test ! -e "${TMPDIR:-/tmp}/gpuyield-sim-$UIDN-$RUN_PID-1.dev"
+rm -f "${TMPDIR:-/tmp}/gpuyield-sim-$UIDN-$RUN_PID.dev"
 # A huge experiment file is refused before it is read, with one line.
 truncate -s 17M "$T/huge.json"
 expect config_too_large 2 "huge.json is [0-9]+ bytes: an experiment file is at most 16 MiB" "$RUN_EXP" -f "$T/huge.json"
@@ -346,7 +405,8 @@ check sigint_no_process_left none_alive $(pids_of "$T/out/models_pid.json")
 check sigint_no_segment test "$(segments_of "$SIG_PID")" -eq 0
 sigrun TERM "waiting until every model" never_ready
 check sigterm_sent_while_loading test "$SIG_SEEN" -eq 0
-check sigterm_while_loading_exit_130 test "$SIG_RC" -eq 130
+# issue 28: SIGTERM exits 143 (128 + 15, as a shell reports it), not SIGINT's 130.
+check sigterm_while_loading_exit_143 test "$SIG_RC" -eq 143
 check sigterm_while_loading_prompt test "$SIG_SECONDS" -lt 10
 check sigterm_while_loading_no_process_left none_alive $(pids_of "$T/out/models_pid.json")
 check sigterm_while_loading_no_segment test "$(segments_of "$SIG_PID")" -eq 0
@@ -442,9 +502,61 @@ PY
     if PYTHONPATH=$BUILD/python "$PYTHON" -c 'import gpuyield.plot' 2>/dev/null; then
         check simulate_plot_jct env PYTHONPATH="$BUILD/python" "$PYTHON" -m gpuyield.plot jct "$T/out/model_A.csv" "$T/out/model_B.csv" -o "$T/out/jct.png"
         check simulate_plot_png test -s "$T/out/jct.png"
+        # issue 28: the plot of a simulated run says so, and its legend gives each model's priority.
+        check simulate_plot_says_simulated env PYTHONPATH="$BUILD/python" "$PYTHON" -c '
+import sys
+from gpuyield import plot
+for make in (plot.jct_figure, plot.cdf_figure):
+    fig = make(sys.argv[1:])
+    assert "SIMULATED" in fig.axes[0].get_title() and any("SIMULATED" in t.get_text() for t in fig.texts), make
+    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert legend[0].startswith("model_A (priority 0") and legend[1].startswith("model_B (priority 1"), legend' \
+            "$T/out/model_A.csv" "$T/out/model_B.csv"
     else
         echo "note: gpuyield.plot is not there yet: the plot step of the pipeline is not tested"
     fi
+    # issue 28: a signal mid-run of a simulated experiment (a scheduler's SIGTERM, a Ctrl-C, a
+    # second signal that kills the workers at once): exit 128 + the signal, workers gone, no
+    # segment or device file left, and every file whole (CSV rows, kernel-log lines, the JSON
+    # written or not there, no temporary file).
+    cfg "$T/simsig.json" --set exp_dur=120 --set models.0.control.control=true --set models.1.control.control=true \
+        --set models.1.sleep_time=0.05
+    # simsig SIGNAL [SIGNAL...]: start the run, send the signals once both models have rows.
+    simsig() {
+        rm -rf "$T/out"
+        FAKE_GPUS=0 "$RUN_EXP" -f "$T/simsig.json" --simulate > "$T/simsig.out" 2>&1 &
+        local pid=$! sig
+        wait_until 120 bash -c "[ \$(wc -l < '$T/out/model_A.csv') -ge 3 ] && [ \$(wc -l < '$T/out/model_B.csv') -ge 3 ]"
+        SIG_SEEN=$?
+        SEG_DURING=$(segments_of "$pid")
+        SIG_WORKERS=$(pgrep -P "$pid" | tr '\n' ' ')
+        for sig in "$@"; do kill -"$sig" "$pid"; sleep 0.05; done
+        wait "$pid"; SIG_RC=$?
+        SIG_PID=$pid
+    }
+    # Every line of the kernel log whole: a newline at the end, five fields or more on each.
+    kernel_log_whole() {
+        local f=$T/out/simulated_kernels.log
+        [ -s "$f" ] && [ -z "$(tail -c 1 "$f")" ] && ! awk 'NF < 5 { bad = 1 } END { exit !bad }' "$f"
+    }
+    files_whole() {
+        csv_whole "$T/out/model_A.csv" 1 && csv_whole "$T/out/model_B.csv" 1 && kernel_log_whole &&
+            "$PYTHON" -c 'import json,sys; [json.load(open(f)) for f in sys.argv[1:]]' "$T/out/summary.json" "$T/out/models_pid.json" &&
+            [ -z "$(find "$T/out" -name '*.tmp*')" ]
+    }
+    for sigs in TERM INT "TERM TERM"; do
+        name=${sigs// /_}; name=${name,,}
+        simsig $sigs
+        want=143; [ "$sigs" = INT ] && want=130
+        check "simulate_sig${name}_sent_mid_run" test "$SIG_SEEN" -eq 0 -a "$SEG_DURING" -eq 1 -a -n "$SIG_WORKERS"
+        if [ "$SIG_RC" -eq "$want" ]; then pass "simulate_sig${name}_exit_$want"; else fail "simulate_sig${name}_exit_$want" "exit $SIG_RC: $(tail -n 5 "$T/simsig.out")"; fi
+        check "simulate_sig${name}_says_interrupted" grep -q "interrupted: stopping the workers" "$T/simsig.out"
+        check "simulate_sig${name}_summary" test "$(summary_field 'd["outcome"]')" = interrupted
+        check "simulate_sig${name}_no_process_left" none_alive $SIG_WORKERS $(pids_of "$T/out/models_pid.json")
+        check "simulate_sig${name}_no_segment" test "$(segments_of "$SIG_PID")" -eq 0
+        check "simulate_sig${name}_no_device_file" test ! -e "${TMPDIR:-/tmp}/gpuyield-sim-$UIDN-$SIG_PID.dev"
+        check "simulate_sig${name}_files_whole" files_whole
+    done
     # The same under corun: the stand-in writes drained=2 (co-run, run_exp/protocol.h), and a
     # begin that does not wait is no drain timeout.
     rm -rf "$T/out"
