@@ -1,7 +1,7 @@
 # nsight-parser: per-model kernel tables from an Nsight Systems report (libsqlite3, jansson).
 NSIGHT_PARSER_OBJ := $(patsubst %.c,$(O)/obj/%.o,$(wildcard nsight-parser/*.c))
 
-$(O)/bin/nsight-parser: $(NSIGHT_PARSER_OBJ) $(O)/obj/controller/version.o
+$(O)/bin/nsight-parser: $(NSIGHT_PARSER_OBJ) $(O)/obj/controller/version.o $(O)/obj/controller/option_text.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -lsqlite3 -ljansson -lm -o $@
 

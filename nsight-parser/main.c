@@ -12,6 +12,7 @@
 #include "inputs.h"
 #include "model_list.h"
 #include "models_pid.h"
+#include "option_text.h"
 #include "outputs.h"
 #include "report.h"
 
@@ -68,18 +69,6 @@ static void print_table(const struct np_report *report, const struct np_model_li
     printf("nsight-parser: wrote %zu model table(s), summary.log and summary.json to %s\n", models->count, outdir);
 }
 
-/* The option getopt stopped at: a long one as written, a short one as -X (it may sit in a cluster
- * such as -pZ, where argv[optind - 1] is not it). */
-static const char *option_text(char **argv, int ind)
-{
-    static char short_opt[3];
-    const char *arg = argv[ind - 1];
-    if (strncmp(arg, "--", 2) == 0 || optopt <= 0 || optopt > 127)
-        return arg;
-    short_opt[0] = '-', short_opt[1] = (char)optopt, short_opt[2] = '\0';
-    return short_opt;
-}
-
 /* A usage error: one line, what is wrong and where the options are (the whole help buried the
  * reason); exit status 2. */
 static int usage_error(const char *what, const char *arg)
@@ -108,8 +97,8 @@ int main(int argc, char **argv)
         case 'n': nsys = optarg; break;
         case 'h': usage(stdout); return 0;
         case 'V': printf("nsight-parser (gpuyield) %s\n", gy_version()); return 0;
-        case ':': return usage_error("option '%s' needs an argument", option_text(argv, optind));
-        default: return usage_error("unknown option '%s'", option_text(argv, optind));
+        case ':': return usage_error("option '%s' needs an argument", gy_option_text(argv, optind));
+        default: return usage_error("unknown option '%s'", gy_option_text(argv, optind));
         }
     }
     if (optind > argc - 1)

@@ -23,8 +23,9 @@
 #include "guarded.h"
 #include "launch.h"
 #include "layout_compat.h"
-#include "mps_daemon.h"
 #include "models.h"
+#include "mps_daemon.h"
+#include "option_text.h"
 #include "results.h"
 #include "supervise.h"
 
@@ -79,18 +80,6 @@ static void usage(FILE *to)
             "or: run_exp --layout-compat DIR\n"
             "  place libgeek.so and libcuinterpose*.so where the original experiment's harness, checked out\n"
             "  at DIR/gpu-tester, loads them (DIR/pytcppexp, DIR/intercept-lib/build/lib)\n");
-}
-
-/* The option getopt stopped at: a long one as written, a short one as -X (it may sit in a cluster
- * such as -pZ, where argv[optind - 1] is not it). */
-static const char *option_text(char **argv, int ind)
-{
-    static char short_opt[3];
-    const char *arg = argv[ind - 1];
-    if (strncmp(arg, "--", 2) == 0 || optopt <= 0 || optopt > 127)
-        return arg;
-    short_opt[0] = '-', short_opt[1] = (char)optopt, short_opt[2] = '\0';
-    return short_opt;
 }
 
 /* A usage error: one line, what is wrong and where the options are (the whole help buried the
@@ -193,8 +182,8 @@ static int parse_options(int argc, char **argv, struct options *o)
         case O_STOP: if (parse_seconds("--stop-timeout", optarg, &o->stop_timeout)) return -1; break;
         case 'h': usage(stdout); exit(0);
         case O_VERSION: printf("run_exp (gpuyield) %s\n", gy_version()); exit(0);
-        case ':': return usage_error("option '%s' needs an argument", option_text(argv, optind));
-        default: return usage_error("unknown option '%s'", option_text(argv, optind));
+        case ':': return usage_error("option '%s' needs an argument", gy_option_text(argv, optind));
+        default: return usage_error("unknown option '%s'", gy_option_text(argv, optind));
         }
     }
     if (optind < argc) {
