@@ -96,6 +96,11 @@ struct gy_proc_slot {
      * applied by whoever next holds the mutex, cleared when the slot is reaped. A job's end is
      * never lost; status readers count these out of held_jobs. In what was padding. */
     _Atomic uint32_t ends_owed[GY_OWED_ENDS];
+    /* The program image the process ran when it registered (gy_proc_identity: /proc/<pid>/stat's
+     * code, data, stack, argument and environment addresses, hashed; 0: not visible). An exec
+     * keeps the pid and start time: a reap that finds another image frees the slot as for a
+     * death. In what was padding. */
+    uint64_t exec_id;
 } __attribute__((aligned(64)));
 
 /* One GPU of the experiment: claimed under the mutex by the first process that names its UUID,

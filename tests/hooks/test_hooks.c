@@ -1068,6 +1068,53 @@ TEST(a_raw_unlink_of_the_segment_stops_its_hooked_workers)
     setup_end(&s);
 }
 
+static int other_slot_of(gy_shm *shm, int pid, int not_this)
+{
+    for (int i = 0; i < GY_MAX_PROCS; i++)
+        if (i != not_this && atomic_load(&shm->seg->procs[i].state) != GY_PROC_FREE && shm->seg->procs[i].pid == pid)
+            return i;
+    return -1;
+}
+
+/* issue 29 item 6: a hooked worker that exec()s (same pid, same start time) left its slot marked
+ * in flight with no helper to acknowledge a drain: every job above it waited out the drain timeout
+ * until the new program exited. The new image's hook registers a slot of its own; the old one,
+ * of another image (/proc/<pid>/stat's addresses), is reaped like a dead process's. */
+TEST(a_hooked_worker_that_execs_leaves_no_stale_slot)
+{
+    struct setup s;
+    REQUIRE(setup_begin(&s, "exec", 2000000000ull));
+    char shm_env[96];
+    snprintf(shm_env, sizeof shm_env, "GPUYIELD_SHM=%s", s.tag);
+    const char *env[] = {shm_env, NULL}, *args[] = {"exec", "5", "spin", "1000", "5", "4", NULL};
+    struct worker w;
+    gy_shm shm;
+    gy_err err;
+    REQUIRE(gy_open(s.tag, &shm, &err) == 0, "%s", err.msg);
+    if (spawn(&s, &w, env, args)) {
+        uint64_t until = gy_now_ns() + 30000000000ull;
+        int first = -1, second = -1;
+        while ((first = other_slot_of(&shm, w.pid, -1)) < 0 && gy_now_ns() < until)
+            usleep(1000);
+        while (first >= 0 && (second = other_slot_of(&shm, w.pid, first)) < 0 && gy_now_ns() < until)
+            usleep(1000);
+        CHECK(first >= 0 && second >= 0, "the worker's new image never registered (slots %d, %d)", first, second);
+        REQUIRE(gy_register(&shm, 1, &err) == 0, "%s", err.msg);
+        gy_job job;
+        REQUIRE(gy_begin(&shm, 1, &job, &err) == 0, "%s", err.msg);
+        CHECK(job.drained && !job.timed_out, "drained %d, timed out %d after %.2f s (the old image's slot)",
+              job.drained, job.timed_out, (double)job.wait_ns / 1e9);
+        gy_job_exit(&shm, &job, &err);
+        int stale = other_slot_of(&shm, w.pid, -1), again = stale >= 0 ? other_slot_of(&shm, w.pid, stale) : -1;
+        CHECK(again < 0, "the worker %d holds two slots (%d, %d)", (int)w.pid, stale, again);
+        CHECK(wait_exit(&w) == 0);
+        if (gy_test_failures_in_current)
+            dump(&w);
+    }
+    gy_close(&shm);
+    setup_end(&s);
+}
+
 TEST(a_fork_during_the_first_binding_leaves_the_child_working)
 {
     if (no_threads_after_fork())

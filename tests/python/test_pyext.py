@@ -1379,3 +1379,38 @@ def test_a_job_on_a_gpu_past_the_device_table_gates_every_gpu(segment):
     assert st["jobs"][3] == 1 and all(d["jobs"][3] == 0 for d in st["devices"])  # counted on every GPU
     assert not allowed
     assert after == 0 and allowed_after
+
+
+def test_a_process_that_execs_gives_its_slot_and_jobs_back(segment):
+    """Issue 29 item 6: a Python HP that exec()s into a program without gpuyield kept its slot and
+    its job (same pid, same start time): lower launches stayed blocked until the new program
+    exited. The slot records the image (/proc/<pid>/stat's code, data, stack and environment
+    addresses): a reap counts a changed image as a death."""
+    code = ("import os, sys, gpuyield\n"
+            "seg = gpuyield.connect(sys.argv[1])\n"
+            "seg.begin(2)\n"
+            "print('in', flush=True)\n"
+            "sys.stdin.readline()\n"
+            "os.execv('/bin/sleep', ['sleep', '30'])\n")
+    child = subprocess.Popen([sys.executable, "-c", code, segment.name], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True, env=child_env())
+    try:
+        assert child.stdout.readline().strip() == "in"
+        segment.reap()
+        st = segment.status()
+        assert st["jobs"][2] == 1 and [p["pid"] for p in st["processes"]] == [child.pid]  # alive: kept
+        child.stdin.write("\n")
+        child.stdin.flush()
+        until = time.monotonic() + 20
+        while time.monotonic() < until:
+            with open("/proc/%d/comm" % child.pid) as f:
+                if f.read().strip() == "sleep":
+                    break
+            time.sleep(0.01)
+        segment.reap()
+        st = segment.status()
+        assert st["jobs"][2] == 0 and st["processes"] == [], st
+        assert segment.launch_allowed(1)
+    finally:
+        child.kill()
+        child.wait()
