@@ -32,7 +32,7 @@ long gy_proc_read(int pid, const char *file, char *buf, size_t len)
  * default) the stack and a PIE's code move at every exec; without it, another program or other
  * arguments or environment still differ. 0 when the reader may not see them (the kernel shows
  * startstack 0 then: another uid, a non-dumpable process) or the kernel has no fields 45-51. */
-static uint64_t exec_id_of(const char *fields)
+static uint32_t exec_id_of(const char *fields)
 {
     unsigned long long v[64];
     int n = 0;
@@ -57,13 +57,14 @@ static uint64_t exec_id_of(const char *fields)
             h ^= (v[used[i] - 3] >> b) & 0xff;
             h *= 1099511628211ull;
         }
-    return h ? h : 1;
+    uint32_t folded = (uint32_t)(h ^ (h >> 32));
+    return folded ? folded : 1;
 }
 
 /* Reads the start time (and the image: exec_id_of) from /proc/<pid>/stat. A zombie counts as
  * gone: its work is over even if nobody reaped it. A /proc we cannot read (out of file
  * descriptors, say) tells nothing. */
-static enum proc_read read_identity(int pid, uint64_t *start_time, uint64_t *exec_id)
+static enum proc_read read_identity(int pid, uint64_t *start_time, uint32_t *exec_id)
 {
     char buf[1024];
     long n = gy_proc_read(pid, "stat", buf, sizeof buf);
@@ -87,7 +88,7 @@ static enum proc_read read_identity(int pid, uint64_t *start_time, uint64_t *exe
 
 static enum proc_read read_start_time(int pid, uint64_t *start_time) { return read_identity(pid, start_time, NULL); }
 
-uint64_t gy_proc_identity(int pid, uint64_t *exec_id)
+uint64_t gy_proc_identity(int pid, uint32_t *exec_id)
 {
     uint64_t start = 0;
     *exec_id = 0;
@@ -122,11 +123,12 @@ bool gy_proc_alive(int pid, uint64_t start_time)
     return kill(pid, 0) == 0 || errno != ESRCH;
 }
 
-bool gy_proc_image_alive(int pid, uint64_t start_time, uint64_t exec_id)
+bool gy_proc_image_alive(int pid, uint64_t start_time, uint32_t exec_id)
 {
     if (pid <= 0)
         return false;
-    uint64_t now = 0, image = 0;
+    uint64_t now = 0;
+    uint32_t image = 0;
     switch (read_identity(pid, &now, &image)) {
     case PROC_FOUND:
         /* An image we cannot see now (0) or did not see at registration never counts as changed. */

@@ -284,7 +284,7 @@ int gy_register(gy_shm *shm, int priority, gy_err *err)
         return gy_fail(err, EBUSY, "this handle is already registered in %s (slot %d)", shm->name, shm->slot);
     struct gy_segment *seg = shm->seg;
     int pid = gy_self_pid();
-    uint64_t exec_id;
+    uint32_t exec_id;
     uint64_t start = gy_proc_identity(pid, &exec_id);
     if (!start) /* without it the slot would look dead to the next reap */
         return gy_fail(err, EMFILE, "cannot read /proc/%d/stat to register in %s (out of file descriptors, or "
