@@ -56,6 +56,10 @@ void gy_close(gy_shm *shm);
 /* Unlink the segment by name. A segment of ours that opens cleanly is first marked removed
  * (GY_REMOVED_BIT): every process still attached finds it on its next launch's slow path. */
 int gy_remove(const char *tag_or_name, gy_err *err);
+/* Mark an open segment removed (GY_REMOVED_BIT in every gate word, waiters woken), as gy_remove
+ * does before it unlinks: for a holder that finds the name gone or leading to another file (a
+ * raw `rm /dev/shm/...`), so that the processes still attached stop rather than run ungated. */
+void gy_mark_removed(gy_shm *shm);
 /* True once the segment was removed (see gy_remove); read on slow paths only. */
 static inline bool gy_segment_removed(const gy_shm *shm)
 {

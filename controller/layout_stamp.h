@@ -28,8 +28,8 @@
 #define GY_PROC_SLOT_FIELDS(X)                                                                         \
     X(gy_proc_slot, state) X(gy_proc_slot, pid) X(gy_proc_slot, start_time) X(gy_proc_slot, priority)     \
     X(gy_proc_slot, held_jobs) X(gy_proc_slot, launched_devices) X(gy_proc_slot, inflight)                \
-    X(gy_proc_slot, drained_epoch) X(gy_proc_slot, partition_state) X(gy_proc_slot, counters)             \
-    X(gy_proc_slot, held_device_jobs) X(gy_proc_slot, ends_owed)
+    X(gy_proc_slot, drained_epoch) X(gy_proc_slot, partition_state) X(gy_proc_slot, exec_id)              \
+    X(gy_proc_slot, counters) X(gy_proc_slot, held_device_jobs) X(gy_proc_slot, ends_owed)
 
 #define GY_GUARD_FIELDS(X)                                                                             \
     X(gy_guard, current) X(gy_guard, in_force) X(gy_guard, trial) X(gy_guard, reason) X(gy_guard, confirmed) \

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -24,9 +25,46 @@ long gy_proc_read(int pid, const char *file, char *buf, size_t len)
     return (long)n;
 }
 
-/* Reads the start time from /proc/<pid>/stat. A zombie counts as gone: its work is over even if
- * nobody reaped it. A /proc we cannot read (out of file descriptors, say) tells nothing. */
-static enum proc_read read_start_time(int pid, uint64_t *start_time)
+/* The image a process runs, from the addresses of /proc/<pid>/stat that exec sets and nothing
+ * else changes (only prctl(PR_SET_MM), CRIU's, needs CAP_SYS_RESOURCE): startcode, endcode,
+ * startstack (fields 26-28), start_data, end_data (45, 46), arg_start, arg_end, env_start,
+ * env_end (48-51). An exec keeps the pid and the start time but changes these: with ASLR (the
+ * default) the stack and a PIE's code move at every exec; without it, another program or other
+ * arguments or environment still differ. 0 when the reader may not see them (the kernel shows
+ * startstack 0 then: another uid, a non-dumpable process) or the kernel has no fields 45-51. */
+static uint32_t exec_id_of(const char *fields)
+{
+    unsigned long long v[64];
+    int n = 0;
+    for (const char *p = fields; *p && n < 64;) {
+        char *end;
+        while (*p == ' ')
+            p++;
+        if (!*p || *p == '\n')
+            break;
+        v[n++] = strtoull(p, &end, 10); /* a non-number (the state letter) reads as 0 */
+        p = end == p ? p + 1 : end;
+        while (*p && *p != ' ')
+            p++;
+    }
+    /* v[0] is field 3: field k is v[k - 3] */
+    static const int used[] = {26, 27, 28, 45, 46, 48, 49, 50, 51};
+    if (n < 51 - 3 + 1 || v[28 - 3] == 0)
+        return 0;
+    uint64_t h = 1469598103934665603ull; /* FNV-1a over the values */
+    for (size_t i = 0; i < sizeof used / sizeof used[0]; i++)
+        for (int b = 0; b < 64; b += 8) {
+            h ^= (v[used[i] - 3] >> b) & 0xff;
+            h *= 1099511628211ull;
+        }
+    uint32_t folded = (uint32_t)(h ^ (h >> 32));
+    return folded ? folded : 1;
+}
+
+/* Reads the start time (and the image: exec_id_of) from /proc/<pid>/stat. A zombie counts as
+ * gone: its work is over even if nobody reaped it. A /proc we cannot read (out of file
+ * descriptors, say) tells nothing. */
+static enum proc_read read_identity(int pid, uint64_t *start_time, uint32_t *exec_id)
 {
     char buf[1024];
     long n = gy_proc_read(pid, "stat", buf, sizeof buf);
@@ -43,7 +81,20 @@ static enum proc_read read_start_time(int pid, uint64_t *start_time)
     if (state == 'Z' || state == 'X')
         return PROC_GONE;
     *start_time = start ? (uint64_t)start : 1; /* 0 is reserved for "absent" */
+    if (exec_id)
+        *exec_id = exec_id_of(p + 1);
     return PROC_FOUND;
+}
+
+static enum proc_read read_start_time(int pid, uint64_t *start_time) { return read_identity(pid, start_time, NULL); }
+
+uint64_t gy_proc_identity(int pid, uint32_t *exec_id)
+{
+    uint64_t start = 0;
+    *exec_id = 0;
+    if (pid <= 0 || read_identity(pid, &start, exec_id) != PROC_FOUND)
+        return 0;
+    return start;
 }
 
 uint64_t gy_proc_start_time(int pid)
@@ -64,6 +115,24 @@ bool gy_proc_alive(int pid, uint64_t start_time)
     switch (read_start_time(pid, &now)) {
     case PROC_FOUND:
         return now == start_time;
+    case PROC_GONE:
+        return false;
+    case PROC_UNKNOWN:
+        break;
+    }
+    return kill(pid, 0) == 0 || errno != ESRCH;
+}
+
+bool gy_proc_image_alive(int pid, uint64_t start_time, uint32_t exec_id)
+{
+    if (pid <= 0)
+        return false;
+    uint64_t now = 0;
+    uint32_t image = 0;
+    switch (read_identity(pid, &now, &image)) {
+    case PROC_FOUND:
+        /* An image we cannot see now (0) or did not see at registration never counts as changed. */
+        return now == start_time && (exec_id == 0 || image == 0 || image == exec_id);
     case PROC_GONE:
         return false;
     case PROC_UNKNOWN:

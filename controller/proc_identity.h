@@ -17,5 +17,12 @@ long gy_proc_read(int pid, const char *file, char *buf, size_t len);
 void gy_proc_name(int pid, char *out, size_t len);
 /* True while the process (pid, start_time) is the same live process. */
 bool gy_proc_alive(int pid, uint64_t start_time);
+/* gy_proc_start_time, and in *exec_id a value of the program image the process runs: exec
+ * changes it, nothing else does (0: cannot be seen; proc_identity.c says how it is made). */
+uint64_t gy_proc_identity(int pid, uint32_t *exec_id);
+/* gy_proc_alive, and still running the image exec_id (a registered slot's): a process that has
+ * exec'd another program counts as dead. exec_id 0, or an image that cannot be seen, checks
+ * only the pid and start time. */
+bool gy_proc_image_alive(int pid, uint64_t start_time, uint32_t exec_id);
 
 #endif

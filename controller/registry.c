@@ -170,7 +170,7 @@ int gy_reap_locked(struct gy_segment *seg)
         if (state == GY_PROC_FREE)
             continue;
         /* A corrupt slot, or one whose process is gone or was replaced by a reused pid. */
-        if (!gy_slot_sane(slot) || !gy_proc_alive(slot->pid, slot->start_time)) {
+        if (!gy_slot_sane(slot) || !gy_proc_image_alive(slot->pid, slot->start_time, slot->exec_id)) {
             free_slot_locked(seg, slot);
             reaped++;
         }
@@ -284,7 +284,8 @@ int gy_register(gy_shm *shm, int priority, gy_err *err)
         return gy_fail(err, EBUSY, "this handle is already registered in %s (slot %d)", shm->name, shm->slot);
     struct gy_segment *seg = shm->seg;
     int pid = gy_self_pid();
-    uint64_t start = gy_proc_start_time(pid);
+    uint32_t exec_id;
+    uint64_t start = gy_proc_identity(pid, &exec_id);
     if (!start) /* without it the slot would look dead to the next reap */
         return gy_fail(err, EMFILE, "cannot read /proc/%d/stat to register in %s (out of file descriptors, or "
                                     "/proc not mounted?): free descriptors or mount /proc, then retry",
@@ -316,6 +317,7 @@ int gy_register(gy_shm *shm, int priority, gy_err *err)
     atomic_store_explicit(&slot->launched_devices, 0, memory_order_relaxed);
     slot->pid = pid;
     slot->start_time = start;
+    slot->exec_id = exec_id;
     slot->priority = priority;
     atomic_store_explicit(&slot->inflight, 0, memory_order_relaxed);
     atomic_store_explicit(&slot->drained_epoch, 0, memory_order_relaxed);

@@ -280,6 +280,19 @@ void gy_close(gy_shm *shm)
     shm->seg = NULL;
 }
 
+void gy_mark_removed(gy_shm *shm)
+{
+    /* Under the mutex, so that no level update racing with us drops the bit; without it when the
+     * mutex cannot be had (a stopped holder): the bit still goes in. */
+    bool locked = gy_lock(shm->seg) >= 0;
+    atomic_fetch_or_explicit(&shm->seg->active_levels, GY_REMOVED_BIT, memory_order_seq_cst);
+    for (int d = 0; d < GY_MAX_DEVICES; d++) /* every device's launches see it on the fast path */
+        atomic_fetch_or_explicit(&shm->seg->devices[d].active_levels, GY_REMOVED_BIT, memory_order_seq_cst);
+    if (locked)
+        gy_unlock(shm->seg);
+    gy_wake_all(shm->seg);
+}
+
 int gy_remove(const char *tag_or_name, gy_err *err)
 {
     char name[GY_NAME_MAX];
@@ -290,15 +303,7 @@ int gy_remove(const char *tag_or_name, gy_err *err)
      * that does not open cleanly (another user's, corrupted) is only unlinked. */
     gy_shm old;
     if (gy_open(name, &old, NULL) == 0) {
-        /* Under the mutex, so that no level update racing with us drops the bit; without it when
-         * the mutex cannot be had (a stopped holder): the bit still goes in. */
-        bool locked = gy_lock(old.seg) >= 0;
-        atomic_fetch_or_explicit(&old.seg->active_levels, GY_REMOVED_BIT, memory_order_seq_cst);
-        for (int d = 0; d < GY_MAX_DEVICES; d++) /* every device's launches see it on the fast path */
-            atomic_fetch_or_explicit(&old.seg->devices[d].active_levels, GY_REMOVED_BIT, memory_order_seq_cst);
-        if (locked)
-            gy_unlock(old.seg);
-        gy_wake_all(old.seg);
+        gy_mark_removed(&old);
         gy_close(&old);
     }
     if (shm_unlink(name) != 0) {

@@ -88,6 +88,11 @@ struct gy_proc_slot {
     _Atomic uint32_t inflight;
     _Atomic uint64_t drained_epoch;
     _Atomic uint32_t partition_state; /* enum gy_partition_state, written by the process's hook */
+    /* The program image the process ran when it registered (gy_proc_identity: /proc/<pid>/stat's
+     * code, data, stack, argument and environment addresses, hashed; 0: not visible). An exec
+     * keeps the pid and start time: a reap that finds another image frees the slot as for a
+     * death. In what was padding before the counters (the slot's last 8 bytes stay free). */
+    uint32_t exec_id;
     struct gy_proc_counters counters;
     /* Of held_jobs, those begun on one device (the rest gate every device). */
     uint16_t held_device_jobs[GY_MAX_DEVICES][GY_LEVELS];

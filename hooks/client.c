@@ -136,7 +136,8 @@ void gy_client_block(void)
         gy_wait_until_allowed_on(&gy_client.shm, gy_thread_device, &allowed_at);
         gy_range_pop();
         if (gy_segment_removed(&gy_client.shm))
-            die("stops: its segment was removed while it ran (expcontroller remove, or its experiment ended)",
+            die("stops: its segment was removed while it ran (expcontroller remove, its file unlinked from "
+                "/dev/shm, or its experiment ended)",
                 "no launch goes ahead ungated; restart the worker to join the experiment's new segment");
         gy_client_step_in();
         gy_mark_inflight(&gy_client.shm);

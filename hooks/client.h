@@ -35,6 +35,11 @@ struct gy_client {
     _Atomic int helper_synchronizing; /* helpers (drain, auto jobs) in cuCtxSynchronize: no capture may begin */
     _Atomic uint64_t captures_begun;  /* tells the queue bound that a capture may have started */
     _Atomic uint64_t generation;      /* bumped in a child after fork: thread-local state is stale */
+    /* What the segment's name led to when we opened it (gy_segment_identity), set before the
+     * drain helper starts: the helper checks the name once a second (drain_helper.c). */
+    bool name_identity_known;
+    dev_t name_dev;
+    ino_t name_ino;
 };
 
 extern struct gy_client gy_client;

@@ -88,13 +88,37 @@ static void drain(uint64_t epoch)
         atomic_store_explicit(&slot->inflight, 1, memory_order_seq_cst);
 }
 
+/* A raw `rm /dev/shm/<segment>` (not `expcontroller remove`) leaves our mapping unmarked: we
+ * would go on launching ungated beside a new segment of the same name. Once a second (one lstat,
+ * off the launch path) we look at the name: gone, or leading to another file, we mark our mapping
+ * removed as `remove` does, and the next launch of every process still attached stops (client.c).
+ * A name that cannot be looked at (-1) never counts as removed. */
+#define NAME_CHECK_NS 1000000000ull
+
+static void check_segment_name(void)
+{
+    if (!gy_client.name_identity_known || gy_segment_removed(&gy_client.shm))
+        return;
+    dev_t dev;
+    ino_t ino;
+    int present = gy_segment_identity(gy_client.shm.name, &dev, &ino);
+    if (present == 0 || (present == 1 && (dev != gy_client.name_dev || ino != gy_client.name_ino)))
+        gy_mark_removed(&gy_client.shm);
+}
+
 static void *helper_main(void *arg)
 {
     uint64_t generation = (uint64_t)(uintptr_t)arg;
+    uint64_t next_name_check = gy_now_ns() + NAME_CHECK_NS;
     while (atomic_load(&gy_client.generation) == generation) {
         uint64_t epoch;
         if (gy_drain_wait_request(&gy_client.shm, REQUEST_POLL_NS, &epoch))
             drain(epoch);
+        uint64_t now = gy_now_ns();
+        if (now >= next_name_check) {
+            next_name_check = now + NAME_CHECK_NS;
+            check_segment_name();
+        }
     }
     return NULL;
 }

@@ -90,6 +90,8 @@ bool gy_client_join_slow(void)
     } else if (phase == GY_PHASE_UNCONFIGURED) {
         if (gy_open(config->shm, &gy_client.shm, &err))
             die("cannot join the segment named by GPUYIELD_SHM", err.msg);
+        gy_client.name_identity_known =
+            gy_segment_identity(gy_client.shm.name, &gy_client.name_dev, &gy_client.name_ino) == 1;
         gy_client.priority = config->priority;
         gy_client.mode = config->mode;
         gy_client.group = config->group;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 typedef int (*pfn_init)(unsigned);
+typedef int (*pfn_device_get_count)(int *);
 typedef int (*pfn_ctx_get_current)(void **);
 typedef int (*pfn_ctx_get_device)(int *);
 typedef int (*pfn_device_get)(int *, int);
@@ -50,6 +51,70 @@ static int parse_uuid(const char *text, uint8_t uuid[GY_UUID_BYTES])
         p++;
     }
     return n == GY_UUID_BYTES ? 0 : -1;
+}
+
+/* The UUIDs of the GPUs the CUDA driver reports to this process (as CUDA_VISIBLE_DEVICES leaves
+ * them), asked once: a UUID is claimed in the segment's device table (16 slots, never freed) only
+ * if the driver reports it, so a made-up or mistyped one cannot take a slot for good. */
+#define KNOWN_MAX 64
+static bool known_asked;
+static int known_count;
+static uint8_t known_uuids[KNOWN_MAX][GY_UUID_BYTES];
+
+/* Fills uuids (up to KNOWN_MAX) with the driver's GPUs; returns their number, or -1 with why set
+ * to a phrase when the driver cannot be asked. Runs without the GIL. */
+static int enumerate_gpus(uint8_t uuids[KNOWN_MAX][GY_UUID_BYTES], const char **why)
+{
+    void *lib = driver(true);
+    if (!lib) {
+        *why = "libcuda.so.1 cannot be loaded (no NVIDIA driver here)";
+        return -1;
+    }
+    pfn_init init = (pfn_init)dlsym(lib, "cuInit");
+    pfn_device_get_count get_count = (pfn_device_get_count)dlsym(lib, "cuDeviceGetCount");
+    pfn_device_get get = (pfn_device_get)dlsym(lib, "cuDeviceGet");
+    int count = 0, n = 0;
+    if (!init || !get_count || !get || init(0) != 0 || get_count(&count) != 0) {
+        *why = "the CUDA driver does not initialize (cuInit or cuDeviceGetCount failed)";
+        dlclose(lib);
+        return -1;
+    }
+    for (int ordinal = 0; ordinal < count && n < KNOWN_MAX; ordinal++) {
+        int dev;
+        if (get(&dev, ordinal) == 0 && uuid_of(lib, dev, uuids[n]) == 0)
+            n++;
+    }
+    dlclose(lib);
+    return n;
+}
+
+/* 0 if the driver reports the GPU `uuid`; -1 with gpuyield.ArgumentError (one line) otherwise. */
+static int reported(const char *text, const uint8_t uuid[GY_UUID_BYTES])
+{
+    if (!known_asked) {
+        uint8_t found[KNOWN_MAX][GY_UUID_BYTES];
+        const char *why = NULL;
+        int n;
+        Py_BEGIN_ALLOW_THREADS /* cuInit can take a while on a real driver */
+        n = enumerate_gpus(found, &why);
+        Py_END_ALLOW_THREADS
+        if (n < 0) {
+            gyp_raise(EINVAL, "device %s cannot be checked: %s; a GPU UUID must be one the driver reports (use "
+                              "\"all\" or None here)",
+                      text, why);
+            return -1; /* not remembered: a later call asks again */
+        }
+        memcpy(known_uuids, found, sizeof found);
+        known_count = n;
+        known_asked = true;
+    }
+    for (int i = 0; i < known_count; i++)
+        if (memcmp(known_uuids[i], uuid, GY_UUID_BYTES) == 0)
+            return 0;
+    gyp_raise(EINVAL, "device %s is a GPU the CUDA driver does not report here (%d GPU%s visible, "
+                      "CUDA_VISIBLE_DEVICES applies; nvidia-smi -L lists them)",
+              text, known_count, known_count == 1 ? "" : "s");
+    return -1;
 }
 
 static int claim(SegmentObject *seg, const uint8_t uuid[GY_UUID_BYTES], int *slot)
@@ -132,6 +197,8 @@ int gyp_resolve_device(SegmentObject *seg, PyObject *device, int *slot)
                       text);
             return -1;
         }
+        if (reported(text, uuid))
+            return -1;
         return claim(seg, uuid, slot);
     }
     if (PyLong_Check(device)) {

@@ -305,7 +305,8 @@ static int registered_alive(gy_shm *shm)
     int users = 0;
     for (int i = 0; i < GY_MAX_PROCS; i++) {
         const struct gy_proc_slot *slot = &shm->seg->procs[i];
-        if (atomic_load(&slot->state) != GY_PROC_FREE && gy_proc_alive(slot->pid, slot->start_time))
+        if (atomic_load(&slot->state) != GY_PROC_FREE &&
+            gy_proc_image_alive(slot->pid, slot->start_time, slot->exec_id))
             users++;
     }
     return users;
@@ -608,7 +609,8 @@ static int cmd_clean(void)
         bool in_use = gy_proc_alive(seg->creator_pid, seg->creator_start_time);
         for (int i = 0; i < GY_MAX_PROCS && !in_use; i++) {
             const struct gy_proc_slot *slot = &seg->procs[i];
-            if (atomic_load(&slot->state) != GY_PROC_FREE && gy_proc_alive(slot->pid, slot->start_time))
+            if (atomic_load(&slot->state) != GY_PROC_FREE &&
+                gy_proc_image_alive(slot->pid, slot->start_time, slot->exec_id))
                 in_use = true;
         }
         gy_close(&shm);

@@ -898,6 +898,23 @@ static void scenario_capture_two_threads(long us)
     print_counters();
 }
 
+/* Launches n kernels (its slot is marked in flight), then becomes another run of this worker with
+ * the remaining arguments (exec: same pid, same start time, the preload inherited). */
+static void scenario_exec(int n, char **rest, char *self)
+{
+    CUfunction f = kernel_of(1000);
+    CUstream s;
+    CU(cuStreamCreate(&s, 0));
+    for (int i = 0; i < n; i++)
+        CU(launch(f, s));
+    CU(cuStreamSynchronize(s));
+    char *args[16] = {self};
+    for (int i = 0; rest[i] && i < 14; i++)
+        args[i + 1] = rest[i];
+    execv("/proc/self/exe", args);
+    fail("execv /proc/self/exe");
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -907,6 +924,8 @@ int main(int argc, char **argv)
         scenario_paths();
     else if (strcmp(what, "plain") == 0)
         scenario_plain((int)ARG(2, 3));
+    else if (strcmp(what, "exec") == 0 && argc > 3)
+        scenario_exec((int)ARG(2, 5), argv + 3, argv[0]);
     else if (strcmp(what, "spin") == 0)
         scenario_spin((long)ARG(2, 1000), (int)ARG(3, 5), ARG(4, 2));
     else if (strcmp(what, "copyspin") == 0)

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -1023,6 +1024,94 @@ TEST(a_removed_segment_stops_its_hooked_workers)
             dump(&w);
     }
     gy_close(&old);
+    setup_end(&s);
+}
+
+/* issue 29 item 6: a raw `rm /dev/shm/<segment>` (not `expcontroller remove`) then `create` of
+ * the same tag while a hooked worker launches. Nothing marks the old mapping removed, so the
+ * worker used to go on launching ungated beside the new segment's jobs for good; its drain
+ * helper now checks the name once a second and stops it as `remove` does (exit 2, one line). */
+TEST(a_raw_unlink_of_the_segment_stops_its_hooked_workers)
+{
+    struct setup s;
+    REQUIRE(setup_begin(&s, "rawrm", 2000000000ull));
+    char shm_env[96];
+    snprintf(shm_env, sizeof shm_env, "GPUYIELD_SHM=%s", s.tag);
+    const char *env[] = {shm_env, NULL}, *args[] = {"spin", "1000", "5", "12", NULL};
+    struct worker w;
+    gy_shm old, fresh;
+    gy_err err;
+    char name[GY_NAME_MAX];
+    REQUIRE(gy_segment_name(s.tag, name, &err) == 0, "%s", err.msg);
+    REQUIRE(gy_open(s.tag, &old, &err) == 0, "%s", err.msg);
+    if (spawn(&s, &w, env, args)) {
+        uint64_t until = gy_now_ns() + 30000000000ull;
+        while (launches_of(&old, w.pid) == 0 && gy_now_ns() < until)
+            usleep(2000);
+        CHECK(launches_of(&old, w.pid) > 0, "the worker never launched");
+        REQUIRE(shm_unlink(name) == 0, "shm_unlink %s: %s", name, strerror(errno));
+        REQUIRE(gy_create(s.tag, 2000000000ull, &fresh, &err) == 0, "%s", err.msg);
+        uint64_t t0 = gy_now_ns();
+        int rc = wait_exit(&w); /* the worker spins for 12 s unless stopped */
+        double waited = (double)(gy_now_ns() - t0) / 1e9;
+        CHECK(rc == 2, "worker ended with %d after %.1f s, not 2 (it went on launching on the unlinked segment)",
+              rc, waited);
+        CHECK(waited < 10.0, "stopped only after %.1f s", waited);
+        char *text = slurp(w.err);
+        CHECK(text && strstr(text, "segment was removed") && count_lines(text) == 1, "stderr: %s", text ? text : "");
+        free(text);
+        gy_close(&fresh);
+        if (gy_test_failures_in_current)
+            dump(&w);
+    }
+    gy_close(&old);
+    setup_end(&s);
+}
+
+static int other_slot_of(gy_shm *shm, int pid, int not_this)
+{
+    for (int i = 0; i < GY_MAX_PROCS; i++)
+        if (i != not_this && atomic_load(&shm->seg->procs[i].state) != GY_PROC_FREE && shm->seg->procs[i].pid == pid)
+            return i;
+    return -1;
+}
+
+/* issue 29 item 6: a hooked worker that exec()s (same pid, same start time) left its slot marked
+ * in flight with no helper to acknowledge a drain: every job above it waited out the drain timeout
+ * until the new program exited. The new image's hook registers a slot of its own; the old one,
+ * of another image (/proc/<pid>/stat's addresses), is reaped like a dead process's. */
+TEST(a_hooked_worker_that_execs_leaves_no_stale_slot)
+{
+    struct setup s;
+    REQUIRE(setup_begin(&s, "exec", 2000000000ull));
+    char shm_env[96];
+    snprintf(shm_env, sizeof shm_env, "GPUYIELD_SHM=%s", s.tag);
+    const char *env[] = {shm_env, NULL}, *args[] = {"exec", "5", "spin", "1000", "5", "4", NULL};
+    struct worker w;
+    gy_shm shm;
+    gy_err err;
+    REQUIRE(gy_open(s.tag, &shm, &err) == 0, "%s", err.msg);
+    if (spawn(&s, &w, env, args)) {
+        uint64_t until = gy_now_ns() + 30000000000ull;
+        int first = -1, second = -1;
+        while ((first = other_slot_of(&shm, w.pid, -1)) < 0 && gy_now_ns() < until)
+            usleep(1000);
+        while (first >= 0 && (second = other_slot_of(&shm, w.pid, first)) < 0 && gy_now_ns() < until)
+            usleep(1000);
+        CHECK(first >= 0 && second >= 0, "the worker's new image never registered (slots %d, %d)", first, second);
+        REQUIRE(gy_register(&shm, 1, &err) == 0, "%s", err.msg);
+        gy_job job;
+        REQUIRE(gy_begin(&shm, 1, &job, &err) == 0, "%s", err.msg);
+        CHECK(job.drained && !job.timed_out, "drained %d, timed out %d after %.2f s (the old image's slot)",
+              job.drained, job.timed_out, (double)job.wait_ns / 1e9);
+        gy_job_exit(&shm, &job, &err);
+        int stale = other_slot_of(&shm, w.pid, -1), again = stale >= 0 ? other_slot_of(&shm, w.pid, stale) : -1;
+        CHECK(again < 0, "the worker %d holds two slots (%d, %d)", (int)w.pid, stale, again);
+        CHECK(wait_exit(&w) == 0);
+        if (gy_test_failures_in_current)
+            dump(&w);
+    }
+    gy_close(&shm);
     setup_end(&s);
 }
 

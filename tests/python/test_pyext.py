@@ -1069,24 +1069,80 @@ def test_compat_reconnects_after_its_segment_is_made_anew(tags):
 FAKE_UUID = "GPU-fa4ec0da-1122-3344-5566-778899aabb%02x"  # tests/fakecuda/devices.c, physical GPU n
 
 
+def on_fake_driver(segment, code, *args, devices=2):
+    """Runs `code` (sys.argv[1] is the segment's name, then args) in a Python child under the fake
+    driver with `devices` GPUs: a UUID names a GPU only where the driver reports it (issue 29 item 6).
+    Returns its stdout as JSON."""
+    fake = os.path.join(os.environ.get("BUILD", ""), "fakecuda")
+    if not os.path.exists(os.path.join(fake, "libcuda.so.1")):
+        pytest.skip("no fake driver in $BUILD/fakecuda (set BUILD to a build directory)")
+    out = subprocess.run([sys.executable, "-c", "import json, os, subprocess, sys, gpuyield\n" + code, segment.name]
+                         + [str(a) for a in args], capture_output=True, text=True, timeout=60,
+                         env=child_env(LD_LIBRARY_PATH=fake, FAKECUDA_DEVICES=devices))
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
 def test_a_job_on_one_gpu_counts_on_that_gpu_only(segment):
-    with segment.job(3, device=FAKE_UUID % 1):
-        st = segment.status()
-        assert [(d["slot"], d["uuid"], d["jobs"][3]) for d in st["devices"]] == [(0, FAKE_UUID % 1, 1)]
-        assert st["jobs"][3] == 1
-        build = os.environ.get("BUILD")
-        tool = os.path.join(build, "bin", "expcontroller") if build else None
-        if tool and os.access(tool, os.X_OK):
-            out = subprocess.run([tool, "status", "--name", segment.name], capture_output=True, text=True, timeout=60)
-            assert out.returncode == 0, out.stderr
-            assert "device 0 %s jobs on it per level 0..7: 0 0 0 1 0 0 0 0\n" % (FAKE_UUID % 1) in out.stdout
-            out = subprocess.run([tool, "status", "--json", "--name", segment.name], capture_output=True, text=True,
-                                 timeout=60)
-            assert json.loads(out.stdout)["devices"] == st["devices"]
-    assert segment.status()["devices"][0]["jobs"][3] == 0
-    with segment.job(3, device="all"):  # every GPU: counted in jobs, on no one device
-        st = segment.status()
-        assert st["jobs"][3] == 1 and st["devices"][0]["jobs"][3] == 0
+    build = os.environ.get("BUILD")
+    tool = os.path.join(build, "bin", "expcontroller") if build else ""
+    code = (
+        "seg = gpuyield.connect(sys.argv[1]); uuid, tool = sys.argv[2], sys.argv[3]\n"
+        "text = js = None\n"
+        "with seg.job(3, device=uuid):\n"
+        "    st = seg.status()\n"
+        "    if tool and os.access(tool, os.X_OK):\n"
+        "        out = subprocess.run([tool, 'status', '--name', seg.name], capture_output=True, text=True)\n"
+        "        assert out.returncode == 0, out.stderr\n"
+        "        text = out.stdout\n"
+        "        js = json.loads(subprocess.run([tool, 'status', '--json', '--name', seg.name],\n"
+        "                                       capture_output=True, text=True).stdout)['devices']\n"
+        "after = seg.status()['devices'][0]['jobs'][3]\n"
+        "with seg.job(3, device='all'):  # every GPU: counted in jobs, on no one device\n"
+        "    every = seg.status()\n"
+        "print(json.dumps([st, text, js, after, every]))\n")
+    st, text, js, after, every = on_fake_driver(segment, code, FAKE_UUID % 1, tool)
+    assert [(d["slot"], d["uuid"], d["jobs"][3]) for d in st["devices"]] == [(0, FAKE_UUID % 1, 1)]
+    assert st["jobs"][3] == 1
+    if text is not None:
+        assert "device 0 %s jobs on it per level 0..7: 0 0 0 1 0 0 0 0\n" % (FAKE_UUID % 1) in text
+        assert js == st["devices"]
+    assert after == 0
+    assert every["jobs"][3] == 1 and every["devices"][0]["jobs"][3] == 0
+
+
+def test_a_uuid_the_driver_does_not_report_takes_no_device_slot(segment):
+    """Issue 29 item 6: a made-up UUID used to claim one of the segment's 16 device slots for good.
+    It is refused with one line; a UUID the driver reports still works; without a loadable driver
+    a UUID cannot be checked, and the error says so."""
+    code = (
+        "seg = gpuyield.connect(sys.argv[1]); errors = []\n"
+        "for uuid in sys.argv[2:]:\n"
+        "    try:\n"
+        "        seg.job(1, device=uuid)\n"
+        "        errors.append(None)\n"
+        "    except gpuyield.ArgumentError as e:\n"
+        "        errors.append(str(e))\n"
+        "with seg.job(1, device=%r):\n"
+        "    pass\n"
+        "print(json.dumps([errors, seg.status()['devices']]))\n" % (FAKE_UUID % 1))
+    made_up = [FAKE_UUID % 2, FAKE_UUID % 31, "GPU-00000000-0000-0000-0000-000000000000"]
+    errors, devices = on_fake_driver(segment, code, *made_up, devices=2)
+    for uuid, error in zip(made_up, errors):
+        assert error and uuid in error and "does not report" in error and "\n" not in error, error
+    assert [d["uuid"] for d in devices] == [FAKE_UUID % 1]  # the known GPU's slot only
+    try:
+        import ctypes
+        ctypes.CDLL("libcuda.so.1")
+        have_driver = True
+    except OSError:
+        have_driver = False
+    with pytest.raises(gpuyield.ArgumentError) as refused:
+        segment.job(1, device=FAKE_UUID % 0)
+    if not have_driver:
+        assert "libcuda.so.1 cannot be loaded" in str(refused.value)
+    assert [d["uuid"] for d in segment.status()["devices"]] == [FAKE_UUID % 1]  # no slot taken
+    assert segment.status()["jobs"] == [0] * 8
 
 
 def test_a_job_without_a_cuda_context_gates_every_gpu(segment):
@@ -1309,12 +1365,52 @@ def test_the_first_begin_releases_the_gil_while_it_waits_for_the_mutex(tags):
 
 def test_a_job_on_a_gpu_past_the_device_table_gates_every_gpu(segment):
     """Issue 29 item 6: a 17th GPU (the table holds GY_MAX_DEVICES = 16) used to raise ENOSPC."""
-    for n in range(16):
-        with segment.job(2, device=FAKE_UUID % (n + 1)):
-            pass
-    assert len(segment.status()["devices"]) == 16
-    with segment.job(3, device=FAKE_UUID % 17):
+    code = (
+        "seg = gpuyield.connect(sys.argv[1]); uuid = sys.argv[2]\n"
+        "for n in range(16):\n"
+        "    with seg.job(2, device=uuid % (n + 1)):\n"
+        "        pass\n"
+        "claimed = len(seg.status()['devices'])\n"
+        "with seg.job(3, device=uuid % 17):\n"
+        "    st = seg.status(); allowed = seg.launch_allowed(2)\n"
+        "print(json.dumps([claimed, st, allowed, seg.status()['jobs'][3], seg.launch_allowed(2)]))\n")
+    claimed, st, allowed, after, allowed_after = on_fake_driver(segment, code, FAKE_UUID, devices=18)
+    assert claimed == 16
+    assert st["jobs"][3] == 1 and all(d["jobs"][3] == 0 for d in st["devices"])  # counted on every GPU
+    assert not allowed
+    assert after == 0 and allowed_after
+
+
+def test_a_process_that_execs_gives_its_slot_and_jobs_back(segment):
+    """Issue 29 item 6: a Python HP that exec()s into a program without gpuyield kept its slot and
+    its job (same pid, same start time): lower launches stayed blocked until the new program
+    exited. The slot records the image (/proc/<pid>/stat's code, data, stack and environment
+    addresses): a reap counts a changed image as a death."""
+    code = ("import os, sys, gpuyield\n"
+            "seg = gpuyield.connect(sys.argv[1])\n"
+            "seg.begin(2)\n"
+            "print('in', flush=True)\n"
+            "sys.stdin.readline()\n"
+            "os.execv('/bin/sleep', ['sleep', '30'])\n")
+    child = subprocess.Popen([sys.executable, "-c", code, segment.name], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True, env=child_env())
+    try:
+        assert child.stdout.readline().strip() == "in"
+        segment.reap()
         st = segment.status()
-        assert st["jobs"][3] == 1 and all(d["jobs"][3] == 0 for d in st["devices"])  # counted on every GPU
-        assert not segment.launch_allowed(2)
-    assert segment.status()["jobs"][3] == 0 and segment.launch_allowed(2)
+        assert st["jobs"][2] == 1 and [p["pid"] for p in st["processes"]] == [child.pid]  # alive: kept
+        child.stdin.write("\n")
+        child.stdin.flush()
+        until = time.monotonic() + 20
+        while time.monotonic() < until:
+            with open("/proc/%d/comm" % child.pid) as f:
+                if f.read().strip() == "sleep":
+                    break
+            time.sleep(0.01)
+        segment.reap()
+        st = segment.status()
+        assert st["jobs"][2] == 0 and st["processes"] == [], st
+        assert segment.launch_allowed(1)
+    finally:
+        child.kill()
+        child.wait()
