@@ -70,8 +70,14 @@ static void end_job_locked(int idx)
     gy_err err;
     uint64_t open_ns = gy_now_ns() - jobs[idx].entered_ns;
     gy_range_end(ranges[idx]); /* before the exit: the range lies inside the job */
-    if (gy_job_exit(&gy_client.shm, &jobs[idx], &err) == 0 && my_slot())
-        atomic_fetch_add_explicit(&my_slot()->counters.auto_job_ns, open_ns, memory_order_relaxed);
+    /* Counted before the exit: whoever sees the job ended (a status read, the process itself)
+     * then sees its time too. Seen under TSan on a loaded machine: the worker read the counters
+     * between the exit and the add, one job short. Taken back if the exit fails. */
+    struct gy_proc_slot *slot = my_slot();
+    if (slot)
+        atomic_fetch_add_explicit(&slot->counters.auto_job_ns, open_ns, memory_order_relaxed);
+    if (gy_job_exit(&gy_client.shm, &jobs[idx], &err) != 0 && slot)
+        atomic_fetch_sub_explicit(&slot->counters.auto_job_ns, open_ns, memory_order_relaxed);
 }
 
 static void wake_closer(void)
