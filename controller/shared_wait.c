@@ -147,10 +147,11 @@ void gy_unlock(struct gy_segment *seg)
 
 /* FUTEX_WAIT (not _PRIVATE): the word lives in shared memory. Its relative timeout is measured on
  * CLOCK_MONOTONIC. EAGAIN means the sequence already moved. Counted in wake_waiters around it. */
-static void futex_wait_counted(struct gy_segment *seg, uint32_t seq, const struct timespec *rel)
+static void futex_wait_counted(struct gy_segment *seg, uint32_t seq, uint64_t timeout_ns)
 {
+    struct timespec rel = {(time_t)(timeout_ns / 1000000000ull), (long)(timeout_ns % 1000000000ull)};
     atomic_fetch_add_explicit(&seg->wake_waiters, 1, memory_order_seq_cst);
-    syscall(SYS_futex, &seg->wake_seq, FUTEX_WAIT, seq, rel, NULL, 0);
+    syscall(SYS_futex, &seg->wake_seq, FUTEX_WAIT, seq, &rel, NULL, 0);
     atomic_fetch_sub_explicit(&seg->wake_waiters, 1, memory_order_seq_cst);
 }
 
@@ -161,16 +162,14 @@ uint32_t gy_wake_seq(struct gy_segment *seg)
 
 int gy_wait_locked(struct gy_segment *seg, uint32_t seq, uint64_t timeout_ns)
 {
-    struct timespec rel = {(time_t)(timeout_ns / 1000000000ull), (long)(timeout_ns % 1000000000ull)};
     gy_unlock(seg);
-    futex_wait_counted(seg, seq, &rel);
+    futex_wait_counted(seg, seq, timeout_ns);
     return gy_lock(seg);
 }
 
 void gy_wait_unlocked(struct gy_segment *seg, uint32_t seq, uint64_t timeout_ns)
 {
-    struct timespec rel = {(time_t)(timeout_ns / 1000000000ull), (long)(timeout_ns % 1000000000ull)};
-    futex_wait_counted(seg, seq, &rel);
+    futex_wait_counted(seg, seq, timeout_ns);
 }
 
 /* Why skipping the wake is safe: a waiter read seq before it counted itself in, and the kernel
