@@ -10,8 +10,8 @@ cd "$(dirname "$0")/.."
 PY=${1:-/opt/torch/.venv/bin/python3}
 OUT=${GPUYIELD_CHECK_DIR:-/tmp/gpuyield-pyext-check}
 
-echo "== controller library"
-make -s -f build.mk O="$OUT" SAN= CUDA_HOME= "$OUT/lib/libgycontrol.a" "$OUT/bin/expcontroller"
+echo "== controller library, and the hook library (hook_path() finds it beside python/)"
+make -s -f build.mk O="$OUT" SAN= CUDA_HOME= "$OUT/lib/libgycontrol.a" "$OUT/bin/expcontroller" "$OUT/lib/libgpuyield.so"
 echo "== extension for $PY ($("$PY" -V 2>&1))"
 PYTHON_BIN=$PY bash pyext/build_ext.sh "$OUT"
 export PYTHONPATH=$OUT/python PYTHONDONTWRITEBYTECODE=1
