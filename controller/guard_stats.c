@@ -1,10 +1,15 @@
-/* Order statistics for the guarded rule, and the distribution-free confidence interval of a
- * median: with n samples the number below the true median is Binomial(n, 1/2) whatever the
- * distribution, so the ranks of the interval come from that binomial alone. No point estimate of
- * a noisy median ever promotes an arm; its bound does (guarded.c). */
+/* Statistics for the guarded rule, all distribution-free:
+ *   - order statistics and the confidence interval of a median (the number of n samples below the
+ *     true median is Binomial(n, 1/2) whatever the distribution), for the fast fallback on an
+ *     arm's last 16 jobs;
+ *   - histograms of job durations in 1 % bins over a base (guard_bins.h), and Mann-Whitney's rank
+ *     test between two of them, for promotion: it compares every arm job with every stop job, so
+ *     it needs far fewer jobs than two separate confidence intervals of medians (and no
+ *     point estimate of a noisy median ever promotes an arm; the test's bound does). */
 #include <stdlib.h>
 #include <string.h>
 
+#include "guard_bins.h"
 #include "guarded.h"
 
 static int cmp_u32(const void *a, const void *b)
@@ -47,4 +52,93 @@ void gy_guard_median_ranks(uint32_t n, double conf, uint32_t *lower, uint32_t *u
         }
         pmf = pmf * (double)(n - j) / (double)(j + 1);
     }
+}
+
+unsigned gy_guard_bin(uint32_t us, uint32_t base_us)
+{
+    if (!base_us)
+        return GY_GUARD_BIN_CENTRE;
+    double r = (double)us / (double)base_us;
+    unsigned lo = 0, hi = GY_GUARD_BINS - 1; /* the first edge above r: bin = its index */
+    while (lo < hi) {
+        unsigned mid = (lo + hi) / 2;
+        if (r < gy_guard_bin_edges[mid])
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
+double gy_guard_bin_us(unsigned bin, uint32_t base_us)
+{
+    if (bin == 0)
+        return gy_guard_bin_edges[0] * base_us;
+    if (bin >= GY_GUARD_BINS - 1)
+        return gy_guard_bin_edges[GY_GUARD_BINS - 2] * base_us;
+    return gy_guard_bin_edges[bin - 1] * 1.004987562112089 * base_us; /* the geometric centre: x sqrt(1.01) */
+}
+
+unsigned gy_guard_bin_quantile(const uint16_t *bins, uint32_t n, double q)
+{
+    if (!n)
+        return 0;
+    double want = q * n;
+    uint32_t rank = (uint32_t)want < want ? (uint32_t)want + 1 : (uint32_t)want; /* nearest rank */
+    if (rank < 1)
+        rank = 1;
+    uint32_t seen = 0;
+    for (unsigned b = 0; b < GY_GUARD_BINS; b++) {
+        seen += bins[b];
+        if (seen >= rank)
+            return b;
+    }
+    return GY_GUARD_BINS - 1;
+}
+
+int gy_guard_bins_for(double eps)
+{
+    double factor = 1.0 + eps, power = 1.0;
+    int k = 0;
+    while (k < GY_GUARD_BINS && power * GY_GUARD_BIN_STEP <= factor) /* the last power at or below */
+        power *= GY_GUARD_BIN_STEP, k++;
+    /* the nearer of 1.01^k and 1.01^(k+1) */
+    return factor - power > power * GY_GUARD_BIN_STEP - factor ? k + 1 : k;
+}
+
+static double root(double x) /* Newton's square root: the controller library needs no libm */
+{
+    if (!(x > 0))
+        return 0;
+    double r = x > 1 ? x : 1;
+    for (int i = 0; i < 200; i++) {
+        double next = 0.5 * (r + x / r);
+        if (next >= r)
+            break;
+        r = next;
+    }
+    return r;
+}
+
+double gy_guard_scale_z(const uint16_t *arm, uint32_t m, const uint16_t *stop, uint32_t n, int shift)
+{
+    if (!m || !n)
+        return 0;
+    /* below[b]: stop jobs in bins below b; a job of the arm in bin a is below a stop job in bin s
+     * when a < s + shift, i.e. s > a - shift, and ties with s = a - shift. */
+    double u = 0;
+    uint32_t below = 0; /* stop jobs in bins < a - shift, kept as a moves up */
+    int next = 0;       /* the next stop bin to add to below */
+    for (int a = 0; a < GY_GUARD_BINS; a++) {
+        int tie = a - shift;
+        while (next < tie && next < GY_GUARD_BINS)
+            below += stop[next++];
+        if (!arm[a])
+            continue;
+        uint32_t at = tie >= 0 && tie < GY_GUARD_BINS ? stop[tie] : 0;
+        uint32_t under = tie <= 0 ? 0 : below; /* stop bins < tie */
+        u += (double)arm[a] * ((double)(n - under - at) + 0.5 * at);
+    }
+    double mn = (double)m * n;
+    return (u - mn / 2) / root(mn * ((double)m + n + 1) / 12);
 }

@@ -2,29 +2,32 @@
  * process, so that tests drive it with synthetic durations.
  *
  * A job gets stop with probability stop_share (the running baseline, so that a slow drift of the
- * HP's own job time is never blamed on an arm), else the arm being tried, else the arm in force.
- * Arms are tried in order 16, 32, 48 SMs, each only once the one before it was within the bound
- * (a larger partition takes more from the HP), and only once stop has GY_GUARD_MIN_JOBS samples.
- *   Promotion is slow and distribution-free: at every 16th sample of the arm's window (few looks,
- *   so that testing again and again does not make a lucky pass likely), the arm's median's 95 %
- *   upper confidence bound must be within (1 + eps_p50) of stop's median's 95 % lower bound, and
- *   the arm's p99 within (1 + eps_p99) of stop's. Noise widens the bounds, so noise never
- *   promotes; an arm whose window fills (GY_GUARD_RING) without passing is rejected.
- *   Demotion is fast: once an arm's last GY_GUARD_RECENT jobs clearly leave the bound (their
- *   median's 95 % lower bound above the p50 bound, or 3 of them above the p99 bound), it is out
- *   at once, not tried again for GY_GUARD_BACKOFF_JOBS jobs.
+ * HP's own job time is never blamed on an arm; at least half the jobs while an arm is tried), else
+ * the arm being tried, else the arm in force. The arms give the LP 16, 32, 64, 96 or 120 SMs; 16 is
+ * tried first, then the largest, then by bisection below any that failed (next_arm), each only once
+ * a smaller one was within the bound, and only once stop has GY_GUARD_MIN_JOBS samples.
+ *   Promotion is slow and distribution-free: at 32, 64, 128, ... samples of the arm's window, a
+ *   Mann-Whitney rank test over every (arm job, stop job) pair must show the arm's jobs shorter
+ *   than stop's times (1 + eps_p50) at one-sided 1 % (z >= 2.33), and the arm's p99 must be within
+ *   (1 + eps_p99) of stop's. Noise lowers z, so noise never promotes; an arm shown longer (z <=
+ *   -2.33), or not within after GY_GUARD_TRIAL_MAX jobs, is rejected. The durations are kept as
+ *   histograms of 1 % bins around a base (stop's first median), so a window holds thousands of
+ *   jobs in a few hundred bytes and a job's end costs one bin.
+ *   Demotion is fast: once a block of an arm's GY_GUARD_RECENT jobs clearly leaves the bound
+ *   (their median's 99.9 % lower bound above the p50 bound, or 4 of them above the p99 bound), it
+ *   is out at once, not tried again for GY_GUARD_BACKOFF_JOBS jobs (doubling while it keeps failing).
  * In force is the arm within the bound with the most LP progress. Every GY_GUARD_RECHECK_JOBS jobs
- * the partition arms' windows reset, so the arm in force is tested again and larger ones retried;
- * when stop's recent median moves by more than GY_GUARD_SHIFT from its window's, the HP changed:
- * everything resets to stop. */
+ * (between trials) the partition arms' windows reset, so the arm in force is tested again and
+ * larger ones retried; when stop's recent median moves by more than GY_GUARD_SHIFT from its
+ * window's, the HP changed: everything resets to stop. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "guarded.h"
 
-#define CONF 0.95
-#define P99_OUT_OF_RECENT 3 /* of the last 16 above the p99 bound: clearly out (1 % expected) */
+#define FALLBACK_CONF 0.999
+#define P99_OUT_OF_RECENT 4 /* of a block of 16 above the p99 bound: clearly out (1 % expected) */
 
 #define ARM_ROW(suffix, name, sms) {name, sms},
 static const struct {
@@ -131,25 +134,10 @@ static void publish_current(struct gy_guard *g)
 
 static void reset_window(struct gy_guard_window *w)
 {
+    memset(w->bins, 0, sizeof w->bins);
     w->n = 0;
+    w->recent_n = 0;
     w->lp_work = w->lp_ns = 0;
-}
-
-static uint32_t window_count(const struct gy_guard_window *w) { return w->n < GY_GUARD_RING ? w->n : GY_GUARD_RING; }
-
-/* The window's samples, newest first; returns how many. */
-static uint32_t window_values(const struct gy_guard_window *w, uint32_t out[GY_GUARD_RING])
-{
-    uint32_t count = window_count(w);
-    for (uint32_t i = 0; i < count; i++)
-        out[i] = w->us[(w->head + 2 * GY_GUARD_RING - 1 - i) % GY_GUARD_RING];
-    return count;
-}
-
-static uint32_t nearest_rank(uint32_t n, double q)
-{
-    uint32_t k = (uint32_t)(q * n);
-    return k < q * n ? k + 1 : k < 1 ? 1 : k;
 }
 
 static double progress(const struct gy_guard *g, uint32_t arm)
@@ -158,8 +146,24 @@ static double progress(const struct gy_guard *g, uint32_t arm)
     return arm == GY_ARM_STOP || !w->lp_ns ? 0.0 : (double)w->lp_work * 1e9 / (double)w->lp_ns;
 }
 
-/* The next arm to try after `arm` (stop -> 16 -> 32 -> 48), or GY_GUARD_NO_ARM. */
-static uint32_t next_arm(uint32_t arm) { return arm + 1 < GY_GUARD_ARM_COUNT ? arm + 1 : GY_GUARD_NO_ARM; }
+/* The next arm to try above `arm`, the largest within the bound so far, or GY_GUARD_NO_ARM: from
+ * stop the smallest partition (the safest first), then a bisection between `arm` and the smallest
+ * larger arm that was dropped and is still backing off (none: the largest). So a pair that takes
+ * the largest partition gets it on the second trial, not the fifth (a noisy HP's trial can take
+ * thousands of jobs), and a larger arm than one that failed is not tried. */
+static uint32_t next_arm(const struct gy_guard *g, uint32_t arm)
+{
+    if (!valid_arm(arm))
+        return GY_GUARD_NO_ARM;
+    if (arm == GY_ARM_STOP)
+        return GY_ARM_STOP + 1;
+    uint32_t failed = GY_GUARD_ARM_COUNT;
+    for (uint32_t a = arm + 1; a < GY_GUARD_ARM_COUNT && failed == GY_GUARD_ARM_COUNT; a++)
+        if (g->jobs < g->backoff_until[a])
+            failed = a;
+    uint32_t next = failed == GY_GUARD_ARM_COUNT ? GY_GUARD_ARM_COUNT - 1 : (arm + failed) / 2;
+    return next > arm ? next : GY_GUARD_NO_ARM;
+}
 
 static void start_trial(struct gy_guard *g, uint32_t arm)
 {
@@ -175,21 +179,27 @@ enum gy_guard_arm gy_guard_pick(struct gy_guard *g)
     g->jobs++;
     if (!valid_arm(g->in_force))
         g->in_force = GY_ARM_STOP;
-    if (g->jobs - g->last_recheck >= GY_GUARD_RECHECK_JOBS) {
+    /* The periodic re-check waits for a trial to end: a noisy HP's trial may take thousands of
+     * jobs, and cutting it would start it over for ever. */
+    if (g->jobs - g->last_recheck >= GY_GUARD_RECHECK_JOBS && !valid_arm(g->trial)) {
         g->last_recheck = g->jobs;
         for (uint32_t a = GY_ARM_STOP + 1; a < GY_GUARD_ARM_COUNT; a++)
             reset_window(&g->arms[a]);
         g->confirmed = 0;
-        g->trial = GY_GUARD_NO_ARM;
         if (g->in_force != GY_ARM_STOP)
             g->reason = GY_GUARD_WHY_RECHECK;
     }
     /* Trials start only once stop has its samples: until then the early fallback has no
      * baseline to look at, and a costly arm would run unchecked. */
-    if (!valid_arm(g->trial) && window_count(&g->arms[GY_ARM_STOP]) >= GY_GUARD_MIN_JOBS)
-        start_trial(g, next_arm(g->in_force));
+    if (!valid_arm(g->trial) && g->base_us && g->arms[GY_ARM_STOP].n >= GY_GUARD_MIN_JOBS)
+        start_trial(g, next_arm(g, g->in_force));
+    /* While an arm is tried, stop gets at least half the jobs: the test compares the two
+     * windows, and for a given number of jobs it is sharpest when they are of a size. */
+    uint32_t share = g->stop_share_ppm;
+    if (valid_arm(g->trial) && share < (uint32_t)(GY_GUARD_TRIAL_STOP_SHARE * 1e6))
+        share = (uint32_t)(GY_GUARD_TRIAL_STOP_SHARE * 1e6);
     uint32_t arm = g->in_force;
-    if (next_random(g) % 1000000u < g->stop_share_ppm)
+    if (next_random(g) % 1000000u < share)
         arm = GY_ARM_STOP;
     else if (valid_arm(g->trial))
         arm = g->trial;
@@ -205,67 +215,103 @@ void gy_guard_forget(struct gy_guard *g, enum gy_guard_arm arm)
     publish_current(g);
 }
 
-static void add_sample(struct gy_guard_window *w, uint64_t duration_ns, uint64_t lp_work)
+static void bin_sample(struct gy_guard *g, struct gy_guard_window *w, uint32_t us)
 {
-    uint64_t us = (duration_ns + 500) / 1000;
-    w->us[w->head % GY_GUARD_RING] = us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
-    w->head = (w->head + 1) % GY_GUARD_RING;
-    if (w->n < UINT32_MAX)
-        w->n++;
+    unsigned b = gy_guard_bin(us, g->base_us);
+    if (w->bins[b] == UINT16_MAX || w->n >= GY_GUARD_WINDOW_MAX) { /* the window ages: half of it goes */
+        w->n = 0;
+        for (unsigned i = 0; i < GY_GUARD_BINS; i++)
+            w->n += w->bins[i] /= 2;
+        w->lp_work /= 2, w->lp_ns /= 2;
+    }
+    w->bins[b]++;
+    w->n++;
+}
+
+static void add_sample(struct gy_guard *g, uint32_t arm, uint64_t duration_ns, uint64_t lp_work)
+{
+    struct gy_guard_window *w = &g->arms[arm];
+    uint64_t us64 = (duration_ns + 500) / 1000;
+    uint32_t us = us64 > UINT32_MAX ? UINT32_MAX : us64 ? (uint32_t)us64 : 1;
+    w->recent[w->head % GY_GUARD_RECENT] = us;
+    w->head = (w->head + 1) % GY_GUARD_RECENT;
+    if (w->recent_n < GY_GUARD_RECENT)
+        w->recent_n++;
     w->jobs++;
     w->lp_work += lp_work;
     w->lp_ns += duration_ns;
+    if (g->base_us) {
+        bin_sample(g, w, us);
+    } else if (arm == GY_ARM_STOP && w->recent_n == GY_GUARD_RECENT) {
+        /* The histograms' centre: stop's median over its first jobs; they go in as the first samples. */
+        uint32_t scratch[GY_GUARD_RECENT];
+        g->base_us = gy_guard_order_stat(w->recent, GY_GUARD_RECENT, GY_GUARD_RECENT / 2, scratch);
+        for (uint32_t i = 0; i < GY_GUARD_RECENT; i++)
+            bin_sample(g, w, w->recent[i]);
+    }
 }
 
+/* What the arms are judged against: stop's median and p99 (microseconds, over its histogram). */
 struct stop_baseline {
-    uint32_t count, median, median_lcb, p99;
+    uint32_t count;
+    double median, p99;
 };
 
 static struct stop_baseline baseline(const struct gy_guard *g)
 {
-    uint32_t v[GY_GUARD_RING], scratch[GY_GUARD_RING], l, u;
-    struct stop_baseline b = {.count = window_values(&g->arms[GY_ARM_STOP], v)};
-    if (!b.count)
-        return b;
-    gy_guard_median_ranks(b.count, CONF, &l, &u);
-    b.median = gy_guard_order_stat(v, b.count, (b.count + 1) / 2, scratch);
-    b.median_lcb = scratch[l - 1];
-    b.p99 = scratch[nearest_rank(b.count, 0.99) - 1];
+    const struct gy_guard_window *w = &g->arms[GY_ARM_STOP];
+    struct stop_baseline b = {.count = g->base_us ? w->n : 0};
+    if (b.count) {
+        b.median = gy_guard_bin_us(gy_guard_bin_quantile(w->bins, w->n, 0.5), g->base_us);
+        b.p99 = gy_guard_bin_us(gy_guard_bin_quantile(w->bins, w->n, 0.99), g->base_us);
+    }
     return b;
 }
 
-static double bound(uint32_t stop_value, uint32_t eps_ppm) { return stop_value * (1.0 + eps_ppm / 1e6); }
+static double bound(double stop_value, uint32_t eps_ppm) { return stop_value * (1.0 + eps_ppm / 1e6); }
 
-/* The last GY_GUARD_RECENT jobs of `arm` clearly out of the bound of stop? */
+/* The last GY_GUARD_RECENT jobs of `arm` clearly out of the bound of stop? Looked at once per
+ * block of GY_GUARD_RECENT jobs, not at every job (overlapping looks at a noisy HP would find a
+ * lucky miss of a costless arm sooner or later), at a level that a costless arm passes: the
+ * block's median's 99.9 % lower bound above the p50 bound, or 4 of its 16 above the p99 bound
+ * (1 % expected there). A costly arm (the 1.5x of a GPU-bound HP) is out after one block; a small
+ * cost is left to the full test. */
 static bool recent_out(struct gy_guard *g, uint32_t arm, const struct stop_baseline *b)
 {
-    uint32_t v[GY_GUARD_RING], scratch[GY_GUARD_RING], l, u;
-    if (window_values(&g->arms[arm], v) < GY_GUARD_RECENT || b->count < GY_GUARD_RECENT)
+    const struct gy_guard_window *w = &g->arms[arm];
+    uint32_t scratch[GY_GUARD_RECENT], l, u;
+    if (w->recent_n < GY_GUARD_RECENT || b->count < GY_GUARD_RECENT || w->jobs % GY_GUARD_RECENT)
         return false;
-    gy_guard_median_ranks(GY_GUARD_RECENT, CONF, &l, &u);
-    uint32_t lcb = gy_guard_order_stat(v, GY_GUARD_RECENT, l, scratch);
+    gy_guard_median_ranks(GY_GUARD_RECENT, FALLBACK_CONF, &l, &u);
+    uint32_t lcb = gy_guard_order_stat(w->recent, GY_GUARD_RECENT, l, scratch);
     uint32_t above = 0;
     for (uint32_t i = 0; i < GY_GUARD_RECENT; i++)
-        above += v[i] > bound(b->p99, g->eps_p99_ppm);
+        above += w->recent[i] > bound(b->p99, g->eps_p99_ppm);
     if (lcb > bound(b->median, g->eps_p50_ppm) || above >= P99_OUT_OF_RECENT) {
-        g->ratio_p50_ppm = b->median ? ppm((double)scratch[GY_GUARD_RECENT / 2 - 1] / b->median) : 0;
-        g->ratio_p99_ppm = b->p99 ? ppm((double)scratch[GY_GUARD_RECENT - 1] / b->p99) : 0;
+        g->ratio_p50_ppm = b->median > 0 ? ppm(scratch[GY_GUARD_RECENT / 2 - 1] / b->median) : 0;
+        g->ratio_p99_ppm = b->p99 > 0 ? ppm(scratch[GY_GUARD_RECENT - 1] / b->p99) : 0;
         return true;
     }
     return false;
 }
 
-/* The full test of `arm` against stop, over both windows. */
-static bool within_bound(struct gy_guard *g, uint32_t arm, const struct stop_baseline *b)
+/* The full test of `arm` against stop, over both histograms: -1 clearly out of the bound, 1
+ * within it, 0 cannot tell yet. Within: Mann-Whitney's z for "the arm's jobs are shorter than
+ * stop's times 1 + eps_p50" at least GY_GUARD_LOOK_Z, and the arm's p99 bin within stop's p99 bin
+ * times 1 + eps_p99 (an arm's p99 beyond the last bin cannot be judged: not within). */
+static int test_arm(struct gy_guard *g, uint32_t arm, const struct stop_baseline *b)
 {
-    uint32_t v[GY_GUARD_RING], scratch[GY_GUARD_RING], l, u;
-    uint32_t count = window_values(&g->arms[arm], v);
-    gy_guard_median_ranks(count, CONF, &l, &u);
-    uint32_t median = gy_guard_order_stat(v, count, (count + 1) / 2, scratch);
-    uint32_t ucb = scratch[u - 1], p99 = scratch[nearest_rank(count, 0.99) - 1];
-    g->ratio_p50_ppm = b->median ? ppm((double)median / b->median) : 0;
-    g->ratio_p99_ppm = b->p99 ? ppm((double)p99 / b->p99) : 0;
-    return ucb <= bound(b->median_lcb, g->eps_p50_ppm) && p99 <= bound(b->p99, g->eps_p99_ppm);
+    const struct gy_guard_window *w = &g->arms[arm], *s = &g->arms[GY_ARM_STOP];
+    double z = gy_guard_scale_z(w->bins, w->n, s->bins, s->n, gy_guard_bins_for(g->eps_p50_ppm / 1e6));
+    unsigned p99 = gy_guard_bin_quantile(w->bins, w->n, 0.99), stop_p99 = gy_guard_bin_quantile(s->bins, s->n, 0.99);
+    double median = gy_guard_bin_us(gy_guard_bin_quantile(w->bins, w->n, 0.5), g->base_us);
+    g->ratio_p50_ppm = b->median > 0 ? ppm(median / b->median) : 0;
+    g->ratio_p99_ppm = b->p99 > 0 ? ppm(gy_guard_bin_us(p99, g->base_us) / b->p99) : 0;
+    g->z_milli = (int32_t)(z * 1000 + (z < 0 ? -0.5 : 0.5));
+    bool p99_ok = p99 < GY_GUARD_BINS - 1 && (int)p99 <= (int)stop_p99 + gy_guard_bins_for(g->eps_p99_ppm / 1e6);
+    if (z <= -GY_GUARD_LOOK_Z)
+        return -1;
+    return z >= GY_GUARD_LOOK_Z && p99_ok ? 1 : 0;
 }
 
 static void set_in_force(struct gy_guard *g, uint32_t arm, enum gy_guard_reason why, struct gy_guard_change *c)
@@ -308,8 +354,8 @@ static void drop(struct gy_guard *g, uint32_t arm, enum gy_guard_reason why, str
     }
 }
 
-/* Forget every window and backoff: stop in force, arms measured again from the start. Settings,
- * the random state and the job counts stay. */
+/* Forget every window and backoff: stop in force, arms measured again from the start (a new base
+ * from stop's next jobs). Settings, the random state and the job counts stay. */
 static void start_over(struct gy_guard *g, enum gy_guard_reason why, struct gy_guard_change *c)
 {
     for (uint32_t a = 0; a < GY_GUARD_ARM_COUNT; a++) {
@@ -317,6 +363,7 @@ static void start_over(struct gy_guard *g, enum gy_guard_reason why, struct gy_g
         g->backoff_until[a] = 0;
         g->strikes[a] = 0;
     }
+    g->base_us = 0;
     g->trial = GY_GUARD_NO_ARM;
     g->confirmed = 0;
     set_in_force(g, GY_ARM_STOP, why, c);
@@ -326,13 +373,13 @@ static void start_over(struct gy_guard *g, enum gy_guard_reason why, struct gy_g
 /* Stop's recent median far from its window's: the HP itself changed. Start over. */
 static bool shifted(struct gy_guard *g, struct gy_guard_change *c)
 {
-    uint32_t v[GY_GUARD_RING], scratch[GY_GUARD_RING];
-    uint32_t count = window_values(&g->arms[GY_ARM_STOP], v);
-    if (count < 2 * GY_GUARD_RECENT)
+    const struct gy_guard_window *w = &g->arms[GY_ARM_STOP];
+    uint32_t scratch[GY_GUARD_RECENT];
+    if (!g->base_us || w->n < 2 * GY_GUARD_RECENT || w->recent_n < GY_GUARD_RECENT)
         return false;
-    uint32_t whole = gy_guard_order_stat(v, count, (count + 1) / 2, scratch);
-    uint32_t recent = gy_guard_order_stat(v, GY_GUARD_RECENT, GY_GUARD_RECENT / 2, scratch);
-    if (!whole || (recent <= whole * (1 + GY_GUARD_SHIFT) && recent >= whole * (1 - GY_GUARD_SHIFT)))
+    double whole = baseline(g).median;
+    uint32_t recent = gy_guard_order_stat(w->recent, GY_GUARD_RECENT, GY_GUARD_RECENT / 2, scratch);
+    if (!(whole > 0) || (recent <= whole * (1 + GY_GUARD_SHIFT) && recent >= whole * (1 - GY_GUARD_SHIFT)))
         return false;
     start_over(g, GY_GUARD_WHY_SHIFT, c);
     return true;
@@ -345,6 +392,11 @@ struct gy_guard_change gy_guard_reset(struct gy_guard *g)
     return c;
 }
 
+/* The full test runs at 32, 64, 128, ... samples of the arm's window: few looks (so that testing
+ * again and again does not make a lucky pass likely: at most 7 up to GY_GUARD_TRIAL_MAX, each at
+ * one-sided 1 %), and enough samples at the later ones for a noisy HP. */
+static bool is_look(uint32_t n) { return n >= GY_GUARD_MIN_JOBS && (n & (n - 1)) == 0; }
+
 struct gy_guard_change gy_guard_record(struct gy_guard *g, enum gy_guard_arm arm, uint64_t duration_ns,
                                        uint64_t lp_work)
 {
@@ -352,24 +404,24 @@ struct gy_guard_change gy_guard_record(struct gy_guard *g, enum gy_guard_arm arm
     gy_guard_forget(g, arm);
     if (!valid_arm(arm))
         return c;
-    add_sample(&g->arms[arm], duration_ns, arm == GY_ARM_STOP ? 0 : lp_work);
+    add_sample(g, arm, duration_ns, arm == GY_ARM_STOP ? 0 : lp_work);
     if (arm == GY_ARM_STOP) {
         shifted(g, &c);
         return c;
     }
-    if (arm != g->trial && arm != g->in_force)
-        return c; /* a job that began before the arm changed */
+    if ((arm != g->trial && arm != g->in_force) || !g->base_us)
+        return c; /* a job that began before the arm changed, or before there is a baseline */
     struct stop_baseline b = baseline(g);
     if (recent_out(g, arm, &b)) {
         drop(g, arm, GY_GUARD_WHY_FALLBACK, &c);
         return c;
     }
     const struct gy_guard_window *w = &g->arms[arm];
-    if (w->n < GY_GUARD_MIN_JOBS || w->n % GY_GUARD_LOOK_EVERY || b.count < GY_GUARD_MIN_JOBS)
+    if (!is_look(w->n) || b.count < GY_GUARD_MIN_JOBS)
         return c;
-    bool ok = within_bound(g, arm, &b);
-    bool full = w->n >= GY_GUARD_RING;
-    if (arm == g->trial && ok) {
+    int verdict = test_arm(g, arm, &b);
+    bool full = w->n >= GY_GUARD_TRIAL_MAX;
+    if (arm == g->trial && verdict > 0) {
         uint32_t before = g->in_force;
         g->strikes[arm] = 0; /* within the bound: it costs nothing */
         if (progress(g, arm) > progress(g, before)) {
@@ -379,11 +431,11 @@ struct gy_guard_change gy_guard_record(struct gy_guard *g, enum gy_guard_arm arm
             g->reason = GY_GUARD_WHY_KEPT;
             g->backoff_until[arm] = g->jobs + GY_GUARD_BACKOFF_JOBS; /* no use trying it again soon */
         }
-        start_trial(g, next_arm(arm));
-    } else if (arm == g->in_force && ok) {
+        start_trial(g, next_arm(g, arm));
+    } else if (arm == g->in_force && !g->confirmed && verdict > 0) {
         g->confirmed = 1;
         g->strikes[arm] = 0;
-    } else if (!ok && full) {
+    } else if (verdict < 0 || (verdict == 0 && full && !(arm == g->in_force && g->confirmed))) {
         drop(g, arm, arm == g->trial ? GY_GUARD_WHY_REJECTED : GY_GUARD_WHY_FALLBACK, &c);
     }
     return c;
@@ -409,13 +461,20 @@ void gy_guard_arm_stats(const struct gy_guard *g, enum gy_guard_arm arm, struct 
     memset(out, 0, sizeof *out);
     if (!valid_arm(arm))
         return;
-    uint32_t v[GY_GUARD_RING], scratch[GY_GUARD_RING];
     const struct gy_guard_window *w = &g->arms[arm];
     out->jobs = w->jobs;
-    out->window = window_values(w, v);
-    if (out->window) {
-        out->p50_ms = gy_guard_order_stat(v, out->window, (out->window + 1) / 2, scratch) / 1e3;
-        out->p99_ms = scratch[nearest_rank(out->window, 0.99) - 1] / 1e3;
+    if (g->base_us && w->n) {
+        out->window = w->n;
+        out->p50_ms = gy_guard_bin_us(gy_guard_bin_quantile(w->bins, w->n, 0.5), g->base_us) / 1e3;
+        out->p99_ms = gy_guard_bin_us(gy_guard_bin_quantile(w->bins, w->n, 0.99), g->base_us) / 1e3;
+    } else if (!g->base_us && w->recent_n) { /* no histogram before stop's first jobs: the last jobs */
+        uint32_t scratch[GY_GUARD_RECENT], n = w->recent_n;
+        uint32_t values[GY_GUARD_RECENT];
+        for (uint32_t i = 0; i < n; i++)
+            values[i] = w->recent[(w->head + GY_GUARD_RECENT - 1 - i) % GY_GUARD_RECENT];
+        out->window = n;
+        out->p50_ms = gy_guard_order_stat(values, n, (n + 1) / 2, scratch) / 1e3;
+        out->p99_ms = scratch[n - 1 - (n - 1) / 100] / 1e3; /* nearest rank of 0.99 */
     }
     out->lp_per_s = progress(g, arm);
 }

@@ -26,22 +26,36 @@
 #define GY_GUARD_MAX_EPS 1.0 /* a bound of 2x stop is no guard any more */
 
 /* The rule's constants (guarded.c says why each). */
-#define GY_GUARD_MIN_JOBS 30        /* samples an arm and stop need before a test */
-#define GY_GUARD_LOOK_EVERY 16      /* the full test runs at every 16th sample of the window */
-#define GY_GUARD_RECENT 16          /* the recent jobs the fallback looks at */
+#define GY_GUARD_MIN_JOBS 32        /* samples stop needs before a trial; the first look of an arm */
+#define GY_GUARD_LOOK_Z 2.33        /* a look passes at z >= this (one-sided 1 %), fails at z <= -this */
+#define GY_GUARD_TRIAL_MAX 2048     /* an arm not within the bound after this many jobs is rejected */
+#define GY_GUARD_WINDOW_MAX 4096    /* a window's counts are halved here (it ages) */
+#define GY_GUARD_TRIAL_STOP_SHARE 0.5 /* the stop share while an arm is tried (at least) */
 #define GY_GUARD_BACKOFF_JOBS 500   /* a rejected or fallen-back arm is not tried again before */
 #define GY_GUARD_MAX_DOUBLINGS 5    /* ... and twice as long each time in a row, up to 32 x */
-#define GY_GUARD_RECHECK_JOBS 2000  /* windows of the partition arms reset this often */
+#define GY_GUARD_RECHECK_JOBS 8000  /* windows of the partition arms reset this often (between trials) */
 #define GY_GUARD_SHIFT 0.25         /* stop's recent median this far from its window's: reset */
 
-/* ---- order statistics (guard_stats.c) -------------------------------------------------------- */
-
+/* ---- statistics (guard_stats.c) ------------------------------------------------------------- */
 /* The k-th smallest (1-based, 1..n) of n values; `scratch` holds n values (sorted there). */
 uint32_t gy_guard_order_stat(const uint32_t *values, uint32_t n, uint32_t k, uint32_t *scratch);
 /* Ranks of a distribution-free confidence interval for the median of n samples, each side at
  * one-sided level `conf` (e.g. 0.975): the lower rank l and upper rank u with P(X(l) <= median)
  * >= conf and P(X(u) >= median) >= conf. For small n, l = 1 / u = n (the best there is). */
 void gy_guard_median_ranks(uint32_t n, double conf, uint32_t *lower, uint32_t *upper);
+/* The histogram bin (0..GY_GUARD_BINS-1, guard_bins.h) of a duration over the base. */
+unsigned gy_guard_bin(uint32_t us, uint32_t base_us);
+/* A bin's duration in microseconds: its centre (bins 0 and GY_GUARD_BINS-1: their inner edge). */
+double gy_guard_bin_us(unsigned bin, uint32_t base_us);
+/* The bin of the nearest-rank q-quantile of a histogram of n jobs (0 when n is 0). */
+unsigned gy_guard_bin_quantile(const uint16_t *bins, uint32_t n, double q);
+/* The whole bins nearest to a factor 1 + eps (2 for 2 %: 1.01^2 = 1.0201). */
+int gy_guard_bins_for(double eps);
+/* Mann-Whitney's test on two histograms, standardized: U counts the pairs (arm job, stop job) with
+ * the arm's bin below the stop's bin + shift (a tie counts half), z = (U - mn/2) / sqrt(mn(m+n+1)/12).
+ * z >> 0: the arm's jobs are shorter than stop's times 1.01^shift (its whole distribution, not one
+ * quantile); z << 0: longer. Ranks only, so any distribution of noise; ties make it conservative. */
+double gy_guard_scale_z(const uint16_t *arm, uint32_t m, const uint16_t *stop, uint32_t n, int shift);
 
 /* ---- the rule (guarded.c) ------------------------------------------------------------------- */
 
@@ -72,7 +86,7 @@ struct gy_guard_change gy_guard_reset(struct gy_guard *g);
 /* One arm as status shows it. */
 struct gy_guard_arm_stats {
     uint64_t jobs;       /* ever */
-    uint32_t window;     /* samples in its window now */
+    uint32_t window;     /* samples in its window now (its histogram) */
     double p50_ms, p99_ms; /* over the window; 0 when empty */
     double lp_per_s;     /* lower partition launches + copies per second of HP job, over the window */
 };

@@ -15,14 +15,17 @@
     X(STOP, "stop", 0)                                                                             \
     X(P16, "partition:16", 16)                                                                     \
     X(P32, "partition:32", 32)                                                                     \
-    X(P48, "partition:48", 48)
+    X(P64, "partition:64", 64)                                                                     \
+    X(P96, "partition:96", 96)                                                                     \
+    X(P120, "partition:120", 120)
 
 #define GY_GUARD_ARM_ENUM(suffix, name, sms) GY_ARM_##suffix,
 enum gy_guard_arm { GY_GUARD_ARMS(GY_GUARD_ARM_ENUM) GY_GUARD_ARM_COUNT };
 #undef GY_GUARD_ARM_ENUM
 #define GY_GUARD_NO_ARM 0xffu /* no trial running */
 
-#define GY_GUARD_RING 128 /* recent HP job durations kept per arm */
+#define GY_GUARD_BINS 256  /* histogram bins of HP job durations per arm (guard_bins.h) */
+#define GY_GUARD_RECENT 16 /* the last job durations kept per arm, for the fast fallback */
 
 /* Why the arm in force is what it is. X(enum suffix, code, text) */
 #define GY_GUARD_REASONS(X)                                                                        \
@@ -40,17 +43,19 @@ enum gy_guard_arm { GY_GUARD_ARMS(GY_GUARD_ARM_ENUM) GY_GUARD_ARM_COUNT };
 enum gy_guard_reason { GY_GUARD_REASONS(GY_GUARD_REASON_ENUM) GY_GUARD_REASON_COUNT };
 #undef GY_GUARD_REASON_ENUM
 
-/* One arm's window: the durations of its recent jobs (ring, microseconds) and the lower
- * processes' progress during the jobs of the window. */
+/* One arm's window: its HP job durations as a histogram over the guard's base (bins 1 % wide,
+ * guard_bins.h; counts halved when the window reaches GY_GUARD_WINDOW_MAX, so it ages), its last
+ * GY_GUARD_RECENT durations, and the lower processes' progress during the window's jobs. */
 struct gy_guard_window {
-    uint32_t us[GY_GUARD_RING];
-    uint32_t head;    /* next ring index written */
-    uint32_t n;       /* jobs recorded since the window was reset (the ring holds min(n, RING)) */
+    uint16_t bins[GY_GUARD_BINS];
+    uint32_t recent[GY_GUARD_RECENT]; /* microseconds, a ring */
+    uint32_t head;    /* next recent index written */
+    uint32_t recent_n; /* durations in recent (at most GY_GUARD_RECENT) */
+    uint32_t n;       /* jobs in the histogram (the sum of bins) */
     uint64_t jobs;    /* jobs recorded ever (never reset) */
     uint64_t lp_work; /* lower partition launches + copies during the window's jobs */
     uint64_t lp_ns;   /* the window's jobs' total duration, for progress per second */
 };
-
 struct gy_guard {
     _Atomic uint32_t current;  /* enum gy_guard_arm of the jobs now open (stop when any is stop) */
     uint32_t in_force;         /* enum gy_guard_arm: what a job gets when it is not a stop sample */
@@ -65,6 +70,8 @@ struct gy_guard {
     uint32_t ratio_p50_ppm; /* the test behind the last decision: arm / stop */
     uint32_t ratio_p99_ppm;
     uint32_t changes;          /* changes of in_force so far */
+    int32_t z_milli;           /* the last full test's statistic x 1000 (>= the look's z: within) */
+    uint32_t base_us;          /* the histograms' centre: stop's median when they were started */
     uint64_t rng;              /* xorshift64* state: deterministic with a seed */
     uint64_t jobs;             /* jobs begun under guarded */
     uint64_t last_recheck;     /* jobs at the last periodic re-check */

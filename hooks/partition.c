@@ -119,11 +119,12 @@ void gy_partition_check_static(void)
     pthread_mutex_unlock(&lock);
 }
 
-/* asked: an arm's SMs (clamped to the device), or 0 for the partition policy's configured size. */
+/* asked: an arm's SMs, or 0 for the partition policy's configured size. An arm leaves the HP at
+ * least 8 SMs of its own (partition:120 on a 108-SM device is 100). */
 static unsigned wanted_sms(unsigned total, unsigned asked)
 {
     if (asked)
-        return asked > total ? total : asked;
+        return asked + 8 <= total ? asked : total > 8 ? total - 8 : total;
     const struct gy_hooks_config *config = gy_config();
     double share = config->partition_share * total;
     unsigned want = config->partition_sms ? config->partition_sms : (unsigned)share;

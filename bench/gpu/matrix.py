@@ -359,7 +359,7 @@ def estimate_s(args, plan):
         n = len(cell_setups(args.setups, first, args.cost)) * args.rounds
         total += n * (w + args.lp_lead_s + 0.6) + (15 if first else 5)
         if "guarded" in args.setups and args.learn_jobs:
-            total += args.learn_jobs * svc / 0.9 + args.lp_lead_s + 1
+            total += args.learn_jobs * svc / learn_load(args, load) + args.lp_lead_s + 1
     return total
 
 
@@ -442,9 +442,16 @@ def run_window(args, procs, group, roles, rate, seconds, seed, mark, tail, what)
     return out
 
 
+def learn_load(args, load):
+    """The load guarded learns at: --learn-load, or the cell's own when it is 0."""
+    return args.learn_load if args.learn_load > 0 else LOADS[load]
+
+
 def learn_guarded(args, procs, tools, raw, cell):
     """Before a cell's rounds: forget what guarded learned beside the last pair (`expcontroller
-    guard-reset`), then let it learn this pair: --learn-jobs HP jobs at 90 % load beside the LP.
+    guard-reset`), then let it learn this pair: --learn-jobs HP jobs beside the LP, at --learn-load
+    (90 % by default; 0: the cell's own load, so that the HP's job times while learning are those
+    of the rounds: a host-bound HP's jobs are shorter back to back than after idle time).
     Recorded as setup "guarded_learn" with the arm it chose (the verdict leaves it out: the rounds
     measure the policy as it runs once it has learned, and this segment what learning costs).
     Returns the LP's partition launches so far."""
@@ -452,7 +459,7 @@ def learn_guarded(args, procs, tools, raw, cell):
     if r.returncode != 0:
         fail(f"cannot reset the guarded segment: {r.stdout.strip()}")
     hp, lp, load = cell
-    rate = 0.9 / (raw["hp_kinds"][hp]["svc_p50_ms"] / 1000.0)
+    rate = learn_load(args, load) / (raw["hp_kinds"][hp]["svc_p50_ms"] / 1000.0)
     seconds = args.learn_jobs / rate
     seg = {"hp": hp, "lp": lp, "load": load, "setup": "guarded_learn", "round": -1, "rate": rate, "seconds": seconds}
     seg.update(run_window(args, procs, "guarded", ("hp", "lp"), rate, seconds, args.seed, True, 0.3,
@@ -701,6 +708,8 @@ def parse_args(argv):
     p.add_argument("--lp-mode", default="time:500")
     p.add_argument("--learn-jobs", type=int, default=300,
                    help="guarded: HP jobs it learns on before each cell's rounds (0: none, no reset)")
+    p.add_argument("--learn-load", type=float, default=0.9,
+                   help="guarded: the load it learns at, a fraction of the HP's calibrated rate (0: the cell's load)")
     p.add_argument("--partition-sms", type=int, default=16)
     p.add_argument("--auto-idle-us", type=int, default=None, metavar="US",
                    help="GPUYIELD_IDLE_US of the corun_auto_short setup's HP (1..10000000, default "
@@ -725,6 +734,8 @@ def parse_args(argv):
         p.error(f"--min-seconds {args.min_seconds} / --max-seconds {args.max_seconds}: need 0 < min <= max")
     if "hp_alone" not in args.setups or "lp_alone" not in args.setups:
         p.error("--setups must hold hp_alone and lp_alone: every ratio's denominator")
+    if not 0 <= args.learn_load <= 1:
+        p.error(f"--learn-load {args.learn_load}: must be 0..1 (a fraction of the HP's rate; 0: the cell's load)")
     if args.auto_idle_us is not None:
         if not 1 <= args.auto_idle_us <= 10000000:
             p.error(f"--auto-idle-us {args.auto_idle_us}: must be 1..10000000 (GPUYIELD_IDLE_US's range)")

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "guard_bins.h"
 #include "guarded.h"
 #include "harness.h"
 #include "metrics.h"
@@ -79,8 +80,18 @@ static struct gy_guard *fresh(uint64_t seed)
     return &g;
 }
 
-static const struct pair costless = {10.0, {1, 1, 1, 1}, TIGHT, {0, 100, 180, 240}};
-static const struct pair costly = {10.0, {1, 1.5, 1.5, 1.5}, TIGHT, {0, 100, 180, 240}};
+#define TOP (GY_GUARD_ARM_COUNT - 1) /* the largest partition: 120 SMs */
+#define LP_PER_MS {0, 100, 180, 240, 300, 340}
+static const struct pair costless = {10.0, {1, 1, 1, 1, 1, 1}, TIGHT, LP_PER_MS};
+static const struct pair costly = {10.0, {1, 1.5, 1.5, 1.5, 1.5, 1.5}, TIGHT, LP_PER_MS};
+
+static uint64_t jobs_on_partitions(const struct run *r, enum gy_guard_arm from)
+{
+    uint64_t n = 0;
+    for (int a = from; a < GY_GUARD_ARM_COUNT; a++)
+        n += r->jobs_on[a];
+    return n;
+}
 
 /* ---- order statistics ------------------------------------------------------------------------ */
 
@@ -92,7 +103,7 @@ TEST(median_ranks_are_the_binomial_ones)
     CHECK(l == 5 && u == 12, "n 16: ranks %u..%u, expected 5..12", l, u);
     gy_guard_median_ranks(3, 0.95, &l, &u); /* too few for 95 %: the extremes */
     CHECK(l == 1 && u == 3, "n 3: ranks %u..%u", l, u);
-    for (uint32_t n = 5; n <= GY_GUARD_RING; n++) {
+    for (uint32_t n = 5; n <= 256; n++) {
         gy_guard_median_ranks(n, 0.95, &l, &u);
         CHECK(l >= 1 && u <= n && l + u == n + 1 && u >= (n + 1) / 2, "n %u: ranks %u..%u", n, l, u);
     }
@@ -171,8 +182,8 @@ TEST(settings_out_of_range_are_refused)
     CHECK(gy_guard_configure(g, 0.02, 0.05, 1.01, 1) == -1);
     CHECK(gy_guard_configure(g, 0, 0, 0, 0) == 0 && g->rng != 0, "seed 0 must become the default seed");
     enum gy_guard_arm arm;
-    CHECK(gy_guard_arm_parse("partition:48", &arm) == 0 && arm == GY_ARM_P48);
-    CHECK(gy_guard_arm_parse("partition:64", &arm) == -1 && gy_guard_arm_parse(NULL, &arm) == -1);
+    CHECK(gy_guard_arm_parse("partition:120", &arm) == 0 && arm == GY_ARM_P120);
+    CHECK(gy_guard_arm_parse("partition:48", &arm) == -1 && gy_guard_arm_parse(NULL, &arm) == -1);
 }
 
 /* ---- convergence ----------------------------------------------------------------------------- */
@@ -183,17 +194,17 @@ TEST(a_costless_partition_converges_to_the_arm_with_most_lp_progress)
         struct gy_guard *g = fresh(seed);
         struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
         simulate(g, &costless, 1500, &r);
-        CHECK(g->in_force == GY_ARM_P48 && g->reason == GY_GUARD_WHY_PROMOTED,
+        CHECK(g->in_force == TOP && g->reason == GY_GUARD_WHY_PROMOTED,
               "seed %llu: in force %s (%s)", (unsigned long long)seed, gy_guard_arm_name(g->in_force),
               gy_guard_reason_text(g->reason));
         CHECK(r.first_partition_in_force == GY_ARM_P16, "seed %llu: 16 SMs must come first", (unsigned long long)seed);
         struct gy_guard_arm_stats s;
-        gy_guard_arm_stats(g, GY_ARM_P48, &s);
-        CHECK(s.lp_per_s > 200000 && s.p50_ms > 9.9 && s.p50_ms < 10.1, "seed %llu: p50 %.3f ms, lp %.0f/s",
+        gy_guard_arm_stats(g, TOP, &s);
+        CHECK(s.lp_per_s > 300000 && s.p50_ms > 9.9 && s.p50_ms < 10.1, "seed %llu: p50 %.3f ms, lp %.0f/s",
               (unsigned long long)seed, s.p50_ms, s.lp_per_s);
-        /* stop stays the running baseline at about its share */
+        /* stop stays the running baseline: half the jobs while arms are tried, a quarter after */
         double share = (double)r.jobs_on[GY_ARM_STOP] / 1500;
-        CHECK(share > 0.2 && share < 0.35, "seed %llu: stop share %.2f", (unsigned long long)seed, share);
+        CHECK(share > 0.25 && share < 0.5, "seed %llu: stop share %.2f", (unsigned long long)seed, share);
     }
 }
 
@@ -208,30 +219,32 @@ TEST(a_partition_that_costs_the_hp_half_is_never_promoted)
         CHECK(g->reason == GY_GUARD_WHY_REJECTED, "seed %llu: reason %s", (unsigned long long)seed,
               gy_guard_reason_text(g->reason));
         /* each try is cut short by the early check, then backs off: few costly jobs */
-        uint64_t tried = r.jobs_on[GY_ARM_P16] + r.jobs_on[GY_ARM_P32] + r.jobs_on[GY_ARM_P48];
-        CHECK(tried < 5000 / 20 && r.jobs_on[GY_ARM_P32] == 0 && r.jobs_on[GY_ARM_P48] == 0,
-              "seed %llu: %llu jobs on partitions (32: %llu, 48: %llu)", (unsigned long long)seed,
-              (unsigned long long)tried, (unsigned long long)r.jobs_on[GY_ARM_P32],
-              (unsigned long long)r.jobs_on[GY_ARM_P48]);
+        uint64_t tried = jobs_on_partitions(&r, GY_ARM_P16), larger = jobs_on_partitions(&r, GY_ARM_P32);
+        CHECK(tried < 5000 / 20 && larger == 0, "seed %llu: %llu jobs on partitions (%llu on larger than 16)",
+              (unsigned long long)seed, (unsigned long long)tried, (unsigned long long)larger);
     }
 }
 
-TEST(an_arm_that_costs_only_above_32_sms_stops_at_16)
+TEST(an_arm_that_costs_from_32_sms_on_stops_at_16)
 {
     struct pair p = costless;
-    p.cost[GY_ARM_P32] = p.cost[GY_ARM_P48] = 1.10;
+    for (int a = GY_ARM_P32; a < GY_GUARD_ARM_COUNT; a++)
+        p.cost[a] = 1.10;
     struct gy_guard *g = fresh(11);
     struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
     simulate(g, &p, 3000, &r);
-    CHECK(g->in_force == GY_ARM_P16 && r.promotions_costly == 0 && r.jobs_on[GY_ARM_P48] == 0,
-          "in force %s, %u costly promotions, %llu jobs on 48", gy_guard_arm_name(g->in_force), r.promotions_costly,
-          (unsigned long long)r.jobs_on[GY_ARM_P48]);
+    /* 16 passes, then 120, 64 and 32 are tried (bisection), each out after a block or two of jobs */
+    CHECK(g->in_force == GY_ARM_P16 && r.promotions_costly == 0 && jobs_on_partitions(&r, GY_ARM_P32) < 200,
+          "in force %s, %u costly promotions, %llu jobs on 32 and more", gy_guard_arm_name(g->in_force),
+          r.promotions_costly, (unsigned long long)jobs_on_partitions(&r, GY_ARM_P32));
+    CHECK(r.jobs_on[GY_ARM_P96] == 0, "96 SMs tried after 120 and 64 failed");
 }
 
 TEST(no_more_lp_progress_keeps_the_smaller_arm)
 {
     struct pair p = costless;
-    p.lp_per_ms[GY_ARM_P32] = p.lp_per_ms[GY_ARM_P48] = 50; /* less than 16 SMs gave */
+    for (int a = GY_ARM_P32; a < GY_GUARD_ARM_COUNT; a++)
+        p.lp_per_ms[a] = 50; /* less than 16 SMs gave */
     struct gy_guard *g = fresh(12);
     struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
     simulate(g, &p, 1500, &r);
@@ -245,28 +258,28 @@ static void check_fallback(double cost, uint64_t seed)
     struct gy_guard *g = fresh(seed);
     struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
     simulate(g, &costless, 1500, &r);
-    REQUIRE(g->in_force == GY_ARM_P48, "not promoted first: %s", gy_guard_arm_name(g->in_force));
+    REQUIRE(g->in_force == TOP, "not promoted first: %s", gy_guard_arm_name(g->in_force));
     struct pair p = costless;
-    p.cost[GY_ARM_P48] = cost; /* the HP changes: 48 SMs now cost it */
-    unsigned on48 = 0, j = 0;
-    for (; j < 200 && g->in_force == GY_ARM_P48; j++) {
+    p.cost[TOP] = cost; /* the HP changes: the largest partition now costs it */
+    unsigned on_top = 0, j = 0;
+    for (; j < 200 && g->in_force == TOP; j++) {
         enum gy_guard_arm arm = gy_guard_pick(g);
-        on48 += arm == GY_ARM_P48;
+        on_top += arm == TOP;
         uint64_t ns = duration_ns(&p, arm);
         gy_guard_record(g, arm, ns, (uint64_t)(p.lp_per_ms[arm] * ns / 1e6));
     }
     CHECK(g->in_force == GY_ARM_STOP && g->reason == GY_GUARD_WHY_FALLBACK, "cost %.2f: in force %s (%s)", cost,
           gy_guard_arm_name(g->in_force), gy_guard_reason_text(g->reason));
-    CHECK(on48 <= GY_GUARD_RECENT + 2, "cost %.2f: %u costly jobs before the fallback", cost, on48);
-    /* 48 is not tried again within its backoff; the smaller arms come back */
+    CHECK(on_top < 2 * GY_GUARD_RECENT, "cost %.2f: %u costly jobs before the fallback", cost, on_top);
+    /* the top arm is not tried again within its backoff; the smaller arms come back */
     struct run after = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
     simulate(g, &p, GY_GUARD_BACKOFF_JOBS - 20, &after);
-    CHECK(after.jobs_on[GY_ARM_P48] == 0, "cost %.2f: %llu jobs on 48 SMs within its backoff", cost,
-          (unsigned long long)after.jobs_on[GY_ARM_P48]);
-    CHECK(g->in_force == GY_ARM_P32, "cost %.2f: in force %s after the backoff period", cost,
+    CHECK(after.jobs_on[TOP] == 0, "cost %.2f: %llu jobs on the top arm within its backoff", cost,
+          (unsigned long long)after.jobs_on[TOP]);
+    CHECK(g->in_force == TOP - 1, "cost %.2f: in force %s after the backoff period", cost,
           gy_guard_arm_name(g->in_force));
-    simulate(g, &p, 3000, &after); /* later tries of 48 fall back again: it never stays */
-    CHECK(g->in_force == GY_ARM_P32, "cost %.2f: in force %s", cost, gy_guard_arm_name(g->in_force));
+    simulate(g, &p, 3000, &after); /* later tries of the top arm fall back again: it never stays */
+    CHECK(g->in_force == TOP - 1, "cost %.2f: in force %s", cost, gy_guard_arm_name(g->in_force));
 }
 
 TEST(a_cost_appearing_after_promotion_falls_back_to_stop_at_once)
@@ -275,24 +288,116 @@ TEST(a_cost_appearing_after_promotion_falls_back_to_stop_at_once)
     check_fallback(1.05, 22);
 }
 
+/* ---- the statistic --------------------------------------------------------------------------- */
+
+TEST(the_bins_are_one_percent_wide_around_the_base)
+{
+    for (int i = 1; i < GY_GUARD_BINS - 1; i++)
+        CHECK(fabs(gy_guard_bin_edges[i] / gy_guard_bin_edges[i - 1] - 1.01) < 1e-12, "edge %d", i);
+    CHECK(gy_guard_bin(10000, 10000) == GY_GUARD_BIN_CENTRE && gy_guard_bin(10201, 10000) == GY_GUARD_BIN_CENTRE + 2 &&
+          gy_guard_bin(9900, 10000) == GY_GUARD_BIN_CENTRE - 1);
+    CHECK(gy_guard_bin(1, 10000) == 0 && gy_guard_bin(UINT32_MAX, 10000) == GY_GUARD_BINS - 1, "outside: the end bins");
+    CHECK(fabs(gy_guard_bin_us(GY_GUARD_BIN_CENTRE, 10000) - 10000) < 1e-6 &&
+          fabs(gy_guard_bin_us(GY_GUARD_BIN_CENTRE + 2, 10000) - 10201) < 1e-6);
+    CHECK(gy_guard_bins_for(0.02) == 2 && gy_guard_bins_for(0.05) == 5 && gy_guard_bins_for(0) == 0 &&
+          gy_guard_bins_for(0.014) == 1 && gy_guard_bins_for(0.016) == 2,
+          "bins for 2 %%: %d, 5 %%: %d", gy_guard_bins_for(0.02), gy_guard_bins_for(0.05));
+    uint16_t h[GY_GUARD_BINS] = {0};
+    h[100] = 49, h[101] = 1, h[200] = 50;
+    CHECK(gy_guard_bin_quantile(h, 100, 0.5) == 101 && gy_guard_bin_quantile(h, 100, 0.49) == 100 &&
+          gy_guard_bin_quantile(h, 100, 0.99) == 200);
+}
+
+TEST(the_rank_statistic_counts_pairs_below_the_bound)
+{
+    static uint16_t arm[GY_GUARD_BINS], stop[GY_GUARD_BINS];
+    memset(arm, 0, sizeof arm), memset(stop, 0, sizeof stop);
+    stop[110] = 40;
+    arm[112] = 40; /* exactly at the bound: every pair a tie, U = mn/2 */
+    CHECK(fabs(gy_guard_scale_z(arm, 40, stop, 40, 2)) < 1e-9, "ties: z %.3f", gy_guard_scale_z(arm, 40, stop, 40, 2));
+    arm[112] = 0, arm[111] = 40; /* every arm job below: U = mn */
+    double all = gy_guard_scale_z(arm, 40, stop, 40, 2), expect = (1600 - 800) / sqrt(1600.0 * 81 / 12);
+    CHECK(fabs(all - expect) < 1e-9, "z %.4f, expected %.4f", all, expect);
+    arm[111] = 0, arm[113] = 40; /* every arm job above: U = 0 */
+    CHECK(fabs(gy_guard_scale_z(arm, 40, stop, 40, 2) + expect) < 1e-9);
+    /* against the pairs counted one by one, on scattered histograms */
+    noise_state = 99;
+    for (int round = 0; round < 20; round++) {
+        memset(arm, 0, sizeof arm), memset(stop, 0, sizeof stop);
+        uint32_t m = 0, n = 0;
+        for (int i = 0; i < 60; i++)
+            arm[(int)(uniform01() * GY_GUARD_BINS)]++, m++;
+        for (int i = 0; i < 45; i++)
+            stop[(int)(uniform01() * GY_GUARD_BINS)]++, n++;
+        int shift = (int)(uniform01() * 9) - 4;
+        double u = 0;
+        for (int a = 0; a < GY_GUARD_BINS; a++)
+            for (int b = 0; b < GY_GUARD_BINS; b++)
+                u += arm[a] * stop[b] * (a < b + shift ? 1.0 : a == b + shift ? 0.5 : 0.0);
+        double z = (u - m * n / 2.0) / sqrt(m * n * (m + n + 1) / 12.0);
+        CHECK(fabs(gy_guard_scale_z(arm, m, stop, n, shift) - z) < 1e-9, "round %d: z %.4f, pairs %.4f", round,
+              gy_guard_scale_z(arm, m, stop, n, shift), z);
+    }
+}
+
+/* At the bound itself (the arm's jobs exactly 1.0201 x stop's, 10 % lognormal noise), one look
+ * passes at most about 1 % of the time: the rate of a lucky pass the rule is built on. */
+TEST(a_look_at_the_bound_passes_about_one_time_in_a_hundred)
+{
+    static uint16_t arm[GY_GUARD_BINS], stop[GY_GUARD_BINS];
+    noise_state = 5;
+    for (uint32_t size = 32; size <= 1024; size *= 4) {
+        unsigned passed = 0, draws = 1000;
+        for (unsigned d = 0; d < draws; d++) {
+            memset(arm, 0, sizeof arm), memset(stop, 0, sizeof stop);
+            for (uint32_t i = 0; i < size; i++) {
+                stop[gy_guard_bin((uint32_t)(10000 * exp(0.10 * normal01())), 10000)]++;
+                arm[gy_guard_bin((uint32_t)(10201 * exp(0.10 * normal01())), 10000)]++;
+            }
+            passed += gy_guard_scale_z(arm, size, stop, size, 2) >= GY_GUARD_LOOK_Z;
+        }
+        CHECK(passed <= 20, "%u samples each: %u of %u looks passed at the bound", size, passed, draws);
+    }
+}
+
 /* ---- noise ----------------------------------------------------------------------------------- */
 
 TEST(an_arm_five_percent_slower_hidden_in_noise_is_never_promoted)
 {
-    struct pair p = {10.0, {1, 1.05, 1.05, 1.05}, LOGNORMAL10, {0, 100, 180, 240}};
+    struct pair p = {10.0, {1, 1.05, 1.05, 1.05, 1.05, 1.05}, LOGNORMAL10, LP_PER_MS};
     unsigned promoted = 0;
     for (uint64_t seed = 1; seed <= 30; seed++) {
         struct gy_guard *g = fresh(seed);
         struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
-        simulate(g, &p, 3000, &r);
+        simulate(g, &p, 6000, &r);
         promoted += r.promotions_costly;
     }
-    CHECK(promoted == 0, "%u promotions of a 5 %% slower arm in 30 runs of 3000 jobs", promoted);
+    CHECK(promoted == 0, "%u promotions of a 5 %% slower arm in 30 runs of 6000 jobs", promoted);
+}
+
+/* What the rank test is for: an HP whose job time varies 10 % from job to job (host-bound HPs on
+ * the H100: 8-10 %, bench/results/2026-11-24-recheck-2) and a partition that costs it nothing.
+ * Two confidence intervals of medians over 128 jobs could not tell 2 % (a 16-SM arm measured at
+ * 1.011 was rejected on a bound of 1.061); the rank test over thousands of jobs can. */
+TEST(a_costless_arm_hidden_in_ten_percent_noise_is_promoted)
+{
+    struct pair p = {10.0, {1, 1, 1, 1, 1, 1}, LOGNORMAL10, LP_PER_MS};
+    for (uint64_t seed = 1; seed <= 5; seed++) {
+        struct gy_guard *g = fresh(seed);
+        struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
+        simulate(g, &p, 4000, &r);
+        CHECK(r.first_partition_in_force == GY_ARM_P16 && g->in_force >= GY_ARM_P32,
+              "seed %llu: in force %s after 4000 jobs (%s)", (unsigned long long)seed, gy_guard_arm_name(g->in_force),
+              gy_guard_reason_text(g->reason));
+        simulate(g, &p, 16000, &r);
+        CHECK(g->in_force == TOP, "seed %llu: in force %s after 20000 jobs", (unsigned long long)seed,
+              gy_guard_arm_name(g->in_force));
+    }
 }
 
 TEST(heavy_tailed_durations_never_promote_a_costly_arm)
 {
-    struct pair p = {10.0, {1, 1.5, 1.5, 1.5}, PARETO, {0, 100, 180, 240}};
+    struct pair p = {10.0, {1, 1.5, 1.5, 1.5, 1.5, 1.5}, PARETO, LP_PER_MS};
     unsigned promoted = 0;
     for (uint64_t seed = 1; seed <= 30; seed++) {
         struct gy_guard *g = fresh(seed);
@@ -303,21 +408,6 @@ TEST(heavy_tailed_durations_never_promote_a_costly_arm)
     CHECK(promoted == 0, "%u promotions of a 50 %% slower arm with Pareto durations", promoted);
 }
 
-/* Identical, heavy-tailed distributions with few samples: the bounds are too wide to tell, so the
- * first looks (30-odd samples) never promote; nothing is claimed about later ones. */
-TEST(few_samples_of_heavy_tailed_durations_do_not_promote)
-{
-    struct pair p = {10.0, {1, 1, 1, 1}, PARETO, {0, 100, 180, 240}};
-    unsigned promoted = 0;
-    for (uint64_t seed = 1; seed <= 30; seed++) {
-        struct gy_guard *g = fresh(seed);
-        struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
-        simulate(g, &p, 90, &r);
-        promoted += r.changes;
-    }
-    CHECK(promoted == 0, "%u promotions from the first 90 jobs of heavy-tailed durations", promoted);
-}
-
 /* ---- re-checks ------------------------------------------------------------------------------- */
 
 TEST(a_shift_of_the_hp_time_resets_to_stop_and_converges_again)
@@ -325,11 +415,11 @@ TEST(a_shift_of_the_hp_time_resets_to_stop_and_converges_again)
     struct gy_guard *g = fresh(31);
     struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
     simulate(g, &costless, 1500, &r);
-    REQUIRE(g->in_force == GY_ARM_P48);
+    REQUIRE(g->in_force == TOP);
     struct pair p = costless;
     p.base_ms = 20.0; /* the HP's own job doubles (another input size) */
-    /* 48 SMs' jobs now look slow against stop's old window: they fall back at once; once stop's
-     * own recent median has moved, everything resets (backoffs too). */
+    /* the top arm's jobs now look slow against stop's old window: they fall back at once; once
+     * stop's own recent median has moved, everything resets (backoffs and the base too). */
     bool reset = false;
     for (int j = 0; j < 200 && !reset; j++) {
         enum gy_guard_arm arm = gy_guard_pick(g);
@@ -337,22 +427,23 @@ TEST(a_shift_of_the_hp_time_resets_to_stop_and_converges_again)
         gy_guard_record(g, arm, ns, (uint64_t)(p.lp_per_ms[arm] * ns / 1e6));
         reset = g->reason == GY_GUARD_WHY_SHIFT;
     }
-    CHECK(reset && g->in_force == GY_ARM_STOP && g->arms[GY_ARM_STOP].n == 0 && g->backoff_until[GY_ARM_P48] == 0,
+    CHECK(reset && g->in_force == GY_ARM_STOP && g->arms[GY_ARM_STOP].n == 0 && g->backoff_until[TOP] == 0 &&
+              g->base_us == 0,
           "no reset on a shift: in force %s (%s)", gy_guard_arm_name(g->in_force), gy_guard_reason_text(g->reason));
     simulate(g, &p, 1500, &r);
-    CHECK(g->in_force == GY_ARM_P48, "not converged again: %s", gy_guard_arm_name(g->in_force));
+    CHECK(g->in_force == TOP && g->base_us > 19800 && g->base_us < 20200, "not converged again: %s, base %u us",
+          gy_guard_arm_name(g->in_force), g->base_us);
 }
 
 TEST(an_arm_that_keeps_costing_the_hp_is_retried_ever_more_rarely)
 {
     /* 1.5x on every partition: with a fixed 500-job backoff 16 SMs came back about 40 times in
      * 20 000 jobs, each time costing the HP 16 or more slow jobs; doubling the backoff after each
-     * drop in a row leaves a handful of trials, and still some (the LP may change). Measured here:
-     * 629 jobs on partitions with the fixed backoff, 96 with the doubling. */
+     * drop in a row leaves a handful of trials, and still some (the LP may change). */
     struct gy_guard *g = fresh(41);
     struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
     simulate(g, &costly, 20000, &r);
-    uint64_t on_partitions = r.jobs_on[GY_ARM_P16] + r.jobs_on[GY_ARM_P32] + r.jobs_on[GY_ARM_P48];
+    uint64_t on_partitions = jobs_on_partitions(&r, GY_ARM_P16);
     CHECK(r.promotions_costly == 0 && g->in_force == GY_ARM_STOP, "a costly arm was promoted");
     CHECK(on_partitions > 0 && on_partitions < 250, "%llu of 20000 jobs on a costly partition",
           (unsigned long long)on_partitions);
@@ -378,7 +469,7 @@ TEST(an_operator_reset_forgets_what_was_learned_and_learns_again)
               (unsigned long long)g->backoff_until[a]);
     CHECK(g->jobs == jobs && g->rng == rng && g->trial == GY_GUARD_NO_ARM, "counts or random state changed");
     simulate(g, &costless, 1500, &r);
-    CHECK(g->in_force == GY_ARM_P48, "not learned again after the reset: %s", gy_guard_arm_name(g->in_force));
+    CHECK(g->in_force == TOP, "not learned again after the reset: %s", gy_guard_arm_name(g->in_force));
 }
 
 TEST(the_periodic_recheck_resets_the_windows_and_keeps_the_arm)
@@ -386,13 +477,13 @@ TEST(the_periodic_recheck_resets_the_windows_and_keeps_the_arm)
     struct gy_guard *g = fresh(41);
     struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
     simulate(g, &costless, GY_GUARD_RECHECK_JOBS - 1, &r);
-    REQUIRE(g->in_force == GY_ARM_P48 && g->arms[GY_ARM_P48].n > 100);
+    REQUIRE(g->in_force == TOP && g->arms[TOP].n > 100);
     simulate(g, &costless, 2, &r);
-    CHECK(g->arms[GY_ARM_P48].n <= 2 && g->arms[GY_ARM_STOP].n > 100 && g->in_force == GY_ARM_P48,
-          "after the re-check: window of 48 %u, stop %u, in force %s", g->arms[GY_ARM_P48].n,
+    CHECK(g->arms[TOP].n <= 2 && g->arms[GY_ARM_STOP].n > 100 && g->in_force == TOP,
+          "after the re-check: window of the top arm %u, stop %u, in force %s", g->arms[TOP].n,
           g->arms[GY_ARM_STOP].n, gy_guard_arm_name(g->in_force));
     simulate(g, &costless, 300, &r);
-    CHECK(g->in_force == GY_ARM_P48 && g->confirmed, "in force %s, confirmed %u", gy_guard_arm_name(g->in_force),
+    CHECK(g->in_force == TOP && g->confirmed, "in force %s, confirmed %u", gy_guard_arm_name(g->in_force),
           g->confirmed);
 }
 
@@ -443,7 +534,7 @@ TEST(a_job_under_guarded_gets_its_arm_at_begin_and_records_at_end)
     struct gy_guard snap;
     REQUIRE(gy_guarded_snapshot(&s.hp, &snap, &err) == 0, "%s", err.msg);
     const struct gy_guard_window *w = &snap.arms[GY_ARM_P32];
-    uint32_t us = w->us[(w->head + GY_GUARD_RING - 1) % GY_GUARD_RING];
+    uint32_t us = w->recent[(w->head + GY_GUARD_RECENT - 1) % GY_GUARD_RECENT];
     CHECK(w->jobs == 1 && w->lp_work == 42 && us >= 3000 && us < 1000000, "jobs %llu, lp %llu, %u us",
           (unsigned long long)w->jobs, (unsigned long long)w->lp_work, us);
     /* share 1: every job is a stop sample */

@@ -207,7 +207,7 @@ static void scenario_guarded(void)
 
     /* Each partition arm in force: a job's launches go to a green context of that many SMs, one
      * context per size, each made at its first use; after the job, back on the stream, in order. */
-    static const enum gy_guard_arm arms[] = {GY_ARM_P16, GY_ARM_P48, GY_ARM_P32, GY_ARM_P16};
+    static const enum gy_guard_arm arms[] = {GY_ARM_P16, GY_ARM_P64, GY_ARM_P32, GY_ARM_P16};
     char prev[16] = "before";
     uint64_t partition_launches = 0;
     for (size_t i = 0; i < sizeof arms / sizeof *arms; i++) {

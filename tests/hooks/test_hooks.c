@@ -1695,7 +1695,7 @@ TEST(guarded_sends_launches_to_the_arms_partition_and_holds_them_under_stop)
     /* one green context per size, each made at its first use */
     const char *sizes[] = {"arm partition:16 its launches run on a green context of 16 of",
                            "arm partition:32 its launches run on a green context of 32 of",
-                           "arm partition:48 its launches run on a green context of 48 of"};
+                           "arm partition:64 its launches run on a green context of 64 of"};
     for (int i = 0; i < 3; i++)
         CHECK(stderr_text && count_matching_lines(stderr_text, sizes[i]) == 1, "'%s': stderr: %s", sizes[i],
               stderr_text ? stderr_text : "");

@@ -1,6 +1,7 @@
 """bench.gpu.matrix (issue 25's matrix benchmark): its plan, its statistics and its verdict on
 synthetic raw records, the LP's completion counting, and a dry run end to end with a stand-in
 backend (sleeping units, no torch, no GPU, no MPS)."""
+import argparse
 import json
 import os
 import subprocess
@@ -16,7 +17,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def test_the_auto_setup_runs_an_unmarked_hp_with_auto_jobs_on_a_corun_segment_of_its_own():
-    import argparse
     args = argparse.Namespace(build="/b", lp_mode="time:500", partition_sms=16)
     segments = {"corun": "s-corun", "corunauto": "s-corunauto"}
     hp = matrix.group_env(args, "corunauto", "hp", segments, ("/pipe", "/log"))
@@ -149,6 +149,7 @@ def test_a_partition_that_fell_back_is_refused():
     (["--loads", "poisson-99"], "unknown load 'poisson-99'"),
     (["--setups", "hp_alone,lp_alone,corun_auto_short", "--auto-idle-us", "0"], "--auto-idle-us 0: must be 1..10000000"),
     (["--auto-idle-us", "300"], "add corun_auto_short to --setups"),
+    (["--learn-load", "1.5"], "--learn-load 1.5: must be 0..1"),
 ])
 def test_bad_arguments_are_one_clear_error(tmp_path, argv, message):
     r = subprocess.run([sys.executable, "-m", "bench.gpu.matrix", "--build", str(tmp_path), "--out", str(tmp_path / "o")]
@@ -272,3 +273,10 @@ def test_auto_idle_us_reaches_the_short_auto_hp_only_beside_the_default_one(tmp_
     (cell,) = json.loads((out / "matrix.json").read_text())["cells"]
     assert {"corun", "corun_auto", "corun_auto_short"} <= set(cell["setups"])
     assert "corun_auto_short" in r.stdout  # the summary's column
+
+
+def test_guarded_learns_at_the_set_load_or_the_cells_own():
+    args = argparse.Namespace(learn_load=0.0)
+    assert matrix.learn_load(args, "poisson-25") == matrix.LOADS["poisson-25"]
+    args.learn_load = 0.9
+    assert matrix.learn_load(args, "poisson-25") == 0.9

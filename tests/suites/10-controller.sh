@@ -71,7 +71,7 @@ expect cli_guard_not_for_status 2 "go with 'create' or 'serve', not 'status'" "$
 check cli_guard_bad_values_made_nothing test ! -e "/dev/shm${NAME}"
 expect cli_create_guarded 0 "^$NAME\$" "$EXP" create --name "$TAG" --policy guarded --guard-p50 0.03 --guard-p99 0.08
 expect cli_status_guarded_table 0 "guarded: arm in force stop \(start: .*bound p50 \+3.0 %, p99 \+8.0 %" "$EXP" status --name "$TAG"
-expect cli_status_guarded_json 0 '^ok$' bash -c "\"$EXP\" status --name $TAG --json | \"$PYTHON\" -c 'import json,sys; g=json.load(sys.stdin)[\"guarded\"]; assert g[\"in_force\"]==\"stop\" and g[\"reason\"]==\"start\" and g[\"eps_p50\"]==0.03 and g[\"eps_p99\"]==0.08 and list(g[\"arms\"])==[\"stop\",\"partition:16\",\"partition:32\",\"partition:48\"], g; print(\"ok\")'"
+expect cli_status_guarded_json 0 '^ok$' bash -c "\"$EXP\" status --name $TAG --json | \"$PYTHON\" -c 'import json,sys; g=json.load(sys.stdin)[\"guarded\"]; assert g[\"in_force\"]==\"stop\" and g[\"reason\"]==\"start\" and g[\"eps_p50\"]==0.03 and g[\"eps_p99\"]==0.08 and list(g[\"arms\"])==[\"stop\",\"partition:16\",\"partition:32\",\"partition:64\",\"partition:96\",\"partition:120\"], g; print(\"ok\")'"
 expect cli_guard_reset 0 "^reset the guarded policy of $NAME: stop in force\$" "$EXP" guard-reset --name "$TAG"
 expect cli_guard_reset_shown 0 "guarded: arm in force stop \(reset by an operator" "$EXP" status --name "$TAG"
 expect cli_remove_guarded 0 "removed $NAME" "$EXP" remove --name "$TAG"
