@@ -10,7 +10,8 @@
  *   Mann-Whitney rank test over every (arm job, stop job) pair must show the arm's jobs shorter
  *   than stop's times (1 + eps_p50) at one-sided 1 % (z >= 2.33), and the arm's p99 must be within
  *   (1 + eps_p99) of stop's. Noise lowers z, so noise never promotes; an arm shown longer (z <=
- *   -2.33), or not within after GY_GUARD_TRIAL_MAX jobs, is rejected. The durations are kept as
+ *   -3.09), or a trial not within after GY_GUARD_TRIAL_MAX jobs, is rejected. Both windows cover
+ *   the same time: stop's paired window starts with the trial. The durations are kept as
  *   histograms of 1 % bins around a base (stop's first median), so a window holds thousands of
  *   jobs in a few hundred bytes and a job's end costs one bin.
  *   Demotion is fast: once a block of an arm's GY_GUARD_RECENT jobs clearly leaves the bound
@@ -172,6 +173,7 @@ static void start_trial(struct gy_guard *g, uint32_t arm)
         return;
     g->trial = arm;
     reset_window(&g->arms[arm]);
+    reset_window(&g->paired_stop);
 }
 
 enum gy_guard_arm gy_guard_pick(struct gy_guard *g)
@@ -185,6 +187,7 @@ enum gy_guard_arm gy_guard_pick(struct gy_guard *g)
         g->last_recheck = g->jobs;
         for (uint32_t a = GY_ARM_STOP + 1; a < GY_GUARD_ARM_COUNT; a++)
             reset_window(&g->arms[a]);
+        reset_window(&g->paired_stop);
         g->confirmed = 0;
         if (g->in_force != GY_ARM_STOP)
             g->reason = GY_GUARD_WHY_RECHECK;
@@ -242,6 +245,8 @@ static void add_sample(struct gy_guard *g, uint32_t arm, uint64_t duration_ns, u
     w->lp_ns += duration_ns;
     if (g->base_us) {
         bin_sample(g, w, us);
+        if (arm == GY_ARM_STOP)
+            bin_sample(g, &g->paired_stop, us);
     } else if (arm == GY_ARM_STOP && w->recent_n == GY_GUARD_RECENT) {
         /* The histograms' centre: stop's median over its first jobs; they go in as the first samples. */
         uint32_t scratch[GY_GUARD_RECENT];
@@ -254,7 +259,8 @@ static void add_sample(struct gy_guard *g, uint32_t arm, uint64_t duration_ns, u
 /* What the arms are judged against: stop's median and p99 (microseconds, over its histogram). */
 struct stop_baseline {
     uint32_t count;
-    double median, p99;
+    double median, p99;         /* over stop's window */
+    double recent_median, recent_max; /* over its last GY_GUARD_RECENT jobs (0: fewer yet) */
 };
 
 static struct stop_baseline baseline(const struct gy_guard *g)
@@ -265,6 +271,11 @@ static struct stop_baseline baseline(const struct gy_guard *g)
         b.median = gy_guard_bin_us(gy_guard_bin_quantile(w->bins, w->n, 0.5), g->base_us);
         b.p99 = gy_guard_bin_us(gy_guard_bin_quantile(w->bins, w->n, 0.99), g->base_us);
     }
+    if (w->recent_n == GY_GUARD_RECENT) {
+        uint32_t scratch[GY_GUARD_RECENT];
+        b.recent_median = gy_guard_order_stat(w->recent, GY_GUARD_RECENT, GY_GUARD_RECENT / 2, scratch);
+        b.recent_max = scratch[GY_GUARD_RECENT - 1];
+    }
     return b;
 }
 
@@ -274,42 +285,54 @@ static double bound(double stop_value, uint32_t eps_ppm) { return stop_value * (
  * block of GY_GUARD_RECENT jobs, not at every job (overlapping looks at a noisy HP would find a
  * lucky miss of a costless arm sooner or later), at a level that a costless arm passes: the
  * block's median's 99.9 % lower bound above the p50 bound, or 4 of its 16 above the p99 bound
- * (1 % expected there). A costly arm (the 1.5x of a GPU-bound HP) is out after one block; a small
- * cost is left to the full test. */
+ * (1 % expected there). Against stop's recent jobs (the larger of the median of its last 16 and
+ * of its paired window; its p99, or the maximum of its last 16 when higher), so that a change of
+ * the HP's speed since stop's window began (a host-bound HP after idle time) is not taken for a cost. A costly arm (the 1.7x of a GPU-bound HP beside a GEMM
+ * LP) is out after one block; a small cost is left to the full test. */
 static bool recent_out(struct gy_guard *g, uint32_t arm, const struct stop_baseline *b)
 {
     const struct gy_guard_window *w = &g->arms[arm];
     uint32_t scratch[GY_GUARD_RECENT], l, u;
-    if (w->recent_n < GY_GUARD_RECENT || b->count < GY_GUARD_RECENT || w->jobs % GY_GUARD_RECENT)
+    if (w->recent_n < GY_GUARD_RECENT || !(b->recent_median > 0) || w->jobs % GY_GUARD_RECENT)
         return false;
+    double p99 = b->p99 > b->recent_max ? b->p99 : b->recent_max;
+    /* stop's median: the larger of its last 16 jobs' (a speed change of the HP shows there first)
+     * and its paired window's (16 jobs alone are noisy: a low one dropped costless arms) */
+    const struct gy_guard_window *paired = &g->paired_stop;
+    double median = b->recent_median;
+    if (g->base_us && paired->n >= GY_GUARD_MIN_JOBS) {
+        double m = gy_guard_bin_us(gy_guard_bin_quantile(paired->bins, paired->n, 0.5), g->base_us);
+        median = m > median ? m : median;
+    }
     gy_guard_median_ranks(GY_GUARD_RECENT, FALLBACK_CONF, &l, &u);
     uint32_t lcb = gy_guard_order_stat(w->recent, GY_GUARD_RECENT, l, scratch);
     uint32_t above = 0;
     for (uint32_t i = 0; i < GY_GUARD_RECENT; i++)
-        above += w->recent[i] > bound(b->p99, g->eps_p99_ppm);
-    if (lcb > bound(b->median, g->eps_p50_ppm) || above >= P99_OUT_OF_RECENT) {
-        g->ratio_p50_ppm = b->median > 0 ? ppm(scratch[GY_GUARD_RECENT / 2 - 1] / b->median) : 0;
-        g->ratio_p99_ppm = b->p99 > 0 ? ppm(scratch[GY_GUARD_RECENT - 1] / b->p99) : 0;
+        above += w->recent[i] > bound(p99, g->eps_p99_ppm);
+    if (lcb > bound(median, g->eps_p50_ppm) || above >= P99_OUT_OF_RECENT) {
+        g->ratio_p50_ppm = ppm(scratch[GY_GUARD_RECENT / 2 - 1] / median);
+        g->ratio_p99_ppm = ppm(scratch[GY_GUARD_RECENT - 1] / p99);
         return true;
     }
     return false;
 }
 
-/* The full test of `arm` against stop, over both histograms: -1 clearly out of the bound, 1
+/* The full test of `arm` against stop's jobs of the same time (paired_stop): -1 clearly out of the bound, 1
  * within it, 0 cannot tell yet. Within: Mann-Whitney's z for "the arm's jobs are shorter than
  * stop's times 1 + eps_p50" at least GY_GUARD_LOOK_Z, and the arm's p99 bin within stop's p99 bin
  * times 1 + eps_p99 (an arm's p99 beyond the last bin cannot be judged: not within). */
-static int test_arm(struct gy_guard *g, uint32_t arm, const struct stop_baseline *b)
+static int test_arm(struct gy_guard *g, uint32_t arm)
 {
-    const struct gy_guard_window *w = &g->arms[arm], *s = &g->arms[GY_ARM_STOP];
+    const struct gy_guard_window *w = &g->arms[arm], *s = &g->paired_stop;
     double z = gy_guard_scale_z(w->bins, w->n, s->bins, s->n, gy_guard_bins_for(g->eps_p50_ppm / 1e6));
     unsigned p99 = gy_guard_bin_quantile(w->bins, w->n, 0.99), stop_p99 = gy_guard_bin_quantile(s->bins, s->n, 0.99);
     double median = gy_guard_bin_us(gy_guard_bin_quantile(w->bins, w->n, 0.5), g->base_us);
-    g->ratio_p50_ppm = b->median > 0 ? ppm(median / b->median) : 0;
-    g->ratio_p99_ppm = b->p99 > 0 ? ppm(gy_guard_bin_us(p99, g->base_us) / b->p99) : 0;
+    double stop_median = gy_guard_bin_us(gy_guard_bin_quantile(s->bins, s->n, 0.5), g->base_us);
+    g->ratio_p50_ppm = ppm(median / stop_median);
+    g->ratio_p99_ppm = ppm(gy_guard_bin_us(p99, g->base_us) / gy_guard_bin_us(stop_p99, g->base_us));
     g->z_milli = (int32_t)(z * 1000 + (z < 0 ? -0.5 : 0.5));
     bool p99_ok = p99 < GY_GUARD_BINS - 1 && (int)p99 <= (int)stop_p99 + gy_guard_bins_for(g->eps_p99_ppm / 1e6);
-    if (z <= -GY_GUARD_LOOK_Z)
+    if (z <= -GY_GUARD_OUT_Z)
         return -1;
     return z >= GY_GUARD_LOOK_Z && p99_ok ? 1 : 0;
 }
@@ -363,6 +386,7 @@ static void start_over(struct gy_guard *g, enum gy_guard_reason why, struct gy_g
         g->backoff_until[a] = 0;
         g->strikes[a] = 0;
     }
+    reset_window(&g->paired_stop);
     g->base_us = 0;
     g->trial = GY_GUARD_NO_ARM;
     g->confirmed = 0;
@@ -417,9 +441,9 @@ struct gy_guard_change gy_guard_record(struct gy_guard *g, enum gy_guard_arm arm
         return c;
     }
     const struct gy_guard_window *w = &g->arms[arm];
-    if (!is_look(w->n) || b.count < GY_GUARD_MIN_JOBS)
+    if (!is_look(w->n) || g->paired_stop.n < GY_GUARD_MIN_JOBS)
         return c;
-    int verdict = test_arm(g, arm, &b);
+    int verdict = test_arm(g, arm);
     bool full = w->n >= GY_GUARD_TRIAL_MAX;
     if (arm == g->trial && verdict > 0) {
         uint32_t before = g->in_force;
@@ -435,7 +459,10 @@ struct gy_guard_change gy_guard_record(struct gy_guard *g, enum gy_guard_arm arm
     } else if (arm == g->in_force && !g->confirmed && verdict > 0) {
         g->confirmed = 1;
         g->strikes[arm] = 0;
-    } else if (verdict < 0 || (verdict == 0 && full && !(arm == g->in_force && g->confirmed))) {
+    } else if (verdict < 0 || (verdict == 0 && full && arm == g->trial)) {
+        /* A trial not within after GY_GUARD_TRIAL_MAX jobs is rejected; the arm in force, measured
+         * again after a re-check, goes only when shown out (it passed once; its window is not
+         * balanced with stop's: stop gets a quarter of the jobs outside trials). */
         drop(g, arm, arm == g->trial ? GY_GUARD_WHY_REJECTED : GY_GUARD_WHY_FALLBACK, &c);
     }
     return c;

@@ -27,14 +27,15 @@
 
 /* The rule's constants (guarded.c says why each). */
 #define GY_GUARD_MIN_JOBS 32        /* samples stop needs before a trial; the first look of an arm */
-#define GY_GUARD_LOOK_Z 2.33        /* a look passes at z >= this (one-sided 1 %), fails at z <= -this */
+#define GY_GUARD_LOOK_Z 2.33        /* a look passes at z >= this (one-sided 1 %) */
+#define GY_GUARD_OUT_Z 3.09         /* ... and shows the arm out of the bound at z <= -this (0.1 %) */
 #define GY_GUARD_TRIAL_MAX 2048     /* an arm not within the bound after this many jobs is rejected */
 #define GY_GUARD_WINDOW_MAX 4096    /* a window's counts are halved here (it ages) */
 #define GY_GUARD_TRIAL_STOP_SHARE 0.5 /* the stop share while an arm is tried (at least) */
 #define GY_GUARD_BACKOFF_JOBS 500   /* a rejected or fallen-back arm is not tried again before */
 #define GY_GUARD_MAX_DOUBLINGS 5    /* ... and twice as long each time in a row, up to 32 x */
 #define GY_GUARD_RECHECK_JOBS 8000  /* windows of the partition arms reset this often (between trials) */
-#define GY_GUARD_SHIFT 0.25         /* stop's recent median this far from its window's: reset */
+#define GY_GUARD_SHIFT 0.5          /* stop's recent median this far from its window's: reset */
 
 /* ---- statistics (guard_stats.c) ------------------------------------------------------------- */
 /* The k-th smallest (1-based, 1..n) of n values; `scratch` holds n values (sorted there). */

@@ -78,6 +78,10 @@ struct gy_guard {
     uint64_t backoff_until[GY_GUARD_ARM_COUNT]; /* an arm is not tried again before this many jobs */
     uint32_t strikes[GY_GUARD_ARM_COUNT];       /* times in a row the arm was dropped: backoff doubles */
     struct gy_guard_window arms[GY_GUARD_ARM_COUNT];
+    /* stop's jobs since the window under test began (a trial, or the arm in force after a
+     * re-check): what the full test compares it with, so that both windows cover the same time
+     * and a change of the HP's own speed meanwhile (a host-bound HP's CPU) falls on both. */
+    struct gy_guard_window paired_stop;
 };
 
 #endif
