@@ -20,7 +20,8 @@
  * In force is the arm within the bound with the most LP progress. Every GY_GUARD_RECHECK_JOBS jobs
  * (between trials) the partition arms' windows reset, so the arm in force is tested again and
  * larger ones retried; when stop's recent median moves by more than GY_GUARD_SHIFT from its
- * window's, the HP changed: everything resets to stop. */
+ * window's, the HP's speed changed: the windows start again around the new median and the arm in
+ * force is measured again (shifted()). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -236,10 +237,14 @@ static void add_sample(struct gy_guard *g, uint32_t arm, uint64_t duration_ns, u
     struct gy_guard_window *w = &g->arms[arm];
     uint64_t us64 = (duration_ns + 500) / 1000;
     uint32_t us = us64 > UINT32_MAX ? UINT32_MAX : us64 ? (uint32_t)us64 : 1;
+    if (arm == GY_ARM_STOP)
+        g->stop_recent_job[w->head % GY_GUARD_RECENT] = g->jobs;
     w->recent[w->head % GY_GUARD_RECENT] = us;
     w->head = (w->head + 1) % GY_GUARD_RECENT;
     if (w->recent_n < GY_GUARD_RECENT)
         w->recent_n++;
+    if (w->jobs % GY_GUARD_RECENT == 0) /* the first job of a block */
+        w->block_start = g->jobs;
     w->jobs++;
     w->lp_work += lp_work;
     w->lp_ns += duration_ns;
@@ -285,9 +290,10 @@ static double bound(double stop_value, uint32_t eps_ppm) { return stop_value * (
  * block of GY_GUARD_RECENT jobs, not at every job (overlapping looks at a noisy HP would find a
  * lucky miss of a costless arm sooner or later), at a level that a costless arm passes: the
  * block's median's 99.9 % lower bound above the p50 bound, or 4 of its 16 above the p99 bound
- * (1 % expected there). Against stop's recent jobs (the larger of the median of its last 16 and
- * of its paired window; its p99, or the maximum of its last 16 when higher), so that a change of
- * the HP's speed since stop's window began (a host-bound HP after idle time) is not taken for a cost. A costly arm (the 1.7x of a GPU-bound HP beside a GEMM
+ * (1 % expected there). Against stop's recent jobs (the largest median of its last 16, of its
+ * paired window and of its jobs during the block; its p99, or the maximum of its last 16 when
+ * higher), so that a change of the HP's speed (a host-bound HP after idle time) is not taken for a
+ * cost of the arm. A costly arm (the 1.7x of a GPU-bound HP beside a GEMM
  * LP) is out after one block; a small cost is left to the full test. */
 static bool recent_out(struct gy_guard *g, uint32_t arm, const struct stop_baseline *b)
 {
@@ -298,12 +304,23 @@ static bool recent_out(struct gy_guard *g, uint32_t arm, const struct stop_basel
     double p99 = b->p99 > b->recent_max ? b->p99 : b->recent_max;
     /* stop's median: the larger of its last 16 jobs' (a speed change of the HP shows there first)
      * and its paired window's (16 jobs alone are noisy: a low one dropped costless arms) */
-    const struct gy_guard_window *paired = &g->paired_stop;
+    const struct gy_guard_window *paired = &g->paired_stop, *stop = &g->arms[GY_ARM_STOP];
     double median = b->recent_median;
     if (g->base_us && paired->n >= GY_GUARD_MIN_JOBS) {
         double m = gy_guard_bin_us(gy_guard_bin_quantile(paired->bins, paired->n, 0.5), g->base_us);
         median = m > median ? m : median;
     }
+    /* ... and of stop's jobs during this block (at least 3, else no decision on this block): the
+     * HP's speed right now, when it changed since stop's last 16 (stop gets a quarter of the jobs:
+     * its last 16 lag behind a block, and a block slow all through looked like a 2x cost) */
+    uint32_t during[GY_GUARD_RECENT], k = 0;
+    for (uint32_t i = 0; i < stop->recent_n; i++)
+        if (g->stop_recent_job[i] >= w->block_start)
+            during[k++] = stop->recent[i];
+    if (k < 3)
+        return false; /* too few to tell the arm from a change of the HP's speed: the next block */
+    uint32_t m = gy_guard_order_stat(during, k, (k + 1) / 2, scratch);
+    median = m > median ? m : median;
     gy_guard_median_ranks(GY_GUARD_RECENT, FALLBACK_CONF, &l, &u);
     uint32_t lcb = gy_guard_order_stat(w->recent, GY_GUARD_RECENT, l, scratch);
     uint32_t above = 0;
@@ -320,7 +337,7 @@ static bool recent_out(struct gy_guard *g, uint32_t arm, const struct stop_basel
 /* The full test of `arm` against stop's jobs of the same time (paired_stop): -1 clearly out of the bound, 1
  * within it, 0 cannot tell yet. Within: Mann-Whitney's z for "the arm's jobs are shorter than
  * stop's times 1 + eps_p50" at least GY_GUARD_LOOK_Z, and the arm's p99 bin within stop's p99 bin
- * times 1 + eps_p99 (an arm's p99 beyond the last bin cannot be judged: not within). */
+ * times 1 + eps_p99 (an arm's p99 beyond the last bin: within only when stop's is beyond it too). */
 static int test_arm(struct gy_guard *g, uint32_t arm)
 {
     const struct gy_guard_window *w = &g->arms[arm], *s = &g->paired_stop;
@@ -331,7 +348,9 @@ static int test_arm(struct gy_guard *g, uint32_t arm)
     g->ratio_p50_ppm = ppm(median / stop_median);
     g->ratio_p99_ppm = ppm(gy_guard_bin_us(p99, g->base_us) / gy_guard_bin_us(stop_p99, g->base_us));
     g->z_milli = (int32_t)(z * 1000 + (z < 0 ? -0.5 : 0.5));
-    bool p99_ok = p99 < GY_GUARD_BINS - 1 && (int)p99 <= (int)stop_p99 + gy_guard_bins_for(g->eps_p99_ppm / 1e6);
+    /* past the last bin a p99 cannot be judged: within only when stop's is past it too */
+    bool p99_ok = p99 < GY_GUARD_BINS - 1 ? (int)p99 <= (int)stop_p99 + gy_guard_bins_for(g->eps_p99_ppm / 1e6)
+                                          : stop_p99 == GY_GUARD_BINS - 1;
     if (z <= -GY_GUARD_OUT_Z)
         return -1;
     return z >= GY_GUARD_LOOK_Z && p99_ok ? 1 : 0;
@@ -394,18 +413,37 @@ static void start_over(struct gy_guard *g, enum gy_guard_reason why, struct gy_g
     g->reason = why;
 }
 
-/* Stop's recent median far from its window's: the HP itself changed. Start over. */
-static bool shifted(struct gy_guard *g, struct gy_guard_change *c)
+/* Stop's recent median far from its window's: the HP's own speed changed (another input, or a
+ * host-bound HP's CPU: on the H100 the launch-bound HP ran whole segments at 5 or at 11 ms a job).
+ * The windows start again around the new median (stop's last 16 jobs are its first samples); the
+ * arm in force stays, unconfirmed, measured again like after a re-check: its fast fallback is
+ * judged against stop's recent jobs, so an arm that costs the changed HP goes within a block or
+ * two. Starting over from stop here threw away thousands of jobs of learning at every change. */
+static bool shifted(struct gy_guard *g)
 {
-    const struct gy_guard_window *w = &g->arms[GY_ARM_STOP];
-    uint32_t scratch[GY_GUARD_RECENT];
+    struct gy_guard_window *w = &g->arms[GY_ARM_STOP];
+    uint32_t scratch[GY_GUARD_RECENT], kept[GY_GUARD_RECENT];
     if (!g->base_us || w->n < 2 * GY_GUARD_RECENT || w->recent_n < GY_GUARD_RECENT)
         return false;
     double whole = baseline(g).median;
     uint32_t recent = gy_guard_order_stat(w->recent, GY_GUARD_RECENT, GY_GUARD_RECENT / 2, scratch);
     if (!(whole > 0) || (recent <= whole * (1 + GY_GUARD_SHIFT) && recent >= whole * (1 - GY_GUARD_SHIFT)))
         return false;
-    start_over(g, GY_GUARD_WHY_SHIFT, c);
+    memcpy(kept, w->recent, sizeof kept);
+    uint32_t head = w->head;
+    for (uint32_t a = 0; a < GY_GUARD_ARM_COUNT; a++)
+        reset_window(&g->arms[a]);
+    reset_window(&g->paired_stop);
+    g->base_us = recent;
+    memcpy(w->recent, kept, sizeof kept);
+    w->head = head;
+    w->recent_n = GY_GUARD_RECENT;
+    for (uint32_t i = 0; i < GY_GUARD_RECENT; i++)
+        bin_sample(g, w, kept[i]), bin_sample(g, &g->paired_stop, kept[i]);
+    g->trial = GY_GUARD_NO_ARM;
+    g->confirmed = 0;
+    g->last_recheck = g->jobs;
+    g->reason = GY_GUARD_WHY_SHIFT;
     return true;
 }
 
@@ -430,7 +468,7 @@ struct gy_guard_change gy_guard_record(struct gy_guard *g, enum gy_guard_arm arm
         return c;
     add_sample(g, arm, duration_ns, arm == GY_ARM_STOP ? 0 : lp_work);
     if (arm == GY_ARM_STOP) {
-        shifted(g, &c);
+        shifted(g);
         return c;
     }
     if ((arm != g->trial && arm != g->in_force) || !g->base_us)

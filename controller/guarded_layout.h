@@ -34,7 +34,7 @@ enum gy_guard_arm { GY_GUARD_ARMS(GY_GUARD_ARM_ENUM) GY_GUARD_ARM_COUNT };
     X(KEPT, "kept", "kept: a larger arm was within the bound but gave no more LP progress")        \
     X(REJECTED, "rejected", "the tried arm missed the bound of stop (p50 or p99)")                 \
     X(FALLBACK, "fallback", "fallback: the arm's recent jobs left the bound of stop")              \
-    X(SHIFT, "shift", "reset: the HP's job time shifted by more than 25 %")                        \
+    X(SHIFT, "shift", "shift: the HP's job time moved by more than 50 %; measured again from there") \
     X(RECHECK, "recheck", "re-check: windows reset after the periodic interval; kept while within the bound") \
     X(FORCED, "forced", "forced by gy_guard_force (tests, operators)")                              \
     X(RESET, "reset", "reset by an operator (expcontroller guard-reset): learning again from stop")
@@ -55,6 +55,7 @@ struct gy_guard_window {
     uint64_t jobs;    /* jobs recorded ever (never reset) */
     uint64_t lp_work; /* lower partition launches + copies during the window's jobs */
     uint64_t lp_ns;   /* the window's jobs' total duration, for progress per second */
+    uint64_t block_start; /* the guard's job count when this arm's current block of RECENT began */
 };
 struct gy_guard {
     _Atomic uint32_t current;  /* enum gy_guard_arm of the jobs now open (stop when any is stop) */
@@ -82,6 +83,7 @@ struct gy_guard {
      * re-check): what the full test compares it with, so that both windows cover the same time
      * and a change of the HP's own speed meanwhile (a host-bound HP's CPU) falls on both. */
     struct gy_guard_window paired_stop;
+    uint64_t stop_recent_job[GY_GUARD_RECENT]; /* the guard's job count at each of stop's recent durations */
 };
 
 #endif

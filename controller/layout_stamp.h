@@ -36,10 +36,10 @@
     X(gy_guard, eps_p50_ppm) X(gy_guard, eps_p99_ppm) X(gy_guard, stop_share_ppm) X(gy_guard, open)          \
     X(gy_guard, ratio_p50_ppm) X(gy_guard, ratio_p99_ppm) X(gy_guard, changes) X(gy_guard, z_milli) X(gy_guard, base_us) X(gy_guard, rng)              \
     X(gy_guard, jobs) X(gy_guard, last_recheck) X(gy_guard, backoff_until) X(gy_guard, strikes)           \
-    X(gy_guard, arms) X(gy_guard, paired_stop)
+    X(gy_guard, arms) X(gy_guard, paired_stop) X(gy_guard, stop_recent_job)
 #define GY_GUARD_WINDOW_FIELDS(X)                                                                      \
     X(gy_guard_window, bins) X(gy_guard_window, recent) X(gy_guard_window, head) X(gy_guard_window, recent_n) X(gy_guard_window, n) X(gy_guard_window, jobs)         \
-    X(gy_guard_window, lp_work) X(gy_guard_window, lp_ns)
+    X(gy_guard_window, lp_work) X(gy_guard_window, lp_ns) X(gy_guard_window, block_start)
 
 #define GY_FIELD_SIZE(s, f) sizeof(((struct s *)0)->f)
 

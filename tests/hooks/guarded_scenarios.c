@@ -340,7 +340,7 @@ static void scenario_guarded(void)
  * rule, measuring real job times and the LP's partition launches, must leave stop for a partition
  * (the bound is wide here, 20 %: the machine running the test is shared and its timing noisy).
  * Where it ends is not checked: a burst of load on that machine may rightly make it fall back. */
-#define CONVERGE_JOBS 400
+#define CONVERGE_JOBS 600
 
 static void scenario_converges(void)
 {
