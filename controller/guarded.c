@@ -407,6 +407,8 @@ static void start_over(struct gy_guard *g, enum gy_guard_reason why, struct gy_g
     }
     reset_window(&g->paired_stop);
     g->base_us = 0;
+    g->ratio_p50_ppm = g->ratio_p99_ppm = 0; /* the last test was of another pair */
+    g->z_milli = 0;
     g->trial = GY_GUARD_NO_ARM;
     g->confirmed = 0;
     set_in_force(g, GY_ARM_STOP, why, c);

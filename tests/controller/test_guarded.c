@@ -481,6 +481,7 @@ TEST(an_operator_reset_forgets_what_was_learned_and_learns_again)
         CHECK(g->arms[a].n == 0 && g->backoff_until[a] == 0, "arm %d: window %u, backoff %llu", a, g->arms[a].n,
               (unsigned long long)g->backoff_until[a]);
     CHECK(g->jobs == jobs && g->rng == rng && g->trial == GY_GUARD_NO_ARM, "counts or random state changed");
+    CHECK(g->z_milli == 0 && g->ratio_p50_ppm == 0 && g->base_us == 0, "the last test's figures survive a reset");
     simulate(g, &costless, 1500, &r);
     CHECK(g->in_force == TOP, "not learned again after the reset: %s", gy_guard_arm_name(g->in_force));
 }
