@@ -128,14 +128,32 @@ def window_s(args, rate):
 
 # ---- the processes ------------------------------------------------------------------------------
 
-class Proc:
-    """One matrix_worker, spoken to in JSON lines."""
+def cpu_plan(keys, cpus):
+    """--pin: {(group, role): CPUs}. Each HP worker gets two CPUs of its own (a host-bound HP's launch
+    loop then never shares a CPU with another worker's thread), the LP workers share what is left
+    after the first two (the harness, the controller and the MPS daemon run there, unpinned).
+    None when there are too few CPUs for that."""
+    cpus = sorted(cpus)
+    hps = [k for k in keys if k[1] == "hp"]
+    lps = [k for k in keys if k[1] != "hp"]
+    if len(cpus) < 2 + 2 * len(hps) + (1 if lps else 0):
+        return None
+    plan = {k: cpus[2 + 2 * i: 4 + 2 * i] for i, k in enumerate(hps)}
+    rest = cpus[2 + 2 * len(hps):]
+    plan.update({k: rest for k in lps})
+    return plan
 
-    def __init__(self, name, argv, env, log_path):
+
+class Proc:
+    """One matrix_worker, spoken to in JSON lines (on `cpus` only, when given)."""
+
+    def __init__(self, name, argv, env, log_path, cpus=None):
         self.name = name
         self.log = open(log_path, "w")
+        pin = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
         self.proc = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self.log, start_new_session=True, text=True, bufsize=1)
+                                     stderr=self.log, start_new_session=True, text=True, bufsize=1,
+                                     preexec_fn=pin)
         self.buf = ""
 
     def send(self, cmd):
@@ -322,14 +340,17 @@ def run(args):
             if g in POLICY_GROUPS or (g == "markonly" and "corun" not in tools.segments):
                 tools.create_segment("corun" if g == "markonly" else g)
         tools.start_clocks(os.path.join(args.out, "clocks.csv"))
-        for g in groups:
-            for role in ("hp", "lp"):
-                if g == "markonly" and role == "lp":
-                    continue
-                argv = [args.python, "-m", args.worker_module, "--role", role] + (
-                    ["--backend", args.backend] if args.backend else [])
-                procs[(g, role)] = Proc(f"{g}_{role}", argv, group_env(args, g, role, tools.segments, tools.mps_dirs),
-                                        os.path.join(args.out, f"{g}_{role}.log"))
+        keys = [(g, role) for g in groups for role in ("hp", "lp") if not (g == "markonly" and role == "lp")]
+        pins = cpu_plan(keys, os.sched_getaffinity(0)) if args.pin else {}
+        if pins is None:
+            fail(f"--pin: {len(os.sched_getaffinity(0))} CPUs are too few for two per HP worker "
+                 f"({sum(1 for k in keys if k[1] == 'hp')}) and the rest; run without --pin")
+        raw["cpus"] = {f"{g}_{role}": list(c) for (g, role), c in pins.items()}
+        for g, role in keys:
+            argv = [args.python, "-m", args.worker_module, "--role", role] + (
+                ["--backend", args.backend] if args.backend else [])
+            procs[(g, role)] = Proc(f"{g}_{role}", argv, group_env(args, g, role, tools.segments, tools.mps_dirs),
+                                    os.path.join(args.out, f"{g}_{role}.log"), pins.get((g, role)))
         for p in procs.values():
             p.reply(args.ready_timeout, "start-up")
         print(f"matrix: {len(procs)} workers up in {time.monotonic() - started:.1f} s; {len(plan)} cells, "
@@ -708,6 +729,8 @@ def parse_args(argv):
     p.add_argument("--lp-mode", default="time:500")
     p.add_argument("--learn-jobs", type=int, default=300,
                    help="guarded: HP jobs it learns on before each cell's rounds (0: none, no reset)")
+    p.add_argument("--pin", action="store_true",
+                   help="each HP worker on two CPUs of its own, the LP workers on the rest (recorded in raw.json: cpus)")
     p.add_argument("--learn-load", type=float, default=0.9,
                    help="guarded: the load it learns at, a fraction of the HP's calibrated rate (0: the cell's load)")
     p.add_argument("--partition-sms", type=int, default=16)
