@@ -496,14 +496,16 @@ def learn_guarded(args, procs, tools, raw, cell):
 
 def policy_problems(raw):
     """Partition segments whose LP fell back (not `active`) or sent nothing to the partition (an LP
-    of kernels: a graph LP sends nothing by design): their ratios describe another policy, so no
-    verdict is written."""
+    of kernels: a graph LP sends nothing by design, and may never make its partition: state `-`):
+    their ratios describe another policy, so no verdict is written."""
     problems = []
     for seg in raw["segments"]:
         check = seg.get("lp_partition")
         if seg["setup"] != "partition" or check is None:
             continue
         where = f"{seg['hp']}+{seg['lp']} {seg['load']} round {seg['round']}"
+        if check["state"] == "-" and seg["lp"] in GRAPH_LPS:
+            continue  # a graph LP that launched nothing but graphs during jobs never needed its partition
         if check["state"] != "active":
             problems.append(f"{where}: the LP's partition state is '{check['state']}', not 'active'")
         elif check["launches"] <= 0 and seg["lp"] not in GRAPH_LPS:

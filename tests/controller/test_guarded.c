@@ -251,6 +251,20 @@ TEST(no_more_lp_progress_keeps_the_smaller_arm)
     CHECK(g->in_force == GY_ARM_P16, "in force %s (%s)", gy_guard_arm_name(g->in_force), gy_guard_reason_text(g->reason));
 }
 
+TEST(an_lp_that_sends_nothing_to_partitions_gets_no_larger_trial)
+{
+    struct pair p = costless;
+    for (int a = 0; a < GY_GUARD_ARM_COUNT; a++)
+        p.lp_per_ms[a] = 0; /* a graph LP: its graphs wait under every arm */
+    struct gy_guard *g = fresh(13);
+    struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
+    simulate(g, &p, 3000, &r);
+    CHECK(g->in_force == GY_ARM_STOP && r.jobs_on[GY_ARM_P16] > 0 && jobs_on_partitions(&r, GY_ARM_P32) == 0,
+          "in force %s (%s), %llu jobs on 16 SMs, %llu on larger arms", gy_guard_arm_name(g->in_force),
+          gy_guard_reason_text(g->reason), (unsigned long long)r.jobs_on[GY_ARM_P16],
+          (unsigned long long)jobs_on_partitions(&r, GY_ARM_P32));
+}
+
 /* ---- fallback -------------------------------------------------------------------------------- */
 
 static void check_fallback(double cost, uint64_t seed)

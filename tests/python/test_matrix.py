@@ -138,7 +138,11 @@ def test_a_partition_that_fell_back_is_refused():
     assert matrix.policy_problems(raw) == ["gemm+graph poisson-25 round 0: the LP's partition state is 'no MPS', not 'active'"]
     raw["segments"][-1]["lp_partition"] = {"state": "active", "launches": 0}
     assert matrix.policy_problems(raw) == []  # a graph LP's graphs never go to the partition: they wait
+    raw["segments"][-1]["lp_partition"] = {"state": "-", "launches": 0}
+    assert matrix.policy_problems(raw) == []  # ... and it may never have made the partition at all
     raw["segments"][-1]["lp"] = "gemm"
+    assert matrix.policy_problems(raw) == ["gemm+gemm poisson-25 round 0: the LP's partition state is '-', not 'active'"]
+    raw["segments"][-1]["lp_partition"] = {"state": "active", "launches": 0}
     assert matrix.policy_problems(raw) == ["gemm+gemm poisson-25 round 0: the LP sent no launch to the partition"]
 
 
