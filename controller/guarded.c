@@ -293,8 +293,8 @@ static double bound(double stop_value, uint32_t eps_ppm) { return stop_value * (
  * (1 % expected there). Against stop's recent jobs (the largest median of its last 16, of its
  * paired window and of its jobs during the block; its p99, or the maximum of its last 16 when
  * higher), so that a change of the HP's speed (a host-bound HP after idle time) is not taken for a
- * cost of the arm. A costly arm (the 1.7x of a GPU-bound HP beside a GEMM
- * LP) is out after one block; a small cost is left to the full test. */
+ * cost of the arm. A costly arm (the 1.7x of a GPU-bound HP beside a GEMM LP) is out after a block
+ * or two; a small cost is left to the full test. */
 static bool recent_out(struct gy_guard *g, uint32_t arm, const struct stop_baseline *b)
 {
     const struct gy_guard_window *w = &g->arms[arm];
