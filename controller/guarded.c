@@ -295,11 +295,14 @@ static double bound(double stop_value, uint32_t eps_ppm) { return stop_value * (
  * higher), so that a change of the HP's speed (a host-bound HP after idle time) is not taken for a
  * cost of the arm. A costly arm (the 1.7x of a GPU-bound HP beside a GEMM LP) is out after a block
  * or two; a small cost is left to the full test. */
-static bool recent_out(struct gy_guard *g, uint32_t arm, const struct stop_baseline *b)
+static bool recent_out(struct gy_guard *g, uint32_t arm)
 {
     const struct gy_guard_window *w = &g->arms[arm];
     uint32_t scratch[GY_GUARD_RECENT], l, u;
-    if (w->recent_n < GY_GUARD_RECENT || !(b->recent_median > 0) || w->jobs % GY_GUARD_RECENT)
+    if (w->recent_n < GY_GUARD_RECENT || w->jobs % GY_GUARD_RECENT)
+        return false; /* between blocks: nothing computed, a job's end costs its bin only */
+    struct stop_baseline base = baseline(g), *b = &base;
+    if (!(b->recent_median > 0))
         return false;
     double p99 = b->p99 > b->recent_max ? b->p99 : b->recent_max;
     /* stop's median: the larger of its last 16 jobs' (a speed change of the HP shows there first)
@@ -426,7 +429,7 @@ static bool shifted(struct gy_guard *g)
     struct gy_guard_window *w = &g->arms[GY_ARM_STOP];
     uint32_t scratch[GY_GUARD_RECENT], kept[GY_GUARD_RECENT];
     if (!g->base_us || w->n < 2 * GY_GUARD_RECENT || w->recent_n < GY_GUARD_RECENT)
-        return false;
+        return false; /* at every stop job: looking once per 16 let a speed change pass for a cost longer */
     double whole = baseline(g).median;
     uint32_t recent = gy_guard_order_stat(w->recent, GY_GUARD_RECENT, GY_GUARD_RECENT / 2, scratch);
     if (!(whole > 0) || (recent <= whole * (1 + GY_GUARD_SHIFT) && recent >= whole * (1 - GY_GUARD_SHIFT)))
@@ -475,8 +478,7 @@ struct gy_guard_change gy_guard_record(struct gy_guard *g, enum gy_guard_arm arm
     }
     if ((arm != g->trial && arm != g->in_force) || !g->base_us)
         return c; /* a job that began before the arm changed, or before there is a baseline */
-    struct stop_baseline b = baseline(g);
-    if (recent_out(g, arm, &b)) {
+    if (recent_out(g, arm)) {
         drop(g, arm, GY_GUARD_WHY_FALLBACK, &c);
         return c;
     }
