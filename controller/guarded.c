@@ -263,16 +263,15 @@ static void add_sample(struct gy_guard *g, uint32_t arm, uint64_t duration_ns, u
 
 /* What the arms are judged against: stop's median and p99 (microseconds, over its histogram). */
 struct stop_baseline {
-    uint32_t count;
-    double median, p99;         /* over stop's window */
+    double median, p99;         /* over stop's window (0: no histogram yet) */
     double recent_median, recent_max; /* over its last GY_GUARD_RECENT jobs (0: fewer yet) */
 };
 
 static struct stop_baseline baseline(const struct gy_guard *g)
 {
     const struct gy_guard_window *w = &g->arms[GY_ARM_STOP];
-    struct stop_baseline b = {.count = g->base_us ? w->n : 0};
-    if (b.count) {
+    struct stop_baseline b = {0};
+    if (g->base_us && w->n) {
         b.median = gy_guard_bin_us(gy_guard_bin_quantile(w->bins, w->n, 0.5), g->base_us);
         b.p99 = gy_guard_bin_us(gy_guard_bin_quantile(w->bins, w->n, 0.99), g->base_us);
     }
