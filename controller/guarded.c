@@ -31,10 +31,11 @@
 #define FALLBACK_CONF 0.999
 #define P99_OUT_OF_RECENT 4 /* of a block of 16 above the p99 bound: clearly out (1 % expected) */
 
-#define ARM_ROW(suffix, name, sms) {name, sms},
+#define ARM_ROW(suffix, name, sms, disjoint) {name, sms, disjoint},
 static const struct {
     const char *name;
     unsigned sms;
+    bool disjoint;
 } arm_rows[GY_GUARD_ARM_COUNT] = {GY_GUARD_ARMS(ARM_ROW)};
 #undef ARM_ROW
 
@@ -50,6 +51,21 @@ const char *gy_guard_arm_name(enum gy_guard_arm arm)
 }
 
 unsigned gy_guard_arm_sms(enum gy_guard_arm arm) { return (unsigned)arm < GY_GUARD_ARM_COUNT ? arm_rows[arm].sms : 0; }
+
+bool gy_guard_arm_disjoint(enum gy_guard_arm arm)
+{
+    return (unsigned)arm < GY_GUARD_ARM_COUNT && arm_rows[arm].disjoint;
+}
+
+enum gy_guard_arm gy_guard_arm_lower_twin(enum gy_guard_arm arm)
+{
+    if ((unsigned)arm >= GY_GUARD_ARM_COUNT || !arm_rows[arm].disjoint)
+        return arm;
+    for (int a = 0; a < GY_GUARD_ARM_COUNT; a++)
+        if (arm_rows[a].sms == arm_rows[arm].sms && !arm_rows[a].disjoint)
+            return (enum gy_guard_arm)a;
+    return arm;
+}
 
 const char *gy_guard_reason_text(enum gy_guard_reason reason)
 {
@@ -148,23 +164,48 @@ static double progress(const struct gy_guard *g, uint32_t arm)
     return arm == GY_ARM_STOP || !w->lp_ns ? 0.0 : (double)w->lp_work * 1e9 / (double)w->lp_ns;
 }
 
+static bool backing_off(const struct gy_guard *g, uint32_t arm) { return g->jobs < g->backoff_until[arm]; }
+
+/* Every arm of `sms` SMs (partition, and disjoint where there is one) backs off: the size failed. */
+static bool size_failed(const struct gy_guard *g, unsigned sms)
+{
+    for (uint32_t a = GY_ARM_STOP + 1; a < GY_GUARD_ARM_COUNT; a++)
+        if (arm_rows[a].sms == sms && !backing_off(g, a))
+            return false;
+    return true;
+}
+
 /* The next arm to try above `arm`, the largest within the bound so far, or GY_GUARD_NO_ARM: from
- * stop the smallest partition (the safest first), then a bisection between `arm` and the smallest
- * larger arm that was dropped and is still backing off (none: the largest). So a pair that takes
- * the largest partition gets it on the second trial, not the fifth (a noisy HP's trial can take
- * thousands of jobs), and a larger arm than one that failed is not tried. */
+ * stop the smallest partition (the safest first), then a bisection over the sizes between `arm`'s
+ * and the smallest larger size whose arms were all dropped and still back off (none: the largest).
+ * So a pair that takes the largest partition gets it on the second trial, not the fifth (a noisy
+ * HP's trial can take thousands of jobs), and no size above one that failed is tried. Within a
+ * size the partition comes first and its disjoint twin only once the partition was dropped (the
+ * twin costs the HP a confinement that helps only where lower blocks beside its own slow it). */
 static uint32_t next_arm(const struct gy_guard *g, uint32_t arm)
 {
     if (!valid_arm(arm))
         return GY_GUARD_NO_ARM;
     if (arm == GY_ARM_STOP)
         return GY_ARM_STOP + 1;
-    uint32_t failed = GY_GUARD_ARM_COUNT;
-    for (uint32_t a = arm + 1; a < GY_GUARD_ARM_COUNT && failed == GY_GUARD_ARM_COUNT; a++)
-        if (g->jobs < g->backoff_until[a])
-            failed = a;
-    uint32_t next = failed == GY_GUARD_ARM_COUNT ? GY_GUARD_ARM_COUNT - 1 : (arm + failed) / 2;
-    return next > arm ? next : GY_GUARD_NO_ARM;
+    unsigned sizes[GY_GUARD_ARM_COUNT], count = 0, from = 0, failed = 0;
+    for (uint32_t a = GY_ARM_STOP + 1; a < GY_GUARD_ARM_COUNT; a++)
+        if (!count || sizes[count - 1] != arm_rows[a].sms)
+            sizes[count++] = arm_rows[a].sms; /* the table is ordered by size */
+    for (unsigned i = 0; i < count; i++)
+        if (sizes[i] == arm_rows[arm].sms)
+            from = i;
+    failed = count;
+    for (unsigned i = from + 1; i < count && failed == count; i++)
+        if (size_failed(g, sizes[i]))
+            failed = i;
+    unsigned next = failed == count ? count - 1 : (from + failed) / 2;
+    if (next <= from)
+        return GY_GUARD_NO_ARM;
+    for (uint32_t a = GY_ARM_STOP + 1; a < GY_GUARD_ARM_COUNT; a++)
+        if (arm_rows[a].sms == sizes[next] && !backing_off(g, a))
+            return a;
+    return GY_GUARD_NO_ARM;
 }
 
 static void start_trial(struct gy_guard *g, uint32_t arm)
@@ -184,7 +225,7 @@ enum gy_guard_arm gy_guard_pick(struct gy_guard *g)
         g->in_force = GY_ARM_STOP;
     /* The periodic re-check waits for a trial to end: a noisy HP's trial may take thousands of
      * jobs, and cutting it would start it over for ever. */
-    if (g->jobs - g->last_recheck >= GY_GUARD_RECHECK_JOBS && !valid_arm(g->trial)) {
+    if (g->jobs - g->last_recheck >= GY_GUARD_RECHECK_JOBS && !valid_arm(g->trial) && !g->pinned) {
         g->last_recheck = g->jobs;
         for (uint32_t a = GY_ARM_STOP + 1; a < GY_GUARD_ARM_COUNT; a++)
             reset_window(&g->arms[a]);
@@ -195,7 +236,7 @@ enum gy_guard_arm gy_guard_pick(struct gy_guard *g)
     }
     /* Trials start only once stop has its samples: until then the early fallback has no
      * baseline to look at, and a costly arm would run unchecked. */
-    if (!valid_arm(g->trial) && g->base_us && g->arms[GY_ARM_STOP].n >= GY_GUARD_MIN_JOBS)
+    if (!valid_arm(g->trial) && !g->pinned && g->base_us && g->arms[GY_ARM_STOP].n >= GY_GUARD_MIN_JOBS)
         start_trial(g, next_arm(g, g->in_force));
     /* While an arm is tried, stop gets at least half the jobs: the test compares the two
      * windows, and for a given number of jobs it is sharpest when they are of a size. */
@@ -413,6 +454,7 @@ static void start_over(struct gy_guard *g, enum gy_guard_reason why, struct gy_g
     g->z_milli = 0;
     g->trial = GY_GUARD_NO_ARM;
     g->confirmed = 0;
+    g->pinned = 0;
     set_in_force(g, GY_ARM_STOP, why, c);
     g->reason = why;
 }
@@ -477,6 +519,11 @@ struct gy_guard_change gy_guard_record(struct gy_guard *g, enum gy_guard_arm arm
     }
     if ((arm != g->trial && arm != g->in_force) || !g->base_us)
         return c; /* a job that began before the arm changed, or before there is a baseline */
+    if (g->pinned) { /* measured and shown (the last test's z and ratios), never changed */
+        if (is_look(g->arms[arm].n) && g->paired_stop.n >= GY_GUARD_MIN_JOBS)
+            test_arm(g, arm);
+        return c;
+    }
     if (recent_out(g, arm)) {
         drop(g, arm, GY_GUARD_WHY_FALLBACK, &c);
         return c;
@@ -525,10 +572,15 @@ void gy_guard_force(struct gy_guard *g, enum gy_guard_arm arm)
     g->backoff_until[arm] = 0;
     g->strikes[arm] = 0;
     set_in_force(g, arm, GY_GUARD_WHY_FORCED, &ignored);
-    /* no trial until the next periodic re-check: what is forced stays */
+    /* Pinned until a reset: no trial, no fallback, no re-check; stop is still interleaved at its
+     * share and every arm measured, so the forced arm's cost is seen beside stop's (status). */
+    g->pinned = 1;
+    g->confirmed = 0;
     g->last_recheck = g->jobs;
-    for (uint32_t a = arm + 1; a < GY_GUARD_ARM_COUNT; a++)
+    for (uint32_t a = arm + 1; a < GY_GUARD_ARM_COUNT; a++) /* no larger trial soon after, either */
         g->backoff_until[a] = g->jobs + GY_GUARD_RECHECK_JOBS;
+    reset_window(&g->arms[arm]);
+    reset_window(&g->paired_stop);
 }
 
 void gy_guard_arm_stats(const struct gy_guard *g, enum gy_guard_arm arm, struct gy_guard_arm_stats *out)

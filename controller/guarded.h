@@ -1,6 +1,7 @@
-/* The guarded policy: each HP job gets an arm (stop, or a partition of 16/32/48 SMs for the
- * lower processes), stop interleaved at random as the running baseline; the arm in force is the
- * one with the most LP progress whose HP job times stay within epsilon of stop's.
+/* The guarded policy: each HP job gets an arm (stop, or a partition of 16 to 120 SMs for the
+ * lower processes, the HP's own launches confined to the rest under a disjoint arm), stop
+ * interleaved at random as the running baseline; the arm in force is the one with the most LP
+ * progress whose HP job times stay within epsilon of stop's.
  *
  *   guard_stats.c  order statistics and their distribution-free confidence bounds (pure);
  *   guarded.c      the rule: which arm a job gets, and what a finished job changes (pure, on a
@@ -78,7 +79,9 @@ struct gy_guard_change gy_guard_record(struct gy_guard *g, enum gy_guard_arm arm
                                        uint64_t lp_work);
 /* A job counted out without a measurement (its process was reaped): only g->open changes. */
 void gy_guard_forget(struct gy_guard *g, enum gy_guard_arm arm);
-/* Put `arm` in force now (tests, operators): windows kept, trial stopped, reason FORCED. */
+/* Pin `arm` in force (tests, operators, measuring one arm): trial stopped, reason FORCED, its
+ * window and stop's paired one started afresh; no trial, fallback or re-check until a reset, stop
+ * still interleaved at its share so that the arm's cost shows beside stop's. */
 void gy_guard_force(struct gy_guard *g, enum gy_guard_arm arm);
 /* Forget what was learned (the lower workload changed): every window and backoff cleared, stop in
  * force, reason RESET; settings, random state and job counts kept. */
@@ -93,7 +96,11 @@ struct gy_guard_arm_stats {
 };
 void gy_guard_arm_stats(const struct gy_guard *g, enum gy_guard_arm arm, struct gy_guard_arm_stats *out);
 const char *gy_guard_arm_name(enum gy_guard_arm arm);  /* "stop", "partition:16", ...; "?" if unknown */
-unsigned gy_guard_arm_sms(enum gy_guard_arm arm);      /* 0 for stop */
+unsigned gy_guard_arm_sms(enum gy_guard_arm arm);      /* the lower processes' SMs; 0 for stop */
+/* A disjoint arm: the HP's launches during its job go to the complement of the lower processes' SMs. */
+bool gy_guard_arm_disjoint(enum gy_guard_arm arm);
+/* The partition arm of a disjoint arm's size (the lower processes' side of it); any other arm itself. */
+enum gy_guard_arm gy_guard_arm_lower_twin(enum gy_guard_arm arm);
 const char *gy_guard_reason_text(enum gy_guard_reason reason);
 const char *gy_guard_reason_name(enum gy_guard_reason reason); /* "promoted", "fallback", ... */
 /* An epsilon as the flags and file keys give it: a decimal fraction 0..GY_GUARD_MAX_EPS (0.02 is

@@ -118,6 +118,10 @@ int gy_guarded_force(gy_shm *shm, enum gy_guard_arm arm, gy_err *err)
 {
     if ((unsigned)arm >= GY_GUARD_ARM_COUNT)
         return gy_fail(err, EINVAL, "guarded arm %d is out of range: 0..%d", (int)arm, GY_GUARD_ARM_COUNT - 1);
+    enum gy_policy policy = gy_get_policy(shm);
+    if (policy != GY_POLICY_GUARDED)
+        return gy_fail(err, EINVAL, "%s runs policy %s, not guarded: it has no arms to force (create it with "
+                                    "--policy guarded)", shm->name, gy_policy_name(policy));
     if (gy_lock_and_recover(shm->seg))
         return gy_lock_fail(shm, "force a guarded arm", err);
     gy_guard_force(&shm->seg->guard, arm);

@@ -10,16 +10,22 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-/* The arms a job may get, in the order they are tried. X(enum suffix, name, SMs; 0: stop) */
+/* The arms a job may get, by the lower processes' SMs (never fewer than the arm before).
+ * X(enum suffix, name, SMs the lower processes get (0: stop), disjoint). A disjoint arm gives the
+ * lower processes the same K SMs as partition:K and confines the HP's own launches, during its
+ * job, to the complement of that split (its blocks never land beside a lower block). */
 #define GY_GUARD_ARMS(X)                                                                           \
-    X(STOP, "stop", 0)                                                                             \
-    X(P16, "partition:16", 16)                                                                     \
-    X(P32, "partition:32", 32)                                                                     \
-    X(P64, "partition:64", 64)                                                                     \
-    X(P96, "partition:96", 96)                                                                     \
-    X(P120, "partition:120", 120)
+    X(STOP, "stop", 0, 0)                                                                          \
+    X(P16, "partition:16", 16, 0)                                                                  \
+    X(P32, "partition:32", 32, 0)                                                                  \
+    X(P64, "partition:64", 64, 0)                                                                  \
+    X(D64, "disjoint:64", 64, 1)                                                                   \
+    X(P96, "partition:96", 96, 0)                                                                  \
+    X(D96, "disjoint:96", 96, 1)                                                                   \
+    X(P120, "partition:120", 120, 0)                                                               \
+    X(D120, "disjoint:120", 120, 1)
 
-#define GY_GUARD_ARM_ENUM(suffix, name, sms) GY_ARM_##suffix,
+#define GY_GUARD_ARM_ENUM(suffix, name, sms, disjoint) GY_ARM_##suffix,
 enum gy_guard_arm { GY_GUARD_ARMS(GY_GUARD_ARM_ENUM) GY_GUARD_ARM_COUNT };
 #undef GY_GUARD_ARM_ENUM
 #define GY_GUARD_NO_ARM 0xffu /* no trial running */
@@ -63,6 +69,7 @@ struct gy_guard {
     uint32_t trial;            /* enum gy_guard_arm being tried, or GY_GUARD_NO_ARM */
     uint32_t reason;           /* enum gy_guard_reason of in_force */
     uint32_t confirmed;        /* 1 once in_force passed the full test on its current window */
+    uint32_t pinned;           /* 1: in_force was forced (gy_guard_force) and stays until a reset */
     /* Settings (ppm), set by the creator: epsilons of the bound, the share of stop samples. */
     uint32_t eps_p50_ppm;
     uint32_t eps_p99_ppm;

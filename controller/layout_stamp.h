@@ -32,7 +32,7 @@
     X(gy_proc_slot, counters) X(gy_proc_slot, held_device_jobs) X(gy_proc_slot, ends_owed)
 
 #define GY_GUARD_FIELDS(X)                                                                             \
-    X(gy_guard, current) X(gy_guard, in_force) X(gy_guard, trial) X(gy_guard, reason) X(gy_guard, confirmed) \
+    X(gy_guard, current) X(gy_guard, in_force) X(gy_guard, trial) X(gy_guard, reason) X(gy_guard, confirmed) X(gy_guard, pinned) \
     X(gy_guard, eps_p50_ppm) X(gy_guard, eps_p99_ppm) X(gy_guard, stop_share_ppm) X(gy_guard, open)          \
     X(gy_guard, ratio_p50_ppm) X(gy_guard, ratio_p99_ppm) X(gy_guard, changes) X(gy_guard, z_milli) X(gy_guard, base_us) X(gy_guard, rng)              \
     X(gy_guard, jobs) X(gy_guard, last_recheck) X(gy_guard, backoff_until) X(gy_guard, strikes)           \

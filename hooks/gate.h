@@ -6,11 +6,15 @@
 
 #include "auto_jobs.h"
 #include "client.h"
+#include "guarded.h"
 #include "partition.h"
 
 /* The gate for a launch or an async copy on `stream` (normalized), on the device of the thread's
  * context (gy_client_note_context first): its auto job opened if due (auto_jobs.h), then open, or
- * a partition stream to send it to (route->green), or wait for the job's end. A stream that owes a join is joined before work that
+ * a partition stream to send it to (route->green), or wait for the job's end. Open to a process
+ * above priority 0 while the open jobs' guarded arm is disjoint: the HP's launch goes to its
+ * stream's stream on the rest of the lower processes' split (one more load, the arm word, in such
+ * processes only; lower ones, at 0, never load it). A stream that owes a join is joined before work that
  * runs on it. seq_cst on `entered` pairs with the job's seq_cst store of the gate word: either the
  * helper sees this launch in `entered`, or this launch sees the gate closed. */
 static inline void gy_gate_enter(gy_cu_stream stream, bool graph, struct gy_partition_route *route)
@@ -20,8 +24,12 @@ static inline void gy_gate_enter(gy_cu_stream stream, bool graph, struct gy_part
     atomic_fetch_add_explicit(&gy_client.entered, 1, memory_order_seq_cst);
     gy_mark_inflight(&gy_client.shm);
     gy_auto_enter(); /* GPUYIELD_JOBS=auto: one more load while its job is open */
-    if (!gy_word_allows(gy_thread_gate, gy_client.priority) && !gy_partition_route(stream, graph, route))
-        gy_partition_gate_closed(stream, graph, route);
+    if (!gy_word_allows(gy_thread_gate, gy_client.priority)) {
+        if (!gy_partition_route(stream, graph, route))
+            gy_partition_gate_closed(stream, graph, route);
+    } else if (gy_client.priority > 0 && gy_guarded_current(&gy_client.shm) != GY_ARM_STOP) {
+        gy_partition_confine(stream, graph, route);
+    }
     if (!route->green && !route->pass && gy_partition_owes())
         gy_partition_before_use(stream);
 }

@@ -18,6 +18,7 @@
 struct green {
     gy_cu_context ctx;
     unsigned asked;         /* the SMs asked for: 0 under partition (the configured size), else an arm's */
+    bool complement;        /* the rest of that split: the HP's side of a disjoint arm */
     gy_cu_green_ctx handle; /* NULL: creation failed for this context */
     unsigned sms, total;
 };
@@ -133,17 +134,19 @@ static unsigned wanted_sms(unsigned total, unsigned asked)
     return want < 1 ? 1 : want > total ? total : want;
 }
 
-/* The green context of ctx (current on this thread) of `asked` SMs (0: the configured size),
- * created at its first need. */
-static struct green *green_for_locked(gy_cu_context ctx, unsigned asked)
+/* The green context of ctx (current on this thread) of `asked` SMs (0: the configured size), or
+ * with `complement` of the rest of that same split, created at its first need. The split is the
+ * driver's, made alike in every process: the lower processes' K and the HP's rest are disjoint
+ * (proven by occupancy on the H100: bench/gpu/disjoint_proof.sh). */
+static struct green *green_for_locked(gy_cu_context ctx, unsigned asked, bool complement)
 {
     for (int i = 0; i < ngreens; i++)
-        if (greens[i].ctx == ctx && greens[i].asked == asked)
+        if (greens[i].ctx == ctx && greens[i].asked == asked && greens[i].complement == complement)
             return greens[i].handle ? &greens[i] : NULL;
     if (ngreens == MAX_GREENS)
         return NULL;
     struct green *g = &greens[ngreens++];
-    *g = (struct green){.ctx = ctx, .asked = asked};
+    *g = (struct green){.ctx = ctx, .asked = asked, .complement = complement};
     gy_cu_device dev = 0;
     gy_cu_dev_resource all, part, rest;
     memset(&all, 0, sizeof all), memset(&part, 0, sizeof part), memset(&rest, 0, sizeof rest);
@@ -158,11 +161,13 @@ static struct green *green_for_locked(gy_cu_context ctx, unsigned asked)
     unsigned total = all.u.sm_count, want = failed ? 0 : wanted_sms(total, asked);
     gy_cu_dev_resource *use = &all;
     if (!failed && want < total) {
-        use = &part;
+        use = complement ? &rest : &part;
         if (((gy_pfn_dev_sm_resource_split_by_count)gy_real(GY_FN_DEV_SM_RESOURCE_SPLIT_BY_COUNT))(
                 &part, &groups, &all, &rest, 0, want) != GY_CUDA_SUCCESS ||
-            groups < 1)
+            groups < 1 || (complement && rest.u.sm_count == 0))
             failed = "cuDevSmResourceSplitByCount";
+    } else if (!failed && complement) {
+        failed = "cuDevSmResourceSplitByCount (nothing left beside the lower processes' SMs)";
     }
     if (!failed && ((gy_pfn_dev_resource_generate_desc)gy_real(GY_FN_DEV_RESOURCE_GENERATE_DESC))(&desc, use, 1) !=
                        GY_CUDA_SUCCESS)
@@ -180,7 +185,11 @@ static struct green *green_for_locked(gy_cu_context ctx, unsigned asked)
     }
     g->sms = use->u.sm_count;
     g->total = total;
-    if (asked && gy_config()->verbose) /* guarded: one line per size, as each is first used */
+    if (complement && gy_config()->verbose)
+        fprintf(stderr, "gpuyield: pid %d: policy guarded: during its jobs of arm disjoint:%u its launches run on a "
+                        "green context of %u of the device's %u SMs (the rest of the lower processes' %u)\n",
+                (int)getpid(), asked, g->sms, total, want);
+    else if (asked && gy_config()->verbose) /* guarded: one line per size, as each is first used */
         fprintf(stderr, "gpuyield: pid %d: policy guarded: during higher jobs of arm partition:%u its launches run "
                         "on a green context of %u of the device's %u SMs\n",
                 (int)getpid(), asked, g->sms, total);
@@ -343,6 +352,26 @@ static bool fork_locked(struct gy_partition_entry *e, struct green *g, unsigned 
     return true;
 }
 
+/* Under the lock: `stream`'s launch goes to its partition stream of slot `slot` on the green
+ * context of (asked, complement), forked from the stream (and joined from another slot's first).
+ * False: no green context or entry (the caller blocks, or launches unconfined). */
+static bool route_locked(gy_cu_context ctx, gy_cu_stream stream, unsigned asked, bool complement, unsigned slot,
+                         struct gy_partition_route *route)
+{
+    struct green *g = ctx ? green_for_locked(ctx, asked, complement) : NULL;
+    struct gy_partition_entry *e = g ? find_locked(ctx, stream, true) : NULL;
+    if (!e)
+        return false;
+    join_ordered_with_locked(ctx, stream);
+    if (e->owes && e->size != slot)
+        join_locked(e); /* the arm changed since S's last join: the new size's stream follows the old one */
+    if (!e->owes && !fork_locked(e, g, slot))
+        return false;
+    route->green = e->green;
+    route->entry = e;
+    return true;
+}
+
 bool gy_partition_route(gy_cu_stream stream, bool graph, struct gy_partition_route *route)
 {
     *route = (struct gy_partition_route){0};
@@ -376,22 +405,36 @@ bool gy_partition_route(gy_cu_stream stream, bool graph, struct gy_partition_rou
      * (bench/results/2026-11-23-partition/partition_probe.json). So graphs wait for the job. */
     if (graph)
         goto block;
-    gy_cu_context ctx = gy_thread_context;
-    struct green *g = ctx ? green_for_locked(ctx, gy_guard_arm_sms((enum gy_guard_arm)size)) : NULL;
-    struct gy_partition_entry *e = g ? find_locked(ctx, stream, true) : NULL;
-    if (!e)
-        goto block;
-    join_ordered_with_locked(ctx, stream);
-    if (e->owes && e->size != size)
-        join_locked(e); /* the arm changed since S's last join: the new size's stream follows the old one */
-    if (!e->owes && !fork_locked(e, g, size))
-        goto block;
-    route->green = e->green;
-    route->entry = e;
-    return true; /* the lock stays held until the launch is in */
+    /* a disjoint arm's lower side is its partition twin's: the same K SMs and partition stream */
+    unsigned slot = gy_guard_arm_lower_twin((enum gy_guard_arm)size);
+    if (route_locked(gy_thread_context, stream, gy_guard_arm_sms((enum gy_guard_arm)slot), false, slot, route))
+        return true; /* the lock stays held until the launch is in */
 block:
     pthread_mutex_unlock(&lock);
     return false;
+}
+
+bool gy_partition_confine(gy_cu_stream stream, bool graph, struct gy_partition_route *route)
+{
+    *route = (struct gy_partition_route){0};
+    enum gy_guard_arm arm = gy_guarded_current(&gy_client.shm);
+    if (arm == GY_ARM_STOP || !gy_guard_arm_disjoint(arm))
+        return false;
+    pthread_mutex_lock(&lock);
+    decide_static_locked();
+    if (state != GY_PARTITION_UNDECIDED && state != GY_PARTITION_ACTIVE)
+        goto unconfined;
+    if (stream_capturing(stream)) { /* it records, runs nothing: no event into it */
+        route->pass = true;
+        goto unconfined;
+    }
+    /* A graph is not confined by a green stream (see above): it runs on its own stream, which
+     * joins first (the caller's before-use). */
+    if (!graph && route_locked(gy_thread_context, stream, gy_guard_arm_sms(arm), true, arm, route))
+        return true;
+unconfined:
+    pthread_mutex_unlock(&lock);
+    return route->pass;
 }
 
 void gy_partition_launched(struct gy_partition_route *route, bool ok, bool copy)

@@ -15,7 +15,9 @@
  * Under the guarded policy the same path serves the arm of the open jobs (guard.current, read
  * only here, on the slow path): stop waits as under corun; partition:K goes to a green context of
  * K SMs (clamped to the device), one per context and size, each made at its first use; a stream
- * that still owes a join to another size's partition stream is joined before it forks anew. */
+ * that still owes a join to another size's partition stream is joined before it forks anew.
+ * disjoint:K gives the lower processes partition:K's stream, and sends the HP's own launches
+ * during its job, by the same fork and join, to a green context of the rest of that split. */
 #ifndef GY_PARTITION_H
 #define GY_PARTITION_H
 
@@ -51,6 +53,11 @@ bool gy_partition_route(gy_cu_stream stream, bool graph, struct gy_partition_rou
  * (guarded_arm.c). Returns with route filled as gy_partition_route does, or with nothing routed
  * once the launch may go ahead on its own stream. */
 void gy_partition_gate_closed(gy_cu_stream stream, bool graph, struct gy_partition_route *route);
+/* The gate is open to an HP launch while the open jobs' arm is guarded's disjoint:K: true with
+ * route->green, the launch's partition stream on the complement of the lower processes' K SMs
+ * (lock held: call gy_partition_launched), or with route->pass (a capture). False: the arm is not
+ * disjoint, a graph (never confined), or no green context: the launch runs where it was sent. */
+bool gy_partition_confine(gy_cu_stream stream, bool graph, struct gy_partition_route *route);
 /* The launch (copy: an async copy or memset) went to route->green: count it in partition_launches
  * (copy: partition_copies) when ok, and release the lock. */
 void gy_partition_launched(struct gy_partition_route *route, bool ok, bool copy);

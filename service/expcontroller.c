@@ -54,6 +54,9 @@ static const char usage_text[] =
     "  remove [--name TAG]                           remove a segment\n"
     "  guard-reset [--name TAG]                      guarded: forget what was learned (the lower work\n"
     "                                                changed): stop in force, every arm measured again\n"
+    "  guard-force [--name TAG] --arm ARM            guarded: pin ARM in force (stop, partition:K or\n"
+    "                                                disjoint:K) to measure it beside stop; a guard-reset\n"
+    "                                                ends it\n"
     "  clean                                         remove your segments whose creator is dead\n"
     "  --version                                     print the gpuyield version\n"
     "TAG defaults to $GPUYIELD_SHM, else \"" GY_DEFAULT_TAG "\"; a full name /gpuyield-<uid>-<tag> works too.\n";
@@ -88,6 +91,7 @@ struct options {
     bool remove_on_exit;          /* serve: remove the segment at the end even while it is used */
     double guard_p50, guard_p99;  /* create/serve --guard-p50/--guard-p99 (policy guarded) */
     bool guard_given;
+    const char *arm; /* guard-force --arm */
 };
 
 static volatile sig_atomic_t stop_requested; /* the signal that asked: SIGINT or SIGTERM */
@@ -114,6 +118,7 @@ static int parse_options(int argc, char **argv, const char *command, struct opti
         {"metrics", required_argument, NULL, 'M'},   {"metrics-textfile", required_argument, NULL, 'T'},
         {"guard-p50", required_argument, NULL, '5'}, {"guard-p99", required_argument, NULL, '9'},
         {"remove-on-exit", no_argument, NULL, 'R'},  {"help", no_argument, NULL, 'h'},
+        {"arm", required_argument, NULL, 'a'},
         {NULL, 0, NULL, 0},
     };
     bool is_status = strcmp(command, "status") == 0;
@@ -217,6 +222,16 @@ static int parse_options(int argc, char **argv, const char *command, struct opti
                                    optarg);
             opt->guard_given = true;
             break;
+        case 'a': {
+            enum gy_guard_arm arm;
+            if (strcmp(command, "guard-force") != 0)
+                return usage_error("--arm goes with 'guard-force', not '%s'", command);
+            if (gy_guard_arm_parse(optarg, &arm))
+                return usage_error("--arm takes stop, partition:16|32|64|96|120 or disjoint:64|96|120, not '%s'",
+                                   optarg);
+            opt->arm = optarg;
+            break;
+        }
         case 'h':
             print_usage(stdout);
             exit(0);
@@ -230,6 +245,8 @@ static int parse_options(int argc, char **argv, const char *command, struct opti
         return usage_error("%s", "--mps-dir goes with --mps");
     if (opt->mps && opt->mps_pipe)
         return usage_error("%s", "--mps starts a daemon, --mps-pipe joins one: give one of them");
+    if (strcmp(command, "guard-force") == 0 && !opt->arm)
+        return usage_error("%s", "guard-force needs --arm ARM (e.g. --arm disjoint:120)");
     if (opt->guard_given && (!opt->policy || strcmp(opt->policy, "guarded") != 0))
         return usage_error("%s", "--guard-p50 and --guard-p99 go with --policy guarded");
     char checked[GY_NAME_MAX];
@@ -565,6 +582,21 @@ static int cmd_guard_reset(const struct options *opt)
     return rc;
 }
 
+static int cmd_guard_force(const struct options *opt)
+{
+    gy_shm shm;
+    gy_err err;
+    enum gy_guard_arm arm = GY_ARM_STOP;
+    gy_guard_arm_parse(opt->arm, &arm); /* checked with the options */
+    if (gy_open(opt->name, &shm, &err))
+        return fail(&err);
+    int rc = gy_guarded_force(&shm, arm, &err) ? fail(&err) : 0;
+    if (!rc)
+        printf("pinned arm %s in force on %s (stop still interleaved; guard-reset ends it)\n", opt->arm, shm.name);
+    gy_close(&shm);
+    return rc;
+}
+
 static int cmd_remove(const struct options *opt)
 {
     gy_err err;
@@ -645,7 +677,7 @@ int main(int argc, char **argv)
         printf("expcontroller (gpuyield) %s\n", gy_version());
         return 0;
     }
-    static const char *const commands[] = {"create", "serve", "status", "remove", "clean", "guard-reset"};
+    static const char *const commands[] = {"create", "serve", "status", "remove", "clean", "guard-reset", "guard-force"};
     bool known = false;
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         known = known || !strcmp(command, commands[i]);
@@ -665,5 +697,7 @@ int main(int argc, char **argv)
         return cmd_remove(&opt);
     if (!strcmp(command, "guard-reset"))
         return cmd_guard_reset(&opt);
+    if (!strcmp(command, "guard-force"))
+        return cmd_guard_force(&opt);
     return cmd_clean();
 }

@@ -80,10 +80,14 @@ static struct gy_guard *fresh(uint64_t seed)
     return &g;
 }
 
-#define TOP (GY_GUARD_ARM_COUNT - 1) /* the largest partition: 120 SMs */
-#define LP_PER_MS {0, 100, 180, 240, 300, 340}
-static const struct pair costless = {10.0, {1, 1, 1, 1, 1, 1}, TIGHT, LP_PER_MS};
-static const struct pair costly = {10.0, {1, 1.5, 1.5, 1.5, 1.5, 1.5}, TIGHT, LP_PER_MS};
+/* The fixtures below list a value per arm: stop, 16, 32, 64, disjoint 64, 96, disjoint 96, 120,
+ * disjoint 120 SMs for the LP. */
+_Static_assert(GY_GUARD_ARM_COUNT == 9 && GY_ARM_D120 == 8, "the per-arm fixtures list 9 arms in this order");
+#define TOP GY_ARM_P120 /* the largest partition: 120 SMs (its disjoint twin only once it fails) */
+#define LP_PER_MS {0, 100, 180, 240, 240, 300, 300, 340, 340}
+#define EVERY_PARTITION(x) {1, x, x, x, x, x, x, x, x}
+static const struct pair costless = {10.0, EVERY_PARTITION(1), TIGHT, LP_PER_MS};
+static const struct pair costly = {10.0, EVERY_PARTITION(1.5), TIGHT, LP_PER_MS};
 
 static uint64_t jobs_on_partitions(const struct run *r, enum gy_guard_arm from)
 {
@@ -233,11 +237,18 @@ TEST(an_arm_that_costs_from_32_sms_on_stops_at_16)
     struct gy_guard *g = fresh(11);
     struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
     simulate(g, &p, 3000, &r);
-    /* 16 passes, then 120, 64 and 32 are tried (bisection), each out after a block or two of jobs */
-    CHECK(g->in_force == GY_ARM_P16 && r.promotions_costly == 0 && jobs_on_partitions(&r, GY_ARM_P32) < 200,
+    /* 16 passes, then 120, its disjoint twin, 64, its twin and 32 are tried (bisection over the
+     * sizes, a twin after its partition), each out after a block or two of jobs */
+    CHECK(g->in_force == GY_ARM_P16 && r.promotions_costly == 0 && jobs_on_partitions(&r, GY_ARM_P32) < 350,
           "in force %s, %u costly promotions, %llu jobs on 32 and more", gy_guard_arm_name(g->in_force),
           r.promotions_costly, (unsigned long long)jobs_on_partitions(&r, GY_ARM_P32));
-    CHECK(r.jobs_on[GY_ARM_P96] == 0, "96 SMs tried after 120 and 64 failed");
+    CHECK(r.jobs_on[GY_ARM_P96] == 0 && r.jobs_on[GY_ARM_D96] == 0, "96 SMs tried after 120 and 64 failed");
+    CHECK(r.jobs_on[GY_ARM_P120] && r.jobs_on[GY_ARM_D120] && r.jobs_on[GY_ARM_P64] && r.jobs_on[GY_ARM_D64] &&
+              r.jobs_on[GY_ARM_P32],
+          "trials: 120 %llu, disjoint:120 %llu, 64 %llu, disjoint:64 %llu, 32 %llu jobs",
+          (unsigned long long)r.jobs_on[GY_ARM_P120], (unsigned long long)r.jobs_on[GY_ARM_D120],
+          (unsigned long long)r.jobs_on[GY_ARM_P64], (unsigned long long)r.jobs_on[GY_ARM_D64],
+          (unsigned long long)r.jobs_on[GY_ARM_P32]);
 }
 
 TEST(no_more_lp_progress_keeps_the_smaller_arm)
@@ -265,6 +276,52 @@ TEST(an_lp_that_sends_nothing_to_partitions_gets_no_larger_trial)
           (unsigned long long)jobs_on_partitions(&r, GY_ARM_P32));
 }
 
+/* Where the LP's blocks beside the HP's are the cost (a partition is not a reservation), the same
+ * SMs for the LP with the HP confined to the rest may cost nothing: the twin is tried once the
+ * partition failed, and put in force. */
+TEST(a_partition_that_costs_the_hp_gives_way_to_its_disjoint_twin)
+{
+    for (uint64_t seed = 1; seed <= 5; seed++) {
+        struct pair p = costless;
+        p.cost[GY_ARM_P120] = p.cost[GY_ARM_P96] = 1.3;
+        struct gy_guard *g = fresh(seed);
+        struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
+        simulate(g, &p, 3000, &r);
+        CHECK(g->in_force == GY_ARM_D120 && r.promotions_costly == 0, "seed %llu: in force %s (%s)",
+              (unsigned long long)seed, gy_guard_arm_name(g->in_force), gy_guard_reason_text(g->reason));
+        CHECK(r.jobs_on[GY_ARM_P120] < 2 * 2 * GY_GUARD_RECENT && r.jobs_on[GY_ARM_P96] == 0,
+              "seed %llu: %llu jobs on partition:120, %llu on partition:96", (unsigned long long)seed,
+              (unsigned long long)r.jobs_on[GY_ARM_P120], (unsigned long long)r.jobs_on[GY_ARM_P96]);
+    }
+}
+
+/* A forced arm is pinned: a cost does not drop it, no trial starts, stop stays interleaved so that
+ * the cost shows in the statistics; a reset unpins it. */
+TEST(a_forced_arm_stays_pinned_and_measured_until_a_reset)
+{
+    struct gy_guard *g = fresh(17);
+    gy_guard_force(g, GY_ARM_D64);
+    struct pair p = costless;
+    p.cost[GY_ARM_D64] = 1.5;
+    struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
+    simulate(g, &p, 3000, &r);
+    CHECK(g->in_force == GY_ARM_D64 && g->reason == GY_GUARD_WHY_FORCED && g->pinned && r.changes == 0,
+          "in force %s (%s), %u changes", gy_guard_arm_name(g->in_force), gy_guard_reason_text(g->reason), r.changes);
+    CHECK(r.jobs_on[GY_ARM_D64] + r.jobs_on[GY_ARM_STOP] == 3000 && r.jobs_on[GY_ARM_STOP] > 600 &&
+              r.jobs_on[GY_ARM_STOP] < 900,
+          "stop %llu, disjoint:64 %llu of 3000 jobs", (unsigned long long)r.jobs_on[GY_ARM_STOP],
+          (unsigned long long)r.jobs_on[GY_ARM_D64]);
+    struct gy_guard_arm_stats arm, stop;
+    gy_guard_arm_stats(g, GY_ARM_D64, &arm);
+    gy_guard_arm_stats(g, GY_ARM_STOP, &stop);
+    CHECK(arm.p50_ms / stop.p50_ms > 1.45 && arm.p50_ms / stop.p50_ms < 1.55 && g->z_milli < -3090,
+          "p50 %.3f vs stop %.3f ms, z %.3f", arm.p50_ms, stop.p50_ms, g->z_milli / 1e3);
+    gy_guard_reset(g);
+    CHECK(!g->pinned && g->in_force == GY_ARM_STOP, "a reset leaves it pinned");
+    simulate(g, &p, 400, &r);
+    CHECK(r.jobs_on[GY_ARM_P16] > 0, "no trial after the reset");
+}
+
 /* ---- fallback -------------------------------------------------------------------------------- */
 
 static void check_fallback(double cost, uint64_t seed)
@@ -290,10 +347,12 @@ static void check_fallback(double cost, uint64_t seed)
     simulate(g, &p, GY_GUARD_BACKOFF_JOBS - 20, &after);
     CHECK(after.jobs_on[TOP] == 0, "cost %.2f: %llu jobs on the top arm within its backoff", cost,
           (unsigned long long)after.jobs_on[TOP]);
-    CHECK(g->in_force == TOP - 1, "cost %.2f: in force %s after the backoff period", cost,
+    /* the same 120 SMs for the LP with the HP confined to the rest: costless here, so it is in force */
+    CHECK(g->in_force == GY_ARM_D120, "cost %.2f: in force %s after the backoff period", cost,
           gy_guard_arm_name(g->in_force));
-    simulate(g, &p, 3000, &after); /* later tries of the top arm fall back again: it never stays */
-    CHECK(g->in_force == TOP - 1, "cost %.2f: in force %s", cost, gy_guard_arm_name(g->in_force));
+    simulate(g, &p, 3000, &after);
+    CHECK(g->in_force == GY_ARM_D120 && after.jobs_on[TOP] == 0, "cost %.2f: in force %s, %llu jobs on the top arm",
+          cost, gy_guard_arm_name(g->in_force), (unsigned long long)after.jobs_on[TOP]);
 }
 
 TEST(a_cost_appearing_after_promotion_falls_back_to_stop_at_once)
@@ -378,7 +437,7 @@ TEST(a_look_at_the_bound_passes_about_one_time_in_a_hundred)
 
 TEST(an_arm_five_percent_slower_hidden_in_noise_is_never_promoted)
 {
-    struct pair p = {10.0, {1, 1.05, 1.05, 1.05, 1.05, 1.05}, LOGNORMAL10, LP_PER_MS};
+    struct pair p = {10.0, EVERY_PARTITION(1.05), LOGNORMAL10, LP_PER_MS};
     unsigned promoted = 0;
     for (uint64_t seed = 1; seed <= 30; seed++) {
         struct gy_guard *g = fresh(seed);
@@ -395,7 +454,7 @@ TEST(an_arm_five_percent_slower_hidden_in_noise_is_never_promoted)
  * 1.011 was rejected on a bound of 1.061); the rank test over thousands of jobs can. */
 TEST(a_costless_arm_hidden_in_ten_percent_noise_is_promoted)
 {
-    struct pair p = {10.0, {1, 1, 1, 1, 1, 1}, LOGNORMAL10, LP_PER_MS};
+    struct pair p = {10.0, EVERY_PARTITION(1), LOGNORMAL10, LP_PER_MS};
     for (uint64_t seed = 1; seed <= 5; seed++) {
         struct gy_guard *g = fresh(seed);
         struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
@@ -411,7 +470,7 @@ TEST(a_costless_arm_hidden_in_ten_percent_noise_is_promoted)
 
 TEST(heavy_tailed_durations_never_promote_a_costly_arm)
 {
-    struct pair p = {10.0, {1, 1.5, 1.5, 1.5, 1.5, 1.5}, PARETO, LP_PER_MS};
+    struct pair p = {10.0, EVERY_PARTITION(1.5), PARETO, LP_PER_MS};
     unsigned promoted = 0;
     for (uint64_t seed = 1; seed <= 30; seed++) {
         struct gy_guard *g = fresh(seed);
@@ -682,6 +741,7 @@ TEST(a_change_of_arm_is_one_verbose_line_from_the_process_that_made_it)
     gy_guarded_configure(&s.hp, 0.02, 0.05, 1.0, 5, &err);
     run_jobs(&s.hp, 20, 0); /* stop's baseline: jobs of a few microseconds */
     gy_guarded_force(&s.hp, GY_ARM_P16, &err);
+    s.hp.seg->guard.pinned = 0; /* in force as if promoted: a forced arm is pinned, never dropped */
     gy_guarded_configure(&s.hp, 0.02, 0.05, 0.5, 5, &err);
     char path[] = "/tmp/gy-guarded-verbose-XXXXXX";
     int fd = mkstemp(path);

@@ -206,8 +206,9 @@ static void scenario_guarded(void)
     CU(run("before", s));
 
     /* Each partition arm in force: a job's launches go to a green context of that many SMs, one
-     * context per size, each made at its first use; after the job, back on the stream, in order. */
-    static const enum gy_guard_arm arms[] = {GY_ARM_P16, GY_ARM_P64, GY_ARM_P32, GY_ARM_P16};
+     * context per size, each made at its first use (disjoint:64's lower side is partition:64's);
+     * after the job, back on the stream, in order. */
+    static const enum gy_guard_arm arms[] = {GY_ARM_P16, GY_ARM_P64, GY_ARM_D64, GY_ARM_P32, GY_ARM_P16};
     char prev[16] = "before";
     uint64_t partition_launches = 0;
     for (size_t i = 0; i < sizeof arms / sizeof *arms; i++) {
@@ -418,6 +419,80 @@ static void scenario_converges(void)
     gy_close(&shm);
 }
 
+/* This process is the HP (hooked at priority 1, GPUYIELD_PRIORITY) and marks its own jobs. Under
+ * a disjoint arm its launches during the job run on the rest of the lower processes' split (132 -
+ * K SMs on the fake device), in program order with what came before and after; under a partition
+ * arm, under stop and between jobs on its own stream. */
+static void hp_job_on(gy_shm *shm, enum gy_guard_arm arm, double stop_share, const char *tag, CUstream s)
+{
+    gy_err err;
+    gy_job job;
+    configure(shm, stop_share, arm);
+    if (gy_begin(shm, 1, &job, &err)) {
+        fail("%s", err.msg);
+        return;
+    }
+    enum gy_guard_arm want = stop_share >= 1 ? GY_ARM_STOP : arm;
+    if (job.guard_arm != (int)want)
+        fail("%s: the job got arm %d, expected %s", tag, job.guard_arm, gy_guard_arm_name(want));
+    char in0[32], in1[32];
+    snprintf(in0, sizeof in0, "%s_0", tag), snprintf(in1, sizeof in1, "%s_1", tag);
+    CU(run(in0, s));
+    CU(run(in1, s));
+    CU(cuStreamSynchronize(s)); /* the HP's own end of a job: its work done, then the job ends */
+    if (gy_job_exit(shm, &job, &err))
+        fail("%s", err.msg);
+}
+
+static void scenario_disjoint_hp(void)
+{
+    gy_shm shm;
+    gy_err err;
+    if (gy_open(getenv("GPUYIELD_SHM"), &shm, &err) || gy_register(&shm, 1, &err)) {
+        fail("%s", err.msg);
+        return;
+    }
+    CUdevice dev;
+    CUcontext ctx;
+    CU(cuInit(0));
+    CU(cuDeviceGet(&dev, 0));
+    CU(cuDevicePrimaryCtxRetain(&ctx, dev));
+    CU(cuCtxSetCurrent(ctx));
+    CU(cuModuleLoadData(&module, "fake image"));
+    CUstream s;
+    CU(cuStreamCreate(&s, 0));
+    CU(run("before", s));
+    hp_job_on(&shm, GY_ARM_D64, 0.0, "d64", s);
+    CU(run("between", s));
+    hp_job_on(&shm, GY_ARM_D120, 0.0, "d120", s);
+    hp_job_on(&shm, GY_ARM_P64, 0.0, "p64", s);
+    hp_job_on(&shm, GY_ARM_D64, 1.0, "stop", s);
+    CU(run("after", s));
+    CU(cuStreamSynchronize(s));
+    fake_log_read(getenv("FAKECUDA_LOG"), &the_log);
+    expect_sms("d64_0", 132 - 64), expect_sms("d64_1", 132 - 64), expect_sms("between", 0);
+    expect_sms("d120_0", 132 - 120), expect_sms("d120_1", 132 - 120);
+    expect_sms("p64_0", 0), expect_sms("stop_0", 0), expect_sms("after", 0);
+    static const char *const order[] = {"before", "d64_0", "d64_1", "between", "d120_0", "d120_1",
+                                        "p64_0", "p64_1", "stop_0", "stop_1", "after"};
+    for (size_t i = 1; i < sizeof order / sizeof *order; i++)
+        expect_after(order[i], order[i - 1]);
+    fake_log_free(&the_log);
+    /* its confined launches are its own partition launches, never the lower processes' progress */
+    struct gy_guard g;
+    if (gy_guarded_snapshot(&shm, &g, &err) == 0) {
+        struct gy_guard_arm_stats d64;
+        gy_guard_arm_stats(&g, GY_ARM_D64, &d64);
+        if (d64.jobs != 1 || d64.lp_per_s != 0)
+            fail("disjoint:64: %llu jobs, lp %.1f/s: expected 1 job and no lower progress", (unsigned long long)d64.jobs,
+                 d64.lp_per_s);
+    } else {
+        fail("%s", err.msg);
+    }
+    printf("guarded_disjoint_hp pid=%d\n", (int)getpid());
+    gy_close(&shm);
+}
+
 int guarded_scenario(const char *what, int argc, char **argv)
 {
     (void)argc, (void)argv;
@@ -425,6 +500,8 @@ int guarded_scenario(const char *what, int argc, char **argv)
         scenario_guarded();
     else if (strcmp(what, "guarded_converges") == 0)
         scenario_converges();
+    else if (strcmp(what, "guarded_disjoint_hp") == 0)
+        scenario_disjoint_hp();
     else
         fail("unknown scenario %s", what);
     return failures;

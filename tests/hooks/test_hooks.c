@@ -1658,7 +1658,7 @@ TEST(partition_falls_back_to_corun_on_a_driver_without_green_contexts)
 
 /* The guarded scenarios of cuda_worker under a guarded segment with MPS; returns the worker's
  * stderr (free it), NULL when it could not run. */
-static char *run_guarded(const char *scenario)
+static char *run_guarded_as(const char *scenario, const char *priority_env)
 {
     struct setup s;
     char *stderr_text = NULL;
@@ -1675,7 +1675,7 @@ static char *run_guarded(const char *scenario)
     gy_close(&shm);
     char shmv[96];
     snprintf(shmv, sizeof shmv, "GPUYIELD_SHM=%s", s.tag);
-    const char *env[] = {shmv, "GPUYIELD_VERBOSE=1", NULL};
+    const char *env[] = {shmv, "GPUYIELD_VERBOSE=1", priority_env, NULL};
     const char *args[] = {scenario, NULL};
     struct worker w;
     if (spawn(&s, &w, env, args)) {
@@ -1688,6 +1688,8 @@ static char *run_guarded(const char *scenario)
     setup_end(&s);
     return stderr_text;
 }
+
+static char *run_guarded(const char *scenario) { return run_guarded_as(scenario, NULL); }
 
 TEST(guarded_sends_launches_to_the_arms_partition_and_holds_them_under_stop)
 {
@@ -1709,6 +1711,19 @@ TEST(guarded_leaves_stop_when_a_partition_costs_the_hp_nothing)
     char *stderr_text = run_guarded("guarded_converges");
     CHECK(stderr_text && count_matching_lines(stderr_text, "guarded arm stop -> partition:16 (promoted") >= 1,
           "stderr: %s", stderr_text ? stderr_text : "");
+    free(stderr_text);
+}
+
+/* The HP's side of a disjoint arm: its launches during its job on the rest of the split, one
+ * green context per size, each made at its first use and said in one line. */
+TEST(guarded_disjoint_confines_the_hps_own_launches_to_the_rest_of_the_split)
+{
+    char *stderr_text = run_guarded_as("guarded_disjoint_hp", "GPUYIELD_PRIORITY=1");
+    const char *lines[] = {"during its jobs of arm disjoint:64 its launches run on a green context of 68 of the device's 132",
+                           "during its jobs of arm disjoint:120 its launches run on a green context of 12 of the device's 132"};
+    for (int i = 0; i < 2; i++)
+        CHECK(stderr_text && count_matching_lines(stderr_text, lines[i]) == 1, "'%s': stderr: %s", lines[i],
+              stderr_text ? stderr_text : "");
     free(stderr_text);
 }
 
