@@ -27,6 +27,11 @@ $(O)/bench/green-probe: bench/gpu/green_probe.cu bench/gpu/smid_kernels.cuh benc
 $(O)/bench/partition-bench: bench/gpu/partition_bench.cu bench/gpu/smid_kernels.cuh bench/gpu/check_cuda.cuh $(O)/obj/bench/gpu/job_shim.o $(CONTROLLER_LIB)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) $< $(O)/obj/bench/gpu/job_shim.o $(CONTROLLER_LIB) -o $@
-ALL += $(O)/bench/launch-rate $(O)/bench/preempt-bench $(O)/bench/launch-cost $(O)/bench/green-probe $(O)/bench/partition-bench
+# The partition's cross-process proof: `part` and `rest` of one split, made in two processes, are disjoint.
+$(O)/bench/disjoint-probe: bench/gpu/disjoint_probe.cu bench/gpu/smid_kernels.cuh bench/gpu/check_cuda.cuh
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) $< -lcuda -o $@
+ALL += $(O)/bench/launch-rate $(O)/bench/preempt-bench $(O)/bench/launch-cost $(O)/bench/green-probe $(O)/bench/partition-bench \
+	$(O)/bench/disjoint-probe
 endif
 endif

@@ -26,7 +26,9 @@ the HP starts) and its units are counted over the HP's window only.
 Setups: hp_alone, lp_alone, nocontrol, mps, corun, partition, guarded, hp_ctl_alone (the HP
 controlled, marking its jobs on the corun segment, the LP idle), corun_auto and corun_auto_short
 (issue 27: the HP unmarked under GPUYIELD_JOBS=auto, idle time the hook's default (300 us; 2000 until 2026-11-24) and --auto-idle-us, default
-300; not by default); in the first cell of each HP kind
+300; not by default), arm:ARM for each guarded arm (arm:partition:64, arm:disjoint:120, ...: a guarded
+segment with that arm pinned by `expcontroller guard-force`, stop still interleaved at a quarter of
+the HP's jobs; each cell starts with a guard-reset and the pin; not by default); in the first cell of each HP kind
 also the cost setups hp_mps_alone (an MPS client, no hook), hp_hook_alone (hooked, not marking),
 hp_mark_alone (marking, no hook).
 
@@ -74,11 +76,21 @@ SETUP = {
     # idle times side by side in the same rounds, each on a corun segment of its own
     "corun_auto_short": ("corunautoshort", ("hp", "lp"), False),
 }
+# Guarded with one arm pinned (expcontroller guard-force): each arm measured on its own beside the
+# pair, stop still interleaved at a quarter of the HP's jobs as in the product (issue 26: every arm
+# measured alone first). Setup "arm:disjoint:120", process group "arm-disjoint120".
+GUARD_ARMS = ("partition:16", "partition:32", "partition:64", "disjoint:64", "partition:96", "disjoint:96",
+              "partition:120", "disjoint:120")
+ARM_GROUPS = {f"arm-{a.replace(':', '')}": a for a in GUARD_ARMS}  # group -> the arm it pins
+for _group, _arm in ARM_GROUPS.items():
+    SETUP[f"arm:{_arm}"] = (_group, ("hp", "lp"), True)
 DEFAULT_SETUPS = ("hp_alone", "lp_alone", "nocontrol", "mps", "corun", "partition", "hp_ctl_alone")
 COST_SETUPS = ("hp_mps_alone", "hp_hook_alone", "hp_mark_alone")
 AUTO_GROUPS = ("corunauto", "corunautoshort")  # the HP under GPUYIELD_JOBS=auto, on a corun segment
-POLICY_GROUPS = ("corun", "partition", "guarded") + AUTO_GROUPS
-MPS_GROUPS = ("mps", "corun", "partition", "guarded", "markonly") + AUTO_GROUPS
+POLICY_GROUPS = ("corun", "partition", "guarded") + AUTO_GROUPS + tuple(ARM_GROUPS)
+MPS_GROUPS = ("mps", "corun", "partition", "guarded", "markonly") + AUTO_GROUPS + tuple(ARM_GROUPS)
+GUARDED_GROUPS = ("guarded",) + tuple(ARM_GROUPS)  # segments of policy guarded (their status has arms)
+PARTITIONING_GROUPS = ("partition",) + GUARDED_GROUPS
 AUTO_IDLE_US_DEFAULT = 300  # corun_auto_short's GPUYIELD_IDLE_US unless --auto-idle-us says
 # The targets of issues 25 and 26, for the summary's "meets" column.
 TARGET_P50, TARGET_P50_CI, TARGET_P99 = 1.03, 1.06, 1.10
@@ -219,7 +231,7 @@ def group_env(args, group, role, segments, mps_dirs):
         env["GPUYIELD_SHM"] = segments[group]
         env["GPUYIELD_PRIORITY"] = "1" if role == "hp" else "0"
         env["GPUYIELD_MODE"] = args.lp_mode if role == "lp" else "none"
-        if group in ("partition", "guarded"):
+        if group in PARTITIONING_GROUPS:
             env["GPUYIELD_PARTITION_SMS"] = str(args.partition_sms)
         if group in AUTO_GROUPS and role == "hp":
             env["GPUYIELD_JOBS"] = "auto"
@@ -257,7 +269,7 @@ class Tools:
 
     def create_segment(self, group):
         """The segment of a hooked group (its own: setups never share one), under the group's policy."""
-        policy = "corun" if group in AUTO_GROUPS else group
+        policy = "corun" if group in AUTO_GROUPS else "guarded" if group in ARM_GROUPS else group
         name = f"{self.tag}-{group}"
         words = ["create", "--name", name, "--policy", policy]
         if self.mps_dirs:
@@ -266,6 +278,13 @@ class Tools:
         if r.returncode != 0:
             fail(f"cannot create a '{policy}' segment: {r.stdout.strip()} (leave the setup out with --setups)")
         self.segments[group] = name
+
+    def pin_arm(self, group):
+        """An arm group's segment: forget the last pair (guard-reset), then pin its arm."""
+        for words in (["guard-reset"], ["guard-force", "--arm", ARM_GROUPS[group]]):
+            r = self.expcontroller(*words, "--name", self.segments[group])
+            if r.returncode != 0:
+                fail(f"cannot pin arm {ARM_GROUPS[group]} on {self.segments[group]}: {r.stdout.strip()}")
 
     def lp_state(self, group):
         """The LP's partition state and launches so far, and the segment's own fields (a guarded
@@ -416,18 +435,20 @@ def run_cells(args, plan, procs, tools, raw, started):
         if "guarded" in args.setups and args.learn_jobs:
             # what the LP sent to partitions while guarded learned is not the next segment's
             partition_before["guarded"] = learn_guarded(args, procs, tools, raw, (hp, lp, load))
+        for group in sorted({SETUP[s][0] for s in args.setups} & set(ARM_GROUPS)):
+            tools.pin_arm(group)  # each cell's arm statistics are of its own pair
         for rnd, setup in schedule(cell_setups(args.setups, first, args.cost), args.rounds, args.seed + ci):
             group, roles, mark = SETUP[setup]
             seed = args.seed * 100000 + ci * 100 + rnd  # the same arrivals for every setup of the round
             seg = {"hp": hp, "lp": lp, "load": load, "setup": setup, "round": rnd, "rate": rate, "seconds": seconds}
             seg.update(run_window(args, procs, group, roles, rate, seconds, seed, mark,
                                   max(0.3, 3 * raw["hp_kinds"][hp]["svc_p50_ms"] / 1000), f"{hp}+{lp} {setup}"))
-            if group in ("partition", "guarded") and "lp" in roles:
+            if group in PARTITIONING_GROUPS and "lp" in roles:
                 now = tools.lp_state(group)
                 seg["lp_partition"] = {"state": now["state"],
                                        "launches": now["partition_launches"] - partition_before.get(group, 0)}
                 partition_before[group] = now["partition_launches"]
-                if group == "guarded":
+                if group in GUARDED_GROUPS:
                     seg["guarded_status"] = now["segment"]
             if group in AUTO_GROUPS:  # did the unmarked HP's hook open jobs? (its auto_jobs counter)
                 seg["hp_auto_jobs"] = tools.hp_auto_jobs(group)
@@ -623,7 +644,8 @@ def write_outputs(raws, out):
         print(f"matrix: no plots ({e})")
 
 
-SUMMARY_SETUPS = ("nocontrol", "mps", "corun", "partition", "guarded", "corun_auto", "corun_auto_short", "hp_ctl_alone")
+SUMMARY_SETUPS = ("nocontrol", "mps", "corun", "partition", "guarded", "corun_auto", "corun_auto_short",
+                  "hp_ctl_alone") + tuple(f"arm:{a}" for a in GUARD_ARMS)
 
 
 def summary_table(matrix):

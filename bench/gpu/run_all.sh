@@ -51,6 +51,8 @@ for stage in "${stages[@]}"; do
         cp "$R/matrix/matrix.json" "$R/matrix/heatmap.png" "$OUT/" 2>/dev/null ;;
     partition-proof) PY=$PY bash bench/gpu/partition_proof.sh "$B" "$R/partition-proof" "$OUT" 2>&1
             echo "partition-proof exit $?" ;;
+    disjoint-proof) PY=$PY bash bench/gpu/disjoint_proof.sh "$B" "$R/disjoint-proof" "$OUT" 2>&1
+            echo "disjoint-proof exit $?" ;;
     smoke) bash bench/gpu/smoke.sh "$B" "$R/smoke" ;;
     proof) BUILD=$B OUT=$R/proof DUR=${DUR:-30} bash bench/gpu/run_exp_proof.sh 2>&1 | tail -40 ;;
     nsight) OUT=$R/nsight BUILD=$B bash bench/gpu/nsight_input_control.sh 2>&1 | tail -30 ;;

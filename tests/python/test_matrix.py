@@ -295,3 +295,34 @@ def test_pinning_gives_each_hp_worker_two_cpus_of_its_own_and_the_lps_the_rest()
     assert len(set(flat)) == len(flat) and not {0, 1} & set(flat)  # disjoint, the first two left free
     assert plan[("plain", "lp")] == plan[("corun", "lp")] == list(range(8, 16))
     assert matrix.cpu_plan(keys, set(range(8))) is None  # 2 + 3 x 2 + 1 CPUs needed
+
+
+def test_an_arm_setup_runs_on_a_guarded_segment_of_its_own_with_the_arm_pinned(tmp_path):
+    """arm:ARM (issue 26: each arm measured alone): its own group and guarded segment, the arm pinned
+    by guard-force at each cell's start, its status recorded with every segment."""
+    assert matrix.SETUP["arm:disjoint:64"] == ("arm-disjoint64", ("hp", "lp"), True)
+    args = argparse.Namespace(build="/b", lp_mode="event:2", partition_sms=16)
+    env = matrix.group_env(args, "arm-disjoint64", "hp", {"arm-disjoint64": "s-arm"}, ("/pipe", "/log"))
+    assert env["GPUYIELD_SHM"] == "s-arm" and env["GPUYIELD_PRIORITY"] == "1" and env["CUDA_MPS_PIPE_DIRECTORY"] == "/pipe"
+    build = os.environ.get("BUILD", os.path.join(ROOT, "build"))
+    if not os.path.exists(os.path.join(build, "bin", "expcontroller")):
+        pytest.skip("no build")
+    penv = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "tests", "bench"),
+                                                        os.path.join(build, "python"), ROOT]), MPLBACKEND="Agg")
+    out = tmp_path / "m"
+    r = subprocess.run([sys.executable, "-m", "bench.gpu.matrix", "--build", build, "--out", str(out), "--backend",
+                        "fake_matrix_backend:FakeBackend", "--no-mps", "--no-cost", "--hp-kinds", "gemm", "--lp-kinds",
+                        "gemm,graph", "--setups", "hp_alone,lp_alone,arm:disjoint:64,arm:partition:120", "--rounds", "1",
+                        "--jobs", "4", "--min-seconds", "0.2", "--max-seconds", "0.3", "--lp-lead-s", "0.05"],
+                       cwd=ROOT, env=penv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=180)
+    assert r.returncode == 0, r.stdout
+    raw = json.loads((out / "raw.json").read_text())
+    for setup, arm in (("arm:disjoint:64", "disjoint:64"), ("arm:partition:120", "partition:120")):
+        segs = [s for s in raw["segments"] if s["setup"] == setup]
+        assert len(segs) == 2  # one per cell
+        for s in segs:
+            g = s["guarded_status"]["guarded"]
+            assert (g["in_force"], g["reason"]) == (arm, "forced"), g
+    cells = json.loads((out / "matrix.json").read_text())["cells"]
+    assert all({"arm:disjoint:64", "arm:partition:120"} <= set(c["setups"]) for c in cells)
+    assert "arm:disjoint:64" in r.stdout  # the summary's column
