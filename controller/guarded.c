@@ -166,46 +166,34 @@ static double progress(const struct gy_guard *g, uint32_t arm)
 
 static bool backing_off(const struct gy_guard *g, uint32_t arm) { return g->jobs < g->backoff_until[arm]; }
 
-/* Every arm of `sms` SMs (partition, and disjoint where there is one) backs off: the size failed. */
-static bool size_failed(const struct gy_guard *g, unsigned sms)
-{
-    for (uint32_t a = GY_ARM_STOP + 1; a < GY_GUARD_ARM_COUNT; a++)
-        if (arm_rows[a].sms == sms && !backing_off(g, a))
-            return false;
-    return true;
-}
-
-/* The next arm to try above `arm`, the largest within the bound so far, or GY_GUARD_NO_ARM: from
- * stop the smallest partition (the safest first), then a bisection over the sizes between `arm`'s
- * and the smallest larger size whose arms were all dropped and still back off (none: the largest).
- * So a pair that takes the largest partition gets it on the second trial, not the fifth (a noisy
- * HP's trial can take thousands of jobs), and no size above one that failed is tried. Within a
- * size the partition comes first and its disjoint twin only once the partition was dropped (the
- * twin costs the HP a confinement that helps only where lower blocks beside its own slow it). */
+/* The next partition arm to try above `arm`, the largest within the bound so far, or
+ * GY_GUARD_NO_ARM: from stop the smallest (the safest first), then a bisection between `arm` and
+ * the smallest larger one that was dropped and is still backing off (none: the largest). So a pair
+ * that takes the largest partition gets it on the second trial, not the fifth (a noisy HP's trial
+ * can take thousands of jobs), and a larger arm than one that failed is not tried.
+ * Disjoint arms are never tried: measured on the H100 beside every pair screened they cost the HP
+ * as much as their partition twin or more (the launch-bound HP 1.06-1.16 of stop against 0.99-1.03,
+ * BERT 2.3-2.8 against 1.09-1.25, a GEMM HP 1.9-3.6; bench/results/2026-11-24-arms), so they are
+ * there only to be pinned and measured (gy_guard_force). */
 static uint32_t next_arm(const struct gy_guard *g, uint32_t arm)
 {
     if (!valid_arm(arm))
         return GY_GUARD_NO_ARM;
+    uint32_t ladder[GY_GUARD_ARM_COUNT], count = 0, from = 0;
+    for (uint32_t a = GY_ARM_STOP + 1; a < GY_GUARD_ARM_COUNT; a++)
+        if (!arm_rows[a].disjoint)
+            ladder[count++] = a; /* the table is ordered by size */
     if (arm == GY_ARM_STOP)
-        return GY_ARM_STOP + 1;
-    unsigned sizes[GY_GUARD_ARM_COUNT], count = 0, from = 0, failed = 0;
-    for (uint32_t a = GY_ARM_STOP + 1; a < GY_GUARD_ARM_COUNT; a++)
-        if (!count || sizes[count - 1] != arm_rows[a].sms)
-            sizes[count++] = arm_rows[a].sms; /* the table is ordered by size */
-    for (unsigned i = 0; i < count; i++)
-        if (sizes[i] == arm_rows[arm].sms)
+        return ladder[0];
+    for (uint32_t i = 0; i < count; i++)
+        if (arm_rows[ladder[i]].sms <= arm_rows[arm].sms)
             from = i;
-    failed = count;
-    for (unsigned i = from + 1; i < count && failed == count; i++)
-        if (size_failed(g, sizes[i]))
+    uint32_t failed = count;
+    for (uint32_t i = from + 1; i < count && failed == count; i++)
+        if (backing_off(g, ladder[i]))
             failed = i;
-    unsigned next = failed == count ? count - 1 : (from + failed) / 2;
-    if (next <= from)
-        return GY_GUARD_NO_ARM;
-    for (uint32_t a = GY_ARM_STOP + 1; a < GY_GUARD_ARM_COUNT; a++)
-        if (arm_rows[a].sms == sizes[next] && !backing_off(g, a))
-            return a;
-    return GY_GUARD_NO_ARM;
+    uint32_t next = failed == count ? count - 1 : (from + failed) / 2;
+    return next > from ? ladder[next] : GY_GUARD_NO_ARM;
 }
 
 static void start_trial(struct gy_guard *g, uint32_t arm)

@@ -13,7 +13,9 @@
 /* The arms a job may get, by the lower processes' SMs (never fewer than the arm before).
  * X(enum suffix, name, SMs the lower processes get (0: stop), disjoint). A disjoint arm gives the
  * lower processes the same K SMs as partition:K and confines the HP's own launches, during its
- * job, to the complement of that split (its blocks never land beside a lower block). */
+ * job, to the complement of that split (its blocks never land beside a lower block). The rule
+ * never tries one (on the H100 none cost the HP less than its partition twin); they can be pinned
+ * (expcontroller guard-force) to measure them on other devices and pairs. */
 #define GY_GUARD_ARMS(X)                                                                           \
     X(STOP, "stop", 0, 0)                                                                          \
     X(P16, "partition:16", 16, 0)                                                                  \
