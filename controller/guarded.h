@@ -36,7 +36,7 @@
 #define GY_GUARD_BACKOFF_JOBS 500   /* a rejected or fallen-back arm is not tried again before */
 #define GY_GUARD_MAX_DOUBLINGS 5    /* ... and twice as long each time in a row, up to 32 x */
 #define GY_GUARD_RECHECK_JOBS 8000  /* windows of the partition arms reset this often (between trials) */
-#define GY_GUARD_SHIFT 0.5          /* stop's recent median this far from its window's: reset */
+#define GY_GUARD_SHIFT 2.0          /* stop's recent median this factor above or below its window's: re-base */
 
 /* ---- statistics (guard_stats.c) ------------------------------------------------------------- */
 /* The k-th smallest (1-based, 1..n) of n values; `scratch` holds n values (sorted there). */

@@ -42,7 +42,7 @@ enum gy_guard_arm { GY_GUARD_ARMS(GY_GUARD_ARM_ENUM) GY_GUARD_ARM_COUNT };
     X(KEPT, "kept", "kept: a larger arm was within the bound but gave no more LP progress")        \
     X(REJECTED, "rejected", "the tried arm missed the bound of stop (p50 or p99)")                 \
     X(FALLBACK, "fallback", "fallback: the arm's recent jobs left the bound of stop")              \
-    X(SHIFT, "shift", "shift: the HP's job time moved by more than 50 %; measured again from there") \
+    X(SHIFT, "shift", "shift: the HP's job time moved by a factor over 2; measured again from there") \
     X(RECHECK, "recheck", "re-check: windows reset after the periodic interval; kept while within the bound") \
     X(FORCED, "forced", "forced by gy_guard_force (tests, operators)")                              \
     X(RESET, "reset", "reset by an operator (expcontroller guard-reset): learning again from stop")
