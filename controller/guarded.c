@@ -173,7 +173,7 @@ static bool backing_off(const struct gy_guard *g, uint32_t arm) { return g->jobs
  * can take thousands of jobs), and a larger arm than one that failed is not tried.
  * Disjoint arms are never tried: measured on the H100 beside every pair screened they cost the HP
  * as much as their partition twin or more (the launch-bound HP 1.06-1.16 of stop against 0.99-1.03,
- * BERT 2.3-2.8 against 1.09-1.25, a GEMM HP 1.9-3.6; bench/results/2026-11-24-arms), so they are
+ * BERT 2.3-2.8 against 1.09-1.25, a GEMM HP 1.9-3.6; bench/results/2026-11-24-guarded-v3), so they are
  * there only to be pinned and measured (gy_guard_force). */
 static uint32_t next_arm(const struct gy_guard *g, uint32_t arm)
 {
@@ -454,7 +454,7 @@ static void start_over(struct gy_guard *g, enum gy_guard_reason why, struct gy_g
  * judged against stop's recent jobs, so an arm that costs the changed HP goes within a block or
  * two. Starting over from stop here threw away thousands of jobs of learning at every change.
  * Only a factor of 2 counts: a BERT HP's job time wandered between 3.2 and 5.3 ms (medians of 64
- * jobs) on the H100, and a 50 % threshold cut every trial short (bench/results/2026-11-24-arms);
+ * jobs) on the H100, and a 50 % threshold cut every trial short (bench/results/2026-11-24-guarded-v3);
  * a trial compares jobs of the same time (paired_stop), so a smaller change falls on both sides. */
 static bool shifted(struct gy_guard *g)
 {

@@ -273,7 +273,7 @@ TEST(an_lp_that_sends_nothing_to_partitions_gets_no_larger_trial)
 }
 
 /* Disjoint arms cost the HP as much as their partition twin or more wherever they were measured on
- * the H100 (bench/results/2026-11-24-arms): the rule never tries them, even where every partition
+ * the H100 (bench/results/2026-11-24-guarded-v3): the rule never tries them, even where every partition
  * but the smallest fails and a disjoint twin would cost nothing; they are there to be pinned. */
 TEST(the_rule_never_tries_a_disjoint_arm)
 {
