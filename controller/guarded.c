@@ -4,7 +4,7 @@
  * A job gets stop with probability stop_share (the running baseline, so that a slow drift of the
  * HP's own job time is never blamed on an arm; at least half the jobs while an arm is tried), else
  * the arm being tried, else the arm in force. The arms give the LP 16, 32, 64, 96 or 120 SMs; 16 is
- * tried first, then the largest, then by bisection below any that failed (next_arm), each only once
+ * tried first, then 64, then 120, then by bisection below any that failed (next_arm), each only once
  * a smaller one was within the bound, and only once stop has GY_GUARD_MIN_JOBS samples.
  *   Promotion is slow and distribution-free: at 32, 64, 128, ... samples of the arm's window, a
  *   Mann-Whitney rank test over every (arm job, stop job) pair must show the arm's jobs shorter
@@ -167,10 +167,14 @@ static double progress(const struct gy_guard *g, uint32_t arm)
 static bool backing_off(const struct gy_guard *g, uint32_t arm) { return g->jobs < g->backoff_until[arm]; }
 
 /* The next partition arm to try above `arm`, the largest within the bound so far, or
- * GY_GUARD_NO_ARM: from stop the smallest (the safest first), then a bisection between `arm` and
- * the smallest larger one that was dropped and is still backing off (none: the largest). So a pair
- * that takes the largest partition gets it on the second trial, not the fifth (a noisy HP's trial
- * can take thousands of jobs), and a larger arm than one that failed is not tried.
+ * GY_GUARD_NO_ARM: from stop the smallest (the safest first), then the middle one, then the
+ * largest; below a larger arm that was dropped and still backs off, the one halfway to it (a
+ * bisection). So a pair that takes the largest partition gets it on the third trial, not the fifth
+ * (a noisy HP's trial can take thousands of jobs), a larger arm than one that failed is not tried,
+ * and a pair whose cost grows with the LP's SMs gets the middle one without first waiting out a
+ * trial of the largest: on the H100 the launch-bound HP's 120-SM arm cost it 1.01-1.04 of stop,
+ * right at the bound, and its trial ran 2 048 jobs undecided while 64 SMs cost 1.00-1.01
+ * (bench/results/2026-11-24-guarded-v3).
  * Disjoint arms are never tried: measured on the H100 beside every pair screened they cost the HP
  * as much as their partition twin or more (the launch-bound HP 1.06-1.16 of stop against 0.99-1.03,
  * BERT 2.3-2.8 against 1.09-1.25, a GEMM HP 1.9-3.6; bench/results/2026-11-24-guarded-v3), so they are
@@ -192,7 +196,7 @@ static uint32_t next_arm(const struct gy_guard *g, uint32_t arm)
     for (uint32_t i = from + 1; i < count && failed == count; i++)
         if (backing_off(g, ladder[i]))
             failed = i;
-    uint32_t next = failed == count ? count - 1 : (from + failed) / 2;
+    uint32_t next = failed < count ? (from + failed) / 2 : from == 0 ? count / 2 : count - 1;
     return next > from ? ladder[next] : GY_GUARD_NO_ARM;
 }
 
