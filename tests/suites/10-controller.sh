@@ -71,13 +71,21 @@ expect cli_guard_not_for_status 2 "go with 'create' or 'serve', not 'status'" "$
 check cli_guard_bad_values_made_nothing test ! -e "/dev/shm${NAME}"
 expect cli_create_guarded 0 "^$NAME\$" "$EXP" create --name "$TAG" --policy guarded --guard-p50 0.03 --guard-p99 0.08
 expect cli_status_guarded_table 0 "guarded: arm in force stop \(start: .*bound p50 \+3.0 %, p99 \+8.0 %" "$EXP" status --name "$TAG"
-expect cli_status_guarded_json 0 '^ok$' bash -c "\"$EXP\" status --name $TAG --json | \"$PYTHON\" -c 'import json,sys; g=json.load(sys.stdin)[\"guarded\"]; assert g[\"in_force\"]==\"stop\" and g[\"reason\"]==\"start\" and g[\"eps_p50\"]==0.03 and g[\"eps_p99\"]==0.08 and list(g[\"arms\"])==[\"stop\",\"partition:16\",\"partition:32\",\"partition:64\",\"partition:96\",\"partition:120\"], g; print(\"ok\")'"
+expect cli_status_guarded_json 0 '^ok$' bash -c "\"$EXP\" status --name $TAG --json | \"$PYTHON\" -c 'import json,sys; g=json.load(sys.stdin)[\"guarded\"]; assert g[\"in_force\"]==\"stop\" and g[\"reason\"]==\"start\" and g[\"eps_p50\"]==0.03 and g[\"eps_p99\"]==0.08 and list(g[\"arms\"])==[\"stop\",\"partition:16\",\"partition:32\",\"partition:64\",\"disjoint:64\",\"partition:96\",\"disjoint:96\",\"partition:120\",\"disjoint:120\"], g; print(\"ok\")'"
+expect cli_guard_force 0 "^pinned arm disjoint:120 in force on $NAME" "$EXP" guard-force --name "$TAG" --arm disjoint:120
+expect cli_guard_force_shown 0 "guarded: arm in force disjoint:120 \(forced" "$EXP" status --name "$TAG"
+expect cli_guard_force_bad_arm 2 "--arm takes stop, partition:16\|32\|64\|96\|120 or disjoint:64\|96\|120, not 'partition:48'" \
+    "$EXP" guard-force --name "$TAG" --arm partition:48
+expect cli_guard_force_needs_arm 2 "guard-force needs --arm ARM" "$EXP" guard-force --name "$TAG"
+expect cli_arm_only_for_guard_force 2 "--arm goes with 'guard-force', not 'status'" "$EXP" status --name "$TAG" --arm stop
 expect cli_guard_reset 0 "^reset the guarded policy of $NAME: stop in force\$" "$EXP" guard-reset --name "$TAG"
 expect cli_guard_reset_shown 0 "guarded: arm in force stop \(reset by an operator" "$EXP" status --name "$TAG"
 expect cli_remove_guarded 0 "removed $NAME" "$EXP" remove --name "$TAG"
 expect cli_guard_reset_not_guarded 1 "^expcontroller: $NAME runs policy corun, not guarded: there is nothing learned to reset" \
     bash -c "\"$EXP\" create --name $TAG --policy corun >/dev/null && \"$EXP\" guard-reset --name $TAG; rc=\$?; \"$EXP\" remove --name $TAG >/dev/null; exit \$rc"
 expect cli_guard_reset_no_segment 1 "^expcontroller: .*$NAME" "$EXP" guard-reset --name "$TAG"
+expect cli_guard_force_not_guarded 1 "^expcontroller: $NAME runs policy corun, not guarded: it has no arms to force" \
+    bash -c "\"$EXP\" create --name $TAG --policy corun >/dev/null && \"$EXP\" guard-force --name $TAG --arm stop; rc=\$?; \"$EXP\" remove --name $TAG >/dev/null; exit \$rc"
 clean_unlock
 
 # serve: creates, reaps, and removes on SIGTERM
