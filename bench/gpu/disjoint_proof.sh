@@ -54,21 +54,11 @@ stop_filler() {
     return $status
 }
 
-# The daemon leaves its sockets behind when it quits: wait for its pid (a zombie counts as gone).
-mps_alive() { [ -n "$MPS_PID" ] && [ -e "/proc/$MPS_PID" ] && ! grep -q '^[0-9]* (.*) Z' "/proc/$MPS_PID/stat" 2> /dev/null; }
-MPS_PID=
+. "$(dirname "$0")/mps_daemon.sh"
 cleanup() {
     stop_filler
-    if [ -e "$MPS_DIR/pipe/control" ]; then
-        echo quit | CUDA_MPS_PIPE_DIRECTORY=$MPS_DIR/pipe nvidia-cuda-mps-control > /dev/null 2>&1
-        for _ in $(seq 50); do mps_alive || break; sleep 0.2; done
-        if mps_alive; then
-            echo "disjoint-proof: the MPS daemon (pid $MPS_PID) did not quit in 10 s: SIGTERM"
-            kill "$MPS_PID"
-        fi
-    fi
+    mps_quit "$MPS_DIR" disjoint-proof "$D/mps-log"
     [ -n "$CLOCKS_PID" ] && kill "$CLOCKS_PID" 2> /dev/null
-    [ -d "$MPS_DIR/log" ] && mkdir -p "$D/mps-log" && cp -r "$MPS_DIR/log/." "$D/mps-log/" 2> /dev/null
     rm -rf "$MPS_DIR"
 }
 trap cleanup EXIT
@@ -85,15 +75,7 @@ if [ -n "$PLAIN_K" ]; then
     echo "disjoint-proof: probe alone without MPS, K $PLAIN_K: exit $? $(tail -c 300 "$D/plain_alone_$PLAIN_K.err")"
 fi
 
-mkdir -p "$MPS_DIR/pipe" "$MPS_DIR/log"
-if ! CUDA_MPS_PIPE_DIRECTORY=$MPS_DIR/pipe CUDA_MPS_LOG_DIRECTORY=$MPS_DIR/log nvidia-cuda-mps-control -d; then
-    echo "disjoint-proof: nvidia-cuda-mps-control -d failed (it needs root and a GPU): nothing more measured"
-    exit 1
-fi
-for _ in $(seq 50); do [ -s "$MPS_DIR/pipe/nvidia-cuda-mps-control.pid" ] && break; sleep 0.1; done
-MPS_PID=$(cat "$MPS_DIR/pipe/nvidia-cuda-mps-control.pid" 2> /dev/null)
-echo "disjoint-proof: MPS control daemon ${MPS_PID:-(no pid file)} serving $MPS_DIR/pipe"
-export CUDA_MPS_PIPE_DIRECTORY=$MPS_DIR/pipe
+mps_start "$MPS_DIR" disjoint-proof || exit 1
 
 for k in "${KS[@]}"; do
     timeout 60 "$PROBE" probe "$k" --alone --reps "$REPS" > "$D/alone_$k.json" 2> "$D/alone_$k.err"
