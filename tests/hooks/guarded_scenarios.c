@@ -154,6 +154,21 @@ static void expect_after(const char *later, const char *earlier)
              (unsigned long long)b->end);
 }
 
+/* The fake device's primary context current, the module loaded, and a stream of it. */
+static CUstream cuda_ready(void)
+{
+    CUdevice dev;
+    CUcontext ctx;
+    CUstream s = NULL;
+    CU(cuInit(0));
+    CU(cuDeviceGet(&dev, 0));
+    CU(cuDevicePrimaryCtxRetain(&ctx, dev));
+    CU(cuCtxSetCurrent(ctx));
+    CU(cuModuleLoadData(&module, "fake image"));
+    CU(cuStreamCreate(&s, 0));
+    return s;
+}
+
 /* ---- the scenario ---------------------------------------------------------------------------- */
 
 /* A launch from another thread, so that the main one can end the jobs while it is held. */
@@ -194,15 +209,7 @@ static void scenario_guarded(void)
         return;
     }
     hp_start();
-    CUdevice dev;
-    CUcontext ctx;
-    CU(cuInit(0));
-    CU(cuDeviceGet(&dev, 0));
-    CU(cuDevicePrimaryCtxRetain(&ctx, dev));
-    CU(cuCtxSetCurrent(ctx));
-    CU(cuModuleLoadData(&module, "fake image"));
-    CUstream s;
-    CU(cuStreamCreate(&s, 0));
+    CUstream s = cuda_ready();
     CU(run("before", s));
 
     /* Each partition arm in force: a job's launches go to a green context of that many SMs, one
@@ -378,15 +385,7 @@ static void scenario_converges(void)
         _exit(write(ack[1], "d", 1) == 1 ? 0 : 1);
     }
     close(cmd[0]), close(ack[1]);
-    CUdevice dev;
-    CUcontext ctx;
-    CU(cuInit(0));
-    CU(cuDeviceGet(&dev, 0));
-    CU(cuDevicePrimaryCtxRetain(&ctx, dev));
-    CU(cuCtxSetCurrent(ctx));
-    CU(cuModuleLoadData(&module, "fake image"));
-    CUstream s;
-    CU(cuStreamCreate(&s, 0));
+    CUstream s = cuda_ready();
     CUfunction f;
     CU(cuModuleGetFunction(&f, module, "spin_us:200/lp"));
     if (write(cmd[1], "g", 1) != 1)
@@ -452,15 +451,7 @@ static void scenario_disjoint_hp(void)
         fail("%s", err.msg);
         return;
     }
-    CUdevice dev;
-    CUcontext ctx;
-    CU(cuInit(0));
-    CU(cuDeviceGet(&dev, 0));
-    CU(cuDevicePrimaryCtxRetain(&ctx, dev));
-    CU(cuCtxSetCurrent(ctx));
-    CU(cuModuleLoadData(&module, "fake image"));
-    CUstream s;
-    CU(cuStreamCreate(&s, 0));
+    CUstream s = cuda_ready();
     CU(run("before", s));
     hp_job_on(&shm, GY_ARM_D64, 0.0, "d64", s);
     CU(run("between", s));
