@@ -73,7 +73,8 @@ expect cli_create_guarded 0 "^$NAME\$" "$EXP" create --name "$TAG" --policy guar
 expect cli_status_guarded_table 0 "guarded: arm in force stop \(start: .*bound p50 \+3.0 %, p99 \+8.0 %" "$EXP" status --name "$TAG"
 expect cli_status_guarded_json 0 '^ok$' bash -c "\"$EXP\" status --name $TAG --json | \"$PYTHON\" -c 'import json,sys; g=json.load(sys.stdin)[\"guarded\"]; assert g[\"in_force\"]==\"stop\" and g[\"reason\"]==\"start\" and g[\"eps_p50\"]==0.03 and g[\"eps_p99\"]==0.08 and list(g[\"arms\"])==[\"stop\",\"partition:16\",\"partition:32\",\"partition:64\",\"disjoint:64\",\"partition:96\",\"disjoint:96\",\"partition:120\",\"disjoint:120\"], g; print(\"ok\")'"
 expect cli_guard_force 0 "^pinned arm disjoint:120 in force on $NAME" "$EXP" guard-force --name "$TAG" --arm disjoint:120
-expect cli_guard_force_shown 0 "guarded: arm in force disjoint:120 \(forced" "$EXP" status --name "$TAG"
+expect cli_guard_force_shown 0 "guarded: arm in force disjoint:120, pinned until a guard-reset \(forced" "$EXP" status --name "$TAG"
+expect cli_guard_force_json 0 '^ok$' bash -c "\"$EXP\" status --name $TAG --json | \"$PYTHON\" -c 'import json,sys; g=json.load(sys.stdin)[\"guarded\"]; assert g[\"in_force\"]==\"disjoint:120\" and g[\"reason\"]==\"forced\" and g[\"pinned\"] is True, g; print(\"ok\")'"
 expect cli_guard_force_bad_arm 2 "--arm takes stop, partition:16\|32\|64\|96\|120 or disjoint:64\|96\|120, not 'partition:48'" \
     "$EXP" guard-force --name "$TAG" --arm partition:48
 expect cli_guard_force_needs_arm 2 "guard-force needs --arm ARM" "$EXP" guard-force --name "$TAG"
