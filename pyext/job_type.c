@@ -2,6 +2,8 @@
  * wait runs in slices with the GIL released, checking for signals between slices. */
 #include "pyext.h"
 
+#include "guarded.h"
+
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
@@ -215,6 +217,14 @@ static PyObject *get_corun(JobObject *self, void *closure)
     return PyBool_FromLong(self->job.corun);
 }
 
+static PyObject *get_guarded_arm(JobObject *self, void *closure)
+{
+    (void)closure;
+    if (self->job.guard_arm < 0 || self->job.guard_arm >= GY_GUARD_ARM_COUNT)
+        Py_RETURN_NONE;
+    return PyUnicode_FromString(gy_guard_arm_name((enum gy_guard_arm)self->job.guard_arm));
+}
+
 static PyObject *get_active(JobObject *self, void *closure)
 {
     (void)closure;
@@ -234,6 +244,11 @@ static PyGetSetDef job_getset[] = {
      "True when the segment's policy is corun (or partition under MPS): the begin closed the gate and returned "
      "at once, and the job ran beside the lower work already queued (and, under partition, beside what lower "
      "processes launch on their few SMs); drained and timed_out stay False.",
+     NULL},
+    {"guarded_arm", (getter)get_guarded_arm, NULL,
+     "Under the guarded policy (with MPS), the arm this job got at its begin (\"stop\", \"partition:64\", ...): "
+     "where lower launches go while it runs; None for a job that got none (another policy, no MPS, a job below "
+     "the top registered priority).",
      NULL},
     {"active", (getter)get_active, NULL, "True while the job is counted in.", NULL},
     {NULL, NULL, NULL, NULL, NULL},

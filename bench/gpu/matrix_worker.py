@@ -14,7 +14,8 @@ process of the machine shares, so the harness can start an HP and an LP at the s
   {"cmd": "hp", "t0", "seconds", "rate", "seed", "mark"}
         Poisson arrivals at `rate` jobs/s from t0 for `seconds`; a job starts at its arrival or when
         the previous one ends (one server, FIFO), so latency counts queueing. mark: begin/end each job
-        at priority 1 in $GPUYIELD_SHM's segment. -> {"lat_ms", "svc_ms", "begin_us", "end_us", "late"}
+        at priority 1 in $GPUYIELD_SHM's segment. -> {"lat_ms", "svc_ms", "begin_us", "end_us", "arms", "late"}
+        (arms: per marked job its guarded arm, None where it got none)
   {"cmd": "lp", "t0", "seconds", "count_from", "count_to"}
         LP: units back to back from t0 for `seconds`, then the GPU synchronised -> {"units", "secs",
         "counted", "counted_secs"}: the GPU work of units done in [count_from, count_to) (the HP's
@@ -101,7 +102,7 @@ class Worker:
 
     def hp(self, cmd):
         seg = self.marker() if cmd.get("mark") else None
-        lat, svc, begin_us, end_us = [], [], [], []
+        lat, svc, begin_us, end_us, arms = [], [], [], [], []
         late = 0
         for arrival in arrivals(cmd["t0"], cmd["seconds"], cmd["rate"], cmd["seed"]):
             now = time.monotonic()
@@ -111,8 +112,9 @@ class Worker:
                 late += 1
             start = time.monotonic()
             if seg:
-                seg.begin(1)
+                job = seg.begin(1)
                 began = time.monotonic()
+                arms.append(getattr(job, "guarded_arm", None))  # guarded: which arm each job ran under
             self.job()
             if seg:
                 ending = time.monotonic()
@@ -122,7 +124,8 @@ class Worker:
             done = time.monotonic()
             lat.append((done - arrival) * 1e3)
             svc.append((done - start) * 1e3)
-        return {"ok": True, "lat_ms": lat, "svc_ms": svc, "begin_us": begin_us, "end_us": end_us, "late": late}
+        return {"ok": True, "lat_ms": lat, "svc_ms": svc, "begin_us": begin_us, "end_us": end_us, "arms": arms,
+                "late": late}
 
     def lp(self, cmd):
         """Units back to back; each unit's completion is timed on the GPU (an event after it), so

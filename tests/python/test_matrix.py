@@ -194,6 +194,8 @@ def test_dry_run_end_to_end_with_a_stand_in_backend(tmp_path):
     # every marked job timed its begin and end; a short window on a loaded machine may hold no
     # arrival at all (Poisson), so only the whole run must have marked jobs
     assert marked and all(len(s["hp_result"]["begin_us"]) == len(s["hp_result"]["lat_ms"]) for s in marked)
+    # each marked job's guarded arm (none here: corun, and no MPS)
+    assert all(s["hp_result"]["arms"] == [None] * len(s["hp_result"]["lat_ms"]) for s in marked)
     assert sum(len(s["hp_result"]["begin_us"]) for s in marked) > 0
     unmarked = [s for s in raw["segments"] if s["setup"] in ("hp_alone", "hp_hook_alone")]
     assert unmarked and all(not s["hp_result"]["begin_us"] for s in unmarked)

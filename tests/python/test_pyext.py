@@ -1414,3 +1414,35 @@ def test_a_process_that_execs_gives_its_slot_and_jobs_back(segment):
     finally:
         child.kill()
         child.wait()
+
+
+def test_a_job_tells_the_guarded_arm_it_got(tags, tmp_path, segment):
+    """job.guarded_arm: the arm the guarded rule gave the job at its begin (the matrix records it per
+    job); None under another policy."""
+    build = os.environ.get("BUILD")
+    tool = os.path.join(build, "bin", "expcontroller") if build else None
+    if not tool or not os.access(tool, os.X_OK):
+        pytest.skip("no expcontroller in $BUILD/bin (set BUILD to a build directory)")
+    job = segment.begin(1)
+    assert job.guarded_arm is None  # drain: no arms
+    segment.end(1)
+    pipe = tmp_path / "mps"
+    pipe.mkdir()
+    (pipe / "control").touch()  # what create checks for: a daemon's control socket (no GPU here)
+    tag = tags()
+    out = subprocess.run([tool, "create", "--name", tag, "--policy", "guarded", "--mps-pipe", str(pipe)],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    out = subprocess.run([tool, "guard-force", "--name", tag, "--arm", "partition:64"], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    seg = gpuyield.connect(tag)
+    try:
+        arms = []
+        for _ in range(40):
+            job = seg.begin(1)
+            arms.append(job.guarded_arm)
+            seg.end(1)
+        assert set(arms) == {"stop", "partition:64"}, arms  # stop interleaved at a quarter
+    finally:
+        seg.close()
