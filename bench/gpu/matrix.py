@@ -36,7 +36,9 @@ Per cell and setup (matrix.json): hp_p50_ratio and hp_p99_ratio (nearest-rank pe
 setup's latencies / the same of hp_alone's, pooled over rounds), lp_throughput_ratio (LP units/s
 in the setup / in lp_alone: one denominator per cell), each with a 95 % two-stage bootstrap
 interval (invocations, then rounds inside them; bench.gpu.stats); lp_share_of_left: the LP ratio
-over the GPU time the HP leaves, 1 - rate x (GPU-busy ms of one HP job alone, from the profiler).
+over the GPU time the HP leaves, 1 - rate x (GPU-busy ms of one HP job alone, from the profiler);
+by_arm (guarded setups): the HP's jobs grouped by the arm each ran under (jobs, service p50,
+latency p50 and p99), so that a slow tail can be tied to its arm.
 Also GPU clocks (nvidia-smi every 500 ms, nothing set) and the CPU load average per segment.
 """
 import argparse
@@ -561,6 +563,7 @@ def analyze(raws):
     out_cells = []
     for hp, lp, load in cells_seen:
         invs = {}  # setup -> [invocation: [round block]]
+        by_arm = {}  # setup -> guarded arm -> [(service ms, latency ms)] of the HP's jobs
         left = []
         busy_seen, overloaded = [], 0
         for raw in raws:
@@ -595,6 +598,11 @@ def analyze(raws):
                                    "lp_den": lp_units(la["lp_result"]) if la else None})
                 if blocks:
                     invs.setdefault(setup, []).append(blocks)
+                for r in rounds:  # the HP's jobs by the guarded arm each ran under (where recorded)
+                    res = (by.get((r, setup)) or {}).get("hp_result", {})
+                    for arm, svc, lat in zip(res.get("arms") or [], res.get("svc_ms", []), res.get("lat_ms", [])):
+                        if arm is not None:
+                            by_arm.setdefault(setup, {}).setdefault(arm, []).append((svc, lat))
         setups = {}
         share_left = sum(left) / len(left) if left else None
         for setup, inv in invs.items():
@@ -611,6 +619,11 @@ def analyze(raws):
             row["meets_hp_target"] = bool(p50["value"] is not None and p50["value"] <= TARGET_P50 and p50["ci"]
                                           and p50["ci"][1] <= TARGET_P50_CI and p99["value"] is not None
                                           and p99["value"] <= TARGET_P99)
+            if by_arm.get(setup):
+                row["by_arm"] = {arm: {"jobs": len(v), "svc_p50_ms": round(nearest_rank([x[0] for x in v], 50), 3),
+                                       "lat_p50_ms": round(nearest_rank([x[1] for x in v], 50), 3),
+                                       "lat_p99_ms": round(nearest_rank([x[1] for x in v], 99), 3)}
+                                 for arm, v in sorted(by_arm[setup].items())}
             setups[setup] = row
         out_cells.append({"hp": hp, "lp": lp, "load": load, "gpu_time_left": round(share_left, 4) if share_left else None,
                           "alone_busy_max": round(max(busy_seen), 3) if busy_seen else None,

@@ -328,3 +328,18 @@ def test_an_arm_setup_runs_on_a_guarded_segment_of_its_own_with_the_arm_pinned(t
     cells = json.loads((out / "matrix.json").read_text())["cells"]
     assert all({"arm:disjoint:64", "arm:partition:120"} <= set(c["setups"]) for c in cells)
     assert "arm:disjoint:64" in r.stdout  # the summary's column
+
+
+def test_the_hps_jobs_are_split_by_the_guarded_arm_they_ran_under():
+    """by_arm: per setup, the HP's jobs grouped by their recorded guarded arm (a slow tail can be tied
+    to the arm it ran under); no by_arm where no arm was recorded."""
+    raw = synthetic_raw(1.0, 0.5, 2, "c1")
+    for seg in raw["segments"]:
+        if seg["setup"] == "corun":
+            n = len(seg["hp_result"]["lat_ms"])
+            seg["hp_result"]["arms"] = ["stop"] * 50 + ["partition:64"] * (n - 50)
+    cell = matrix.analyze([raw])["cells"][0]
+    by = cell["setups"]["corun"]["by_arm"]
+    assert by["stop"]["jobs"] == 100 and by["partition:64"]["jobs"] == 100  # two rounds
+    assert by["stop"]["svc_p50_ms"] == 10.0 and by["partition:64"]["lat_p99_ms"] == 30.0  # the slow job's arm
+    assert "by_arm" not in cell["setups"]["hp_ctl_alone"]
