@@ -52,11 +52,6 @@ const char *gy_guard_arm_name(enum gy_guard_arm arm)
 
 unsigned gy_guard_arm_sms(enum gy_guard_arm arm) { return (unsigned)arm < GY_GUARD_ARM_COUNT ? arm_rows[arm].sms : 0; }
 
-bool gy_guard_arm_disjoint(enum gy_guard_arm arm)
-{
-    return (unsigned)arm < GY_GUARD_ARM_COUNT && arm_rows[arm].disjoint;
-}
-
 enum gy_guard_arm gy_guard_arm_lower_twin(enum gy_guard_arm arm)
 {
     if ((unsigned)arm >= GY_GUARD_ARM_COUNT || !arm_rows[arm].disjoint)

@@ -97,8 +97,18 @@ struct gy_guard_arm_stats {
 void gy_guard_arm_stats(const struct gy_guard *g, enum gy_guard_arm arm, struct gy_guard_arm_stats *out);
 const char *gy_guard_arm_name(enum gy_guard_arm arm);  /* "stop", "partition:16", ...; "?" if unknown */
 unsigned gy_guard_arm_sms(enum gy_guard_arm arm);      /* the lower processes' SMs; 0 for stop */
-/* A disjoint arm: the HP's launches during its job go to the complement of the lower processes' SMs. */
-bool gy_guard_arm_disjoint(enum gy_guard_arm arm);
+/* A disjoint arm: the HP's launches during its job go to the complement of the lower processes'
+ * SMs. Inline: the HP's launch path asks it while a partition arm is open. */
+#define GY_GUARD_ARM_DISJOINT_CASE(suffix, name, sms, disjoint) case GY_ARM_##suffix: return disjoint;
+static inline bool gy_guard_arm_disjoint(enum gy_guard_arm arm)
+{
+    switch (arm) {
+        GY_GUARD_ARMS(GY_GUARD_ARM_DISJOINT_CASE)
+    default:
+        return false;
+    }
+}
+#undef GY_GUARD_ARM_DISJOINT_CASE
 /* The partition arm of a disjoint arm's size (the lower processes' side of it); any other arm itself. */
 enum gy_guard_arm gy_guard_arm_lower_twin(enum gy_guard_arm arm);
 const char *gy_guard_reason_text(enum gy_guard_reason reason);

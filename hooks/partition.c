@@ -414,12 +414,9 @@ block:
     return false;
 }
 
-bool gy_partition_confine(gy_cu_stream stream, bool graph, struct gy_partition_route *route)
+bool gy_partition_confine(enum gy_guard_arm arm, gy_cu_stream stream, bool graph, struct gy_partition_route *route)
 {
     *route = (struct gy_partition_route){0};
-    enum gy_guard_arm arm = gy_guarded_current(&gy_client.shm);
-    if (arm == GY_ARM_STOP || !gy_guard_arm_disjoint(arm))
-        return false;
     pthread_mutex_lock(&lock);
     decide_static_locked();
     if (state != GY_PARTITION_UNDECIDED && state != GY_PARTITION_ACTIVE)

@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "cuda_abi.h"
+#include "guarded_layout.h"
 
 /* How many streams of this process owe a join (written under the partition lock). */
 extern _Atomic uint64_t gy_partition_owed;
@@ -53,11 +54,11 @@ bool gy_partition_route(gy_cu_stream stream, bool graph, struct gy_partition_rou
  * (guarded_arm.c). Returns with route filled as gy_partition_route does, or with nothing routed
  * once the launch may go ahead on its own stream. */
 void gy_partition_gate_closed(gy_cu_stream stream, bool graph, struct gy_partition_route *route);
-/* The gate is open to an HP launch while the open jobs' arm is guarded's disjoint:K: true with
- * route->green, the launch's partition stream on the complement of the lower processes' K SMs
- * (lock held: call gy_partition_launched), or with route->pass (a capture). False: the arm is not
- * disjoint, a graph (never confined), or no green context: the launch runs where it was sent. */
-bool gy_partition_confine(gy_cu_stream stream, bool graph, struct gy_partition_route *route);
+/* The gate is open to an HP launch while the open jobs' arm is guarded's disjoint:K (`arm`): true
+ * with route->green, the launch's partition stream on the complement of the lower processes' K SMs
+ * (lock held: call gy_partition_launched), or with route->pass (a capture). False: a graph (never
+ * confined), or no green context: the launch runs where it was sent. */
+bool gy_partition_confine(enum gy_guard_arm arm, gy_cu_stream stream, bool graph, struct gy_partition_route *route);
 /* The launch (copy: an async copy or memset) went to route->green: count it in partition_launches
  * (copy: partition_copies) when ok, and release the lock. */
 void gy_partition_launched(struct gy_partition_route *route, bool ok, bool copy);
