@@ -122,6 +122,12 @@ static void load(void)
     config.verbose = verbose && strcmp(verbose, "1") == 0;
     parse_partition_sms(getenv("GPUYIELD_PARTITION_SMS"));
     parse_jobs(getenv("GPUYIELD_JOBS"), getenv("GPUYIELD_IDLE_US"));
+    const char *spin = getenv("GPUYIELD_SPIN_US");
+    config.spin_us = GY_DEFAULT_SPIN_US;
+    if (spin && !parse_ulong(spin, 0, GY_MAX_SPIN_US, &config.spin_us))
+        die("gpuyield: GPUYIELD_SPIN_US=\"%s\" is invalid (pid %d): use microseconds 0..%lu without a unit (how "
+            "long a queue-bound wait polls before it blocks; 0: block at once; default %lu)",
+            spin, (int)getpid(), GY_MAX_SPIN_US, GY_DEFAULT_SPIN_US);
 }
 
 const struct gy_hooks_config *gy_config(void)

@@ -21,7 +21,17 @@ struct gy_hooks_config {
      * closes it after idle_us of no launch with the work completed (auto_jobs.h). */
     bool auto_jobs;
     unsigned long idle_us; /* GPUYIELD_IDLE_US */
+    /* GPUYIELD_SPIN_US: how long a queue-bound wait polls (yielding the CPU between polls) before
+     * it blocks in the driver; 0 blocks at once. */
+    unsigned long spin_us;
 };
+
+/* GPUYIELD_SPIN_US when unset: 1 ms, the spin the queue bound always had (a blocking wait costs a
+ * wake-up of tens of microseconds that would leave the GPU idle between small groups). Settable so
+ * that a lower process sharing CPUs with a host-bound HP can block at once: measured as an arm of
+ * issue 26 on the next GPU session, not yet. */
+#define GY_DEFAULT_SPIN_US 1000ul
+#define GY_MAX_SPIN_US 1000000ul
 
 /* GPUYIELD_IDLE_US when unset. 300 us, measured (bench/results/2026-11-24-auto-jobs-v2): on the H100
  * an unmodified HP under auto at 300 us kept the LP within 0.03 of its throughput beside the same

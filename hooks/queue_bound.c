@@ -16,8 +16,9 @@
  * makes it a small share of its time. A group of depth 1 is timed from an event recorded just
  * before it (on the idle stream), so the gap is not learned as GPU time.
  *
- * Waits spin on cuEventQuery for a short while before blocking: a blocking wait costs a
- * wake-up (tens of microseconds) that would leave the GPU idle between small groups. */
+ * Waits spin on cuEventQuery for a short while before blocking (GPUYIELD_SPIN_US, default 1 ms,
+ * yielding between polls): a blocking wait costs a wake-up (tens of microseconds) that would leave
+ * the GPU idle between small groups. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -31,7 +32,6 @@
 #define RING 4             /* events g-3 .. g: two finished groups to time, one in flight, one filling */
 #define UNTIMED_GROUP 8     /* time mode on a driver that cannot time events: groups as event:8 */
 #define MAX_GROUP 1024     /* about the depth of a stream's launch queue */
-#define SPIN_NS 1000000ull /* spin up to 1 ms before a blocking wait */
 
 struct gy_stream_state {
     gy_cu_stream stream; /* NULL: free entry */
@@ -158,8 +158,8 @@ static void wait_event(gy_cu_event event)
     if (state == GY_CUDA_SUCCESS)
         return; /* the usual case when the GPU keeps up: no sync point at all */
     gy_range_push("sync");
-    uint64_t start = gy_now_ns();
-    while (query && state == GY_CUDA_ERROR_NOT_READY && gy_now_ns() - start <= SPIN_NS) {
+    uint64_t start = gy_now_ns(), spin_ns = gy_config()->spin_us * 1000ull;
+    while (query && state == GY_CUDA_ERROR_NOT_READY && gy_now_ns() - start <= spin_ns) {
         sched_yield();
         state = query(event);
     }

@@ -404,6 +404,8 @@ TEST(bad_environment_exits_2_with_one_line_before_any_launch)
         {"GPUYIELD_IDLE_US", "GPUYIELD_IDLE_US=0"},    {"GPUYIELD_IDLE_US", "GPUYIELD_IDLE_US=2ms"},
         {"GPUYIELD_IDLE_US", "GPUYIELD_IDLE_US=-5"},   {"GPUYIELD_IDLE_US", "GPUYIELD_IDLE_US="},
         {"GPUYIELD_IDLE_US", "GPUYIELD_IDLE_US=10000001"},
+        {"GPUYIELD_SPIN_US", "GPUYIELD_SPIN_US=1ms"},   {"GPUYIELD_SPIN_US", "GPUYIELD_SPIN_US=-1"},
+        {"GPUYIELD_SPIN_US", "GPUYIELD_SPIN_US="},      {"GPUYIELD_SPIN_US", "GPUYIELD_SPIN_US=1000001"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         /* The bad setting comes last so that it overrides the good GPUYIELD_SHM where both are given. */
@@ -450,14 +452,15 @@ static int read_jobs(const struct worker *w, struct job_times *jobs, int max)
 
 /* kernel_us: event modes wait only when the GPU is behind, so their sync points are counted with
  * kernels long enough that a slow or crowded machine still launches faster than they run. */
-static void check_bound(const char *mode, int limit, int min_sync_points, const char *kernel_us)
+/* extra: one more NAME=VALUE for the worker, or NULL. */
+static void check_bound_with(const char *mode, const char *extra, int limit, int min_sync_points, const char *kernel_us)
 {
     struct setup s;
     REQUIRE(setup_begin(&s, "bound", 2000000000ull));
     char shm[96], mode_env[64];
     snprintf(shm, sizeof shm, "GPUYIELD_SHM=%s", s.tag);
     snprintf(mode_env, sizeof mode_env, "GPUYIELD_MODE=%s", mode);
-    const char *env[] = {shm, mode_env, NULL}, *args[] = {"bound", kernel_us, "100", NULL};
+    const char *env[] = {shm, mode_env, extra, NULL}, *args[] = {"bound", kernel_us, "100", NULL};
     struct worker w;
     if (spawn(&s, &w, env, args)) {
         CHECK(wait_exit(&w) == 0, "%s", mode);
@@ -479,6 +482,11 @@ static void check_bound(const char *mode, int limit, int min_sync_points, const 
     setup_end(&s);
 }
 
+static void check_bound(const char *mode, int limit, int min_sync_points, const char *kernel_us)
+{
+    check_bound_with(mode, NULL, limit, min_sync_points, kernel_us);
+}
+
 TEST(sync_mode_bounds_each_stream_to_n)
 {
     check_bound("sync:1", 1, 200, "200");
@@ -494,6 +502,14 @@ TEST(event_mode_bounds_each_stream_to_2n)
     /* Outstanding at a submit counts the kernels queued before it: at most 2N with it, 2N-1 before. */
     check_bound("event:1", 1, 1, "1000");
     check_bound("event:4", 7, 1, "1000");
+}
+
+/* GPUYIELD_SPIN_US=0: a wait blocks in the driver at once instead of polling first; the bound is
+ * the same. */
+TEST(event_mode_bounds_the_same_when_its_waits_block_at_once)
+{
+    check_bound_with("event:1", "GPUYIELD_SPIN_US=0", 1, 1, "1000");
+    check_bound_with("event:4", "GPUYIELD_SPIN_US=0", 7, 1, "1000");
 }
 
 /* time:US learns the GPU time per kernel (1 ms here) and sizes groups to US/2 of it: once
