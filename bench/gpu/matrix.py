@@ -28,7 +28,9 @@ controlled, marking its jobs on the corun segment, the LP idle), corun_auto and 
 (issue 27: the HP unmarked under GPUYIELD_JOBS=auto, idle time the hook's default (300 us; 2000 until 2026-11-24) and --auto-idle-us, default
 300; not by default), arm:ARM for each guarded arm (arm:partition:64, arm:disjoint:120, ...: a guarded
 segment with that arm pinned by `expcontroller guard-force`, stop still interleaved at a quarter of
-the HP's jobs; each cell starts with a guard-reset and the pin; not by default); in the first cell of each HP kind
+the HP's jobs; each cell starts with a guard-reset and the pin; not by default), corun_block (corun on a
+segment of its own, the LP's queue-bound waits blocking at once: GPUYIELD_SPIN_US=0; not by default);
+in the first cell of each HP kind
 also the cost setups hp_mps_alone (an MPS client, no hook), hp_hook_alone (hooked, not marking),
 hp_mark_alone (marking, no hook).
 
@@ -77,6 +79,9 @@ SETUP = {
     # the same with GPUYIELD_IDLE_US=--auto-idle-us (corun_auto keeps the hook's default: 2000 until 2026-11-24 20:00 UTC, 300 since): two
     # idle times side by side in the same rounds, each on a corun segment of its own
     "corun_auto_short": ("corunautoshort", ("hp", "lp"), False),
+    # issue 26's blocking LP waits: corun on a segment of its own, the LP's queue-bound waits
+    # blocking at once (GPUYIELD_SPIN_US=0) instead of polling up to 1 ms first
+    "corun_block": ("corunblock", ("hp", "lp"), True),
 }
 # Guarded with one arm pinned (expcontroller guard-force): each arm measured on its own beside the
 # pair, stop still interleaved at a quarter of the HP's jobs as in the product (issue 26: every arm
@@ -89,8 +94,8 @@ for _group, _arm in ARM_GROUPS.items():
 DEFAULT_SETUPS = ("hp_alone", "lp_alone", "nocontrol", "mps", "corun", "partition", "hp_ctl_alone")
 COST_SETUPS = ("hp_mps_alone", "hp_hook_alone", "hp_mark_alone")
 AUTO_GROUPS = ("corunauto", "corunautoshort")  # the HP under GPUYIELD_JOBS=auto, on a corun segment
-POLICY_GROUPS = ("corun", "partition", "guarded") + AUTO_GROUPS + tuple(ARM_GROUPS)
-MPS_GROUPS = ("mps", "corun", "partition", "guarded", "markonly") + AUTO_GROUPS + tuple(ARM_GROUPS)
+POLICY_GROUPS = ("corun", "partition", "guarded", "corunblock") + AUTO_GROUPS + tuple(ARM_GROUPS)
+MPS_GROUPS = ("mps", "corun", "partition", "guarded", "markonly", "corunblock") + AUTO_GROUPS + tuple(ARM_GROUPS)
 GUARDED_GROUPS = ("guarded",) + tuple(ARM_GROUPS)  # segments of policy guarded (their status has arms)
 PARTITIONING_GROUPS = ("partition",) + GUARDED_GROUPS
 AUTO_IDLE_US_DEFAULT = 300  # corun_auto_short's GPUYIELD_IDLE_US unless --auto-idle-us says
@@ -239,6 +244,8 @@ def group_env(args, group, role, segments, mps_dirs):
             env["GPUYIELD_JOBS"] = "auto"
         if group == "corunautoshort" and role == "hp":
             env["GPUYIELD_IDLE_US"] = str(args.auto_idle_us)
+        if group == "corunblock" and role == "lp":
+            env["GPUYIELD_SPIN_US"] = "0"
     if group == "markonly":
         env["GPUYIELD_SHM"] = segments["corun"]
         env["GPUYIELD_PRIORITY"] = "1"
@@ -271,7 +278,7 @@ class Tools:
 
     def create_segment(self, group):
         """The segment of a hooked group (its own: setups never share one), under the group's policy."""
-        policy = "corun" if group in AUTO_GROUPS else "guarded" if group in ARM_GROUPS else group
+        policy = "corun" if group in AUTO_GROUPS + ("corunblock",) else "guarded" if group in ARM_GROUPS else group
         name = f"{self.tag}-{group}"
         words = ["create", "--name", name, "--policy", policy]
         if self.mps_dirs:
@@ -657,8 +664,8 @@ def write_outputs(raws, out):
         print(f"matrix: no plots ({e})")
 
 
-SUMMARY_SETUPS = ("nocontrol", "mps", "corun", "partition", "guarded", "corun_auto", "corun_auto_short",
-                  "hp_ctl_alone") + tuple(f"arm:{a}" for a in GUARD_ARMS)
+SUMMARY_SETUPS = ("nocontrol", "mps", "corun", "corun_block", "partition", "guarded", "corun_auto",
+                  "corun_auto_short", "hp_ctl_alone") + tuple(f"arm:{a}" for a in GUARD_ARMS)
 
 
 def summary_table(matrix):

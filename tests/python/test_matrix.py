@@ -343,3 +343,16 @@ def test_the_hps_jobs_are_split_by_the_guarded_arm_they_ran_under():
     assert by["stop"]["jobs"] == 100 and by["partition:64"]["jobs"] == 100  # two rounds
     assert by["stop"]["svc_p50_ms"] == 10.0 and by["partition:64"]["lat_p99_ms"] == 30.0  # the slow job's arm
     assert "by_arm" not in cell["setups"]["hp_ctl_alone"]
+
+
+def test_corun_block_is_corun_with_the_lps_waits_blocking_at_once():
+    """corun_block (issue 26's blocking LP waits): a corun segment of its own, GPUYIELD_SPIN_US=0 in
+    its LP only."""
+    args = argparse.Namespace(build="/b", lp_mode="time:500", partition_sms=16)
+    segments = {"corun": "s-corun", "corunblock": "s-block"}
+    assert matrix.SETUP["corun_block"] == ("corunblock", ("hp", "lp"), True)
+    lp = matrix.group_env(args, "corunblock", "lp", segments, ("/pipe", "/log"))
+    hp = matrix.group_env(args, "corunblock", "hp", segments, ("/pipe", "/log"))
+    assert lp["GPUYIELD_SPIN_US"] == "0" and lp["GPUYIELD_SHM"] == "s-block" and lp["GPUYIELD_MODE"] == "time:500"
+    assert "GPUYIELD_SPIN_US" not in hp and hp["GPUYIELD_SHM"] == "s-block"
+    assert "GPUYIELD_SPIN_US" not in matrix.group_env(args, "corun", "lp", segments, ("/pipe", "/log"))
