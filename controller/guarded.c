@@ -171,7 +171,7 @@ static bool backing_off(const struct gy_guard *g, uint32_t arm) { return g->jobs
  * right at the bound, and its trial ran 2 048 jobs undecided while 64 SMs cost 1.00-1.01
  * (bench/results/2026-11-24-guarded-v3).
  * Disjoint arms are never tried: measured on the H100 beside every pair screened they cost the HP
- * as much as their partition twin or more (the launch-bound HP 1.06-1.16 of stop against 0.99-1.03,
+ * as much as their partition twin or more (the launch-bound HP 0.95-1.16 of stop against 0.99-1.03,
  * BERT 2.3-2.8 against 1.09-1.25, a GEMM HP 1.9-3.6; bench/results/2026-11-24-guarded-v3), so they are
  * there only to be pinned and measured (gy_guard_force). */
 static uint32_t next_arm(const struct gy_guard *g, uint32_t arm)
