@@ -241,6 +241,20 @@ def test_calibration_idles_after_each_job_in_proportion_to_it():
     w.calib({"jobs": 3})  # no gap asked: back to back
     assert all(b - a < 0.035 for a, b in zip(stamps, stamps[1:]))
 
+def short_dry_run(out, *args, **env):
+    """The harness on the stand-in backend (no GPU, no MPS, no cost cell), one short round: `args`
+    name the kinds and setups; `env` more environment. Skips without a build."""
+    build = os.environ.get("BUILD", os.path.join(ROOT, "build"))
+    if not os.path.exists(os.path.join(build, "bin", "expcontroller")):
+        pytest.skip("no build")
+    penv = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "tests", "bench"),
+                                                        os.path.join(build, "python"), ROOT]), MPLBACKEND="Agg", **env)
+    return subprocess.run([sys.executable, "-m", "bench.gpu.matrix", "--build", build, "--out", str(out), "--backend",
+                           "fake_matrix_backend:FakeBackend", "--no-mps", "--no-cost", "--rounds", "1", "--jobs", "4",
+                           "--min-seconds", "0.2", "--max-seconds", "0.3", "--lp-lead-s", "0.05", *args],
+                          cwd=ROOT, env=penv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=180)
+
+
 def test_auto_idle_us_reaches_the_short_auto_hp_only_beside_the_default_one(tmp_path):
     """--auto-idle-us: GPUYIELD_IDLE_US in corun_auto_short's HP and no other process (corun_auto's
     HP keeps the hook's default), both auto setups in the same rounds, the value in raw.json."""
@@ -306,17 +320,9 @@ def test_an_arm_setup_runs_on_a_guarded_segment_of_its_own_with_the_arm_pinned(t
     args = argparse.Namespace(build="/b", lp_mode="event:2", partition_sms=16)
     env = matrix.group_env(args, "arm-disjoint64", "hp", {"arm-disjoint64": "s-arm"}, ("/pipe", "/log"))
     assert env["GPUYIELD_SHM"] == "s-arm" and env["GPUYIELD_PRIORITY"] == "1" and env["CUDA_MPS_PIPE_DIRECTORY"] == "/pipe"
-    build = os.environ.get("BUILD", os.path.join(ROOT, "build"))
-    if not os.path.exists(os.path.join(build, "bin", "expcontroller")):
-        pytest.skip("no build")
-    penv = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "tests", "bench"),
-                                                        os.path.join(build, "python"), ROOT]), MPLBACKEND="Agg")
     out = tmp_path / "m"
-    r = subprocess.run([sys.executable, "-m", "bench.gpu.matrix", "--build", build, "--out", str(out), "--backend",
-                        "fake_matrix_backend:FakeBackend", "--no-mps", "--no-cost", "--hp-kinds", "gemm", "--lp-kinds",
-                        "gemm,graph", "--setups", "hp_alone,lp_alone,arm:disjoint:64,arm:partition:120", "--rounds", "1",
-                        "--jobs", "4", "--min-seconds", "0.2", "--max-seconds", "0.3", "--lp-lead-s", "0.05"],
-                       cwd=ROOT, env=penv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=180)
+    r = short_dry_run(out, "--hp-kinds", "gemm", "--lp-kinds", "gemm,graph", "--setups",
+                      "hp_alone,lp_alone,arm:disjoint:64,arm:partition:120")
     assert r.returncode == 0, r.stdout
     raw = json.loads((out / "raw.json").read_text())
     for setup, arm in (("arm:disjoint:64", "disjoint:64"), ("arm:partition:120", "partition:120")):
