@@ -31,11 +31,10 @@
 #define FALLBACK_CONF 0.999
 #define P99_OUT_OF_RECENT 4 /* of a block of 16 above the p99 bound: clearly out (1 % expected) */
 
-#define ARM_ROW(suffix, name, sms, disjoint) {name, sms, disjoint},
+#define ARM_ROW(suffix, name, sms, disjoint) {name, sms},
 static const struct {
     const char *name;
     unsigned sms;
-    bool disjoint;
 } arm_rows[GY_GUARD_ARM_COUNT] = {GY_GUARD_ARMS(ARM_ROW)};
 #undef ARM_ROW
 
@@ -54,10 +53,10 @@ unsigned gy_guard_arm_sms(enum gy_guard_arm arm) { return (unsigned)arm < GY_GUA
 
 enum gy_guard_arm gy_guard_arm_lower_twin(enum gy_guard_arm arm)
 {
-    if ((unsigned)arm >= GY_GUARD_ARM_COUNT || !arm_rows[arm].disjoint)
+    if (!gy_guard_arm_disjoint(arm))
         return arm;
     for (int a = 0; a < GY_GUARD_ARM_COUNT; a++)
-        if (arm_rows[a].sms == arm_rows[arm].sms && !arm_rows[a].disjoint)
+        if (arm_rows[a].sms == arm_rows[arm].sms && !gy_guard_arm_disjoint((enum gy_guard_arm)a))
             return (enum gy_guard_arm)a;
     return arm;
 }
@@ -180,7 +179,7 @@ static uint32_t next_arm(const struct gy_guard *g, uint32_t arm)
         return GY_GUARD_NO_ARM;
     uint32_t ladder[GY_GUARD_ARM_COUNT], count = 0, from = 0;
     for (uint32_t a = GY_ARM_STOP + 1; a < GY_GUARD_ARM_COUNT; a++)
-        if (!arm_rows[a].disjoint)
+        if (!gy_guard_arm_disjoint((enum gy_guard_arm)a))
             ladder[count++] = a; /* the table is ordered by size */
     if (arm == GY_ARM_STOP)
         return ladder[0];
