@@ -29,7 +29,10 @@ controlled, marking its jobs on the corun segment, the LP idle), corun_auto and 
 300; not by default), arm:ARM for each guarded arm (arm:partition:64, arm:disjoint:120, ...: a guarded
 segment with that arm pinned by `expcontroller guard-force`, stop still interleaved at a quarter of
 the HP's jobs; each cell starts with a guard-reset and the pin; not by default), corun_block (corun on a
-segment of its own, the LP's queue-bound waits blocking at once: GPUYIELD_SPIN_US=0; not by default);
+segment of its own, the LP's queue-bound waits blocking at once: GPUYIELD_SPIN_US=0; not by default),
+lp_mps_alone, lp_ctl_alone and lp_block_alone (the LP's own cost of control, the HP idle: an MPS
+client at client priority 1 without the hook; hooked on the corun segment under --lp-mode; the same
+with blocking waits; LP ratio only; not by default);
 in the first cell of each HP kind
 also the cost setups hp_mps_alone (an MPS client, no hook), hp_hook_alone (hooked, not marking),
 hp_mark_alone (marking, no hook).
@@ -82,6 +85,12 @@ SETUP = {
     # issue 26's blocking LP waits: corun on a segment of its own, the LP's queue-bound waits
     # blocking at once (GPUYIELD_SPIN_US=0) instead of polling up to 1 ms first
     "corun_block": ("corunblock", ("hp", "lp"), True),
+    # The LP's own cost of being controlled, the HP idle (issue 26: corun's LP lost 0.06-0.16 more
+    # than stopping during the HP's jobs explains): as an MPS client at client priority 1, no hook;
+    # hooked on a corun segment (its queue bound, --lp-mode); the same with blocking waits.
+    "lp_mps_alone": ("mps", ("lp",), False),
+    "lp_ctl_alone": ("corun", ("lp",), False),
+    "lp_block_alone": ("corunblock", ("lp",), False),
 }
 # Guarded with one arm pinned (expcontroller guard-force): each arm measured on its own beside the
 # pair, stop still interleaved at a quarter of the HP's jobs as in the product (issue 26: every arm
@@ -613,19 +622,22 @@ def analyze(raws):
         setups = {}
         share_left = sum(left) / len(left) if left else None
         for setup, inv in invs.items():
-            row = {"hp_jobs": sum(len(b["hp"]) for i in inv for b in i), "invocations": len(inv),
-                   "hp_p50_ratio": ratio_two_stage(inv, percentile_of(lambda b: b["hp"], 50),
-                                                   percentile_of(lambda b: b["hp_den"], 50)),
-                   "hp_p99_ratio": ratio_two_stage(inv, percentile_of(lambda b: b["hp"], 99),
-                                                   percentile_of(lambda b: b["hp_den"], 99))}
+            row = {"hp_jobs": sum(len(b["hp"]) for i in inv for b in i), "invocations": len(inv)}
+            if row["hp_jobs"]:
+                row["hp_p50_ratio"] = ratio_two_stage(inv, percentile_of(lambda b: b["hp"], 50),
+                                                      percentile_of(lambda b: b["hp_den"], 50))
+                row["hp_p99_ratio"] = ratio_two_stage(inv, percentile_of(lambda b: b["hp"], 99),
+                                                      percentile_of(lambda b: b["hp_den"], 99))
             if all(b["lp"] and b["lp_den"] for i in inv for b in i):
                 row["lp_throughput_ratio"] = ratio_two_stage(inv, rate_of(lambda b: b["lp"]), rate_of(lambda b: b["lp_den"]))
                 v = row["lp_throughput_ratio"]["value"]
-                row["lp_share_of_left"] = round(v / share_left, 4) if v is not None and share_left else None
-            p50, p99 = row["hp_p50_ratio"], row["hp_p99_ratio"]
-            row["meets_hp_target"] = bool(p50["value"] is not None and p50["value"] <= TARGET_P50 and p50["ci"]
-                                          and p50["ci"][1] <= TARGET_P50_CI and p99["value"] is not None
-                                          and p99["value"] <= TARGET_P99)
+                if row["hp_jobs"]:  # an LP-only setup had the whole GPU: no share of what an HP left
+                    row["lp_share_of_left"] = round(v / share_left, 4) if v is not None and share_left else None
+            if row["hp_jobs"]:
+                p50, p99 = row["hp_p50_ratio"], row["hp_p99_ratio"]
+                row["meets_hp_target"] = bool(p50["value"] is not None and p50["value"] <= TARGET_P50 and p50["ci"]
+                                              and p50["ci"][1] <= TARGET_P50_CI and p99["value"] is not None
+                                              and p99["value"] <= TARGET_P99)
             if by_arm.get(setup):
                 row["by_arm"] = {arm: {"jobs": len(v), "svc_p50_ms": round(nearest_rank([x[0] for x in v], 50), 3),
                                        "lat_p50_ms": round(nearest_rank([x[1] for x in v], 50), 3),
@@ -665,7 +677,8 @@ def write_outputs(raws, out):
 
 
 SUMMARY_SETUPS = ("nocontrol", "mps", "corun", "corun_block", "partition", "guarded", "corun_auto",
-                  "corun_auto_short", "hp_ctl_alone") + tuple(f"arm:{a}" for a in GUARD_ARMS)
+                  "corun_auto_short", "hp_ctl_alone", "lp_mps_alone", "lp_ctl_alone",
+                  "lp_block_alone") + tuple(f"arm:{a}" for a in GUARD_ARMS)
 
 
 def summary_table(matrix):
@@ -680,7 +693,8 @@ def summary_table(matrix):
                 row += f"{'-':>22}"
                 continue
             lp = r.get("lp_throughput_ratio", {}).get("value")
-            txt = f"{r['hp_p50_ratio']['value']:.2f}/{r['hp_p99_ratio']['value']:.2f}/" + (f"{lp:.2f}" if lp is not None else "-")
+            hp50, hp99 = (r.get(k, {}).get("value") for k in ("hp_p50_ratio", "hp_p99_ratio"))
+            txt = "/".join("-" if v is None else f"{v:.2f}" for v in (hp50, hp99, lp))
             row += f"{txt:>22}"
         dropped = c.get("alone_overloaded_rounds", 0)
         if dropped:
@@ -696,7 +710,7 @@ def plot(matrix, raws, out):
     import matplotlib.pyplot as plt
     setups = [s for s in SUMMARY_SETUPS if any(s in c["setups"] for c in matrix["cells"])]
     rows = [f"{c['hp']}+{c['lp']} {c['load']}" for c in matrix["cells"]]
-    grid = [[(c["setups"].get(s) or {}).get("hp_p50_ratio", {}).get("value") for s in setups] for c in matrix["cells"]]
+    grid = [[((c["setups"].get(s) or {}).get("hp_p50_ratio") or {}).get("value") for s in setups] for c in matrix["cells"]]
     fig, ax = plt.subplots(figsize=(2 + 1.6 * len(setups), 1 + 0.45 * len(rows)))
     data = [[v if v is not None else float("nan") for v in r] for r in grid]
     im = ax.imshow(data, cmap="RdYlGn_r", vmin=0.95, vmax=1.5, aspect="auto")
@@ -705,7 +719,8 @@ def plot(matrix, raws, out):
             r = c["setups"].get(s)
             if r:
                 lp = r.get("lp_throughput_ratio", {}).get("value")
-                ax.text(j, i, f"{r['hp_p50_ratio']['value']:.2f}" + (f"\nLP {lp:.2f}" if lp is not None else ""),
+                hp50 = r.get("hp_p50_ratio", {}).get("value")
+                ax.text(j, i, ("-" if hp50 is None else f"{hp50:.2f}") + (f"\nLP {lp:.2f}" if lp is not None else ""),
                         ha="center", va="center", fontsize=7)
     ax.set_xticks(range(len(setups)), setups, rotation=30, ha="right")
     ax.set_yticks(range(len(rows)), rows, fontsize=7)

@@ -362,3 +362,37 @@ def test_corun_block_is_corun_with_the_lps_waits_blocking_at_once():
     assert lp["GPUYIELD_SPIN_US"] == "0" and lp["GPUYIELD_SHM"] == "s-block" and lp["GPUYIELD_MODE"] == "time:500"
     assert "GPUYIELD_SPIN_US" not in hp and hp["GPUYIELD_SHM"] == "s-block"
     assert "GPUYIELD_SPIN_US" not in matrix.group_env(args, "corun", "lp", segments, ("/pipe", "/log"))
+
+
+def test_lp_only_cost_setups_have_an_lp_ratio_and_no_hp_verdict():
+    raw = synthetic_raw(slow=1.0, lp_share=0.6)
+    for r in range(2):
+        for setup, units in (("lp_mps_alone", 95.0), ("lp_ctl_alone", 80.0)):
+            raw["segments"].append({"hp": "gemm", "lp": "graph", "load": "poisson-25", "setup": setup, "round": r,
+                                    "rate": 25.0, "lp_result": {"units": units, "secs": 1.0, "counted": units,
+                                                                "counted_secs": 1.0}})
+    m = matrix.analyze([raw])
+    cell = m["cells"][0]
+    ctl, mps = cell["setups"]["lp_ctl_alone"], cell["setups"]["lp_mps_alone"]
+    assert ctl["lp_throughput_ratio"]["value"] == pytest.approx(0.8)
+    assert mps["lp_throughput_ratio"]["value"] == pytest.approx(0.95)
+    assert ctl["hp_jobs"] == 0 and "hp_p50_ratio" not in ctl and "meets_hp_target" not in ctl
+    assert "lp_share_of_left" not in ctl  # the HP left the whole GPU: no share of what it left
+    line = next(ln for ln in matrix.summary_table(m).splitlines() if ln.startswith("gemm+graph"))
+    assert "-/-/0.80" in line and "-/-/0.95" in line
+    assert matrix.SETUP["lp_ctl_alone"] == ("corun", ("lp",), False)
+
+
+def test_lp_only_setups_run_the_lp_alone_in_its_controlled_group(tmp_path):
+    """The harness runs lp_ctl_alone's LP on the corun segment with no HP in the window: the segment
+    records no HP job and the LP's units are counted."""
+    out = tmp_path / "m"
+    r = short_dry_run(out, "--hp-kinds", "gemm", "--lp-kinds", "gemm", "--setups",
+                      "hp_alone,lp_alone,corun,lp_ctl_alone,lp_block_alone")
+    assert r.returncode == 0, r.stdout
+    raw = json.load(open(out / "raw.json"))
+    segs = {s["setup"]: s for s in raw["segments"]}
+    for setup in ("lp_ctl_alone", "lp_block_alone"):
+        assert "hp_result" not in segs[setup] and segs[setup]["lp_result"]["counted"] > 0
+    cell = json.load(open(out / "matrix.json"))["cells"][0]
+    assert cell["setups"]["lp_ctl_alone"]["lp_throughput_ratio"]["value"] > 0
