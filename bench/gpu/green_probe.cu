@@ -6,6 +6,9 @@
 // streams both ways, whether cuCtxSynchronize / cudaDeviceSynchronize in the primary context
 // wait for green-stream work, and which group sizes cuDevSmResourceSplitByCount returns.
 // Prints one JSON object; exit 1 when a fact the hook relies on does not hold, 2 on bad usage.
+// Whether a graph launched on the green stream is confined is reported, not required: the hook
+// never sends a graph to the partition (on the H100, driver 580, it ran on all 132 SMs), so the
+// policy holds either way.
 #include <cuda.h>
 #include <cuda_runtime.h>
 
@@ -247,7 +250,7 @@ int main(int argc, char **argv)
     bool in_partition_rt = !rt_sms.empty() && subset(rt_sms, launch_sms);
     bool in_partition_graph = !graph_sms.empty() && subset(graph_sms, launch_sms);
     bool events_order = green_after_ordinary == 11 && ordinary_after_green == 22;
-    bool ok = in_partition_launch && in_partition_ex && in_partition_rt && in_partition_graph && events_order;
+    bool ok = in_partition_launch && in_partition_ex && in_partition_rt && events_order;
     auto waits = [&](double s) { return s >= 0.9 * long_ns / 1e9 ? "true" : "false"; };
 
     std::printf("{\"device\": \"%s\", \"driver_version\": %d, \"sm_count\": %d, \"requested_sms\": %d, "

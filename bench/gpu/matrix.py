@@ -32,7 +32,9 @@ the HP's jobs; each cell starts with a guard-reset and the pin; not by default),
 segment of its own, the LP's queue-bound waits blocking at once: GPUYIELD_SPIN_US=0; not by default),
 lp_mps_alone, lp_ctl_alone and lp_block_alone (the LP's own cost of control, the HP idle: an MPS
 client at client priority 1 without the hook; hooked on the corun segment under --lp-mode; the same
-with blocking waits; LP ratio only; not by default);
+with blocking waits; LP ratio only; not by default), corun@MODE and lp_ctl@MODE for MODE in
+none, time:250, time:1000, time:2000, time:4000 (corun with the LP under that queue bound instead
+of --lp-mode, on a corun segment of its own; and that LP alone, hooked; not by default);
 in the first cell of each HP kind
 also the cost setups hp_mps_alone (an MPS client, no hook), hp_hook_alone (hooked, not marking),
 hp_mark_alone (marking, no hook).
@@ -100,11 +102,20 @@ GUARD_ARMS = ("partition:16", "partition:32", "partition:64", "disjoint:64", "pa
 ARM_GROUPS = {f"arm-{a.replace(':', '')}": a for a in GUARD_ARMS}  # group -> the arm it pins
 for _group, _arm in ARM_GROUPS.items():
     SETUP[f"arm:{_arm}"] = (_group, ("hp", "lp"), True)
+# Corun with the LP under another queue bound than --lp-mode, each on a corun segment of its own:
+# "corun@time:2000" (the pair) and "lp_ctl@time:2000" (the LP alone, hooked): how much the bound
+# costs the LP and how much a deeper one costs the HP, side by side in the same rounds.
+LP_MODE_VARIANTS = ("none", "time:250", "time:1000", "time:2000", "time:4000")
+MODE_GROUPS = {f"corun-{m.replace(':', '')}": m for m in LP_MODE_VARIANTS}  # group -> the LP's mode
+for _group, _mode in MODE_GROUPS.items():
+    SETUP[f"corun@{_mode}"] = (_group, ("hp", "lp"), True)
+    SETUP[f"lp_ctl@{_mode}"] = (_group, ("lp",), False)
 DEFAULT_SETUPS = ("hp_alone", "lp_alone", "nocontrol", "mps", "corun", "partition", "hp_ctl_alone")
 COST_SETUPS = ("hp_mps_alone", "hp_hook_alone", "hp_mark_alone")
 AUTO_GROUPS = ("corunauto", "corunautoshort")  # the HP under GPUYIELD_JOBS=auto, on a corun segment
-POLICY_GROUPS = ("corun", "partition", "guarded", "corunblock") + AUTO_GROUPS + tuple(ARM_GROUPS)
-MPS_GROUPS = ("mps", "corun", "partition", "guarded", "markonly", "corunblock") + AUTO_GROUPS + tuple(ARM_GROUPS)
+POLICY_GROUPS = ("corun", "partition", "guarded", "corunblock") + AUTO_GROUPS + tuple(ARM_GROUPS) + tuple(MODE_GROUPS)
+MPS_GROUPS = (("mps", "corun", "partition", "guarded", "markonly", "corunblock") + AUTO_GROUPS + tuple(ARM_GROUPS)
+              + tuple(MODE_GROUPS))
 GUARDED_GROUPS = ("guarded",) + tuple(ARM_GROUPS)  # segments of policy guarded (their status has arms)
 PARTITIONING_GROUPS = ("partition",) + GUARDED_GROUPS
 AUTO_IDLE_US_DEFAULT = 300  # corun_auto_short's GPUYIELD_IDLE_US unless --auto-idle-us says
@@ -246,7 +257,7 @@ def group_env(args, group, role, segments, mps_dirs):
         env["LD_PRELOAD"] = os.path.join(args.build, "lib", "libgpuyield.so")
         env["GPUYIELD_SHM"] = segments[group]
         env["GPUYIELD_PRIORITY"] = "1" if role == "hp" else "0"
-        env["GPUYIELD_MODE"] = args.lp_mode if role == "lp" else "none"
+        env["GPUYIELD_MODE"] = MODE_GROUPS.get(group, args.lp_mode) if role == "lp" else "none"
         if group in PARTITIONING_GROUPS:
             env["GPUYIELD_PARTITION_SMS"] = str(args.partition_sms)
         if group in AUTO_GROUPS and role == "hp":
@@ -287,7 +298,7 @@ class Tools:
 
     def create_segment(self, group):
         """The segment of a hooked group (its own: setups never share one), under the group's policy."""
-        policy = "corun" if group in AUTO_GROUPS + ("corunblock",) else "guarded" if group in ARM_GROUPS else group
+        policy = "corun" if group in AUTO_GROUPS + ("corunblock",) + tuple(MODE_GROUPS) else "guarded" if group in ARM_GROUPS else group
         name = f"{self.tag}-{group}"
         words = ["create", "--name", name, "--policy", policy]
         if self.mps_dirs:
@@ -377,7 +388,10 @@ def run(args):
             if g in POLICY_GROUPS or (g == "markonly" and "corun" not in tools.segments):
                 tools.create_segment("corun" if g == "markonly" else g)
         tools.start_clocks(os.path.join(args.out, "clocks.csv"))
-        keys = [(g, role) for g in groups for role in ("hp", "lp") if not (g == "markonly" and role == "lp")]
+        # a worker for each group and role some setup runs (an LP-only setup's group has no HP worker)
+        keys = sorted({(SETUP[s][0], role) for s in all_setups for role in SETUP[s][1]})
+        if "guarded" in args.setups:
+            keys = sorted(set(keys) | {("guarded", "hp"), ("guarded", "lp")})
         pins = cpu_plan(keys, os.sched_getaffinity(0)) if args.pin else {}
         if pins is None:
             fail(f"--pin: {len(os.sched_getaffinity(0))} CPUs are too few for two per HP worker "
@@ -676,9 +690,10 @@ def write_outputs(raws, out):
         print(f"matrix: no plots ({e})")
 
 
-SUMMARY_SETUPS = ("nocontrol", "mps", "corun", "corun_block", "partition", "guarded", "corun_auto",
-                  "corun_auto_short", "hp_ctl_alone", "lp_mps_alone", "lp_ctl_alone",
-                  "lp_block_alone") + tuple(f"arm:{a}" for a in GUARD_ARMS)
+SUMMARY_SETUPS = (("nocontrol", "mps", "corun", "corun_block", "partition", "guarded", "corun_auto",
+                   "corun_auto_short", "hp_ctl_alone", "lp_mps_alone", "lp_ctl_alone", "lp_block_alone")
+                  + tuple(f"arm:{a}" for a in GUARD_ARMS) + tuple(f"{k}@{m}" for m in LP_MODE_VARIANTS
+                                                                 for k in ("corun", "lp_ctl")))
 
 
 def summary_table(matrix):

@@ -396,3 +396,27 @@ def test_lp_only_setups_run_the_lp_alone_in_its_controlled_group(tmp_path):
         assert "hp_result" not in segs[setup] and segs[setup]["lp_result"]["counted"] > 0
     cell = json.load(open(out / "matrix.json"))["cells"][0]
     assert cell["setups"]["lp_ctl_alone"]["lp_throughput_ratio"]["value"] > 0
+
+
+def test_mode_variants_run_the_lp_under_their_bound_on_a_corun_segment_of_their_own(tmp_path):
+    """corun@MODE / lp_ctl@MODE: the LP's GPUYIELD_MODE is MODE (the HP's none), the segment is a
+    corun one of the group's own; an LP-only group gets no HP worker."""
+    args = argparse.Namespace(build="/b", lp_mode="time:500", partition_sms=16)
+    segments = {"corun": "s-corun", "corun-time2000": "s-2000"}
+    assert matrix.SETUP["corun@time:2000"] == ("corun-time2000", ("hp", "lp"), True)
+    assert matrix.SETUP["lp_ctl@none"] == ("corun-none", ("lp",), False)
+    lp = matrix.group_env(args, "corun-time2000", "lp", segments, ("/pipe", "/log"))
+    hp = matrix.group_env(args, "corun-time2000", "hp", segments, ("/pipe", "/log"))
+    assert lp["GPUYIELD_MODE"] == "time:2000" and lp["GPUYIELD_SHM"] == "s-2000" and lp["CUDA_MPS_CLIENT_PRIORITY"] == "1"
+    assert hp["GPUYIELD_MODE"] == "none" and hp["GPUYIELD_PRIORITY"] == "1"
+    assert matrix.group_env(args, "corun", "lp", segments, ("/pipe", "/log"))["GPUYIELD_MODE"] == "time:500"
+    out = tmp_path / "m"
+    r = short_dry_run(out, "--hp-kinds", "gemm", "--lp-kinds", "gemm", "--setups",
+                      "hp_alone,lp_alone,corun,corun@time:2000,lp_ctl@none")
+    assert r.returncode == 0, r.stdout
+    logs = sorted(p.name for p in out.iterdir() if p.name.endswith(".log"))
+    assert logs == ["corun-none_lp.log", "corun-time2000_hp.log", "corun-time2000_lp.log", "corun_hp.log",
+                    "corun_lp.log", "plain_hp.log", "plain_lp.log"]
+    cell = json.load(open(out / "matrix.json"))["cells"][0]
+    assert {"corun", "corun@time:2000", "lp_ctl@none"} <= set(cell["setups"])
+    assert "hp_p50_ratio" in cell["setups"]["corun@time:2000"] and "hp_p50_ratio" not in cell["setups"]["lp_ctl@none"]
