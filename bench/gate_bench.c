@@ -79,8 +79,9 @@ int main(int argc, char **argv)
         for (long i = 0; i < guarded_jobs; i++) {
             noise ^= noise >> 12, noise ^= noise << 25, noise ^= noise >> 27;
             uint64_t ns = 3600000 + (noise * 0x2545f4914f6cdd1dull >> 40) % 800000;
-            enum gy_guard_arm arm = gy_guard_pick(&guard);
-            gy_guard_record(&guard, arm, ns, arm == GY_ARM_STOP ? 0 : 10);
+            uint32_t depth;
+            enum gy_guard_arm arm = gy_guard_pick(&guard, &depth);
+            gy_guard_record(&guard, arm, depth, ns, arm == GY_ARM_STOP ? 0 : 10);
         }
         guard_ns[r] = (double)(gy_now_ns() - t0) / (double)guarded_jobs;
     }

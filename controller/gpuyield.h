@@ -197,6 +197,7 @@ typedef struct gy_job {
     bool corun;          /* the begin did not wait: the policy is corun, or partition under MPS */
     bool active;         /* counted in and not yet out */
     int guard_arm;       /* policy guarded: the arm it got (enum gy_guard_arm), else -1 */
+    uint32_t guard_depth_us; /* ... and the queue depth of the gap before it (0: the lower ones' own) */
     uint64_t guard_lp_work; /* policy guarded: the lower processes' progress at its begin */
 } gy_job;
 

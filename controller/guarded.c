@@ -21,7 +21,17 @@
  * (between trials) the partition arms' windows reset, so the arm in force is tested again and
  * larger ones retried; when stop's recent median moves by more than a factor GY_GUARD_SHIFT from its
  * window's, the HP's speed changed: the windows start again around the new median and the arm in
- * force is measured again (shifted()). */
+ * force is measured again (shifted()).
+ *
+ * The queue depth is the second dimension: what the lower processes may keep queued (their time:US
+ * bound raised to 1000, 2000 or 4000 us) in the gap before an HP job, i.e. what the job finds ahead
+ * of it on the GPU when it begins. A deeper queue feeds a host-bound LP through its own stalls
+ * (more LP throughput) and costs a GPU-bound HP the drain. Once no arm is tried, depths are tried
+ * up the ladder (2000 first, 4000 after it, 1000 below a failed 2000) by the same tests against
+ * the same stop samples, whose gaps stay at the lower processes' own bound: the job's class (stop
+ * sample or not) is drawn at the begin before it, so the gap runs at its depth. A depth within the
+ * bound is promoted (deeper always gives the LP more: no progress to compare); one out of it goes
+ * like an arm (fallback to the own bound, backoff). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,9 +113,13 @@ void gy_guard_init(struct gy_guard *g)
     g->in_force = GY_ARM_STOP;
     g->trial = GY_GUARD_NO_ARM;
     g->reason = GY_GUARD_WHY_START;
+    g->depth_reason = GY_GUARD_WHY_START;
     gy_guard_configure(g, GY_GUARD_DEFAULT_EPS_P50, GY_GUARD_DEFAULT_EPS_P99, GY_GUARD_DEFAULT_STOP_SHARE,
                        GY_GUARD_DEFAULT_SEED);
 }
+
+static uint64_t next_random(struct gy_guard *g);
+static void publish_depth(struct gy_guard *g);
 
 int gy_guard_configure(struct gy_guard *g, double eps_p50, double eps_p99, double stop_share, uint64_t seed)
 {
@@ -117,6 +131,8 @@ int gy_guard_configure(struct gy_guard *g, double eps_p50, double eps_p99, doubl
     g->eps_p99_ppm = ppm(eps_p99);
     g->stop_share_ppm = ppm(stop_share);
     g->rng = seed ? seed : GY_GUARD_DEFAULT_SEED; /* xorshift's state must not be 0 */
+    g->next_stop = next_random(g) % 1000000u < g->stop_share_ppm; /* the next job's class at this share */
+    publish_depth(g);
     return 0;
 }
 
@@ -194,6 +210,44 @@ static uint32_t next_arm(const struct gy_guard *g, uint32_t arm)
     return next > from ? ladder[next] : GY_GUARD_NO_ARM;
 }
 
+#define DEPTH_ROW(us) us,
+static const uint32_t depth_ladder[GY_GUARD_DEPTH_COUNT] = {GY_GUARD_DEPTHS(DEPTH_ROW)};
+#undef DEPTH_ROW
+
+/* The ladder index of a depth (-1: the lower processes' own, or not on the ladder). */
+static int depth_index(uint32_t us)
+{
+    for (int i = 0; i < GY_GUARD_DEPTH_COUNT; i++)
+        if (depth_ladder[i] == us)
+            return i;
+    return -1;
+}
+
+static bool depth_backing_off(const struct gy_guard *g, int i) { return g->jobs < g->depth_backoff_until[i]; }
+
+/* The next depth to try above the one in force, or 0: from the own bound the middle one (2000),
+ * below it when it failed (1000); above one in force the next one up, unless it failed lately. */
+static uint32_t next_depth(const struct gy_guard *g)
+{
+    int from = depth_index(g->depth_in_force), mid = GY_GUARD_DEPTH_COUNT / 2;
+    if (from < 0) {
+        for (int i = mid; i >= 0; i--)
+            if (!depth_backing_off(g, i))
+                return depth_ladder[i];
+        return 0;
+    }
+    return from + 1 < GY_GUARD_DEPTH_COUNT && !depth_backing_off(g, from + 1) ? depth_ladder[from + 1] : 0;
+}
+
+static void start_depth_trial(struct gy_guard *g, uint32_t us)
+{
+    g->depth_trial = us;
+    if (!us)
+        return;
+    reset_window(&g->depth_window);
+    reset_window(&g->paired_stop);
+}
+
 static void start_trial(struct gy_guard *g, uint32_t arm)
 {
     g->trial = GY_GUARD_NO_ARM;
@@ -204,38 +258,77 @@ static void start_trial(struct gy_guard *g, uint32_t arm)
     reset_window(&g->paired_stop);
 }
 
-enum gy_guard_arm gy_guard_pick(struct gy_guard *g)
+/* The depth the lower processes run at until the next job begins: the own bound before a stop
+ * sample, else the depth being tried or in force. */
+static void publish_depth(struct gy_guard *g)
+{
+    uint32_t us = g->next_stop ? 0 : g->depth_trial ? g->depth_trial : g->depth_in_force;
+    atomic_store_explicit(&g->queue_us, us, memory_order_release);
+}
+
+/* The depth in force becomes `to` (why), told in *c. */
+static void note_depth(struct gy_guard *g, uint32_t to, enum gy_guard_reason why, struct gy_guard_change *c)
+{
+    c->depth_changed = true;
+    c->depth_from = g->depth_in_force;
+    c->depth_to = to;
+    c->depth_reason = why;
+    g->depth_in_force = to;
+    g->depth_reason = why;
+    g->changes++;
+}
+
+enum gy_guard_arm gy_guard_pick(struct gy_guard *g, uint32_t *depth_us)
 {
     g->jobs++;
     if (!valid_arm(g->in_force))
         g->in_force = GY_ARM_STOP;
     /* The periodic re-check waits for a trial to end: a noisy HP's trial may take thousands of
      * jobs, and cutting it would start it over for ever. */
-    if (g->jobs - g->last_recheck >= GY_GUARD_RECHECK_JOBS && !valid_arm(g->trial) && !g->pinned) {
+    if (g->jobs - g->last_recheck >= GY_GUARD_RECHECK_JOBS && !valid_arm(g->trial) && !g->depth_trial &&
+        !g->pinned) {
         g->last_recheck = g->jobs;
         for (uint32_t a = GY_ARM_STOP + 1; a < GY_GUARD_ARM_COUNT; a++)
             reset_window(&g->arms[a]);
         reset_window(&g->paired_stop);
+        reset_window(&g->depth_window);
         g->confirmed = 0;
+        g->depth_confirmed = 0;
         if (g->in_force != GY_ARM_STOP)
             g->reason = GY_GUARD_WHY_RECHECK;
+        if (g->depth_in_force)
+            g->depth_reason = GY_GUARD_WHY_RECHECK;
     }
     /* Trials start only once stop has its samples: until then the early fallback has no
-     * baseline to look at, and a costly arm would run unchecked. */
-    if (!valid_arm(g->trial) && !g->pinned && g->base_us && g->arms[GY_ARM_STOP].n >= GY_GUARD_MIN_JOBS)
+     * baseline to look at, and a costly arm would run unchecked. One trial at a time, the arms
+     * first: a depth is tried with the arm in force once no larger arm is to be tried. */
+    if (!valid_arm(g->trial) && !g->depth_trial && !g->pinned && g->base_us &&
+        g->arms[GY_ARM_STOP].n >= GY_GUARD_MIN_JOBS) {
         start_trial(g, next_arm(g, g->in_force));
-    /* While an arm is tried, stop gets at least half the jobs: the test compares the two
-     * windows, and for a given number of jobs it is sharpest when they are of a size. */
+        /* a depth only on top of an arm measured within the bound (not one measured again) */
+        if (!valid_arm(g->trial) && (g->in_force == GY_ARM_STOP || g->confirmed))
+            start_depth_trial(g, next_depth(g));
+    }
+    bool trying = valid_arm(g->trial) || g->depth_trial;
+    /* While an arm or a depth is tried, stop gets at least half the jobs: the test compares the
+     * two windows, and for a given number of jobs it is sharpest when they are of a size. */
     uint32_t share = g->stop_share_ppm;
-    if (valid_arm(g->trial) && share < (uint32_t)(GY_GUARD_TRIAL_STOP_SHARE * 1e6))
+    if (trying && share < (uint32_t)(GY_GUARD_TRIAL_STOP_SHARE * 1e6))
         share = (uint32_t)(GY_GUARD_TRIAL_STOP_SHARE * 1e6);
-    uint32_t arm = g->in_force;
-    if (next_random(g) % 1000000u < share)
-        arm = GY_ARM_STOP;
-    else if (valid_arm(g->trial))
+    /* The job ran after a gap at the depth published for it (0 before a stop sample); a depth
+     * trial that started just now has its first job after the next gap. */
+    uint32_t arm = g->in_force, depth = atomic_load_explicit(&g->queue_us, memory_order_relaxed);
+    if (g->next_stop)
+        arm = GY_ARM_STOP, depth = 0;
+    else if (valid_arm(g->trial) && depth == g->depth_in_force)
         arm = g->trial;
+    /* the next job's class now: the gap before it runs at its depth */
+    g->next_stop = next_random(g) % 1000000u < share;
+    publish_depth(g);
     g->open[arm]++;
     publish_current(g);
+    if (depth_us)
+        *depth_us = depth;
     return (enum gy_guard_arm)arm;
 }
 
@@ -259,12 +352,14 @@ static void bin_sample(struct gy_guard *g, struct gy_guard_window *w, uint32_t u
     w->n++;
 }
 
-static void add_sample(struct gy_guard *g, uint32_t arm, uint64_t duration_ns, uint64_t lp_work)
+/* A job into window w; stop_sample: a stop job at the own depth (the baseline: its recent jobs
+ * are dated, it feeds the paired window and sets the base). */
+static void add_sample(struct gy_guard *g, struct gy_guard_window *w, bool stop_sample, uint64_t duration_ns,
+                       uint64_t lp_work)
 {
-    struct gy_guard_window *w = &g->arms[arm];
     uint64_t us64 = (duration_ns + 500) / 1000;
     uint32_t us = us64 > UINT32_MAX ? UINT32_MAX : us64 ? (uint32_t)us64 : 1;
-    if (arm == GY_ARM_STOP)
+    if (stop_sample)
         g->stop_recent_job[w->head % GY_GUARD_RECENT] = g->jobs;
     w->recent[w->head % GY_GUARD_RECENT] = us;
     w->head = (w->head + 1) % GY_GUARD_RECENT;
@@ -277,9 +372,9 @@ static void add_sample(struct gy_guard *g, uint32_t arm, uint64_t duration_ns, u
     w->lp_ns += duration_ns;
     if (g->base_us) {
         bin_sample(g, w, us);
-        if (arm == GY_ARM_STOP)
+        if (stop_sample)
             bin_sample(g, &g->paired_stop, us);
-    } else if (arm == GY_ARM_STOP && w->recent_n == GY_GUARD_RECENT) {
+    } else if (stop_sample && w->recent_n == GY_GUARD_RECENT) {
         /* The histograms' centre: stop's median over its first jobs; they go in as the first samples. */
         uint32_t scratch[GY_GUARD_RECENT];
         g->base_us = gy_guard_order_stat(w->recent, GY_GUARD_RECENT, GY_GUARD_RECENT / 2, scratch);
@@ -321,9 +416,8 @@ static double bound(double stop_value, uint32_t eps_ppm) { return stop_value * (
  * higher), so that a change of the HP's speed (a host-bound HP after idle time) is not taken for a
  * cost of the arm. A costly arm (the 1.7x of a GPU-bound HP beside a GEMM LP) is out after a block
  * or two; a small cost is left to the full test. */
-static bool recent_out(struct gy_guard *g, uint32_t arm)
+static bool recent_out(struct gy_guard *g, const struct gy_guard_window *w)
 {
-    const struct gy_guard_window *w = &g->arms[arm];
     uint32_t scratch[GY_GUARD_RECENT], l, u;
     if (w->recent_n < GY_GUARD_RECENT || w->jobs % GY_GUARD_RECENT)
         return false; /* between blocks: nothing computed, a job's end costs its bin only */
@@ -367,9 +461,9 @@ static bool recent_out(struct gy_guard *g, uint32_t arm)
  * within it, 0 cannot tell yet. Within: Mann-Whitney's z for "the arm's jobs are shorter than
  * stop's times 1 + eps_p50" at least GY_GUARD_LOOK_Z, and the arm's p99 bin within stop's p99 bin
  * times 1 + eps_p99 (an arm's p99 beyond the last bin: within only when stop's is beyond it too). */
-static int test_arm(struct gy_guard *g, uint32_t arm)
+static int test_arm(struct gy_guard *g, const struct gy_guard_window *w)
 {
-    const struct gy_guard_window *w = &g->arms[arm], *s = &g->paired_stop;
+    const struct gy_guard_window *s = &g->paired_stop;
     double z = gy_guard_scale_z(w->bins, w->n, s->bins, s->n, gy_guard_bins_for(g->eps_p50_ppm / 1e6));
     unsigned p99 = gy_guard_bin_quantile(w->bins, w->n, 0.99), stop_p99 = gy_guard_bin_quantile(s->bins, s->n, 0.99);
     double median = gy_guard_bin_us(gy_guard_bin_quantile(w->bins, w->n, 0.5), g->base_us);
@@ -397,6 +491,9 @@ static void set_in_force(struct gy_guard *g, uint32_t arm, enum gy_guard_reason 
     g->in_force = arm;
     g->confirmed = 0;
     g->changes++;
+    /* the depth window measured the old arm in force under its depth */
+    reset_window(&g->depth_window);
+    g->depth_confirmed = 0;
 }
 
 /* `arm` is out: not tried again for a while; if it was in force, stop is. */
@@ -443,6 +540,13 @@ static void start_over(struct gy_guard *g, enum gy_guard_reason why, struct gy_g
     g->pinned = 0;
     set_in_force(g, GY_ARM_STOP, why, c);
     g->reason = why;
+    if (g->depth_in_force)
+        note_depth(g, 0, why, c);
+    g->depth_reason = why;
+    g->depth_trial = 0;
+    memset(g->depth_backoff_until, 0, sizeof g->depth_backoff_until);
+    memset(g->depth_strikes, 0, sizeof g->depth_strikes);
+    publish_depth(g);
 }
 
 /* Stop's recent median far from its window's: the HP's own speed changed (another input, or a
@@ -477,6 +581,10 @@ static bool shifted(struct gy_guard *g)
         bin_sample(g, w, kept[i]), bin_sample(g, &g->paired_stop, kept[i]);
     g->trial = GY_GUARD_NO_ARM;
     g->confirmed = 0;
+    reset_window(&g->depth_window); /* the depth in force stays, measured again */
+    g->depth_trial = 0;
+    g->depth_confirmed = 0;
+    publish_depth(g);
     g->last_recheck = g->jobs;
     g->reason = GY_GUARD_WHY_SHIFT;
     return true;
@@ -494,33 +602,103 @@ struct gy_guard_change gy_guard_reset(struct gy_guard *g)
  * one-sided 1 %), and enough samples at the later ones for a noisy HP. */
 static bool is_look(uint32_t n) { return n >= GY_GUARD_MIN_JOBS && (n & (n - 1)) == 0; }
 
-struct gy_guard_change gy_guard_record(struct gy_guard *g, enum gy_guard_arm arm, uint64_t duration_ns,
-                                       uint64_t lp_work)
+/* The depth tried or in force is out: not tried again for a while (doubling as for arms); if it
+ * was in force, the lower processes' own bound is. */
+static void drop_depth(struct gy_guard *g, uint32_t us, enum gy_guard_reason why, struct gy_guard_change *c)
+{
+    int i = depth_index(us);
+    if (i >= 0) {
+        uint32_t doublings = g->depth_strikes[i] < GY_GUARD_MAX_DOUBLINGS ? g->depth_strikes[i] : GY_GUARD_MAX_DOUBLINGS;
+        if (g->depth_strikes[i] < UINT32_MAX)
+            g->depth_strikes[i]++;
+        g->depth_backoff_until[i] = g->jobs + ((uint64_t)GY_GUARD_BACKOFF_JOBS << doublings);
+    }
+    if (g->depth_trial == us) {
+        g->depth_trial = 0;
+        if (!g->depth_in_force)
+            g->depth_reason = GY_GUARD_WHY_REJECTED;
+    } else if (g->depth_in_force == us) {
+        note_depth(g, 0, why, c);
+    }
+    reset_window(&g->depth_window);
+    g->depth_confirmed = 0;
+    publish_depth(g);
+}
+
+/* A job of the arm in force at the depth tried (or, stop in force, at the depth in force) ended:
+ * the same fast fallback and full test as an arm's, against the same stop samples. */
+static void record_depth(struct gy_guard *g, uint64_t duration_ns, struct gy_guard_change *c)
+{
+    struct gy_guard_window *w = &g->depth_window;
+    uint32_t us = g->depth_trial ? g->depth_trial : g->depth_in_force;
+    add_sample(g, w, false, duration_ns, 0);
+    if (!g->base_us || g->pinned)
+        return;
+    if (recent_out(g, w)) {
+        drop_depth(g, us, GY_GUARD_WHY_FALLBACK, c);
+        return;
+    }
+    if (!is_look(w->n) || g->paired_stop.n < GY_GUARD_MIN_JOBS)
+        return;
+    int verdict = test_arm(g, w);
+    int i = depth_index(us);
+    if (verdict > 0 && g->depth_trial) {
+        /* within the bound: deeper always gives the lower processes more, so it is promoted; the
+         * arm in force's window now runs at this depth (its jobs are these) */
+        if (i >= 0)
+            g->depth_strikes[i] = 0;
+        note_depth(g, us, GY_GUARD_WHY_PROMOTED, c);
+        g->depth_trial = 0;
+        g->depth_confirmed = 1;
+        if (g->in_force != GY_ARM_STOP) {
+            g->arms[g->in_force] = *w;
+            reset_window(w);
+        }
+        publish_depth(g);
+    } else if (verdict > 0) {
+        g->depth_confirmed = 1;
+    } else if (verdict < 0 || (w->n >= GY_GUARD_TRIAL_MAX && g->depth_trial)) {
+        drop_depth(g, us, g->depth_trial ? GY_GUARD_WHY_REJECTED : GY_GUARD_WHY_FALLBACK, c);
+    }
+}
+
+struct gy_guard_change gy_guard_record(struct gy_guard *g, enum gy_guard_arm arm, uint32_t depth_us,
+                                       uint64_t duration_ns, uint64_t lp_work)
 {
     struct gy_guard_change c = {.changed = false};
     gy_guard_forget(g, arm);
     if (!valid_arm(arm))
         return c;
-    add_sample(g, arm, duration_ns, arm == GY_ARM_STOP ? 0 : lp_work);
-    if (arm == GY_ARM_STOP) {
+    if (arm == GY_ARM_STOP && !depth_us) {
+        add_sample(g, &g->arms[GY_ARM_STOP], true, duration_ns, 0);
         shifted(g);
         return c;
     }
+    /* A job at another depth than its arm's jobs now get: of the depth tried, or (stop in force)
+     * of the depth in force, into the depth window; any other began before a change: not counted. */
+    if ((g->depth_trial && depth_us == g->depth_trial) || arm == GY_ARM_STOP) {
+        if (arm == g->in_force && depth_us == (g->depth_trial ? g->depth_trial : g->depth_in_force))
+            record_depth(g, duration_ns, &c);
+        return c;
+    }
+    if (depth_us != g->depth_in_force)
+        return c;
+    add_sample(g, &g->arms[arm], false, duration_ns, lp_work);
     if ((arm != g->trial && arm != g->in_force) || !g->base_us)
         return c; /* a job that began before the arm changed, or before there is a baseline */
     if (g->pinned) { /* measured and shown (the last test's z and ratios), never changed */
         if (is_look(g->arms[arm].n) && g->paired_stop.n >= GY_GUARD_MIN_JOBS)
-            test_arm(g, arm);
+            test_arm(g, &g->arms[arm]);
         return c;
     }
-    if (recent_out(g, arm)) {
+    if (recent_out(g, &g->arms[arm])) {
         drop(g, arm, GY_GUARD_WHY_FALLBACK, &c);
         return c;
     }
     const struct gy_guard_window *w = &g->arms[arm];
     if (!is_look(w->n) || g->paired_stop.n < GY_GUARD_MIN_JOBS)
         return c;
-    int verdict = test_arm(g, arm);
+    int verdict = test_arm(g, &g->arms[arm]);
     bool full = w->n >= GY_GUARD_TRIAL_MAX;
     if (arm == g->trial && verdict > 0) {
         uint32_t before = g->in_force;
@@ -565,11 +743,27 @@ void gy_guard_force(struct gy_guard *g, enum gy_guard_arm arm)
      * share and every arm measured, so the forced arm's cost is seen beside stop's (status). */
     g->pinned = 1;
     g->confirmed = 0;
+    /* the arm measured as it is: at the lower processes' own depth */
+    g->depth_in_force = g->depth_trial = 0;
+    g->depth_reason = GY_GUARD_WHY_FORCED;
+    publish_depth(g);
     g->last_recheck = g->jobs;
     for (uint32_t a = arm + 1; a < GY_GUARD_ARM_COUNT; a++) /* no larger trial soon after, either */
         g->backoff_until[a] = g->jobs + GY_GUARD_RECHECK_JOBS;
     reset_window(&g->arms[arm]);
     reset_window(&g->paired_stop);
+}
+
+void gy_guard_depth_stats(const struct gy_guard *g, struct gy_guard_arm_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    const struct gy_guard_window *w = &g->depth_window;
+    out->jobs = w->jobs;
+    if (g->base_us && w->n) {
+        out->window = w->n;
+        out->p50_ms = gy_guard_bin_us(gy_guard_bin_quantile(w->bins, w->n, 0.5), g->base_us) / 1e3;
+        out->p99_ms = gy_guard_bin_us(gy_guard_bin_quantile(w->bins, w->n, 0.99), g->base_us) / 1e3;
+    }
 }
 
 void gy_guard_arm_stats(const struct gy_guard *g, enum gy_guard_arm arm, struct gy_guard_arm_stats *out)

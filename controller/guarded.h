@@ -65,18 +65,24 @@ double gy_guard_scale_z(const uint16_t *arm, uint32_t m, const uint16_t *stop, u
 void gy_guard_init(struct gy_guard *g);
 /* Settings; -1 when out of range (eps 0..GY_GUARD_MAX_EPS, share 0..1). */
 int gy_guard_configure(struct gy_guard *g, double eps_p50, double eps_p99, double stop_share, uint64_t seed);
-/* A job begins: the arm it gets (counts it in g->jobs and in g->open; sets g->current). */
-enum gy_guard_arm gy_guard_pick(struct gy_guard *g);
+/* A job begins: the arm it gets (counts it in g->jobs and in g->open; sets g->current), and in
+ * *depth_us (may be NULL) the queue depth the gap before it ran at (0: the lower processes' own);
+ * draws the next job's class and publishes the depth of the gap after this one (g->queue_us). */
+enum gy_guard_arm gy_guard_pick(struct gy_guard *g, uint32_t *depth_us);
 /* What a job's end changed in force: from -> to, and why. */
 struct gy_guard_change {
     bool changed;
     enum gy_guard_arm from, to;
     enum gy_guard_reason reason;
+    bool depth_changed; /* the queue depth in force (microseconds, 0: the lower processes' own) */
+    uint32_t depth_from, depth_to;
+    enum gy_guard_reason depth_reason;
 };
-/* A job of `arm` ended after duration_ns, the lower processes having made lp_work progress
- * (partition launches + copies) during it. Counts it out of g->open, records it, applies the rule. */
-struct gy_guard_change gy_guard_record(struct gy_guard *g, enum gy_guard_arm arm, uint64_t duration_ns,
-                                       uint64_t lp_work);
+/* A job of `arm` after a gap at depth_us (as gy_guard_pick gave) ended after duration_ns, the lower
+ * processes having made lp_work progress (partition launches + copies) during it. Counts it out of
+ * g->open, records it, applies the rule. */
+struct gy_guard_change gy_guard_record(struct gy_guard *g, enum gy_guard_arm arm, uint32_t depth_us,
+                                       uint64_t duration_ns, uint64_t lp_work);
 /* A job counted out without a measurement (its process was reaped): only g->open changes. */
 void gy_guard_forget(struct gy_guard *g, enum gy_guard_arm arm);
 /* Pin `arm` in force (tests, operators, measuring one arm): trial stopped, reason FORCED, its
@@ -95,6 +101,8 @@ struct gy_guard_arm_stats {
     double lp_per_s;     /* lower partition launches + copies per second of HP job, over the window */
 };
 void gy_guard_arm_stats(const struct gy_guard *g, enum gy_guard_arm arm, struct gy_guard_arm_stats *out);
+/* The depth window's (jobs of the depth tried, or with stop in force of the depth in force). */
+void gy_guard_depth_stats(const struct gy_guard *g, struct gy_guard_arm_stats *out);
 const char *gy_guard_arm_name(enum gy_guard_arm arm);  /* "stop", "partition:16", ...; "?" if unknown */
 unsigned gy_guard_arm_sms(enum gy_guard_arm arm);      /* the lower processes' SMs; 0 for stop */
 /* A disjoint arm: the HP's launches during its job go to the complement of the lower processes'
@@ -137,6 +145,12 @@ void gy_guarded_end_locked(gy_shm *shm, const gy_job *job, uint64_t now_ns, stru
  * `priority`. Under the mutex. */
 uint64_t gy_guarded_lp_work_locked(const struct gy_segment *seg, int priority);
 /* The arm the open jobs give lower launches now (read on their slow path only). */
+/* The queue depth the lower processes' time:US bounds are raised to now (0: their own); read at a
+ * group's start, never per launch. */
+static inline uint32_t gy_guarded_queue_us(const gy_shm *shm)
+{
+    return atomic_load_explicit(&shm->seg->guard.queue_us, memory_order_acquire);
+}
 static inline enum gy_guard_arm gy_guarded_current(const gy_shm *shm)
 {
     uint32_t arm = atomic_load_explicit(&shm->seg->guard.current, memory_order_acquire);

@@ -71,7 +71,7 @@ void gy_guarded_begin_locked(gy_shm *shm, gy_job *job)
      * without an end (a reaped process), and must not pin the arm. */
     if (jobs_in_progress_locked(seg) <= 1)
         memset(seg->guard.open, 0, sizeof seg->guard.open);
-    job->guard_arm = (int)gy_guard_pick(&seg->guard);
+    job->guard_arm = (int)gy_guard_pick(&seg->guard, &job->guard_depth_us);
     job->guard_lp_work = gy_guarded_lp_work_locked(seg, job->priority);
 }
 
@@ -83,16 +83,22 @@ void gy_guarded_end_locked(gy_shm *shm, const gy_job *job, uint64_t now_ns, stru
     struct gy_segment *seg = shm->seg;
     uint64_t work = gy_guarded_lp_work_locked(seg, job->priority);
     uint64_t duration = now_ns > job->entered_ns ? now_ns - job->entered_ns : 0;
-    *change = gy_guard_record(&seg->guard, (enum gy_guard_arm)job->guard_arm, duration,
+    *change = gy_guard_record(&seg->guard, (enum gy_guard_arm)job->guard_arm, job->guard_depth_us, duration,
                               work > job->guard_lp_work ? work - job->guard_lp_work : 0);
 }
 
 void gy_guarded_tell(const gy_shm *shm, const struct gy_guard_change *change)
 {
     const char *verbose = getenv("GPUYIELD_VERBOSE");
-    if (!change->changed || !verbose || strcmp(verbose, "1") != 0)
+    if ((!change->changed && !change->depth_changed) || !verbose || strcmp(verbose, "1") != 0)
         return;
     const struct gy_guard *g = &shm->seg->guard;
+    if (change->depth_changed)
+        fprintf(stderr, "gpuyield: pid %d: %s: guarded queue depth %u -> %u us (0: the lower processes' own; %s)\n",
+                (int)getpid(), shm->name, change->depth_from, change->depth_to,
+                gy_guard_reason_text(change->depth_reason));
+    if (!change->changed)
+        return;
     fprintf(stderr, "gpuyield: pid %d: %s: guarded arm %s -> %s (%s; p50 x%.3f, p99 x%.3f of stop)\n", (int)getpid(),
             shm->name, gy_guard_arm_name(change->from), gy_guard_arm_name(change->to),
             gy_guard_reason_text(change->reason), g->ratio_p50_ppm / 1e6, g->ratio_p99_ppm / 1e6);

@@ -23,7 +23,6 @@
     X(P64, "partition:64", 64, 0)                                                                  \
     X(D64, "disjoint:64", 64, 1)                                                                   \
     X(P96, "partition:96", 96, 0)                                                                  \
-    X(D96, "disjoint:96", 96, 1)                                                                   \
     X(P120, "partition:120", 120, 0)                                                               \
     X(D120, "disjoint:120", 120, 1)
 
@@ -31,6 +30,16 @@
 enum gy_guard_arm { GY_GUARD_ARMS(GY_GUARD_ARM_ENUM) GY_GUARD_ARM_COUNT };
 #undef GY_GUARD_ARM_ENUM
 #define GY_GUARD_NO_ARM 0xffu /* no trial running */
+
+/* The queue depths the rule may give the lower processes between HP jobs (time:US bounds, in
+ * microseconds; 0 is their own): what an HP job finds queued ahead of it when it begins. On the
+ * H100 a ResNet-50 training LP under time:500 kept 0.85 of its alone throughput, 0.89 / 0.93 /
+ * 0.94 under 1000 / 2000 / 4000, while a GPU-bound HP lost 4 % / 13 % a job to 1000 / 2000 and a
+ * launch-bound one nothing (bench/results/2026-11-25-queue-depth). */
+#define GY_GUARD_DEPTHS(X) X(1000) X(2000) X(4000)
+#define GY_GUARD_DEPTH_ONE(us) +1
+enum { GY_GUARD_DEPTH_COUNT = 0 GY_GUARD_DEPTHS(GY_GUARD_DEPTH_ONE) };
+#undef GY_GUARD_DEPTH_ONE
 
 #define GY_GUARD_BINS 256  /* histogram bins of HP job durations per arm (guard_bins.h) */
 #define GY_GUARD_RECENT 16 /* the last job durations kept per arm, for the fast fallback */
@@ -93,6 +102,20 @@ struct gy_guard {
      * and a change of the HP's own speed meanwhile (a host-bound HP's CPU) falls on both. */
     struct gy_guard_window paired_stop;
     uint64_t stop_recent_job[GY_GUARD_RECENT]; /* the guard's job count at each of stop's recent durations */
+    /* The queue depth (guarded.c): a second dimension beside the arm. A stop sample runs after a
+     * gap at the lower processes' own bound (the baseline is corun as it is); every other job after
+     * a gap at depth_in_force, or at depth_trial while one is tried (with the arm in force). */
+    _Atomic uint32_t queue_us; /* what lower time:US bounds are raised to now (0: their own) */
+    uint32_t next_stop;        /* 1: the next job is a stop sample (drawn at the last begin, so
+                                  that the gap before it runs at its depth) */
+    uint32_t depth_in_force;   /* microseconds, 0: the lower processes' own */
+    uint32_t depth_trial;      /* microseconds being tried, 0: none */
+    uint32_t depth_reason;     /* enum gy_guard_reason of depth_in_force */
+    uint32_t depth_confirmed;  /* 1 once the depth in force passed the full test on its window */
+    uint64_t depth_backoff_until[GY_GUARD_DEPTH_COUNT];
+    uint32_t depth_strikes[GY_GUARD_DEPTH_COUNT];
+    /* jobs under depth_trial (with the arm in force), or, with stop in force, under depth_in_force */
+    struct gy_guard_window depth_window;
 };
 
 #endif

@@ -38,7 +38,13 @@ int gy_guarded_json(const struct gy_guard *g, char *buf, size_t len)
              a ? ", " : "", gy_guard_arm_name((enum gy_guard_arm)a), (unsigned long long)s.jobs, s.window, s.p50_ms,
              s.p99_ms, s.lp_per_s, (unsigned long long)g->backoff_until[a]);
     }
-    EMIT("}}");
+    EMIT("}, \"queue_depth\": {\"in_force_us\": %u, \"reason\": \"%s\", \"trying_us\": ", g->depth_in_force,
+         gy_guard_reason_name((enum gy_guard_reason)g->depth_reason));
+    EMIT(g->depth_trial ? "%u" : "null", g->depth_trial);
+    struct gy_guard_arm_stats d;
+    gy_guard_depth_stats(g, &d);
+    EMIT(", \"confirmed\": %s, \"now_us\": %u, \"window\": %u, \"p50_ms\": %.3f, \"p99_ms\": %.3f}}",
+         g->depth_confirmed ? "true" : "false", (unsigned)atomic_load(&g->queue_us), d.window, d.p50_ms, d.p99_ms);
     return (int)used;
 }
 
@@ -50,6 +56,15 @@ void gy_guarded_print(FILE *to, const struct gy_guard *g)
             g->pinned ? ", pinned until a guard-reset" : "", gy_guard_reason_text((enum gy_guard_reason)g->reason), trial_name(g), (unsigned long long)g->jobs,
             g->changes, g->eps_p50_ppm / 1e4, g->eps_p99_ppm / 1e4, g->stop_share_ppm / 1e6, g->z_milli / 1e3,
             GY_GUARD_LOOK_Z);
+    struct gy_guard_arm_stats d;
+    gy_guard_depth_stats(g, &d);
+    fprintf(to, "guarded: lower queue depth between HP jobs %u us%s (0: their own bound; %s); trying ",
+            g->depth_in_force, g->depth_confirmed ? ", confirmed" : "",
+            gy_guard_reason_text((enum gy_guard_reason)g->depth_reason));
+    if (g->depth_trial)
+        fprintf(to, "%u us; its window %u jobs, p50 %.3f ms, p99 %.3f ms\n", g->depth_trial, d.window, d.p50_ms, d.p99_ms);
+    else
+        fprintf(to, "-\n");
     fprintf(to, "%14s %10s %7s %10s %10s %12s\n", "arm", "jobs", "window", "p50_ms", "p99_ms", "lp_per_s");
     for (int a = 0; a < GY_GUARD_ARM_COUNT; a++) {
         struct gy_guard_arm_stats s;
@@ -68,6 +83,11 @@ int gy_guarded_metrics(const struct gy_guard *g, const char *segment, char *buf,
          "gpuyield_guarded_in_force{segment=\"%s\",arm=\"%s\",reason=\"%s\"} 1\n",
          segment, gy_guard_arm_name((enum gy_guard_arm)g->in_force),
          gy_guard_reason_name((enum gy_guard_reason)g->reason));
+    EMIT("# HELP gpuyield_guarded_queue_depth_seconds The lower processes' queue depth between HP jobs in force "
+         "(GPU time; 0: their own bound), with the reason code.\n"
+         "# TYPE gpuyield_guarded_queue_depth_seconds gauge\n"
+         "gpuyield_guarded_queue_depth_seconds{segment=\"%s\",reason=\"%s\"} %.6f\n",
+         segment, gy_guard_reason_name((enum gy_guard_reason)g->depth_reason), g->depth_in_force / 1e6);
     static const struct {
         const char *family, *help, *type;
     } families[] = {

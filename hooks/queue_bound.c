@@ -25,6 +25,7 @@
 #include <stdlib.h>
 
 #include "driver.h"
+#include "guarded.h"
 #include "queue_bound.h"
 #include "trace_ranges.h"
 
@@ -207,24 +208,37 @@ static void learn(struct gy_stream_state *st, uint64_t k)
     *learned = *learned > 0 ? 0.75 * *learned + 0.25 * sample : sample;
 }
 
+/* time mode: the bound in microseconds for the group starting now: the process's own, raised to
+ * the guarded policy's queue depth between HP jobs (guard.queue_us, 0 elsewhere: one load per
+ * group, none per launch). Not on the partition's green stream (launched): the depth is what an
+ * HP job finds ahead of it on the whole GPU when it begins, and that stream runs beside HP jobs. */
+static double bound_us(bool launched)
+{
+    double own = (double)gy_client.group;
+    if (launched || atomic_load_explicit(&gy_client.phase, memory_order_acquire) < GY_PHASE_JOIN || !gy_client.shm.seg)
+        return own;
+    uint32_t depth = gy_guarded_queue_us(&gy_client.shm);
+    return depth > own ? depth : own;
+}
+
 /* time mode: may a unit of this kind hold more than US/2? Yes until it is timed (unless the
  * driver cannot time: then groups are UNTIMED_GROUP launches, two in flight, as before). */
-static bool long_unit(const struct gy_stream_state *st, bool graph)
+static bool long_unit(const struct gy_stream_state *st, bool graph, double us)
 {
     double ns = graph ? st->ns_per_graph : st->ns_per_unit;
     if (ns <= 0)
         return elapsed_function() != NULL;
-    return ns > (double)gy_client.group * 1000.0 / 2;
+    return ns > us * 1000.0 / 2;
 }
 
-static uint32_t next_group_size(const struct gy_stream_state *st, bool graph)
+static uint32_t next_group_size(const struct gy_stream_state *st, bool graph, double us)
 {
     if (gy_client.mode == GY_MODE_EVENT)
         return (uint32_t)gy_client.group;
     double ns = graph ? st->ns_per_graph : st->ns_per_unit;
     if (ns <= 0)
         return elapsed_function() ? 1 : UNTIMED_GROUP; /* one unit until its time is known */
-    double units = (double)gy_client.group * 1000.0 / 2 / ns;
+    double units = us * 1000.0 / 2 / ns;
     return units < 1 ? 1 : units > MAX_GROUP ? MAX_GROUP : (uint32_t)units;
 }
 
@@ -292,14 +306,15 @@ static struct gy_stream_state *bound_before(gy_cu_stream stream, bool graph, boo
     g = st->group;
     if (g >= 2)
         wait_group(st, g - 2);
-    uint32_t size = next_group_size(st, graph);
-    bool is_long = timed && long_unit(st, graph);
+    double us = timed ? bound_us(launched) : 0;
+    uint32_t size = next_group_size(st, graph, us);
+    bool is_long = timed && long_unit(st, graph, us);
     /* ... or of group g-1 where this group or that one holds more than US/2 (see the top). */
     if (timed && (is_long || (g >= 1 && st->long_group[(g - 1) % RING]))) {
         if (g >= 1)
             wait_group(st, g - 1);
-        size = next_group_size(st, graph); /* group g-1 may have just been timed */
-        is_long = long_unit(st, graph);
+        size = next_group_size(st, graph, us); /* group g-1 may have just been timed */
+        is_long = long_unit(st, graph, us);
         st->start_recorded = !launched && !capturing(st) && record_event(st, &st->start);
         st->start_group = g;
     }

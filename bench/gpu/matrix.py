@@ -97,7 +97,7 @@ SETUP = {
 # Guarded with one arm pinned (expcontroller guard-force): each arm measured on its own beside the
 # pair, stop still interleaved at a quarter of the HP's jobs as in the product (issue 26: every arm
 # measured alone first). Setup "arm:disjoint:120", process group "arm-disjoint120".
-GUARD_ARMS = ("partition:16", "partition:32", "partition:64", "disjoint:64", "partition:96", "disjoint:96",
+GUARD_ARMS = ("partition:16", "partition:32", "partition:64", "disjoint:64", "partition:96",
               "partition:120", "disjoint:120")
 ARM_GROUPS = {f"arm-{a.replace(':', '')}": a for a in GUARD_ARMS}  # group -> the arm it pins
 for _group, _arm in ARM_GROUPS.items():
@@ -541,9 +541,10 @@ def learn_guarded(args, procs, tools, raw, cell):
     now = tools.lp_state("guarded")
     seg["guarded_status"] = now["segment"]
     raw["segments"].append(seg)
-    arm = (seg["guarded_status"].get("guarded") or {}).get("in_force")
-    print(f"matrix: {hp}+{lp} {load}: guarded learned for {len(seg['hp_result']['lat_ms'])} jobs, in force: {arm}",
-          flush=True)
+    guard = seg["guarded_status"].get("guarded") or {}
+    depth = (guard.get("queue_depth") or {}).get("in_force_us")
+    print(f"matrix: {hp}+{lp} {load}: guarded learned for {len(seg['hp_result']['lat_ms'])} jobs, in force: "
+          f"{guard.get('in_force')}, queue depth {depth} us", flush=True)
     return now["partition_launches"]
 
 

@@ -517,10 +517,18 @@ TEST(event_mode_bounds_the_same_when_its_waits_block_at_once)
  * first launch on, what is not timed yet goes alone. steady_min: groups of kernels no longer
  * than US/2 keep two groups in flight (throughput), so more than one group is seen queued;
  * max_sync_points (0: unchecked): at most one wait per group, groups as large as US allows. */
-static void check_time_bound(const char *mode, int steady_min, int steady_limit, int max_sync_points)
+static void check_time_bound_at(const char *mode, uint32_t depth_us, int steady_min, int steady_limit,
+                                int max_sync_points)
 {
     struct setup s;
     REQUIRE(setup_begin(&s, "timebound", 2000000000ull));
+    if (depth_us) { /* the guarded policy's queue depth between HP jobs, as its rule publishes it */
+        gy_shm seg;
+        gy_err err;
+        REQUIRE(gy_open(s.tag, &seg, &err) == 0, "gy_open %s: %s", s.tag, err.msg);
+        atomic_store(&seg.seg->guard.queue_us, depth_us);
+        gy_close(&seg);
+    }
     char shm[96], mode_env[64];
     snprintf(shm, sizeof shm, "GPUYIELD_SHM=%s", s.tag);
     snprintf(mode_env, sizeof mode_env, "GPUYIELD_MODE=%s", mode);
@@ -549,6 +557,19 @@ static void check_time_bound(const char *mode, int steady_min, int steady_limit,
                   "too small)", mode, c.sync_points, max_sync_points);
     }
     setup_end(&s);
+}
+
+static void check_time_bound(const char *mode, int steady_min, int steady_limit, int max_sync_points)
+{
+    check_time_bound_at(mode, 0, steady_min, steady_limit, max_sync_points);
+}
+
+/* The guarded policy's queue depth raises a time:US bound (never lowers it): time:1500 under a
+ * depth of 10000 us queues as time:10000 does; under 1000 as time:1500. */
+TEST(time_mode_takes_the_guarded_queue_depth_when_deeper)
+{
+    check_time_bound_at("time:1500", 10000, 5, 9, 120);
+    check_time_bound_at("time:1500", 1000, 0, 0, 0);
 }
 
 TEST(time_mode_bounds_queued_gpu_time)
