@@ -461,10 +461,10 @@ static bool recent_out(struct gy_guard *g, const struct gy_guard_window *w)
  * within it, 0 cannot tell yet. Within: Mann-Whitney's z for "the arm's jobs are shorter than
  * stop's times 1 + eps_p50" at least GY_GUARD_LOOK_Z, and the arm's p99 bin within stop's p99 bin
  * times 1 + eps_p99 (an arm's p99 beyond the last bin: within only when stop's is beyond it too). */
-static int test_arm(struct gy_guard *g, const struct gy_guard_window *w)
+static int test_window(struct gy_guard *g, const struct gy_guard_window *w, double eps_p50)
 {
     const struct gy_guard_window *s = &g->paired_stop;
-    double z = gy_guard_scale_z(w->bins, w->n, s->bins, s->n, gy_guard_bins_for(g->eps_p50_ppm / 1e6));
+    double z = gy_guard_scale_z(w->bins, w->n, s->bins, s->n, gy_guard_bins_for(eps_p50));
     unsigned p99 = gy_guard_bin_quantile(w->bins, w->n, 0.99), stop_p99 = gy_guard_bin_quantile(s->bins, s->n, 0.99);
     double median = gy_guard_bin_us(gy_guard_bin_quantile(w->bins, w->n, 0.5), g->base_us);
     double stop_median = gy_guard_bin_us(gy_guard_bin_quantile(s->bins, s->n, 0.5), g->base_us);
@@ -477,6 +477,11 @@ static int test_arm(struct gy_guard *g, const struct gy_guard_window *w)
     if (z <= -GY_GUARD_OUT_Z)
         return -1;
     return z >= GY_GUARD_LOOK_Z && p99_ok ? 1 : 0;
+}
+
+static int test_arm(struct gy_guard *g, const struct gy_guard_window *w)
+{
+    return test_window(g, w, g->eps_p50_ppm / 1e6);
 }
 
 static void set_in_force(struct gy_guard *g, uint32_t arm, enum gy_guard_reason why, struct gy_guard_change *c)
@@ -640,7 +645,10 @@ static void record_depth(struct gy_guard *g, uint64_t duration_ns, struct gy_gua
     }
     if (!is_look(w->n) || g->paired_stop.n < GY_GUARD_MIN_JOBS)
         return;
-    int verdict = test_arm(g, w);
+    /* Half the p50 bound: a depth's cost lands on every HP job that follows a gap (and adds to
+     * corun's own), its gain for the LP is a few per cent; on the H100 1000 us cost a GPU-bound HP
+     * 1.5-2 % a job, within 2 %, and 3-4 % of latency once queued (bench/results/2026-11-25-queue-depth). */
+    int verdict = test_window(g, w, g->eps_p50_ppm / 2e6);
     int i = depth_index(us);
     if (verdict > 0 && g->depth_trial) {
         /* within the bound: deeper always gives the lower processes more, so it is promoted; the

@@ -168,19 +168,17 @@ def window_s(args, rate):
 # ---- the processes ------------------------------------------------------------------------------
 
 def cpu_plan(keys, cpus):
-    """--pin: {(group, role): CPUs}. Each HP worker gets two CPUs of its own (a host-bound HP's launch
-    loop then never shares a CPU with another worker's thread), the LP workers share what is left
-    after the first two (the harness, the controller and the MPS daemon run there, unpinned).
-    None when there are too few CPUs for that."""
+    """--pin: {(group, role): CPUs}. Every HP worker on the same two CPUs (the third and fourth), the
+    LP workers on the rest; the first two are left to the harness, the controller and the MPS daemon
+    (unpinned). One setup runs at a time, so the HP of each setup, the plain one included, runs on
+    the same cores and never beside another busy thread: a host-bound HP's speed is then the same
+    for every setup it is compared across (on the H100 machine, with each HP worker on CPUs of its
+    own, the launch-bound HP's service time differed by up to 40 % between setups of one round;
+    hypothesis: the cores, not the setups). None when there are too few CPUs for that."""
     cpus = sorted(cpus)
-    hps = [k for k in keys if k[1] == "hp"]
-    lps = [k for k in keys if k[1] != "hp"]
-    if len(cpus) < 2 + 2 * len(hps) + (1 if lps else 0):
+    if len(cpus) < 5:
         return None
-    plan = {k: cpus[2 + 2 * i: 4 + 2 * i] for i, k in enumerate(hps)}
-    rest = cpus[2 + 2 * len(hps):]
-    plan.update({k: rest for k in lps})
-    return plan
+    return {k: (cpus[2:4] if k[1] == "hp" else cpus[4:]) for k in keys}
 
 
 class Proc:
@@ -394,8 +392,8 @@ def run(args):
             keys = sorted(set(keys) | {("guarded", "hp"), ("guarded", "lp")})
         pins = cpu_plan(keys, os.sched_getaffinity(0)) if args.pin else {}
         if pins is None:
-            fail(f"--pin: {len(os.sched_getaffinity(0))} CPUs are too few for two per HP worker "
-                 f"({sum(1 for k in keys if k[1] == 'hp')}) and the rest; run without --pin")
+            fail(f"--pin: {len(os.sched_getaffinity(0))} CPUs are too few (5 needed: two left free, two for the "
+                 f"HP workers, the rest for the LP workers); run without --pin")
         raw["cpus"] = {f"{g}_{role}": list(c) for (g, role), c in pins.items()}
         for g, role in keys:
             argv = [args.python, "-m", args.worker_module, "--role", role] + (
@@ -805,7 +803,7 @@ def parse_args(argv):
     p.add_argument("--learn-jobs", type=int, default=300,
                    help="guarded: HP jobs it learns on before each cell's rounds (0: none, no reset)")
     p.add_argument("--pin", action="store_true",
-                   help="each HP worker on two CPUs of its own, the LP workers on the rest (recorded in raw.json: cpus)")
+                   help="every HP worker on the same two CPUs, the LP workers on the rest (recorded in raw.json: cpus)")
     p.add_argument("--learn-load", type=float, default=0.9,
                    help="guarded: the load it learns at, a fraction of the HP's calibrated rate (0: the cell's load)")
     p.add_argument("--partition-sms", type=int, default=16)

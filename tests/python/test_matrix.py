@@ -302,15 +302,13 @@ def test_guarded_learns_at_the_set_load_or_the_cells_own():
     assert matrix.learn_load(args, "poisson-25") == 0.9
 
 
-def test_pinning_gives_each_hp_worker_two_cpus_of_its_own_and_the_lps_the_rest():
+def test_pinning_puts_every_hp_worker_on_the_same_two_cpus_and_the_lps_on_the_rest():
     keys = [("plain", "hp"), ("plain", "lp"), ("corun", "hp"), ("corun", "lp"), ("markonly", "hp")]
     plan = matrix.cpu_plan(keys, set(range(16)))
     hp_cpus = [plan[k] for k in keys if k[1] == "hp"]
-    assert all(len(c) == 2 for c in hp_cpus)
-    flat = [c for cs in hp_cpus for c in cs]
-    assert len(set(flat)) == len(flat) and not {0, 1} & set(flat)  # disjoint, the first two left free
-    assert plan[("plain", "lp")] == plan[("corun", "lp")] == list(range(8, 16))
-    assert matrix.cpu_plan(keys, set(range(8))) is None  # 2 + 3 x 2 + 1 CPUs needed
+    assert all(c == [2, 3] for c in hp_cpus)  # every setup's HP on the same cores, the first two left free
+    assert plan[("plain", "lp")] == plan[("corun", "lp")] == list(range(4, 16))
+    assert matrix.cpu_plan(keys, set(range(5))) is not None and matrix.cpu_plan(keys, set(range(4))) is None
 
 
 def test_an_arm_setup_runs_on_a_guarded_segment_of_its_own_with_the_arm_pinned(tmp_path):
