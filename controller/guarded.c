@@ -305,8 +305,9 @@ enum gy_guard_arm gy_guard_pick(struct gy_guard *g, uint32_t *depth_us)
     if (!valid_arm(g->trial) && !g->depth_trial && !g->pinned && g->base_us &&
         g->arms[GY_ARM_STOP].n >= GY_GUARD_MIN_JOBS) {
         start_trial(g, next_arm(g, g->in_force));
-        /* a depth only on top of an arm measured within the bound (not one measured again) */
-        if (!valid_arm(g->trial) && (g->in_force == GY_ARM_STOP || g->confirmed))
+        /* a depth only when asked for, on top of an arm measured within the bound (not one
+         * measured again) */
+        if (!valid_arm(g->trial) && g->depth_on && (g->in_force == GY_ARM_STOP || g->confirmed))
             start_depth_trial(g, next_depth(g));
     }
     bool trying = valid_arm(g->trial) || g->depth_trial;
@@ -736,6 +737,17 @@ struct gy_guard_change gy_guard_record(struct gy_guard *g, enum gy_guard_arm arm
         drop(g, arm, arm == g->trial ? GY_GUARD_WHY_REJECTED : GY_GUARD_WHY_FALLBACK, &c);
     }
     return c;
+}
+
+void gy_guard_set_depth(struct gy_guard *g, bool on)
+{
+    g->depth_on = on;
+    if (on)
+        return;
+    g->depth_in_force = g->depth_trial = 0;
+    g->depth_confirmed = 0;
+    reset_window(&g->depth_window);
+    publish_depth(g);
 }
 
 void gy_guard_force(struct gy_guard *g, enum gy_guard_arm arm)

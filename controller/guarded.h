@@ -89,6 +89,9 @@ void gy_guard_forget(struct gy_guard *g, enum gy_guard_arm arm);
  * window and stop's paired one started afresh; no trial, fallback or re-check until a reset, stop
  * still interleaved at its share so that the arm's cost shows beside stop's. */
 void gy_guard_force(struct gy_guard *g, enum gy_guard_arm arm);
+/* Whether the rule may try queue depths for the lower processes between HP jobs (off by default:
+ * on the H100 a GPU-bound HP paid for the trials; see docs/guarded.md); off drops any in force. */
+void gy_guard_set_depth(struct gy_guard *g, bool on);
 /* Forget what was learned (the lower workload changed): every window and backoff cleared, stop in
  * force, reason RESET; settings, random state and job counts kept. */
 struct gy_guard_change gy_guard_reset(struct gy_guard *g);
@@ -159,6 +162,8 @@ static inline enum gy_guard_arm gy_guarded_current(const gy_shm *shm)
 /* Settings of a segment's rule (the creator's flags, tests): -1 with err filled when out of
  * range. seed 0: the default seed. */
 int gy_guarded_configure(gy_shm *shm, double eps_p50, double eps_p99, double stop_share, uint64_t seed, gy_err *err);
+/* gy_guard_set_depth under the mutex (the creator's --guard-depth); EINVAL when not guarded. */
+int gy_guarded_set_depth(gy_shm *shm, bool on, gy_err *err);
 /* gy_guard_force under the mutex (tests, operators). */
 int gy_guarded_force(gy_shm *shm, enum gy_guard_arm arm, gy_err *err);
 /* gy_guard_reset on the segment, under its mutex; EINVAL when its policy is not guarded. */

@@ -120,6 +120,19 @@ int gy_guarded_configure(gy_shm *shm, double eps_p50, double eps_p99, double sto
     return 0;
 }
 
+int gy_guarded_set_depth(gy_shm *shm, bool on, gy_err *err)
+{
+    enum gy_policy policy = gy_get_policy(shm);
+    if (policy != GY_POLICY_GUARDED)
+        return gy_fail(err, EINVAL, "%s runs policy %s, not guarded: it has no queue depths to learn (create it with "
+                                    "--policy guarded)", shm->name, gy_policy_name(policy));
+    if (gy_lock_and_recover(shm->seg))
+        return gy_lock_fail(shm, "set the guarded policy's queue depth", err);
+    gy_guard_set_depth(&shm->seg->guard, on);
+    gy_unlock(shm->seg);
+    return 0;
+}
+
 int gy_guarded_force(gy_shm *shm, enum gy_guard_arm arm, gy_err *err)
 {
     if ((unsigned)arm >= GY_GUARD_ARM_COUNT)

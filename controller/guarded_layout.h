@@ -106,6 +106,7 @@ struct gy_guard {
      * gap at the lower processes' own bound (the baseline is corun as it is); every other job after
      * a gap at depth_in_force, or at depth_trial while one is tried (with the arm in force). */
     _Atomic uint32_t queue_us; /* what lower time:US bounds are raised to now (0: their own) */
+    uint32_t depth_on;         /* setting: 1 lets the rule try depths (off by default) */
     uint32_t next_stop;        /* 1: the next job is a stop sample (drawn at the last begin, so
                                   that the gap before it runs at its depth) */
     uint32_t depth_in_force;   /* microseconds, 0: the lower processes' own */

@@ -38,8 +38,8 @@ int gy_guarded_json(const struct gy_guard *g, char *buf, size_t len)
              a ? ", " : "", gy_guard_arm_name((enum gy_guard_arm)a), (unsigned long long)s.jobs, s.window, s.p50_ms,
              s.p99_ms, s.lp_per_s, (unsigned long long)g->backoff_until[a]);
     }
-    EMIT("}, \"queue_depth\": {\"in_force_us\": %u, \"reason\": \"%s\", \"trying_us\": ", g->depth_in_force,
-         gy_guard_reason_name((enum gy_guard_reason)g->depth_reason));
+    EMIT("}, \"queue_depth\": {\"on\": %s, \"in_force_us\": %u, \"reason\": \"%s\", \"trying_us\": ",
+         g->depth_on ? "true" : "false", g->depth_in_force, gy_guard_reason_name((enum gy_guard_reason)g->depth_reason));
     EMIT(g->depth_trial ? "%u" : "null", g->depth_trial);
     struct gy_guard_arm_stats d;
     gy_guard_depth_stats(g, &d);
@@ -58,10 +58,15 @@ void gy_guarded_print(FILE *to, const struct gy_guard *g)
             GY_GUARD_LOOK_Z);
     struct gy_guard_arm_stats d;
     gy_guard_depth_stats(g, &d);
-    fprintf(to, "guarded: lower queue depth between HP jobs %u us%s (0: their own bound; %s); trying ",
-            g->depth_in_force, g->depth_confirmed ? ", confirmed" : "",
-            gy_guard_reason_text((enum gy_guard_reason)g->depth_reason));
-    if (g->depth_trial)
+    if (!g->depth_on)
+        fprintf(to, "guarded: lower queue depth between HP jobs: their own bound (not learned: --guard-depth)\n");
+    else
+        fprintf(to, "guarded: lower queue depth between HP jobs %u us%s (0: their own bound; %s); trying ",
+                g->depth_in_force, g->depth_confirmed ? ", confirmed" : "",
+                gy_guard_reason_text((enum gy_guard_reason)g->depth_reason));
+    if (!g->depth_on)
+        ;
+    else if (g->depth_trial)
         fprintf(to, "%u us; its window %u jobs, p50 %.3f ms, p99 %.3f ms\n", g->depth_trial, d.window, d.p50_ms, d.p99_ms);
     else
         fprintf(to, "-\n");

@@ -36,7 +36,10 @@
     X(gy_guard, eps_p50_ppm) X(gy_guard, eps_p99_ppm) X(gy_guard, stop_share_ppm) X(gy_guard, open)          \
     X(gy_guard, ratio_p50_ppm) X(gy_guard, ratio_p99_ppm) X(gy_guard, changes) X(gy_guard, z_milli) X(gy_guard, base_us) X(gy_guard, rng)              \
     X(gy_guard, jobs) X(gy_guard, last_recheck) X(gy_guard, backoff_until) X(gy_guard, strikes)           \
-    X(gy_guard, arms) X(gy_guard, paired_stop) X(gy_guard, stop_recent_job)
+    X(gy_guard, arms) X(gy_guard, paired_stop) X(gy_guard, stop_recent_job) X(gy_guard, queue_us)        \
+    X(gy_guard, depth_on) X(gy_guard, next_stop) X(gy_guard, depth_in_force) X(gy_guard, depth_trial)     \
+    X(gy_guard, depth_reason) X(gy_guard, depth_confirmed) X(gy_guard, depth_backoff_until)               \
+    X(gy_guard, depth_strikes) X(gy_guard, depth_window)
 #define GY_GUARD_WINDOW_FIELDS(X)                                                                      \
     X(gy_guard_window, bins) X(gy_guard_window, recent) X(gy_guard_window, head) X(gy_guard_window, recent_n) X(gy_guard_window, n) X(gy_guard_window, jobs)         \
     X(gy_guard_window, lp_work) X(gy_guard_window, lp_ns) X(gy_guard_window, block_start)

@@ -442,7 +442,7 @@ static void disambiguate_pid_names(struct exp_config *cfg)
 int config_load(const char *path, const char *out_dir_override, struct exp_config *cfg)
 {
     static const char *const keys[] = {"models", "exp_dur", "device_id", "mps", "policy", "guard_p50", "guard_p99",
-                                       NULL};
+                                       "guard_depth", NULL};
     struct ctx c = {path, 0};
     memset(cfg, 0, sizeof *cfg);
     cfg->path = path;
@@ -514,6 +514,9 @@ int config_load(const char *path, const char *out_dir_override, struct exp_confi
         else
             *guard_values[i] = json_number_value(v);
     }
+    get_bool(&c, root, "", "guard_depth", false, &cfg->guard_depth);
+    if (cfg->guard_depth && (!cfg->policy || strcmp(cfg->policy, "guarded") != 0))
+        error_at(&c, "guard_depth", "goes with \"policy\": \"guarded\"; set that policy or drop the key");
     json_t *models = member(&c, root, "", "models", true, "an array with one object per model");
     if (models && (!json_is_array(models) || json_array_size(models) == 0 ||
                    json_array_size(models) > EXP_MAX_MODELS)) {

@@ -43,6 +43,7 @@ struct exp_config {
     const char *policy; /* "policy": "drain" or "corun"; NULL: corun under MPS, else drain */
     /* "guard_p50", "guard_p99": policy guarded's epsilons (fractions 0..1); < 0: not given */
     double guard_p50, guard_p99;
+    bool guard_depth; /* "guard_depth": guarded also learns the lower models' queue depth */
     int nmodels;
     struct exp_model models[EXP_MAX_MODELS];
     void *json; /* owns the strings above */

@@ -36,6 +36,7 @@ struct options {
     const char *mps_pipe; /* --mps-pipe DIR: join the daemon serving DIR */
     const char *policy;   /* --policy */
     double guard_p50, guard_p99; /* --guard-p50, --guard-p99; < 0: not given */
+    bool guard_depth;            /* --guard-depth */
     double ready_timeout, min_jobs_timeout, stop_timeout;
     int min_jobs;
 };
@@ -51,7 +52,9 @@ static void print_policy_help(FILE *to)
     fprintf(to, "  --guard-p50 F, --guard-p99 F\n"
                 "                           guarded: keep an arm while the HP's job p50 / p99 stay within 1+F\n"
                 "                           of stop's (fractions 0..1; defaults %g and %g; file keys \"guard_p50\",\n"
-                "                           \"guard_p99\")\n",
+                "                           \"guard_p99\")\n"
+                "  --guard-depth            guarded: also learn how much work (time:US) lower models may queue\n"
+                "                           between HP jobs (1000-4000 us; file key \"guard_depth\": true)\n",
             GY_GUARD_DEFAULT_EPS_P50, GY_GUARD_DEFAULT_EPS_P99);
 }
 
@@ -111,7 +114,7 @@ static int parse_seconds(const char *opt, const char *s, double *out)
 static int parse_options(int argc, char **argv, struct options *o)
 {
     enum { O_OUT = 256, O_DRY, O_NSYS, O_NSYS_PATH, O_SIM, O_SHM, O_PY, O_MIN, O_MINT, O_READY, O_STOP, O_MPS,
-           O_MPS_PIPE, O_POLICY, O_VERSION, O_GUARD_P50, O_GUARD_P99 };
+           O_MPS_PIPE, O_POLICY, O_VERSION, O_GUARD_P50, O_GUARD_P99, O_GUARD_DEPTH };
     static const struct option longopts[] = {
         {"file", required_argument, 0, 'f'},       {"out", required_argument, 0, O_OUT},
         {"dry-run", no_argument, 0, O_DRY},         {"nsys", no_argument, 0, O_NSYS},
@@ -123,6 +126,7 @@ static int parse_options(int argc, char **argv, struct options *o)
         {"policy", required_argument, 0, O_POLICY}, {"help", no_argument, 0, 'h'},
         {"version", no_argument, 0, O_VERSION},
         {"guard-p50", required_argument, 0, O_GUARD_P50}, {"guard-p99", required_argument, 0, O_GUARD_P99},
+        {"guard-depth", no_argument, 0, O_GUARD_DEPTH},
         {0, 0, 0, 0}};
     memset(o, 0, sizeof *o);
     o->ready_timeout = 600;
@@ -161,6 +165,9 @@ static int parse_options(int argc, char **argv, struct options *o)
             o->policy = optarg;
             break;
         }
+        case O_GUARD_DEPTH:
+            o->guard_depth = true;
+            break;
         case O_GUARD_P50:
         case O_GUARD_P99:
             if (gy_guard_parse_eps(optarg, c == O_GUARD_P50 ? &o->guard_p50 : &o->guard_p99)) {
@@ -511,9 +518,10 @@ int main(int argc, char **argv)
     /* guarded's bound: flags win over the file's keys; either only with the policy guarded */
     double guard_p50 = o.guard_p50 >= 0 ? o.guard_p50 : cfg.guard_p50 >= 0 ? cfg.guard_p50 : GY_GUARD_DEFAULT_EPS_P50;
     double guard_p99 = o.guard_p99 >= 0 ? o.guard_p99 : cfg.guard_p99 >= 0 ? cfg.guard_p99 : GY_GUARD_DEFAULT_EPS_P99;
-    if ((o.guard_p50 >= 0 || o.guard_p99 >= 0) && policy != GY_POLICY_GUARDED) {
-        usage_error("--guard-p50 and --guard-p99 go with the policy guarded (--policy guarded or \"policy\": "
-                    "\"guarded\"), not %s", policy_text);
+    if ((o.guard_p50 >= 0 || o.guard_p99 >= 0 || o.guard_depth) && policy != GY_POLICY_GUARDED) {
+        usage_error("%s go with the policy guarded (--policy guarded or \"policy\": \"guarded\"), not %s",
+                    o.guard_depth ? "--guard-depth, --guard-p50 and --guard-p99" : "--guard-p50 and --guard-p99",
+                    policy_text);
         config_free(&cfg);
         return 2;
     }
@@ -608,7 +616,8 @@ int main(int argc, char **argv)
     if (!o.shm)
         gy_set_policy(&shm, policy, use_mps);
     if (!o.shm && policy == GY_POLICY_GUARDED &&
-        gy_guarded_configure(&shm, guard_p50, guard_p99, GY_GUARD_DEFAULT_STOP_SHARE, 0, &err))
+        (gy_guarded_configure(&shm, guard_p50, guard_p99, GY_GUARD_DEFAULT_STOP_SHARE, 0, &err) ||
+         gy_guarded_set_depth(&shm, o.guard_depth || cfg.guard_depth, &err)))
         fprintf(stderr, "run_exp: warning: %s\n", err.msg); /* in range: checked above */
     if (use_mps)
         printf("run_exp: MPS daemon %s %s; policy %s\n", mps.started ? "started, pipes in" : "joined at", mps.pipe_dir,

@@ -26,11 +26,11 @@
 static const char usage_text[] =
     "usage: expcontroller COMMAND [options]\n"
     "  create [--name TAG] [--drain-timeout-ms MS] [--policy %s]\n"
-    "         [--guard-p50 F] [--guard-p99 F]\n"
+    "         [--guard-p50 F] [--guard-p99 F] [--guard-depth]\n"
     "         [--mps-pipe DIR]                       create a segment, print its name; --mps-pipe: its\n"
     "                                                workers run under the MPS daemon serving DIR\n"
     "  serve  [--name TAG] [--drain-timeout-ms MS] [--policy %s]\n"
-    "         [--guard-p50 F] [--guard-p99 F]\n"
+    "         [--guard-p50 F] [--guard-p99 F] [--guard-depth]\n"
     "         [--mps [--mps-dir DIR] | --mps-pipe DIR]\n"
     "         [--metrics [ADDR:]PORT] [--metrics-textfile PATH] [--remove-on-exit]\n"
     "                                                create it if absent (adopt it if present), reap\n"
@@ -45,7 +45,10 @@ static const char usage_text[] =
     "                                                partition and guarded need MPS (else they drain);\n"
     "                                                --guard-p50/--guard-p99: guarded keeps an arm while\n"
     "                                                the HP's job p50/p99 stay within 1+F of stop's\n"
-    "                                                (fractions 0..1, defaults 0.02 and 0.05)\n"
+    "                                                (fractions 0..1, defaults 0.02 and 0.05);\n"
+    "                                                --guard-depth: guarded also learns how much work\n"
+    "                                                (time:US) the lower processes may queue between\n"
+    "                                                HP jobs (1000-4000 us, within half the p50 bound)\n"
     "                                                --metrics serves GET /metrics (Prometheus text) on\n"
     "                                                PORT of 127.0.0.1, or of ADDR (0.0.0.0: every\n"
     "                                                interface); --metrics-textfile rewrites PATH every\n"
@@ -55,7 +58,7 @@ static const char usage_text[] =
     "  guard-reset [--name TAG]                      guarded: forget what was learned (the lower work\n"
     "                                                changed): stop in force, every arm measured again\n"
     "  guard-force [--name TAG] --arm ARM            guarded: pin ARM in force (stop, partition:K or\n"
-    "                                                disjoint:K) to measure it beside stop; a guard-reset\n"
+    "                                                disjoint:64|120) to measure it beside stop; a guard-reset\n"
     "                                                ends it\n"
     "  clean                                         remove your segments whose creator is dead\n"
     "  --version                                     print the gpuyield version\n"
@@ -91,6 +94,7 @@ struct options {
     bool remove_on_exit;          /* serve: remove the segment at the end even while it is used */
     double guard_p50, guard_p99;  /* create/serve --guard-p50/--guard-p99 (policy guarded) */
     bool guard_given;
+    bool guard_depth; /* create/serve --guard-depth (policy guarded) */
     const char *arm; /* guard-force --arm */
 };
 
@@ -118,7 +122,7 @@ static int parse_options(int argc, char **argv, const char *command, struct opti
         {"metrics", required_argument, NULL, 'M'},   {"metrics-textfile", required_argument, NULL, 'T'},
         {"guard-p50", required_argument, NULL, '5'}, {"guard-p99", required_argument, NULL, '9'},
         {"remove-on-exit", no_argument, NULL, 'R'},  {"help", no_argument, NULL, 'h'},
-        {"arm", required_argument, NULL, 'a'},
+        {"arm", required_argument, NULL, 'a'},       {"guard-depth", no_argument, NULL, 'D'},
         {NULL, 0, NULL, 0},
     };
     bool is_status = strcmp(command, "status") == 0;
@@ -222,12 +226,17 @@ static int parse_options(int argc, char **argv, const char *command, struct opti
                                    optarg);
             opt->guard_given = true;
             break;
+        case 'D':
+            if (!makes)
+                return usage_error("--guard-depth goes with 'create' or 'serve', not '%s'", command);
+            opt->guard_depth = true;
+            break;
         case 'a': {
             enum gy_guard_arm arm;
             if (strcmp(command, "guard-force") != 0)
                 return usage_error("--arm goes with 'guard-force', not '%s'", command);
             if (gy_guard_arm_parse(optarg, &arm))
-                return usage_error("--arm takes stop, partition:16|32|64|96|120 or disjoint:64|96|120, not '%s'",
+                return usage_error("--arm takes stop, partition:16|32|64|96|120 or disjoint:64|120, not '%s'",
                                    optarg);
             opt->arm = optarg;
             break;
@@ -247,8 +256,9 @@ static int parse_options(int argc, char **argv, const char *command, struct opti
         return usage_error("%s", "--mps starts a daemon, --mps-pipe joins one: give one of them");
     if (strcmp(command, "guard-force") == 0 && !opt->arm)
         return usage_error("%s", "guard-force needs --arm ARM (e.g. --arm disjoint:120)");
-    if (opt->guard_given && (!opt->policy || strcmp(opt->policy, "guarded") != 0))
-        return usage_error("%s", "--guard-p50 and --guard-p99 go with --policy guarded");
+    if ((opt->guard_given || opt->guard_depth) && (!opt->policy || strcmp(opt->policy, "guarded") != 0))
+        return usage_error("%s", opt->guard_given ? "--guard-p50 and --guard-p99 go with --policy guarded"
+                                                  : "--guard-depth goes with --policy guarded");
     char checked[GY_NAME_MAX];
     gy_err err;
     if (takes_name && gy_segment_name(opt->name, checked, &err))
@@ -286,7 +296,8 @@ static int set_guard(gy_shm *shm, const struct options *opt)
 {
     gy_err err;
     if (gy_get_policy(shm) == GY_POLICY_GUARDED &&
-        gy_guarded_configure(shm, opt->guard_p50, opt->guard_p99, GY_GUARD_DEFAULT_STOP_SHARE, 0, &err)) {
+        (gy_guarded_configure(shm, opt->guard_p50, opt->guard_p99, GY_GUARD_DEFAULT_STOP_SHARE, 0, &err) ||
+         gy_guarded_set_depth(shm, opt->guard_depth, &err))) {
         fprintf(stderr, "expcontroller: %s\n", err.msg);
         return -1;
     }

@@ -615,12 +615,31 @@ static void simulate_checking_gaps(struct gy_guard *g, const struct pair *p, uns
     }
 }
 
+/* Depths are learned only when asked for (--guard-depth): by default every job runs after a gap
+ * at the LP's own bound; turning it off drops a depth in force at once. */
+TEST(depths_are_learned_only_when_asked_for)
+{
+    struct gy_guard *g = fresh(3);
+    struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
+    simulate_checking_gaps(g, &costless, 4000, &r);
+    CHECK(r.jobs_at_depth == 0 && g->depth_in_force == 0 && g->in_force == TOP, "%llu jobs at a depth, %u in force",
+          (unsigned long long)r.jobs_at_depth, g->depth_in_force);
+    gy_guard_set_depth(g, true);
+    simulate_checking_gaps(g, &costless, 4000, &r);
+    CHECK(r.jobs_at_depth > 0 && g->depth_in_force >= 2000, "on: %llu jobs at a depth, %u in force",
+          (unsigned long long)r.jobs_at_depth, g->depth_in_force);
+    gy_guard_set_depth(g, false);
+    CHECK(g->depth_in_force == 0 && g->depth_trial == 0 && atomic_load(&g->queue_us) == 0, "off keeps %u",
+          g->depth_in_force);
+}
+
 /* A launch-bound HP on the H100: a deeper LP queue cost it nothing measurable: the rule goes up the
  * ladder to 4000 us once the arms are settled, stop samples staying at the LP's own bound. */
 TEST(a_costless_depth_is_promoted_up_the_ladder_after_the_arms)
 {
     for (uint64_t seed = 1; seed <= 3; seed++) {
         struct gy_guard *g = fresh(seed);
+        gy_guard_set_depth(g, true);
         struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
         simulate_checking_gaps(g, &costless, 1500, &r);
         REQUIRE(g->in_force == TOP, "seed %llu: arms not settled: %s", (unsigned long long)seed,
@@ -642,6 +661,7 @@ TEST(a_depth_that_costs_the_hp_is_never_promoted)
     p.depth_cost[0] = 1.04, p.depth_cost[1] = 1.13, p.depth_cost[2] = 1.3;
     for (uint64_t seed = 1; seed <= 5; seed++) {
         struct gy_guard *g = fresh(seed);
+        gy_guard_set_depth(g, true);
         struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
         simulate_checking_gaps(g, &p, 8000, &r);
         CHECK(g->depth_in_force == 0 && r.depth_promotions_costly == 0 && g->in_force == GY_ARM_STOP,
@@ -662,6 +682,7 @@ TEST(the_deepest_depth_within_the_bound_is_kept)
     p.depth_cost[1] = 1.10, p.depth_cost[2] = 1.25;
     for (uint64_t seed = 1; seed <= 3; seed++) {
         struct gy_guard *g = fresh(seed);
+        gy_guard_set_depth(g, true);
         struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
         simulate_checking_gaps(g, &p, 8000, &r);
         CHECK(g->depth_in_force == 1000 && r.depth_promotions_costly == 0, "seed %llu: depth %u (%s)",
@@ -675,6 +696,7 @@ TEST(a_depth_that_starts_to_cost_falls_back_and_a_reset_forgets_it)
 {
     struct pair p = costly;
     struct gy_guard *g = fresh(5);
+    gy_guard_set_depth(g, true);
     struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
     simulate_checking_gaps(g, &p, 8000, &r);
     REQUIRE(g->depth_in_force == 4000, "not promoted first: %u", g->depth_in_force);
@@ -890,7 +912,7 @@ TEST(status_json_and_metrics_show_the_arm_its_reason_and_the_arms_statistics)
               strstr(text, "\"partition:16\": {\"jobs\": 3, \"window\": 3, \"p50_ms\": "),
           "%s", text);
     /* a forced arm is measured at the lower processes' own depth */
-    CHECK(strstr(text, "\"queue_depth\": {\"in_force_us\": 0, \"reason\": \"forced\", \"trying_us\": null"), "%s",
+    CHECK(strstr(text, "\"queue_depth\": {\"on\": false, \"in_force_us\": 0, \"reason\": \"forced\", \"trying_us\": null"), "%s",
           text);
     gy_metrics_text(&st, text, sizeof text);
     char depth[256];

@@ -68,14 +68,20 @@ done
 expect cli_bad_guard_p99 2 "^expcontroller: --guard-p99 takes a fraction 0..1" "$EXP" serve --name "$TAG" --policy guarded --guard-p99 x
 expect cli_guard_needs_guarded 2 "^expcontroller: --guard-p50 and --guard-p99 go with --policy guarded" "$EXP" create --name "$TAG" --policy corun --guard-p50 0.1
 expect cli_guard_not_for_status 2 "go with 'create' or 'serve', not 'status'" "$EXP" status --name "$TAG" --guard-p99 0.1
+expect cli_guard_depth_needs_guarded 2 "^expcontroller: --guard-depth goes with --policy guarded" "$EXP" create --name "$TAG" --policy corun --guard-depth
+expect cli_guard_depth_not_for_status 2 "^expcontroller: --guard-depth goes with 'create' or 'serve', not 'status'" "$EXP" status --name "$TAG" --guard-depth
 check cli_guard_bad_values_made_nothing test ! -e "/dev/shm${NAME}"
 expect cli_create_guarded 0 "^$NAME\$" "$EXP" create --name "$TAG" --policy guarded --guard-p50 0.03 --guard-p99 0.08
 expect cli_status_guarded_table 0 "guarded: arm in force stop \(start: .*bound p50 \+3.0 %, p99 \+8.0 %" "$EXP" status --name "$TAG"
 expect cli_status_guarded_json 0 '^ok$' bash -c "\"$EXP\" status --name $TAG --json | \"$PYTHON\" -c 'import json,sys; g=json.load(sys.stdin)[\"guarded\"]; assert g[\"in_force\"]==\"stop\" and g[\"reason\"]==\"start\" and g[\"eps_p50\"]==0.03 and g[\"eps_p99\"]==0.08 and list(g[\"arms\"])==[\"stop\",\"partition:16\",\"partition:32\",\"partition:64\",\"disjoint:64\",\"partition:96\",\"partition:120\",\"disjoint:120\"], g; print(\"ok\")'"
+expect cli_status_guard_depth_off 0 '^ok$' bash -c "\"$EXP\" status --name $TAG --json | \"$PYTHON\" -c 'import json,sys; d=json.load(sys.stdin)[\"guarded\"][\"queue_depth\"]; assert d[\"on\"] is False and d[\"in_force_us\"]==0, d; print(\"ok\")'"
+expect cli_create_guard_depth 0 "^/gpuyield-[0-9]*-${TAG}d\$" "$EXP" create --name "${TAG}d" --policy guarded --guard-depth
+expect cli_status_guard_depth_on 0 '^ok$' bash -c "\"$EXP\" status --name ${TAG}d --json | \"$PYTHON\" -c 'import json,sys; d=json.load(sys.stdin)[\"guarded\"][\"queue_depth\"]; assert d[\"on\"] is True and d[\"in_force_us\"]==0 and d[\"trying_us\"] is None, d; print(\"ok\")'"
+expect cli_remove_guard_depth 0 "removed" "$EXP" remove --name "${TAG}d"
 expect cli_guard_force 0 "^pinned arm disjoint:120 in force on $NAME" "$EXP" guard-force --name "$TAG" --arm disjoint:120
 expect cli_guard_force_shown 0 "guarded: arm in force disjoint:120, pinned until a guard-reset \(forced" "$EXP" status --name "$TAG"
 expect cli_guard_force_json 0 '^ok$' bash -c "\"$EXP\" status --name $TAG --json | \"$PYTHON\" -c 'import json,sys; g=json.load(sys.stdin)[\"guarded\"]; assert g[\"in_force\"]==\"disjoint:120\" and g[\"reason\"]==\"forced\" and g[\"pinned\"] is True, g; print(\"ok\")'"
-expect cli_guard_force_bad_arm 2 "--arm takes stop, partition:16\|32\|64\|96\|120 or disjoint:64\|96\|120, not 'partition:48'" \
+expect cli_guard_force_bad_arm 2 "--arm takes stop, partition:16\|32\|64\|96\|120 or disjoint:64\|120, not 'partition:48'" \
     "$EXP" guard-force --name "$TAG" --arm partition:48
 expect cli_guard_force_needs_arm 2 "guard-force needs --arm ARM" "$EXP" guard-force --name "$TAG"
 expect cli_arm_only_for_guard_force 2 "--arm goes with 'guard-force', not 'status'" "$EXP" status --name "$TAG" --arm stop

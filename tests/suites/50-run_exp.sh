@@ -129,6 +129,11 @@ expect option_guard_needs_guarded 2 "--guard-p50 and --guard-p99 go with the pol
 expect option_policy_guarded 0 "policy: guarded" env FAKE_GPUS=0 "$RUN_EXP" -f "$T/ok.json" --policy guarded --guard-p99 0.1 --dry-run
 cfg "$T/guarded.json" --set 'policy="guarded"' --set guard_p50=0.03 --set guard_p99=0.08
 expect file_policy_guarded 0 "policy: guarded" env FAKE_GPUS=0 "$RUN_EXP" -f "$T/guarded.json" --dry-run
+invalid guard_depth_without_guarded "guard_depth: goes with \"policy\": \"guarded\"" --set 'policy="corun"' --set guard_depth=true
+invalid guard_depth_type "guard_depth: must be true or false, got a string" --set 'policy="guarded"' --set 'guard_depth="yes"'
+expect option_guard_depth_needs_guarded 2 "--guard-depth, --guard-p50 and --guard-p99 go with the policy guarded .*not corun" "$RUN_EXP" -f "$T/ok.json" --policy corun --guard-depth
+cfg "$T/guarded_depth.json" --set 'policy="guarded"' --set guard_depth=true
+expect file_guard_depth 0 "policy: guarded" env FAKE_GPUS=0 "$RUN_EXP" -f "$T/guarded_depth.json" --dry-run
 
 # ---- --dry-run -----------------------------------------------------------------------------------
 cfg "$T/dry.json" --set models.0.control.control=true --set models.0.control.controlsync=true \
