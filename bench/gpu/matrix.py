@@ -23,7 +23,9 @@ out of the cell for every setup and counted (alone_overloaded_rounds). Every set
 arrival seed. The LP starts --lp-lead-s before the HP's first arrival (its queue is full when
 the HP starts) and its units are counted over the HP's window only.
 
-Setups: hp_alone, lp_alone, nocontrol, mps, corun, partition, guarded, hp_ctl_alone (the HP
+Setups: hp_alone, lp_alone, nocontrol, mps, corun, partition, guarded, guarded_depth (guarded
+created with --guard-depth: it also learns the LP's queue depth; it learns before each cell's
+rounds as guarded does; not by default), hp_ctl_alone (the HP
 controlled, marking its jobs on the corun segment, the LP idle), corun_auto and corun_auto_short
 (issue 27: the HP unmarked under GPUYIELD_JOBS=auto, idle time the hook's default (300 us; 2000 until 2026-11-24) and --auto-idle-us, default
 300; not by default), arm:ARM for each guarded arm (arm:partition:64, arm:disjoint:120, ...: a guarded
@@ -74,6 +76,8 @@ SETUP = {
     "corun": ("corun", ("hp", "lp"), True),
     "partition": ("partition", ("hp", "lp"), True),
     "guarded": ("guarded", ("hp", "lp"), True),
+    # guarded that also learns the LP's queue depth between HP jobs (--guard-depth), side by side
+    "guarded_depth": ("guardeddepth", ("hp", "lp"), True),
     "hp_ctl_alone": ("corun", ("hp",), True),
     "hp_mps_alone": ("mps", ("hp",), False),
     "hp_hook_alone": ("corun", ("hp",), False),
@@ -113,10 +117,11 @@ for _group, _mode in MODE_GROUPS.items():
 DEFAULT_SETUPS = ("hp_alone", "lp_alone", "nocontrol", "mps", "corun", "partition", "hp_ctl_alone")
 COST_SETUPS = ("hp_mps_alone", "hp_hook_alone", "hp_mark_alone")
 AUTO_GROUPS = ("corunauto", "corunautoshort")  # the HP under GPUYIELD_JOBS=auto, on a corun segment
-POLICY_GROUPS = ("corun", "partition", "guarded", "corunblock") + AUTO_GROUPS + tuple(ARM_GROUPS) + tuple(MODE_GROUPS)
-MPS_GROUPS = (("mps", "corun", "partition", "guarded", "markonly", "corunblock") + AUTO_GROUPS + tuple(ARM_GROUPS)
+POLICY_GROUPS = ("corun", "partition", "guarded", "guardeddepth", "corunblock") + AUTO_GROUPS + tuple(ARM_GROUPS) + tuple(MODE_GROUPS)
+MPS_GROUPS = (("mps", "corun", "partition", "guarded", "guardeddepth", "markonly", "corunblock") + AUTO_GROUPS + tuple(ARM_GROUPS)
               + tuple(MODE_GROUPS))
-GUARDED_GROUPS = ("guarded",) + tuple(ARM_GROUPS)  # segments of policy guarded (their status has arms)
+LEARNING_GROUPS = ("guarded", "guardeddepth")  # guarded segments that learn before each cell's rounds
+GUARDED_GROUPS = LEARNING_GROUPS + tuple(ARM_GROUPS)  # segments of policy guarded (their status has arms)
 PARTITIONING_GROUPS = ("partition",) + GUARDED_GROUPS
 AUTO_IDLE_US_DEFAULT = 300  # corun_auto_short's GPUYIELD_IDLE_US unless --auto-idle-us says
 # The targets of issues 25 and 26, for the summary's "meets" column.
@@ -296,9 +301,10 @@ class Tools:
 
     def create_segment(self, group):
         """The segment of a hooked group (its own: setups never share one), under the group's policy."""
-        policy = "corun" if group in AUTO_GROUPS + ("corunblock",) + tuple(MODE_GROUPS) else "guarded" if group in ARM_GROUPS else group
+        policy = ("corun" if group in AUTO_GROUPS + ("corunblock",) + tuple(MODE_GROUPS)
+                  else "guarded" if group in GUARDED_GROUPS else group)
         name = f"{self.tag}-{group}"
-        words = ["create", "--name", name, "--policy", policy]
+        words = ["create", "--name", name, "--policy", policy] + (["--guard-depth"] if group == "guardeddepth" else [])
         if self.mps_dirs:
             words += ["--mps-pipe", self.mps_dirs[0]]
         r = self.expcontroller(*words)
@@ -388,8 +394,8 @@ def run(args):
         tools.start_clocks(os.path.join(args.out, "clocks.csv"))
         # a worker for each group and role some setup runs (an LP-only setup's group has no HP worker)
         keys = sorted({(SETUP[s][0], role) for s in all_setups for role in SETUP[s][1]})
-        if "guarded" in args.setups:
-            keys = sorted(set(keys) | {("guarded", "hp"), ("guarded", "lp")})
+        for g in learning_groups(args):
+            keys = sorted(set(keys) | {(g, "hp"), (g, "lp")})
         pins = cpu_plan(keys, os.sched_getaffinity(0)) if args.pin else {}
         if pins is None:
             fail(f"--pin: {len(os.sched_getaffinity(0))} CPUs are too few (5 needed: two left free, two for the "
@@ -428,8 +434,8 @@ def estimate_s(args, plan):
         w = window_s(args, LOADS[load] / svc)
         n = len(cell_setups(args.setups, first, args.cost)) * args.rounds
         total += n * (w + args.lp_lead_s + 0.6) + (15 if first else 5)
-        if "guarded" in args.setups and args.learn_jobs:
-            total += args.learn_jobs * svc / learn_load(args, load) + args.lp_lead_s + 1
+        if args.learn_jobs:
+            total += len(learning_groups(args)) * (args.learn_jobs * svc / learn_load(args, load) + args.lp_lead_s + 1)
     return total
 
 
@@ -462,9 +468,9 @@ def run_cells(args, plan, procs, tools, raw, started):
             loaded_lp = lp
         rate = LOADS[load] / (raw["hp_kinds"][hp]["svc_p50_ms"] / 1000.0)
         seconds = window_s(args, rate)
-        if "guarded" in args.setups and args.learn_jobs:
+        for group in learning_groups(args) if args.learn_jobs else ():
             # what the LP sent to partitions while guarded learned is not the next segment's
-            partition_before["guarded"] = learn_guarded(args, procs, tools, raw, (hp, lp, load))
+            partition_before[group] = learn_guarded(args, procs, tools, raw, (hp, lp, load), group)
         for group in sorted({SETUP[s][0] for s in args.setups} & set(ARM_GROUPS)):
             tools.pin_arm(group)  # each cell's arm statistics are of its own pair
         for rnd, setup in schedule(cell_setups(args.setups, first, args.cost), args.rounds, args.seed + ci):
@@ -519,29 +525,35 @@ def learn_load(args, load):
     return args.learn_load if args.learn_load > 0 else LOADS[load]
 
 
-def learn_guarded(args, procs, tools, raw, cell):
+def learning_groups(args):
+    """The guarded groups of the chosen setups, in a fixed order (each learns before the rounds)."""
+    return [g for g in LEARNING_GROUPS if any(SETUP[s][0] == g for s in args.setups)]
+
+
+def learn_guarded(args, procs, tools, raw, cell, group="guarded"):
     """Before a cell's rounds: forget what guarded learned beside the last pair (`expcontroller
     guard-reset`), then let it learn this pair: --learn-jobs HP jobs beside the LP, at --learn-load
     (90 % by default; 0: the cell's own load, so that the HP's job times while learning are those
     of the rounds: a host-bound HP's jobs are shorter back to back than after idle time).
-    Recorded as setup "guarded_learn" with the arm it chose (the verdict leaves it out: the rounds
+    Recorded as setup "<setup>_learn" (guarded_learn, guarded_depth_learn) with the arm it chose (the verdict leaves it out: the rounds
     measure the policy as it runs once it has learned, and this segment what learning costs).
     Returns the LP's partition launches so far."""
-    r = tools.expcontroller("guard-reset", "--name", tools.segments["guarded"])
+    r = tools.expcontroller("guard-reset", "--name", tools.segments[group])
     if r.returncode != 0:
-        fail(f"cannot reset the guarded segment: {r.stdout.strip()}")
+        fail(f"cannot reset the guarded segment {tools.segments[group]}: {r.stdout.strip()}")
+    setup = next(s for s, v in SETUP.items() if v[0] == group)
     hp, lp, load = cell
     rate = learn_load(args, load) / (raw["hp_kinds"][hp]["svc_p50_ms"] / 1000.0)
     seconds = args.learn_jobs / rate
-    seg = {"hp": hp, "lp": lp, "load": load, "setup": "guarded_learn", "round": -1, "rate": rate, "seconds": seconds}
-    seg.update(run_window(args, procs, "guarded", ("hp", "lp"), rate, seconds, args.seed, True, 0.3,
-                          f"{hp}+{lp} guarded learning"))
-    now = tools.lp_state("guarded")
+    seg = {"hp": hp, "lp": lp, "load": load, "setup": f"{setup}_learn", "round": -1, "rate": rate, "seconds": seconds}
+    seg.update(run_window(args, procs, group, ("hp", "lp"), rate, seconds, args.seed, True, 0.3,
+                          f"{hp}+{lp} {setup} learning"))
+    now = tools.lp_state(group)
     seg["guarded_status"] = now["segment"]
     raw["segments"].append(seg)
     guard = seg["guarded_status"].get("guarded") or {}
     depth = (guard.get("queue_depth") or {}).get("in_force_us")
-    print(f"matrix: {hp}+{lp} {load}: guarded learned for {len(seg['hp_result']['lat_ms'])} jobs, in force: "
+    print(f"matrix: {hp}+{lp} {load}: {setup} learned for {len(seg['hp_result']['lat_ms'])} jobs, in force: "
           f"{guard.get('in_force')}, queue depth {depth} us", flush=True)
     return now["partition_launches"]
 
@@ -600,7 +612,7 @@ def analyze(raws):
             if not segs:
                 continue
             kind = raw["hp_kinds"].get(hp, {})
-            measured = [s for s in segs if s["setup"] != "guarded_learn"]  # learning runs at 90 % load
+            measured = [s for s in segs if not s["setup"].endswith("_learn")]  # learning runs at 90 % load
             if kind.get("busy_ms") is not None and measured:
                 left.append(1 - measured[0]["rate"] * kind["busy_ms"] / 1000.0)
             by = {(s["round"], s["setup"]): s for s in segs}
@@ -614,7 +626,7 @@ def analyze(raws):
                 else:
                     rounds.append(r)
             for setup in sorted({s["setup"] for s in segs}):
-                if setup in ("hp_alone", "lp_alone", "guarded_learn"):
+                if setup in ("hp_alone", "lp_alone") or setup.endswith("_learn"):
                     continue
                 blocks = []
                 for r in rounds:
@@ -689,7 +701,7 @@ def write_outputs(raws, out):
         print(f"matrix: no plots ({e})")
 
 
-SUMMARY_SETUPS = (("nocontrol", "mps", "corun", "corun_block", "partition", "guarded", "corun_auto",
+SUMMARY_SETUPS = (("nocontrol", "mps", "corun", "corun_block", "partition", "guarded", "guarded_depth", "corun_auto",
                    "corun_auto_short", "hp_ctl_alone", "lp_mps_alone", "lp_ctl_alone", "lp_block_alone")
                   + tuple(f"arm:{a}" for a in GUARD_ARMS) + tuple(f"{k}@{m}" for m in LP_MODE_VARIANTS
                                                                  for k in ("corun", "lp_ctl")))

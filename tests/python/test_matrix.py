@@ -418,3 +418,20 @@ def test_mode_variants_run_the_lp_under_their_bound_on_a_corun_segment_of_their_
     cell = json.load(open(out / "matrix.json"))["cells"][0]
     assert {"corun", "corun@time:2000", "lp_ctl@none"} <= set(cell["setups"])
     assert "hp_p50_ratio" in cell["setups"]["corun@time:2000"] and "hp_p50_ratio" not in cell["setups"]["lp_ctl@none"]
+
+
+def test_guarded_depth_learns_on_a_segment_of_its_own_made_with_guard_depth(tmp_path):
+    """guarded_depth: a guarded segment created with --guard-depth, learning before the rounds beside
+    guarded's own learning (setups guarded_learn and guarded_depth_learn, left out of the verdict)."""
+    assert matrix.SETUP["guarded_depth"] == ("guardeddepth", ("hp", "lp"), True)
+    out = tmp_path / "m"
+    r = short_dry_run(out, "--hp-kinds", "gemm", "--lp-kinds", "gemm", "--setups",
+                      "hp_alone,lp_alone,guarded,guarded_depth", "--learn-jobs", "20", "--learn-load", "0")
+    assert r.returncode == 0, r.stdout
+    raw = json.loads((out / "raw.json").read_text())
+    learn = {s["setup"]: s for s in raw["segments"] if s["setup"].endswith("_learn")}
+    assert set(learn) == {"guarded_learn", "guarded_depth_learn"}
+    assert learn["guarded_depth_learn"]["guarded_status"]["guarded"]["queue_depth"]["on"] is True
+    assert learn["guarded_learn"]["guarded_status"]["guarded"]["queue_depth"]["on"] is False
+    cell = json.loads((out / "matrix.json").read_text())["cells"][0]
+    assert {"guarded", "guarded_depth"} <= set(cell["setups"]) and not any(s.endswith("_learn") for s in cell["setups"])
