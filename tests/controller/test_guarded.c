@@ -69,8 +69,13 @@ struct run {
 static void simulate(struct gy_guard *g, const struct pair *p, unsigned jobs, struct run *r)
 {
     for (unsigned j = 0; j < jobs; j++) {
-        uint32_t depth;
+        /* every job ran at the depth published before it began (the gap's), and every stop
+         * sample at the LP's own bound (the baseline is corun as it is) */
+        uint32_t gap = atomic_load(&g->queue_us), depth;
         enum gy_guard_arm arm = gy_guard_pick(g, &depth);
+        REQUIRE(depth == gap, "job %u: depth %u, the gap before it ran at %u", j, depth, gap);
+        REQUIRE(arm != GY_ARM_STOP || depth == 0 || g->in_force == GY_ARM_STOP,
+                "job %u: a stop sample at depth %u with %s in force", j, depth, gy_guard_arm_name(g->in_force));
         r->jobs_on[arm]++;
         r->jobs_at_depth += depth != 0;
         uint64_t ns = duration_ns(p, arm, depth);
@@ -594,38 +599,17 @@ TEST(a_wandering_hp_time_is_no_shift_and_costless_arms_still_pass)
 
 /* ---- the queue depth ------------------------------------------------------------------------- */
 
-/* simulate, checking that every job ran at the depth published before it began (the gap's) and
- * that every stop job ran at the LP's own bound (the baseline is corun as it is). */
-static void simulate_checking_gaps(struct gy_guard *g, const struct pair *p, unsigned jobs, struct run *r)
-{
-    for (unsigned j = 0; j < jobs; j++) {
-        uint32_t gap = atomic_load(&g->queue_us), depth;
-        enum gy_guard_arm arm = gy_guard_pick(g, &depth);
-        REQUIRE(depth == gap, "job %u: depth %u, the gap before it ran at %u", j, depth, gap);
-        REQUIRE(arm != GY_ARM_STOP || depth == 0 || g->in_force == GY_ARM_STOP,
-                "job %u: a stop sample at depth %u with %s in force", j, depth, gy_guard_arm_name(g->in_force));
-        r->jobs_on[arm]++;
-        r->jobs_at_depth += depth != 0;
-        uint64_t ns = duration_ns(p, arm, depth);
-        struct gy_guard_change c = gy_guard_record(g, arm, depth, ns, (uint64_t)(p->lp_per_ms[arm] * ns / 1e6));
-        if (c.depth_changed && c.depth_to && depth_factor(p, c.depth_to) > 1.02)
-            r->depth_promotions_costly++;
-        if (c.changed && c.to != GY_ARM_STOP && p->cost[c.to] > 1.02)
-            r->promotions_costly++;
-    }
-}
-
 /* Depths are learned only when asked for (--guard-depth): by default every job runs after a gap
  * at the LP's own bound; turning it off drops a depth in force at once. */
 TEST(depths_are_learned_only_when_asked_for)
 {
     struct gy_guard *g = fresh(3);
     struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
-    simulate_checking_gaps(g, &costless, 4000, &r);
+    simulate(g, &costless, 4000, &r);
     CHECK(r.jobs_at_depth == 0 && g->depth_in_force == 0 && g->in_force == TOP, "%llu jobs at a depth, %u in force",
           (unsigned long long)r.jobs_at_depth, g->depth_in_force);
     gy_guard_set_depth(g, true);
-    simulate_checking_gaps(g, &costless, 4000, &r);
+    simulate(g, &costless, 4000, &r);
     CHECK(r.jobs_at_depth > 0 && g->depth_in_force >= 2000, "on: %llu jobs at a depth, %u in force",
           (unsigned long long)r.jobs_at_depth, g->depth_in_force);
     gy_guard_set_depth(g, false);
@@ -641,10 +625,10 @@ TEST(a_costless_depth_is_promoted_up_the_ladder_after_the_arms)
         struct gy_guard *g = fresh(seed);
         gy_guard_set_depth(g, true);
         struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
-        simulate_checking_gaps(g, &costless, 1500, &r);
+        simulate(g, &costless, 1500, &r);
         REQUIRE(g->in_force == TOP, "seed %llu: arms not settled: %s", (unsigned long long)seed,
                 gy_guard_arm_name(g->in_force));
-        simulate_checking_gaps(g, &costless, 3000, &r);
+        simulate(g, &costless, 3000, &r);
         CHECK(g->depth_in_force == 4000 && g->depth_reason == GY_GUARD_WHY_PROMOTED && g->depth_confirmed &&
                   g->in_force == TOP && atomic_load(&g->queue_us) == (g->next_stop ? 0u : 4000u),
               "seed %llu: depth %u (%s), in force %s", (unsigned long long)seed, g->depth_in_force,
@@ -663,7 +647,7 @@ TEST(a_depth_that_costs_the_hp_is_never_promoted)
         struct gy_guard *g = fresh(seed);
         gy_guard_set_depth(g, true);
         struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
-        simulate_checking_gaps(g, &p, 8000, &r);
+        simulate(g, &p, 8000, &r);
         CHECK(g->depth_in_force == 0 && r.depth_promotions_costly == 0 && g->in_force == GY_ARM_STOP,
               "seed %llu: depth %u in force", (unsigned long long)seed, g->depth_in_force);
         CHECK(g->depth_backoff_until[0] > 0 && g->depth_backoff_until[1] > 0 && g->depth_backoff_until[2] == 0,
@@ -684,7 +668,7 @@ TEST(the_deepest_depth_within_the_bound_is_kept)
         struct gy_guard *g = fresh(seed);
         gy_guard_set_depth(g, true);
         struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
-        simulate_checking_gaps(g, &p, 8000, &r);
+        simulate(g, &p, 8000, &r);
         CHECK(g->depth_in_force == 1000 && r.depth_promotions_costly == 0, "seed %llu: depth %u (%s)",
               (unsigned long long)seed, g->depth_in_force, gy_guard_reason_text(g->depth_reason));
     }
@@ -698,16 +682,16 @@ TEST(a_depth_that_starts_to_cost_falls_back_and_a_reset_forgets_it)
     struct gy_guard *g = fresh(5);
     gy_guard_set_depth(g, true);
     struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
-    simulate_checking_gaps(g, &p, 8000, &r);
+    simulate(g, &p, 8000, &r);
     REQUIRE(g->depth_in_force == 4000, "not promoted first: %u", g->depth_in_force);
     p.depth_cost[2] = 1.5;
     uint64_t before = r.jobs_at_depth;
     for (int j = 0; j < 200 && g->depth_in_force; j++)
-        simulate_checking_gaps(g, &p, 1, &r);
+        simulate(g, &p, 1, &r);
     CHECK(g->depth_in_force == 0 && g->depth_reason == GY_GUARD_WHY_FALLBACK && r.jobs_at_depth - before < 2 * GY_GUARD_RECENT,
           "depth %u (%s) after %llu jobs at depth", g->depth_in_force, gy_guard_reason_text(g->depth_reason),
           (unsigned long long)(r.jobs_at_depth - before));
-    simulate_checking_gaps(g, &p, 4000, &r);
+    simulate(g, &p, 4000, &r);
     CHECK(g->depth_in_force == 2000, "after the fallback: depth %u", g->depth_in_force);
     gy_guard_reset(g);
     CHECK(g->depth_in_force == 0 && g->depth_trial == 0 && atomic_load(&g->queue_us) == 0 &&
