@@ -566,7 +566,7 @@ static void check_time_bound(const char *mode, int steady_min, int steady_limit,
 
 /* The guarded policy's queue depth raises a time:US bound (never lowers it): time:1500 under a
  * depth of 10000 us queues as time:10000 does; under 1000 as time:1500. */
-TEST(time_mode_takes_the_guarded_queue_depth_when_deeper)
+TEST(guarded_queue_depth_raises_a_time_bound_never_lowers_it)
 {
     check_time_bound_at("time:1500", 10000, 5, 9, 120);
     check_time_bound_at("time:1500", 1000, 0, 0, 0);
