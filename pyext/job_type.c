@@ -225,6 +225,14 @@ static PyObject *get_guarded_arm(JobObject *self, void *closure)
     return PyUnicode_FromString(gy_guard_arm_name((enum gy_guard_arm)self->job.guard_arm));
 }
 
+static PyObject *get_guarded_depth_us(JobObject *self, void *closure)
+{
+    (void)closure;
+    if (self->job.guard_arm < 0 || self->job.guard_arm >= GY_GUARD_ARM_COUNT)
+        Py_RETURN_NONE;
+    return PyLong_FromUnsignedLong(self->job.guard_depth_us);
+}
+
 static PyObject *get_active(JobObject *self, void *closure)
 {
     (void)closure;
@@ -249,6 +257,11 @@ static PyGetSetDef job_getset[] = {
      "Under the guarded policy (with MPS), the arm this job got at its begin (\"stop\", \"partition:64\", ...): "
      "where lower launches go while it runs; None for a job that got none (another policy, no MPS, a job below "
      "the top registered priority).",
+     NULL},
+    {"guarded_depth_us", (getter)get_guarded_depth_us, NULL,
+     "Under the guarded policy (with MPS), the queue depth in microseconds the lower processes' time:US bounds "
+     "were raised to in the gap before this job (0: their own; only with --guard-depth); None where "
+     "guarded_arm is None.",
      NULL},
     {"active", (getter)get_active, NULL, "True while the job is counted in.", NULL},
     {NULL, NULL, NULL, NULL, NULL},

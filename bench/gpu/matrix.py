@@ -46,7 +46,8 @@ setup's latencies / the same of hp_alone's, pooled over rounds), lp_throughput_r
 in the setup / in lp_alone: one denominator per cell), each with a 95 % two-stage bootstrap
 interval (invocations, then rounds inside them; bench.gpu.stats); lp_share_of_left: the LP ratio
 over the GPU time the HP leaves, 1 - rate x (GPU-busy ms of one HP job alone, from the profiler);
-by_arm (guarded setups): the HP's jobs grouped by the arm each ran under (jobs, service p50,
+by_arm (guarded setups): the HP's jobs grouped by the arm each ran under ("partition:16", or
+"stop@2000us" after a gap at a raised LP queue depth; jobs, service p50,
 latency p50 and p99), so that a slow tail can be tied to its arm.
 Also GPU clocks (nvidia-smi every 500 ms, nothing set) and the CPU load average per segment.
 """

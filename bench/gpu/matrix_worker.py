@@ -114,7 +114,9 @@ class Worker:
             if seg:
                 job = seg.begin(1)
                 began = time.monotonic()
-                arms.append(getattr(job, "guarded_arm", None))  # guarded: which arm each job ran under
+                arm, depth = getattr(job, "guarded_arm", None), getattr(job, "guarded_depth_us", None)
+                # guarded: which arm each job ran under (and the LP's queue depth before it, when raised)
+                arms.append(f"{arm}@{depth}us" if arm is not None and depth else arm)
             self.job()
             if seg:
                 ending = time.monotonic()
