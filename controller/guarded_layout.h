@@ -88,7 +88,7 @@ struct gy_guard {
     uint32_t open[GY_GUARD_ARM_COUNT]; /* jobs open per arm */
     uint32_t ratio_p50_ppm; /* the test behind the last decision: arm / stop */
     uint32_t ratio_p99_ppm;
-    uint32_t changes;          /* changes of in_force so far */
+    uint32_t changes;          /* changes of in_force (or of the depth in force) so far */
     int32_t z_milli;           /* the last full test's statistic x 1000 (>= the look's z: within) */
     uint32_t base_us;          /* the histograms' centre: stop's median when they were started */
     uint64_t rng;              /* xorshift64* state: deterministic with a seed */
