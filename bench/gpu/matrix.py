@@ -53,6 +53,7 @@ Also GPU clocks (nvidia-smi every 500 ms, nothing set) and the CPU load average 
 """
 import argparse
 import datetime
+import gzip
 import json
 import os
 import random
@@ -798,7 +799,7 @@ def parse_args(argv):
     p = argparse.ArgumentParser(prog="python3 -m bench.gpu.matrix", description=__doc__.split("\n\n")[0])
     p.add_argument("--build", help="the build folder (bin/expcontroller, lib/libgpuyield.so, python/)")
     p.add_argument("--out", required=True)
-    p.add_argument("--merge", nargs="+", metavar="DIR", help="invocations' folders (raw.json) to merge")
+    p.add_argument("--merge", nargs="+", metavar="DIR", help="invocations' folders (raw.json or raw.json.gz) to merge")
     p.add_argument("--hp-kinds", type=kinds(HP_KINDS, "HP kind"), default=list(HP_KINDS))
     p.add_argument("--lp-kinds", type=kinds(LP_KINDS, "LP kind"), default=list(LP_KINDS))
     p.add_argument("--loads", type=kinds(tuple(LOADS), "load"), default=list(LOADS))
@@ -868,10 +869,14 @@ def main(argv=None):
     if args.merge:
         raws = []
         for d in args.merge:
+            # records keep large raw files gzipped (raw.json.gz); either is read
             path = os.path.join(d, "raw.json")
+            if not os.path.exists(path) and os.path.exists(path + ".gz"):
+                path += ".gz"
             try:
-                raws.append(json.load(open(path)))
-            except (OSError, ValueError) as e:
+                with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
+                    raws.append(json.load(f))
+            except (OSError, ValueError, EOFError) as e:
                 fail(f"cannot read {path}: {e}", 2)
         problems = [p for r in raws for p in policy_problems(r)]
         if problems:

@@ -435,3 +435,30 @@ def test_guarded_depth_learns_on_a_segment_of_its_own_made_with_guard_depth(tmp_
     assert learn["guarded_learn"]["guarded_status"]["guarded"]["queue_depth"]["on"] is False
     cell = json.loads((out / "matrix.json").read_text())["cells"][0]
     assert {"guarded", "guarded_depth"} <= set(cell["setups"]) and not any(s.endswith("_learn") for s in cell["setups"])
+
+
+def test_merge_reads_a_gzipped_raw_record_like_a_plain_one(tmp_path):
+    """Records keep large raw files gzipped: --merge of a folder with raw.json.gz gives the verdict a
+    folder with raw.json gives."""
+    import gzip
+    plain, zipped = tmp_path / "plain", tmp_path / "zipped"
+    plain.mkdir(), zipped.mkdir()
+    raw = synthetic_raw(slow=1.02, lp_share=0.6)
+    (plain / "raw.json").write_text(json.dumps(raw))
+    with gzip.open(zipped / "raw.json.gz", "wt") as f:
+        json.dump(raw, f)
+    outs = []
+    for d in (plain, zipped):
+        out = tmp_path / f"out-{d.name}"
+        r = subprocess.run([sys.executable, "-m", "bench.gpu.matrix", "--merge", str(d), "--out", str(out)], cwd=ROOT,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120,
+                           env=dict(os.environ, MPLBACKEND="Agg"))
+        assert r.returncode == 0, r.stdout
+        outs.append(json.loads((out / "matrix.json").read_text())["cells"])
+    assert outs[0] == outs[1]
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "raw.json.gz").write_bytes(b"not gzip")
+    r = subprocess.run([sys.executable, "-m", "bench.gpu.matrix", "--merge", str(bad), "--out", str(tmp_path / "o")],
+                       cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60)
+    assert r.returncode == 2 and "cannot read" in r.stdout and "raw.json.gz" in r.stdout
