@@ -120,14 +120,23 @@ int gy_guarded_configure(gy_shm *shm, double eps_p50, double eps_p99, double sto
     return 0;
 }
 
-int gy_guarded_set_depth(gy_shm *shm, bool on, gy_err *err)
+/* A change to a guarded segment's rule: refused (EINVAL, `why_not` says what there is not) under
+ * another policy, else the segment locked (to `act`, for the error). 0 when locked. */
+static int lock_guarded(gy_shm *shm, const char *why_not, const char *act, gy_err *err)
 {
     enum gy_policy policy = gy_get_policy(shm);
     if (policy != GY_POLICY_GUARDED)
-        return gy_fail(err, EINVAL, "%s runs policy %s, not guarded: it has no queue depths to learn (create it with "
-                                    "--policy guarded)", shm->name, gy_policy_name(policy));
+        return gy_fail(err, EINVAL, "%s runs policy %s, not guarded: %s", shm->name, gy_policy_name(policy), why_not);
     if (gy_lock_and_recover(shm->seg))
-        return gy_lock_fail(shm, "set the guarded policy's queue depth", err);
+        return gy_lock_fail(shm, act, err);
+    return 0;
+}
+
+int gy_guarded_set_depth(gy_shm *shm, bool on, gy_err *err)
+{
+    if (lock_guarded(shm, "it has no queue depths to learn (create it with --policy guarded)",
+                     "set the guarded policy's queue depth", err))
+        return -1;
     gy_guard_set_depth(&shm->seg->guard, on);
     gy_unlock(shm->seg);
     return 0;
@@ -137,12 +146,8 @@ int gy_guarded_force(gy_shm *shm, enum gy_guard_arm arm, gy_err *err)
 {
     if ((unsigned)arm >= GY_GUARD_ARM_COUNT)
         return gy_fail(err, EINVAL, "guarded arm %d is out of range: 0..%d", (int)arm, GY_GUARD_ARM_COUNT - 1);
-    enum gy_policy policy = gy_get_policy(shm);
-    if (policy != GY_POLICY_GUARDED)
-        return gy_fail(err, EINVAL, "%s runs policy %s, not guarded: it has no arms to force (create it with "
-                                    "--policy guarded)", shm->name, gy_policy_name(policy));
-    if (gy_lock_and_recover(shm->seg))
-        return gy_lock_fail(shm, "force a guarded arm", err);
+    if (lock_guarded(shm, "it has no arms to force (create it with --policy guarded)", "force a guarded arm", err))
+        return -1;
     gy_guard_force(&shm->seg->guard, arm);
     gy_unlock(shm->seg);
     return 0;
@@ -150,12 +155,8 @@ int gy_guarded_force(gy_shm *shm, enum gy_guard_arm arm, gy_err *err)
 
 int gy_guarded_reset(gy_shm *shm, gy_err *err)
 {
-    enum gy_policy policy = gy_get_policy(shm);
-    if (policy != GY_POLICY_GUARDED)
-        return gy_fail(err, EINVAL, "%s runs policy %s, not guarded: there is nothing learned to reset", shm->name,
-                       gy_policy_name(policy));
-    if (gy_lock_and_recover(shm->seg))
-        return gy_lock_fail(shm, "reset the guarded policy", err);
+    if (lock_guarded(shm, "there is nothing learned to reset", "reset the guarded policy", err))
+        return -1;
     struct gy_guard_change change = gy_guard_reset(&shm->seg->guard);
     gy_unlock(shm->seg);
     gy_guarded_tell(shm, &change);
