@@ -40,6 +40,11 @@ GATING = ("2026-11-21-h100-final/gating_proof.json", "2026-11-21-h200-contention
 CORUN = "2026-11-23-corun/verdict.json"
 CONTENTION = "2026-11-21-h200-contention-reference-copies-gated/contention_ref.json"
 MATRIX = "2026-11-24-matrix/matrix.json"
+LP_COST = ("2026-11-25-queue-depth/call1-f636cd2-lp-cost/matrix.json", "2026-11-25-queue-depth/call2-8571730-lp-modes/matrix.json")
+LP_COST_SETUPS = (("lp_mps_alone", "MPS client, no hook"), ("lp_ctl@none", "hooked, no bound"),
+                  ("lp_ctl_alone", "time:500"), ("lp_ctl@time:1000", "time:1000"), ("lp_ctl@time:2000", "time:2000"),
+                  ("lp_ctl@time:4000", "time:4000"), ("lp_block_alone", "time:500, blocking waits"))
+LP_NAMES = {"resnet50train": "ResNet-50 training", "frcnn1440": "FasterRCNN 1440p", "gemm": "GEMM", "graph": "CUDA graph"}
 TARGET_P50, TARGET_P50_CI, TARGET_P99 = 1.03, 1.06, 1.10  # issue 25's, as bench/gpu/matrix.py's meets_hp_target
 HP_NAMES = (("gemm", "GEMM (GPU-bound)"), ("small", "200 small kernels (launch-bound)"), ("frcnn720", "FasterRCNN 720p"),
             ("bert", "BERT-base b1 s128"))
@@ -236,7 +241,20 @@ def matrix_summary_table():
     return table(["setup"] + [name for _, name in HP_NAMES] + ["cells meeting the HP target"], matrix_summary_rows())
 
 
-TABLES = {"matrix": matrix_table, "matrix_cost": matrix_cost_table, "matrix_summary": matrix_summary_table,
+def lp_cost_table():
+    """What being controlled costs the LP, the HP idle: its throughput under each setup over the plain
+    LP alone in the same rounds, per cell (the HP kind only names the cell: it did not run)."""
+    rows = []
+    for record in LP_COST:
+        m = load(record)
+        for c in m["cells"]:
+            name = f"{LP_NAMES.get(c['lp'], c['lp'])} (cell of the {c['hp']} HP, {record.split('/')[1].split('-')[0]})"
+            rows.append([name] + [cell(c["setups"][s]["lp_throughput_ratio"]) if s in c["setups"] else "-"
+                                  for s, _ in LP_COST_SETUPS])
+    return table(["LP"] + [n for _, n in LP_COST_SETUPS], rows)
+
+
+TABLES = {"lp_cost": lp_cost_table, "matrix": matrix_table, "matrix_cost": matrix_cost_table, "matrix_summary": matrix_summary_table,
           "verdict": verdict_table, "latency": latency_table, "launch_cost": launch_cost_table,
           "hook_count": hook_count_table, "gating": gating_table, "corun": corun_table, "contention": contention_table}
 
