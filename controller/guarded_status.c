@@ -58,18 +58,18 @@ void gy_guarded_print(FILE *to, const struct gy_guard *g)
             GY_GUARD_LOOK_Z);
     struct gy_guard_arm_stats d;
     gy_guard_depth_stats(g, &d);
-    if (!g->depth_on)
+    if (!g->depth_on) {
         fprintf(to, "guarded: lower queue depth between HP jobs: their own bound (not learned: --guard-depth)\n");
-    else
+    } else {
         fprintf(to, "guarded: lower queue depth between HP jobs %u us%s (0: their own bound; %s); trying ",
                 g->depth_in_force, g->depth_confirmed ? ", confirmed" : "",
                 gy_guard_reason_text((enum gy_guard_reason)g->depth_reason));
-    if (!g->depth_on)
-        ;
-    else if (g->depth_trial)
-        fprintf(to, "%u us; its window %u jobs, p50 %.3f ms, p99 %.3f ms\n", g->depth_trial, d.window, d.p50_ms, d.p99_ms);
-    else
-        fprintf(to, "-\n");
+        if (g->depth_trial)
+            fprintf(to, "%u us; its window %u jobs, p50 %.3f ms, p99 %.3f ms\n", g->depth_trial, d.window, d.p50_ms,
+                    d.p99_ms);
+        else
+            fprintf(to, "-\n");
+    }
     fprintf(to, "%14s %10s %7s %10s %10s %12s\n", "arm", "jobs", "window", "p50_ms", "p99_ms", "lp_per_s");
     for (int a = 0; a < GY_GUARD_ARM_COUNT; a++) {
         struct gy_guard_arm_stats s;

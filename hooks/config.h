@@ -28,8 +28,8 @@ struct gy_hooks_config {
 
 /* GPUYIELD_SPIN_US when unset: 1 ms, the spin the queue bound always had (a blocking wait costs a
  * wake-up of tens of microseconds that would leave the GPU idle between small groups). Settable so
- * that a lower process sharing CPUs with a host-bound HP can block at once: measured as an arm of
- * issue 26 on the next GPU session, not yet. */
+ * that a lower process sharing CPUs with a host-bound HP can block at once; on the H100, on CPUs of
+ * its own, blocking at once cost the LP 6-13 % more (bench/results/2026-11-25-queue-depth). */
 #define GY_DEFAULT_SPIN_US 1000ul
 #define GY_MAX_SPIN_US 1000000ul
 

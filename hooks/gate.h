@@ -29,7 +29,7 @@ static inline void gy_gate_enter(gy_cu_stream stream, bool graph, struct gy_part
             gy_partition_gate_closed(stream, graph, route);
     } else if (gy_client.priority > 0) {
         enum gy_guard_arm arm = gy_guarded_current(&gy_client.shm);
-        if (arm != GY_ARM_STOP && gy_guard_arm_disjoint(arm))
+        if (gy_guard_arm_disjoint(arm))
             gy_partition_confine(arm, stream, graph, route);
     }
     if (!route->green && !route->pass && gy_partition_owes())

@@ -120,10 +120,9 @@ DEFAULT_SETUPS = ("hp_alone", "lp_alone", "nocontrol", "mps", "corun", "partitio
 COST_SETUPS = ("hp_mps_alone", "hp_hook_alone", "hp_mark_alone")
 AUTO_GROUPS = ("corunauto", "corunautoshort")  # the HP under GPUYIELD_JOBS=auto, on a corun segment
 POLICY_GROUPS = ("corun", "partition", "guarded", "guardeddepth", "corunblock") + AUTO_GROUPS + tuple(ARM_GROUPS) + tuple(MODE_GROUPS)
-MPS_GROUPS = (("mps", "corun", "partition", "guarded", "guardeddepth", "markonly", "corunblock") + AUTO_GROUPS + tuple(ARM_GROUPS)
-              + tuple(MODE_GROUPS))
-LEARNING_GROUPS = ("guarded", "guardeddepth")  # guarded segments that learn before each cell's rounds
-GUARDED_GROUPS = LEARNING_GROUPS + tuple(ARM_GROUPS)  # segments of policy guarded (their status has arms)
+MPS_GROUPS = ("mps", "markonly") + POLICY_GROUPS
+LEARNING_GROUPS = {"guarded": "guarded", "guardeddepth": "guarded_depth"}  # group -> its setup; they learn first
+GUARDED_GROUPS = tuple(LEARNING_GROUPS) + tuple(ARM_GROUPS)  # segments of policy guarded (their status has arms)
 PARTITIONING_GROUPS = ("partition",) + GUARDED_GROUPS
 AUTO_IDLE_US_DEFAULT = 300  # corun_auto_short's GPUYIELD_IDLE_US unless --auto-idle-us says
 # The targets of issues 25 and 26, for the summary's "meets" column.
@@ -396,8 +395,6 @@ def run(args):
         tools.start_clocks(os.path.join(args.out, "clocks.csv"))
         # a worker for each group and role some setup runs (an LP-only setup's group has no HP worker)
         keys = sorted({(SETUP[s][0], role) for s in all_setups for role in SETUP[s][1]})
-        for g in learning_groups(args):
-            keys = sorted(set(keys) | {(g, "hp"), (g, "lp")})
         pins = cpu_plan(keys, os.sched_getaffinity(0)) if args.pin else {}
         if pins is None:
             fail(f"--pin: {len(os.sched_getaffinity(0))} CPUs are too few (5 needed: two left free, two for the "
@@ -543,7 +540,7 @@ def learn_guarded(args, procs, tools, raw, cell, group="guarded"):
     r = tools.expcontroller("guard-reset", "--name", tools.segments[group])
     if r.returncode != 0:
         fail(f"cannot reset the guarded segment {tools.segments[group]}: {r.stdout.strip()}")
-    setup = next(s for s, v in SETUP.items() if v[0] == group)
+    setup = LEARNING_GROUPS[group]
     hp, lp, load = cell
     rate = learn_load(args, load) / (raw["hp_kinds"][hp]["svc_p50_ms"] / 1000.0)
     seconds = args.learn_jobs / rate
