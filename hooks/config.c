@@ -128,6 +128,13 @@ static void load(void)
         die("gpuyield: GPUYIELD_SPIN_US=\"%s\" is invalid (pid %d): use microseconds 0..%lu without a unit (how "
             "long a queue-bound wait polls before it blocks; 0: block at once; default %lu)",
             spin, (int)getpid(), GY_MAX_SPIN_US, GY_DEFAULT_SPIN_US);
+    const char *split = getenv("GPUYIELD_GRAPH_SPLIT");
+    config.graph_split = !split || strcmp(split, "auto") == 0;
+    if (split && !config.graph_split && strcmp(split, "off") != 0)
+        die("gpuyield: GPUYIELD_GRAPH_SPLIT=\"%s\" is invalid (pid %d): use auto (the default: a process at "
+            "priority 0 under time:US launches a CUDA graph longer than US/2 in parts of about US/2) or off "
+            "(every graph whole)",
+            split, (int)getpid());
 }
 
 const struct gy_hooks_config *gy_config(void)

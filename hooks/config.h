@@ -24,6 +24,9 @@ struct gy_hooks_config {
     /* GPUYIELD_SPIN_US: how long a queue-bound wait polls (yielding the CPU between polls) before
      * it blocks in the driver; 0 blocks at once. */
     unsigned long spin_us;
+    /* GPUYIELD_GRAPH_SPLIT=auto (default) or off: whether a process at priority 0 under time:US
+     * launches a CUDA graph longer than US/2 in parts (graph_split.h). */
+    bool graph_split;
 };
 
 /* GPUYIELD_SPIN_US when unset: 1 ms, the spin the queue bound always had (a blocking wait costs a

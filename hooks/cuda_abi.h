@@ -49,6 +49,26 @@ typedef struct {
 #define GY_CU_STREAM_CAPTURE_STATUS_NONE 0
 #define GY_CU_GET_PROC_ADDRESS_SUCCESS 0
 
+/* Graphs (graph_split.c): the node types a graph may be cut between, and the flag of a graph
+ * that is launched from the device (never cut). */
+#define GY_CU_GRAPH_NODE_TYPE_KERNEL 0
+#define GY_CU_GRAPH_NODE_TYPE_MEMCPY 1
+#define GY_CU_GRAPH_NODE_TYPE_MEMSET 2
+#define GY_CU_GRAPH_NODE_TYPE_GRAPH 4
+#define GY_CU_GRAPH_NODE_TYPE_BATCH_MEM_OP 12
+#define GY_CU_GRAPH_NODE_TYPE_MEM_ALLOC 10
+#define GY_CU_GRAPH_NODE_TYPE_MEM_FREE 11
+#define GY_CU_GRAPH_NODE_TYPE_CONDITIONAL 13
+#define GY_CU_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH 4
+
+/* CUDA_GRAPH_INSTANTIATE_PARAMS: only flags is read. */
+typedef struct {
+    uint64_t flags;
+    gy_cu_stream upload_stream;
+    gy_cu_graph_node error_node;
+    int result;
+} gy_cu_graph_instantiate_params;
+
 /* cuLaunchKernelEx's configuration: we only read hStream, but the layout must match. */
 typedef struct {
     int id;
@@ -124,5 +144,26 @@ typedef gy_cu_result (*gy_pfn_dev_resource_generate_desc)(gy_cu_dev_resource_des
 typedef gy_cu_result (*gy_pfn_green_ctx_create)(gy_cu_green_ctx *, gy_cu_dev_resource_desc, gy_cu_device, unsigned);
 typedef gy_cu_result (*gy_pfn_green_ctx_stream_create)(gy_cu_stream *, gy_cu_green_ctx, unsigned, int);
 typedef gy_cu_result (*gy_pfn_green_ctx_destroy)(gy_cu_green_ctx);
+typedef gy_cu_result (*gy_pfn_graph_instantiate_with_flags)(gy_cu_graph_exec *, gy_cu_graph, unsigned long long);
+typedef gy_cu_result (*gy_pfn_graph_instantiate_with_params)(gy_cu_graph_exec *, gy_cu_graph,
+                                                             gy_cu_graph_instantiate_params *);
+typedef gy_cu_result (*gy_pfn_graph_exec_destroy)(gy_cu_graph_exec);
+typedef gy_cu_result (*gy_pfn_graph_destroy)(gy_cu_graph);
+typedef gy_cu_result (*gy_pfn_graph_clone)(gy_cu_graph *, gy_cu_graph);
+typedef gy_cu_result (*gy_pfn_graph_get_nodes)(gy_cu_graph, gy_cu_graph_node *, size_t *);
+typedef gy_cu_result (*gy_pfn_graph_get_edges)(gy_cu_graph, gy_cu_graph_node *, gy_cu_graph_node *, size_t *);
+typedef gy_cu_result (*gy_pfn_graph_get_edges_v2)(gy_cu_graph, gy_cu_graph_node *, gy_cu_graph_node *,
+                                                  gy_cu_graph_edge_data *, size_t *);
+typedef gy_cu_result (*gy_pfn_graph_node_get_type)(gy_cu_graph_node, int *);
+typedef gy_cu_result (*gy_pfn_graph_node_find_in_clone)(gy_cu_graph_node *, gy_cu_graph_node, gy_cu_graph);
+typedef gy_cu_result (*gy_pfn_graph_destroy_node)(gy_cu_graph_node);
+/* Calls that change an instantiated graph in place (graph_split.c stops cutting such a graph). */
+typedef gy_cu_result (*gy_pfn_exec_update_v2)(gy_cu_graph_exec, gy_cu_graph, void *);
+typedef gy_cu_result (*gy_pfn_exec_update_v1)(gy_cu_graph_exec, gy_cu_graph, gy_cu_graph_node *, int *);
+typedef gy_cu_result (*gy_pfn_exec_node_params)(gy_cu_graph_exec, gy_cu_graph_node, const void *);
+typedef gy_cu_result (*gy_pfn_exec_node_params_ctx)(gy_cu_graph_exec, gy_cu_graph_node, const void *, gy_cu_context);
+typedef gy_cu_result (*gy_pfn_exec_node_event)(gy_cu_graph_exec, gy_cu_graph_node, gy_cu_event);
+typedef gy_cu_result (*gy_pfn_exec_node_graph)(gy_cu_graph_exec, gy_cu_graph_node, gy_cu_graph);
+typedef gy_cu_result (*gy_pfn_exec_node_enabled)(gy_cu_graph_exec, gy_cu_graph_node, unsigned);
 
 #endif

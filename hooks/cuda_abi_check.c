@@ -61,3 +61,30 @@ _Static_assert(__builtin_types_compatible_p(__typeof__(&cuCtxSynchronize_v2), CU
                "cuCtxSynchronize_v2 signature");
 _Static_assert(__builtin_types_compatible_p(__typeof__(&cuStreamWaitEvent), CUresult (*)(CUstream, CUevent, unsigned)),
                "cuStreamWaitEvent signature");
+
+/* Graphs (graph_split.c). */
+_Static_assert(GY_CU_GRAPH_NODE_TYPE_KERNEL == CU_GRAPH_NODE_TYPE_KERNEL, "kernel node");
+_Static_assert(GY_CU_GRAPH_NODE_TYPE_MEMCPY == CU_GRAPH_NODE_TYPE_MEMCPY, "memcpy node");
+_Static_assert(GY_CU_GRAPH_NODE_TYPE_MEMSET == CU_GRAPH_NODE_TYPE_MEMSET, "memset node");
+_Static_assert(GY_CU_GRAPH_NODE_TYPE_GRAPH == CU_GRAPH_NODE_TYPE_GRAPH, "child graph node");
+_Static_assert(GY_CU_GRAPH_NODE_TYPE_BATCH_MEM_OP == CU_GRAPH_NODE_TYPE_BATCH_MEM_OP, "batch mem op node");
+_Static_assert(GY_CU_GRAPH_NODE_TYPE_MEM_ALLOC == CU_GRAPH_NODE_TYPE_MEM_ALLOC, "mem alloc node");
+_Static_assert(GY_CU_GRAPH_NODE_TYPE_MEM_FREE == CU_GRAPH_NODE_TYPE_MEM_FREE, "mem free node");
+_Static_assert(GY_CU_GRAPH_NODE_TYPE_CONDITIONAL == CU_GRAPH_NODE_TYPE_CONDITIONAL, "conditional node");
+_Static_assert(GY_CU_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH == CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH, "device launch");
+_Static_assert(sizeof(CUgraphNodeType) == sizeof(int), "node type is an int-sized enum");
+_Static_assert(sizeof(gy_cu_graph_instantiate_params) == sizeof(CUDA_GRAPH_INSTANTIATE_PARAMS), "instantiate params");
+SAME_OFFSET(gy_cu_graph_instantiate_params, CUDA_GRAPH_INSTANTIATE_PARAMS, flags);
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cuGraphInstantiateWithFlags),
+                                            CUresult (*)(CUgraphExec *, CUgraph, unsigned long long)),
+               "cuGraphInstantiateWithFlags signature");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cuGraphGetEdges_v2),
+                                            CUresult (*)(CUgraph, CUgraphNode *, CUgraphNode *, CUgraphEdgeData *,
+                                                         size_t *)),
+               "cuGraphGetEdges_v2 signature");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cuGraphNodeFindInClone),
+                                            CUresult (*)(CUgraphNode *, CUgraphNode, CUgraph)),
+               "cuGraphNodeFindInClone signature");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cuGraphExecUpdate_v2),
+                                            CUresult (*)(CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo *)),
+               "cuGraphExecUpdate_v2 signature");

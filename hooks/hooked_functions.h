@@ -19,6 +19,26 @@
     X(cuLaunchCooperativeKernel_ptsz, GY_FN_LAUNCH_COOPERATIVE_PTSZ, gy_pfn_launch_cooperative)        \
     X(cuGraphLaunch, GY_FN_GRAPH_LAUNCH, gy_pfn_graph_launch)                                          \
     X(cuGraphLaunch_ptsz, GY_FN_GRAPH_LAUNCH_PTSZ, gy_pfn_graph_launch)                                \
+    /* Graphs a lower process may cut into parts (graph_split.c): made, changed in place, destroyed. */ \
+    X(cuGraphInstantiateWithFlags, GY_FN_GRAPH_INSTANTIATE_WITH_FLAGS, gy_pfn_graph_instantiate_with_flags) \
+    X(cuGraphInstantiateWithParams, GY_FN_GRAPH_INSTANTIATE_WITH_PARAMS, gy_pfn_graph_instantiate_with_params) \
+    X(cuGraphInstantiateWithParams_ptsz, GY_FN_GRAPH_INSTANTIATE_WITH_PARAMS_PTSZ, gy_pfn_graph_instantiate_with_params) \
+    X(cuGraphExecDestroy, GY_FN_GRAPH_EXEC_DESTROY, gy_pfn_graph_exec_destroy)                         \
+    X(cuGraphExecUpdate_v2, GY_FN_GRAPH_EXEC_UPDATE_V2, gy_pfn_exec_update_v2)                         \
+    X(cuGraphExecUpdate, GY_FN_GRAPH_EXEC_UPDATE, gy_pfn_exec_update_v1)                               \
+    X(cuGraphExecKernelNodeSetParams_v2, GY_FN_EXEC_KERNEL_NODE_SET_PARAMS_V2, gy_pfn_exec_node_params) \
+    X(cuGraphExecKernelNodeSetParams, GY_FN_EXEC_KERNEL_NODE_SET_PARAMS, gy_pfn_exec_node_params)      \
+    X(cuGraphExecHostNodeSetParams, GY_FN_EXEC_HOST_NODE_SET_PARAMS, gy_pfn_exec_node_params)          \
+    X(cuGraphExecExternalSemaphoresSignalNodeSetParams, GY_FN_EXEC_SEM_SIGNAL_NODE_SET_PARAMS, gy_pfn_exec_node_params) \
+    X(cuGraphExecExternalSemaphoresWaitNodeSetParams, GY_FN_EXEC_SEM_WAIT_NODE_SET_PARAMS, gy_pfn_exec_node_params) \
+    X(cuGraphExecBatchMemOpNodeSetParams, GY_FN_EXEC_BATCH_MEM_OP_NODE_SET_PARAMS, gy_pfn_exec_node_params) \
+    X(cuGraphExecNodeSetParams, GY_FN_EXEC_NODE_SET_PARAMS, gy_pfn_exec_node_params)                   \
+    X(cuGraphExecMemcpyNodeSetParams, GY_FN_EXEC_MEMCPY_NODE_SET_PARAMS, gy_pfn_exec_node_params_ctx)  \
+    X(cuGraphExecMemsetNodeSetParams, GY_FN_EXEC_MEMSET_NODE_SET_PARAMS, gy_pfn_exec_node_params_ctx)  \
+    X(cuGraphExecChildGraphNodeSetParams, GY_FN_EXEC_CHILD_GRAPH_NODE_SET_PARAMS, gy_pfn_exec_node_graph) \
+    X(cuGraphExecEventRecordNodeSetEvent, GY_FN_EXEC_EVENT_RECORD_NODE_SET_EVENT, gy_pfn_exec_node_event) \
+    X(cuGraphExecEventWaitNodeSetEvent, GY_FN_EXEC_EVENT_WAIT_NODE_SET_EVENT, gy_pfn_exec_node_event)  \
+    X(cuGraphNodeSetEnabled, GY_FN_GRAPH_NODE_SET_ENABLED, gy_pfn_exec_node_enabled)                   \
     X(cuGetProcAddress, GY_FN_GET_PROC_ADDRESS, gy_pfn_get_proc_address)                               \
     X(cuGetProcAddress_v2, GY_FN_GET_PROC_ADDRESS_V2, gy_pfn_get_proc_address_v2)                      \
     X(cuStreamBeginCapture, GY_FN_BEGIN_CAPTURE, gy_pfn_begin_capture)                                 \
@@ -102,6 +122,15 @@
     X(cuDevResourceGenerateDesc, GY_FN_DEV_RESOURCE_GENERATE_DESC, gy_pfn_dev_resource_generate_desc)  \
     X(cuGreenCtxCreate, GY_FN_GREEN_CTX_CREATE, gy_pfn_green_ctx_create)                               \
     X(cuGreenCtxStreamCreate, GY_FN_GREEN_CTX_STREAM_CREATE, gy_pfn_green_ctx_stream_create)           \
-    X(cuGreenCtxDestroy, GY_FN_GREEN_CTX_DESTROY, gy_pfn_green_ctx_destroy)
+    X(cuGreenCtxDestroy, GY_FN_GREEN_CTX_DESTROY, gy_pfn_green_ctx_destroy)                            \
+    /* Cutting a graph into parts (graph_split.c). */                                               \
+    X(cuGraphClone, GY_FN_GRAPH_CLONE, gy_pfn_graph_clone)                                             \
+    X(cuGraphDestroy, GY_FN_GRAPH_DESTROY, gy_pfn_graph_destroy)                                       \
+    X(cuGraphGetNodes, GY_FN_GRAPH_GET_NODES, gy_pfn_graph_get_nodes)                                  \
+    X(cuGraphGetEdges_v2, GY_FN_GRAPH_GET_EDGES_V2, gy_pfn_graph_get_edges_v2)                         \
+    X(cuGraphGetEdges, GY_FN_GRAPH_GET_EDGES, gy_pfn_graph_get_edges)                                  \
+    X(cuGraphNodeGetType, GY_FN_GRAPH_NODE_GET_TYPE, gy_pfn_graph_node_get_type)                       \
+    X(cuGraphNodeFindInClone, GY_FN_GRAPH_NODE_FIND_IN_CLONE, gy_pfn_graph_node_find_in_clone)         \
+    X(cuGraphDestroyNode, GY_FN_GRAPH_DESTROY_NODE, gy_pfn_graph_destroy_node)
 
 #endif

@@ -7,8 +7,10 @@
  * stream of its stream instead of waiting (partition.h). The partition stream has its own queue
  * bound, applied after the launch (no wait under the partition lock): without it a lower process
  * queued hundreds of ms of work on a few SMs during a short job, and after the job every launch of
- * its stream waited for that backlog. Graph launches are never redirected: they wait. */
+ * its stream waited for that backlog. Graph launches are never redirected: they wait; a lower
+ * process may launch a long graph as parts (graph_split.h). */
 #include "gate.h"
+#include "graph_split.h"
 #include "hook_functions.h"
 #include "join.h"
 #include "partition.h"
@@ -110,14 +112,51 @@ GY_EXPORT gy_cu_result cuLaunchCooperativeKernel_ptsz(GY_LAUNCH_ARGS, void **par
     GATED_CALL(stream, ptsz_stream(stream), false, real(f, gx, gy, gz, bx, by, bz, shmem, target, params));
 }
 
+/* A graph launch through the gate and the bound; timed between two events (graph_split.h)
+ * when its plan asks. */
+static gy_cu_result launch_timed(gy_pfn_graph_launch real, gy_cu_graph_exec exec, gy_cu_stream target,
+                                 struct gy_graph_plan *plan)
+{
+    if (!plan || !plan->timing)
+        return real(exec, target);
+    gy_graph_split_time_start(plan, target);
+    gy_cu_result rc = real(exec, target);
+    gy_graph_split_time_end(plan, target, rc == GY_CUDA_SUCCESS);
+    return rc;
+}
+
+static gy_cu_result gated_graph(gy_pfn_graph_launch real, gy_cu_graph_exec exec, gy_cu_stream stream,
+                                gy_cu_stream normalized, struct gy_graph_plan *plan)
+{
+    GATED_CALL(stream, normalized, true, launch_timed(real, exec, target, plan));
+}
+
+/* In a process that cuts graphs, a long graph is launched as its parts, each through the gate:
+ * a higher job that begins finds at most one part ahead of it, not the whole graph. */
+static gy_cu_result graph_launch(gy_pfn_graph_launch real, gy_cu_graph_exec exec, gy_cu_stream stream,
+                                 gy_cu_stream normalized)
+{
+    struct gy_graph_plan plan = {0};
+    if (real && exec && gy_graph_split_on())
+        gy_graph_split_plan(exec, &plan);
+    if (plan.count < 2)
+        return gated_graph(real, exec, stream, normalized, &plan);
+    for (unsigned i = 0; i < plan.count; i++) {
+        gy_cu_result rc = gated_graph(real, plan.parts[i], stream, normalized, NULL);
+        if (rc != GY_CUDA_SUCCESS)
+            return rc;
+    }
+    return GY_CUDA_SUCCESS;
+}
+
 GY_EXPORT gy_cu_result cuGraphLaunch(gy_cu_graph_exec exec, gy_cu_stream stream)
 {
     gy_pfn_graph_launch real = (gy_pfn_graph_launch)gy_real(GY_FN_GRAPH_LAUNCH);
-    GATED_CALL(stream, plain_stream(stream), true, real(exec, target));
+    return graph_launch(real, exec, stream, plain_stream(stream));
 }
 
 GY_EXPORT gy_cu_result cuGraphLaunch_ptsz(gy_cu_graph_exec exec, gy_cu_stream stream)
 {
     gy_pfn_graph_launch real = (gy_pfn_graph_launch)gy_real(GY_FN_GRAPH_LAUNCH_PTSZ);
-    GATED_CALL(stream, ptsz_stream(stream), true, real(exec, target));
+    return graph_launch(real, exec, stream, ptsz_stream(stream));
 }

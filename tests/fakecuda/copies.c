@@ -11,7 +11,7 @@ static CUresult copy_on(CUstream handle, bool ptsz, size_t bytes, const char *na
     struct CUstream_st *s = fk_stream_locked(handle, ptsz);
     CUresult rc = CUDA_ERROR_INVALID_HANDLE;
     if (s && s->capturing) {
-        s->capture->total_ns += duration;
+        fk_capture_node_locked(s->capture, CU_GRAPH_NODE_TYPE_MEMCPY, duration, 0);
         rc = CUDA_SUCCESS;
     } else if (s) {
         rc = fk_submit_locked(s, duration, FK_COPY, name);

@@ -31,16 +31,34 @@ struct CUmod_st {
     int unused;
 };
 
-/* A graph is the list of kernel durations captured into it; it runs as one unit. */
+/* A graph is nodes and edges (graphs.c); captured work is a chain of nodes. An instantiated graph
+ * runs as one unit: the sum of its nodes' durations. */
+struct CUgraphNode_st {
+    struct CUgraph_st *graph;
+    CUgraphNodeType type;
+    uint64_t ns;
+    unsigned kernels;                /* kernels it runs: 1, a child graph's, 0 for an event node */
+    const struct CUgraphNode_st *of; /* the node it was cloned from, or NULL */
+};
+
+struct fk_edge {
+    struct CUgraphNode_st *from, *to;
+};
+
 struct CUgraph_st {
-    uint64_t total_ns;
-    unsigned kernels;
+    struct CUgraphNode_st **nodes;
+    unsigned n, cap;
+    struct fk_edge *edges;
+    unsigned n_edges, edges_cap;
 };
 
 struct CUgraphExec_st {
     uint64_t total_ns;
-    unsigned kernels;
+    unsigned kernels, nodes;
 };
+
+/* Append a node to a capture, after the node captured before it (fk_lock held). */
+void fk_capture_node_locked(struct CUgraph_st *graph, CUgraphNodeType type, uint64_t ns, unsigned kernels);
 
 /* A green context: a share of the SMs; its streams are logged with ids from FK_GREEN_STREAM_IDS. */
 struct CUgreenCtx_st {

@@ -20,6 +20,8 @@ typedef struct CUstream_st *CUstream;
 typedef struct CUevent_st *CUevent;
 typedef struct CUgraph_st *CUgraph;
 typedef struct CUgraphExec_st *CUgraphExec;
+typedef struct CUgraphNode_st *CUgraphNode;
+typedef struct CUgraphEdgeData_st CUgraphEdgeData; /* only passed as NULL by the hooks */
 typedef struct CUgreenCtx_st *CUgreenCtx;
 typedef struct CUdevResourceDesc_st *CUdevResourceDesc;
 typedef void (*CUhostFn)(void *);
@@ -66,6 +68,25 @@ typedef enum {
     CU_STREAM_CAPTURE_STATUS_ACTIVE = 1,
     CU_STREAM_CAPTURE_STATUS_INVALIDATED = 2,
 } CUstreamCaptureStatus;
+typedef enum {
+    CU_GRAPH_NODE_TYPE_KERNEL = 0,
+    CU_GRAPH_NODE_TYPE_MEMCPY = 1,
+    CU_GRAPH_NODE_TYPE_MEMSET = 2,
+    CU_GRAPH_NODE_TYPE_HOST = 3,
+    CU_GRAPH_NODE_TYPE_GRAPH = 4,
+    CU_GRAPH_NODE_TYPE_EMPTY = 5,
+    CU_GRAPH_NODE_TYPE_WAIT_EVENT = 6,
+    CU_GRAPH_NODE_TYPE_EVENT_RECORD = 7,
+    CU_GRAPH_NODE_TYPE_MEM_ALLOC = 10,
+    CU_GRAPH_NODE_TYPE_MEM_FREE = 11,
+} CUgraphNodeType;
+typedef struct {
+    unsigned long long flags;
+    CUstream hUploadStream;
+    CUgraphNode hErrNode_out;
+    int result_out;
+} CUDA_GRAPH_INSTANTIATE_PARAMS;
+
 typedef enum {
     CU_STREAM_CAPTURE_MODE_GLOBAL = 0,
     CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
@@ -169,8 +190,21 @@ CUresult cuStreamEndCapture_ptsz(CUstream stream, CUgraph *graph);
 CUresult cuStreamIsCapturing(CUstream stream, CUstreamCaptureStatus *status);
 CUresult cuStreamIsCapturing_ptsz(CUstream stream, CUstreamCaptureStatus *status);
 CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph, unsigned long long flags);
+CUresult cuGraphInstantiateWithParams(CUgraphExec *exec, CUgraph graph, CUDA_GRAPH_INSTANTIATE_PARAMS *params);
 CUresult cuGraphDestroy(CUgraph graph);
 CUresult cuGraphExecDestroy(CUgraphExec exec);
+CUresult cuGraphCreate(CUgraph *graph, unsigned flags);
+CUresult cuGraphClone(CUgraph *clone, CUgraph original);
+CUresult cuGraphGetNodes(CUgraph graph, CUgraphNode *nodes, size_t *count);
+CUresult cuGraphGetEdges_v2(CUgraph graph, CUgraphNode *from, CUgraphNode *to, CUgraphEdgeData *data, size_t *count);
+CUresult cuGraphNodeGetType(CUgraphNode node, CUgraphNodeType *type);
+CUresult cuGraphNodeFindInClone(CUgraphNode *node, CUgraphNode original, CUgraph clone);
+CUresult cuGraphDestroyNode(CUgraphNode node);
+/* Test-only: add a node of `type` lasting `ns` after `after` (NULL: no dependency). */
+CUresult fkGraphAddNode(CUgraphNode *node, CUgraph graph, CUgraphNode after, CUgraphNodeType type, unsigned long long ns);
+CUresult fkGraphAddEdge(CUgraph graph, CUgraphNode from, CUgraphNode to);
+CUresult cuGraphExecUpdate_v2(CUgraphExec exec, CUgraph graph, void *result_info);
+CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec exec, CUgraphNode node, const void *params);
 
 CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
 CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,

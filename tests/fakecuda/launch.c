@@ -1,5 +1,5 @@
-/* Kernel and graph launches, stream capture and graphs of the fake driver. A launch into a
- * capturing stream is recorded, not run; a graph launch runs what was recorded as one unit. */
+/* Kernel and graph launches and stream capture of the fake driver. A launch into a capturing
+ * stream is recorded as a node (graphs.c), not run; a graph launch runs its nodes as one unit. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -59,8 +59,7 @@ static CUresult launch(CUfunction f, CUstream handle, bool ptsz, enum fk_kind ki
     struct CUstream_st *s = fk_stream_locked(handle, ptsz);
     CUresult rc = CUDA_ERROR_INVALID_HANDLE;
     if (s && s->capturing) {
-        s->capture->total_ns += f->duration_ns;
-        s->capture->kernels++;
+        fk_capture_node_locked(s->capture, CU_GRAPH_NODE_TYPE_KERNEL, f->duration_ns, 1);
         rc = CUDA_SUCCESS;
     } else if (s) {
         rc = fk_submit_locked(s, f->duration_ns, kind, f->name);
@@ -129,8 +128,7 @@ static CUresult graph_launch(CUgraphExec exec, CUstream handle, bool ptsz)
     struct CUstream_st *s = fk_stream_locked(handle, ptsz);
     CUresult rc = CUDA_ERROR_INVALID_HANDLE;
     if (s && s->capturing) {
-        s->capture->total_ns += exec->total_ns;
-        s->capture->kernels += exec->kernels;
+        fk_capture_node_locked(s->capture, CU_GRAPH_NODE_TYPE_GRAPH, exec->total_ns, exec->kernels);
         rc = CUDA_SUCCESS;
     } else if (s) {
         char name[32];
@@ -218,30 +216,4 @@ FK_EXPORT CUresult cuStreamIsCapturing(CUstream stream, CUstreamCaptureStatus *s
 FK_EXPORT CUresult cuStreamIsCapturing_ptsz(CUstream stream, CUstreamCaptureStatus *status)
 {
     return is_capturing(stream, status, true);
-}
-
-FK_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph, unsigned long long flags)
-{
-    (void)flags;
-    if (!exec || !graph)
-        return CUDA_ERROR_INVALID_VALUE;
-    struct CUgraphExec_st *e = calloc(1, sizeof *e);
-    if (!e)
-        abort();
-    e->total_ns = graph->total_ns;
-    e->kernels = graph->kernels;
-    *exec = e;
-    return CUDA_SUCCESS;
-}
-
-FK_EXPORT CUresult cuGraphDestroy(CUgraph graph)
-{
-    free(graph);
-    return CUDA_SUCCESS;
-}
-
-FK_EXPORT CUresult cuGraphExecDestroy(CUgraphExec exec)
-{
-    free(exec);
-    return CUDA_SUCCESS;
 }

@@ -391,7 +391,8 @@ static void scenario_graph_mix(int rounds)
 
 /* A lower-priority loop that never synchronizes: units of `us` of GPU time on one stream for
  * `ms` milliseconds, each a kernel or (graph) a graph launch of 10 kernels of us/10; only the
- * queue bound limits what it queues. Prints STARTED <ns> after its first unit. */
+ * queue bound limits what it queues. Prints STARTED <ns> after its first unit (graphs: after its
+ * fourth, once a graph that is cut into parts is cut: graph_split.c times three launches first). */
 static void scenario_units(long us, bool graph, long ms)
 {
     CUfunction f = kernel_of(graph ? us / 10 : us);
@@ -411,12 +412,50 @@ static void scenario_units(long us, bool graph, long ms)
     uint64_t end = now_ns() + (uint64_t)ms * 1000000ull;
     for (int i = 0; now_ns() < end; i++) {
         CU(graph ? cuGraphLaunch(exec, s) : launch(f, s));
-        if (i == 0) {
+        if (i == (graph ? 3 : 0)) {
             printf("STARTED %llu\n", (unsigned long long)now_ns());
             fflush(stdout);
         }
     }
     CU(cuStreamSynchronize(s));
+}
+
+/* A graph of 8 kernels of `us` each: k0, then two branches of 3, joined by an event node, then k7
+ * (with `alloc`, a memory-allocation node before k0: such a graph is never cut). Launched
+ * `replays` times on one stream, changed in place (a kernel node's parameters), launched `replays`
+ * times more. Prints "graph_parts changed_after=N". */
+static void scenario_graph_parts(long us, int replays, bool alloc)
+{
+    (void)kernel_of(us); /* the context */
+    uint64_t ns = (uint64_t)us * 1000;
+    CUgraph g;
+    CUgraphNode head = NULL, k0, a, b, join, last;
+    CU(cuGraphCreate(&g, 0));
+    if (alloc)
+        CU(fkGraphAddNode(&head, g, NULL, CU_GRAPH_NODE_TYPE_MEM_ALLOC, 0));
+    CU(fkGraphAddNode(&k0, g, head, CU_GRAPH_NODE_TYPE_KERNEL, ns));
+    a = b = k0;
+    for (int i = 0; i < 3; i++) {
+        CU(fkGraphAddNode(&a, g, a, CU_GRAPH_NODE_TYPE_KERNEL, ns));
+        CU(fkGraphAddNode(&b, g, b, CU_GRAPH_NODE_TYPE_KERNEL, ns));
+    }
+    CU(fkGraphAddNode(&join, g, a, CU_GRAPH_NODE_TYPE_EVENT_RECORD, 0));
+    CU(fkGraphAddEdge(g, b, join));
+    CU(fkGraphAddNode(&last, g, join, CU_GRAPH_NODE_TYPE_KERNEL, ns));
+    CUgraphExec exec;
+    CU(cuGraphInstantiateWithFlags(&exec, g, 0));
+    CU(cuGraphDestroy(g)); /* as torch does: the exec outlives its graph */
+    CUstream s;
+    CU(cuStreamCreate(&s, 0));
+    for (int i = 0; i < replays; i++)
+        CU(cuGraphLaunch(exec, s));
+    int params = 1;
+    CU(cuGraphExecKernelNodeSetParams_v2(exec, last, &params));
+    for (int i = 0; i < replays; i++)
+        CU(cuGraphLaunch(exec, s));
+    CU(cuStreamSynchronize(s));
+    CU(cuGraphExecDestroy(exec));
+    printf("graph_parts changed_after=%d\n", replays);
 }
 
 /* Kernels, a capture (launches inside it), the graph, kernels again: with sync:N / event:N the
@@ -939,6 +978,8 @@ int main(int argc, char **argv)
         scenario_bound((long)ARG(2, 200), (int)ARG(3, 200));
     else if (strcmp(what, "units") == 0)
         scenario_units((long)ARG(2, 2000), ARG(3, 0) != 0, (long)ARG(4, 500));
+    else if (strcmp(what, "graph_parts") == 0)
+        scenario_graph_parts((long)ARG(2, 100), (int)ARG(3, 10), ARG(4, 0) != 0);
     else if (strcmp(what, "graph_mix") == 0)
         scenario_graph_mix((int)ARG(2, 3));
     else if (strcmp(what, "capture") == 0)
@@ -979,7 +1020,7 @@ int main(int argc, char **argv)
     else if (strncmp(what, "guarded", 7) == 0)
         guarded_scenario(what, argc, argv);
     else {
-        fprintf(stderr, "usage: cuda_worker paths|plain|spin|copyspin|jobs|busy|bound|capture|capture_hold|rate|rtld_next|thread_exit|capture_two_threads|fork|fork_while_binding|devices|device_backlog|graph_mix|units|partition*|guarded [args]\n");
+        fprintf(stderr, "usage: cuda_worker paths|plain|spin|copyspin|jobs|busy|bound|capture|capture_hold|rate|rtld_next|thread_exit|capture_two_threads|fork|fork_while_binding|devices|device_backlog|graph_mix|graph_parts|units|partition*|guarded [args]\n");
         return 2;
     }
     if (strcmp(what, "jobs") != 0 && strcmp(what, "fork_while_binding") != 0)

@@ -406,6 +406,8 @@ TEST(bad_environment_exits_2_with_one_line_before_any_launch)
         {"GPUYIELD_IDLE_US", "GPUYIELD_IDLE_US=10000001"},
         {"GPUYIELD_SPIN_US", "GPUYIELD_SPIN_US=1ms"},   {"GPUYIELD_SPIN_US", "GPUYIELD_SPIN_US=-1"},
         {"GPUYIELD_SPIN_US", "GPUYIELD_SPIN_US="},      {"GPUYIELD_SPIN_US", "GPUYIELD_SPIN_US=1000001"},
+        {"GPUYIELD_GRAPH_SPLIT", "GPUYIELD_GRAPH_SPLIT=on"}, {"GPUYIELD_GRAPH_SPLIT", "GPUYIELD_GRAPH_SPLIT="},
+        {"GPUYIELD_GRAPH_SPLIT", "GPUYIELD_GRAPH_SPLIT=4"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         /* The bad setting comes last so that it overrides the good GPUYIELD_SHM where both are given. */
@@ -590,7 +592,9 @@ TEST(time_bound_counts_graph_launches_by_their_own_gpu_time)
     REQUIRE(setup_begin(&s, "graphmix", 2000000000ull));
     char shm[96];
     snprintf(shm, sizeof shm, "GPUYIELD_SHM=%s", s.tag);
-    const char *env[] = {shm, "GPUYIELD_MODE=time:2000", NULL}, *args[] = {"graph_mix", "3", NULL};
+    /* Whole graphs: what the bound does with a long unit (graph_split is tested on its own). */
+    const char *env[] = {shm, "GPUYIELD_MODE=time:2000", "GPUYIELD_GRAPH_SPLIT=off", NULL},
+               *args[] = {"graph_mix", "3", NULL};
     struct worker w;
     if (spawn(&s, &w, env, args)) {
         CHECK(wait_exit(&w) == 0, "graph_mix worker failed");
@@ -624,9 +628,11 @@ TEST(time_bound_counts_graph_launches_by_their_own_gpu_time)
 /* *conclusive: whether the run could tell: the low worker ran at least 20 units and some job found its
  * work ahead. On a loaded machine (the full suite beside other builds) it may not; the caller
  * runs it again rather than fail or pass on a run that proves nothing. */
-static void check_long_units(bool graph, long unit_us, bool *conclusive)
+/* split: graphs launched in parts (GPUYIELD_GRAPH_SPLIT=auto, 10 parts of unit_us/10); else whole. */
+static void check_long_units(bool graph, bool split, long unit_us, bool *conclusive)
 {
-    const char *what = graph ? "graphs" : "kernels";
+    const char *what = !graph ? "kernels" : split ? "graphs in parts" : "whole graphs";
+    long part_us = graph && split ? unit_us / 10 : unit_us; /* what may be ahead of a job */
     *conclusive = false;
     struct setup s;
     REQUIRE(setup_begin(&s, "longunits", 2000000000ull));
@@ -638,7 +644,8 @@ static void check_long_units(bool graph, long unit_us, bool *conclusive)
     char shm_env[96], us[24];
     snprintf(shm_env, sizeof shm_env, "GPUYIELD_SHM=%s", s.tag);
     snprintf(us, sizeof us, "%ld", unit_us);
-    const char *low_env[] = {shm_env, "GPUYIELD_PRIORITY=0", "GPUYIELD_MODE=time:500", NULL};
+    const char *low_env[] = {shm_env, "GPUYIELD_PRIORITY=0", "GPUYIELD_MODE=time:500",
+                             split ? "GPUYIELD_GRAPH_SPLIT=auto" : "GPUYIELD_GRAPH_SPLIT=off", NULL};
     const char *high_env[] = {shm_env, "GPUYIELD_PRIORITY=1", NULL};
     const char *low_args[] = {"units", us, graph ? "1" : "0", "600", NULL};
     /* Jobs 20 ms apart plus a random 0..10 ms: a fixed gap can keep the phase of the low worker's
@@ -676,13 +683,13 @@ static void check_long_units(bool graph, long unit_us, bool *conclusive)
                         continue;
                     uint64_t wait = k->start - k->submit;
                     longest = wait > longest ? wait : longest;
-                    waited += wait > (uint64_t)unit_us * 1000 / 4;
+                    waited += wait > (uint64_t)part_us * 1000 / 4;
                     break;
                 }
             }
             /* 100 us for the clock's rounding: the bound itself is exact on the fake driver. */
-            CHECK(longest <= (uint64_t)unit_us * 1000 + 100000, "%s: a job's first kernel waited %.2f ms for the "
-                  "low worker's queue, one unit is %.2f ms", what, longest / 1e6, unit_us / 1e3);
+            CHECK(longest <= (uint64_t)part_us * 1000 + 100000, "%s: a job's first kernel waited %.2f ms for the "
+                  "low worker's queue, one unit is %.2f ms", what, longest / 1e6, part_us / 1e3);
             *conclusive = units >= 20 && waited > 0;
             if (!*conclusive)
                 fprintf(stderr, "  %s: inconclusive run (the low worker ran %d units, %d jobs found its work ahead)\n",
@@ -702,19 +709,107 @@ static void check_long_units(bool graph, long unit_us, bool *conclusive)
 }
 
 /* Up to 3 runs until one can tell (see check_long_units); every run's bounds are checked. */
-static void check_long_units_until_conclusive(bool graph, long unit_us)
+static void check_long_units_until_conclusive(bool graph, bool split, long unit_us)
 {
     bool conclusive = false;
     for (int attempt = 0; attempt < 3 && !conclusive && !gy_test_failures_in_current; attempt++)
-        check_long_units(graph, unit_us, &conclusive);
+        check_long_units(graph, split, unit_us, &conclusive);
     CHECK(conclusive, "%s: no run of 3 had the low worker's work ahead of a job: the test proves nothing",
           graph ? "graphs" : "kernels");
 }
 
 TEST(time_bound_queues_one_unit_longer_than_half_the_budget)
 {
-    check_long_units_until_conclusive(true, 5000);  /* graph launches of 5 ms under time:500 */
-    check_long_units_until_conclusive(false, 2000); /* kernels of 2 ms, from the first launch on */
+    check_long_units_until_conclusive(true, false, 5000); /* whole graph launches of 5 ms under time:500 */
+    check_long_units_until_conclusive(false, false, 2000); /* kernels of 2 ms, from the first launch on */
+}
+
+/* The same lower graphs of 5 ms (10 kernels of 500 us) launched in parts: a job finds at most one
+ * part (500 us) ahead of its first kernel, not the whole graph. */
+TEST(graph_split_leaves_a_job_at_most_one_part_ahead)
+{
+    check_long_units_until_conclusive(true, true, 5000);
+}
+
+/* The graph launches of the `graph_parts` worker, in order: the kernels each ran ("graph:K"). */
+static int graph_launch_sizes(const char *const *env, const char *const *args, int *sizes, int max)
+{
+    struct setup s;
+    int n = -1;
+    if (!setup_begin(&s, "parts", 2000000000ull))
+        return -1;
+    char shm[96];
+    snprintf(shm, sizeof shm, "GPUYIELD_SHM=%s", s.tag);
+    const char *full[8] = {shm};
+    for (int i = 0; env[i] && i < 6; i++)
+        full[i + 1] = env[i];
+    struct worker w;
+    if (spawn(&s, &w, full, args)) {
+        CHECK(wait_exit(&w) == 0, "graph_parts worker failed");
+        struct fake_log log;
+        if (read_log(&s, &log)) {
+            n = 0;
+            for (int i = 0; i < log.n; i++) {
+                const struct fake_kernel *k = &log.kernels[i];
+                if (k->pid == w.pid && strcmp(k->kind, "graph") == 0 && n < max)
+                    sizes[n++] = atoi(k->name + strlen("graph:"));
+            }
+            CHECK(log.violations == 0, "%s", log.first_violation);
+            fake_log_free(&log);
+        }
+        if (gy_test_failures_in_current)
+            dump(&w);
+    }
+    setup_end(&s);
+    return n;
+}
+
+/* A graph of 8 kernels of 100 us (800 us) under time:500: launched whole until 3 launches are
+ * timed (a timing is read only once the GPU has passed it: no wait), then as 4 parts of 2 kernels
+ * (about US/2 each) in order; once changed in place, whole again. */
+TEST(graph_split_launches_a_long_graph_in_parts)
+{
+    const char *env[] = {"GPUYIELD_MODE=time:500", "GPUYIELD_VERBOSE=1", NULL};
+    const char *args[] = {"graph_parts", "100", "10", "0", NULL};
+    int sizes[128];
+    int n = graph_launch_sizes(env, args, sizes, 128);
+    int i = 0, whole_before = 0, cut_replays = 0, whole_after = 0, kernels = 0;
+    for (; i < n && sizes[i] == 8 && whole_before < 10; i++)
+        whole_before++;
+    for (; i + 3 < n && sizes[i] == 2 && sizes[i + 1] == 2 && sizes[i + 2] == 2 && sizes[i + 3] == 2; i += 4)
+        cut_replays++;
+    for (; i < n && sizes[i] == 8; i++)
+        whole_after++;
+    for (int k = 0; k < n; k++)
+        kernels += sizes[k];
+    CHECK(i == n && n > 0, "graph launch %d ran %d kernels: not whole (8) nor one of 4 parts (2)", i, i < n ? sizes[i] : -1);
+    CHECK(whole_before >= 3 && whole_before + cut_replays == 10,
+          "%d whole launches then %d replays in parts before the change: expected 3 or more timed whole, then parts",
+          whole_before, cut_replays);
+    CHECK(cut_replays >= 4, "only %d of 10 replays in parts", cut_replays);
+    CHECK(whole_after == 10, "%d whole launches after the change in place, expected 10", whole_after);
+    CHECK(kernels == 20 * 8, "%d kernels ran in 20 replays of 8", kernels);
+}
+
+/* Launched whole: GPUYIELD_GRAPH_SPLIT=off; a graph with a memory-allocation node; a graph no
+ * longer than US/2; a process above priority 0; a process under event:N (no time to cut by). */
+TEST(graph_split_leaves_graphs_whole_where_it_must)
+{
+    const char *off[] = {"GPUYIELD_MODE=time:500", "GPUYIELD_GRAPH_SPLIT=off", NULL};
+    const char *alloc[] = {"GPUYIELD_MODE=time:500", NULL};
+    const char *short_graph[] = {"GPUYIELD_MODE=time:2000", NULL};
+    const char *higher[] = {"GPUYIELD_MODE=time:500", "GPUYIELD_PRIORITY=1", NULL};
+    const char *event[] = {"GPUYIELD_MODE=event:4", NULL};
+    const char *const *envs[] = {off, alloc, short_graph, higher, event};
+    const char *names[] = {"off", "alloc node", "800 us under time:2000", "priority 1", "event:4"};
+    for (int c = 0; c < 5; c++) {
+        const char *args[] = {"graph_parts", "100", "6", c == 1 ? "1" : "0", NULL};
+        int sizes[64];
+        int n = graph_launch_sizes(envs[c], args, sizes, 64);
+        CHECK(n == 12, "%s: %d graph launches ran, expected 12 whole", names[c], n);
+        for (int i = 0; i < n; i++)
+            CHECK(sizes[i] == 8, "%s: graph launch %d ran %d kernels, expected the whole 8", names[c], i, sizes[i]);
+    }
 }
 
 TEST(mode_none_leaves_the_queue_unbounded)

@@ -1,0 +1,242 @@
+/* Graphs of the fake driver: nodes and edges, made by stream capture (a chain), by fkGraphAddNode
+ * (tests), or by cloning; instantiated into a unit that lasts the sum of its nodes' durations and
+ * is logged as "graph:K" (K: the kernels it runs). Clone, node lookup in a clone, node removal
+ * and the edge list are what hooks/graph_split.c uses to cut a graph into parts. */
+#include <stdlib.h>
+
+#include "fake_internal.h"
+
+static void *grow(void *array, unsigned *cap, unsigned need, size_t size)
+{
+    if (need <= *cap)
+        return array;
+    unsigned cap2 = *cap ? 2 * *cap : 8;
+    while (cap2 < need)
+        cap2 *= 2;
+    void *bigger = realloc(array, cap2 * size);
+    if (!bigger)
+        abort();
+    *cap = cap2;
+    return bigger;
+}
+
+static struct CUgraphNode_st *add_node(struct CUgraph_st *g, CUgraphNodeType type, uint64_t ns, unsigned kernels)
+{
+    struct CUgraphNode_st *node = calloc(1, sizeof *node);
+    if (!node)
+        abort();
+    *node = (struct CUgraphNode_st){.graph = g, .type = type, .ns = ns, .kernels = kernels};
+    g->nodes = grow(g->nodes, &g->cap, g->n + 1, sizeof *g->nodes);
+    g->nodes[g->n++] = node;
+    return node;
+}
+
+static void add_edge(struct CUgraph_st *g, struct CUgraphNode_st *from, struct CUgraphNode_st *to)
+{
+    g->edges = grow(g->edges, &g->edges_cap, g->n_edges + 1, sizeof *g->edges);
+    g->edges[g->n_edges++] = (struct fk_edge){from, to};
+}
+
+void fk_capture_node_locked(struct CUgraph_st *g, CUgraphNodeType type, uint64_t ns, unsigned kernels)
+{
+    struct CUgraphNode_st *last = g->n ? g->nodes[g->n - 1] : NULL;
+    struct CUgraphNode_st *node = add_node(g, type, ns, kernels);
+    if (last)
+        add_edge(g, last, node);
+}
+
+FK_EXPORT CUresult cuGraphCreate(CUgraph *graph, unsigned flags)
+{
+    if (!graph || flags)
+        return CUDA_ERROR_INVALID_VALUE;
+    *graph = calloc(1, sizeof **graph);
+    if (!*graph)
+        abort();
+    return CUDA_SUCCESS;
+}
+
+FK_EXPORT CUresult fkGraphAddNode(CUgraphNode *node, CUgraph graph, CUgraphNode after, CUgraphNodeType type,
+                                  unsigned long long ns)
+{
+    if (!node || !graph || (after && after->graph != graph))
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&fk_lock);
+    *node = add_node(graph, type, ns, type == CU_GRAPH_NODE_TYPE_KERNEL);
+    if (after)
+        add_edge(graph, after, *node);
+    pthread_mutex_unlock(&fk_lock);
+    return CUDA_SUCCESS;
+}
+
+FK_EXPORT CUresult fkGraphAddEdge(CUgraph graph, CUgraphNode from, CUgraphNode to)
+{
+    if (!graph || !from || !to || from->graph != graph || to->graph != graph)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&fk_lock);
+    add_edge(graph, from, to);
+    pthread_mutex_unlock(&fk_lock);
+    return CUDA_SUCCESS;
+}
+
+static void exec_from(struct CUgraphExec_st *e, const struct CUgraph_st *g)
+{
+    *e = (struct CUgraphExec_st){.nodes = g->n};
+    for (unsigned i = 0; i < g->n; i++) {
+        e->total_ns += g->nodes[i]->ns;
+        e->kernels += g->nodes[i]->kernels;
+    }
+}
+
+FK_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph, unsigned long long flags)
+{
+    if (!exec || !graph || (flags & ~0xfull))
+        return CUDA_ERROR_INVALID_VALUE;
+    struct CUgraphExec_st *e = calloc(1, sizeof *e);
+    if (!e)
+        abort();
+    pthread_mutex_lock(&fk_lock);
+    exec_from(e, graph);
+    pthread_mutex_unlock(&fk_lock);
+    *exec = e;
+    return CUDA_SUCCESS;
+}
+
+FK_EXPORT CUresult cuGraphInstantiateWithParams(CUgraphExec *exec, CUgraph graph, CUDA_GRAPH_INSTANTIATE_PARAMS *params)
+{
+    if (!params)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult rc = cuGraphInstantiateWithFlags(exec, graph, params->flags & ~2ull); /* 2: upload (nothing to do) */
+    params->result_out = rc == CUDA_SUCCESS ? 0 : 1;
+    return rc;
+}
+
+FK_EXPORT CUresult cuGraphDestroy(CUgraph graph)
+{
+    if (!graph)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (unsigned i = 0; i < graph->n; i++)
+        free(graph->nodes[i]);
+    free(graph->nodes);
+    free(graph->edges);
+    free(graph);
+    return CUDA_SUCCESS;
+}
+
+FK_EXPORT CUresult cuGraphExecDestroy(CUgraphExec exec)
+{
+    free(exec);
+    return CUDA_SUCCESS;
+}
+
+FK_EXPORT CUresult cuGraphClone(CUgraph *clone, CUgraph original)
+{
+    if (!clone || !original)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct CUgraph_st *g = calloc(1, sizeof *g);
+    if (!g)
+        abort();
+    pthread_mutex_lock(&fk_lock);
+    for (unsigned i = 0; i < original->n; i++) {
+        const struct CUgraphNode_st *o = original->nodes[i];
+        add_node(g, o->type, o->ns, o->kernels)->of = o;
+    }
+    for (unsigned e = 0; e < original->n_edges; e++) {
+        unsigned from = 0, to = 0;
+        while (original->nodes[from] != original->edges[e].from)
+            from++;
+        while (original->nodes[to] != original->edges[e].to)
+            to++;
+        add_edge(g, g->nodes[from], g->nodes[to]);
+    }
+    pthread_mutex_unlock(&fk_lock);
+    *clone = g;
+    return CUDA_SUCCESS;
+}
+
+/* The two-call pattern of the real driver: NULL arrays ask for the count; arrays get at most
+ * *count entries, the rest NULL, and *count becomes the number there is. */
+FK_EXPORT CUresult cuGraphGetNodes(CUgraph graph, CUgraphNode *nodes, size_t *count)
+{
+    if (!graph || !count)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&fk_lock);
+    for (size_t i = 0; nodes && i < *count; i++)
+        nodes[i] = i < graph->n ? graph->nodes[i] : NULL;
+    *count = graph->n;
+    pthread_mutex_unlock(&fk_lock);
+    return CUDA_SUCCESS;
+}
+
+FK_EXPORT CUresult cuGraphGetEdges_v2(CUgraph graph, CUgraphNode *from, CUgraphNode *to, CUgraphEdgeData *data,
+                                      size_t *count)
+{
+    if (!graph || !count || data || (!from) != (!to))
+        return CUDA_ERROR_INVALID_VALUE; /* edge data: the hooks never ask for it */
+    pthread_mutex_lock(&fk_lock);
+    for (size_t i = 0; from && i < *count; i++) {
+        from[i] = i < graph->n_edges ? graph->edges[i].from : NULL;
+        to[i] = i < graph->n_edges ? graph->edges[i].to : NULL;
+    }
+    *count = graph->n_edges;
+    pthread_mutex_unlock(&fk_lock);
+    return CUDA_SUCCESS;
+}
+
+FK_EXPORT CUresult cuGraphNodeGetType(CUgraphNode node, CUgraphNodeType *type)
+{
+    if (!node || !type)
+        return CUDA_ERROR_INVALID_VALUE;
+    *type = node->type;
+    return CUDA_SUCCESS;
+}
+
+FK_EXPORT CUresult cuGraphNodeFindInClone(CUgraphNode *node, CUgraphNode original, CUgraph clone)
+{
+    if (!node || !original || !clone)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&fk_lock);
+    *node = NULL;
+    for (unsigned i = 0; i < clone->n && !*node; i++)
+        if (clone->nodes[i]->of == original)
+            *node = clone->nodes[i];
+    pthread_mutex_unlock(&fk_lock);
+    return *node ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+FK_EXPORT CUresult cuGraphDestroyNode(CUgraphNode node)
+{
+    if (!node)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&fk_lock);
+    struct CUgraph_st *g = node->graph;
+    unsigned kept = 0;
+    for (unsigned e = 0; e < g->n_edges; e++)
+        if (g->edges[e].from != node && g->edges[e].to != node)
+            g->edges[kept++] = g->edges[e];
+    g->n_edges = kept;
+    kept = 0;
+    for (unsigned i = 0; i < g->n; i++)
+        if (g->nodes[i] != node)
+            g->nodes[kept++] = g->nodes[i];
+    g->n = kept;
+    pthread_mutex_unlock(&fk_lock);
+    free(node);
+    return CUDA_SUCCESS;
+}
+
+/* In-place changes of an instantiated graph: an update takes the new graph's work. */
+FK_EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec exec, CUgraph graph, void *result_info)
+{
+    (void)result_info;
+    if (!exec || !graph)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&fk_lock);
+    exec_from(exec, graph);
+    pthread_mutex_unlock(&fk_lock);
+    return CUDA_SUCCESS;
+}
+
+FK_EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec exec, CUgraphNode node, const void *params)
+{
+    return exec && node && params ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
