@@ -32,6 +32,8 @@ controlled, marking its jobs on the corun segment, the LP idle), corun_auto and 
 segment with that arm pinned by `expcontroller guard-force`, stop still interleaved at a quarter of
 the HP's jobs; each cell starts with a guard-reset and the pin; not by default), corun_block (corun on a
 segment of its own, the LP's queue-bound waits blocking at once: GPUYIELD_SPIN_US=0; not by default),
+corun_whole (corun on a segment of its own, the LP's CUDA graphs launched whole:
+GPUYIELD_GRAPH_SPLIT=off, where the default cuts a long one into parts; not by default),
 lp_mps_alone, lp_ctl_alone and lp_block_alone (the LP's own cost of control, the HP idle: an MPS
 client at client priority 1 without the hook; hooked on the corun segment under --lp-mode; the same
 with blocking waits; LP ratio only; not by default), corun@MODE and lp_ctl@MODE for MODE in
@@ -67,7 +69,7 @@ import time
 from .stats import nearest_rank, percentile_of, rate_of, ratio_two_stage
 
 HP_KINDS = ("gemm", "small", "frcnn720", "bert")
-LP_KINDS = ("gemm", "resnet50train", "graph", "frcnn1440")
+LP_KINDS = ("gemm", "resnet50train", "graph", "frcnn1440", "graphr50")
 LOADS = {"poisson-25": 0.25, "poisson-60": 0.60}
 # setup: (process group, roles that run, does the HP mark its jobs)
 SETUP = {
@@ -93,6 +95,9 @@ SETUP = {
     # issue 26's blocking LP waits: corun on a segment of its own, the LP's queue-bound waits
     # blocking at once (GPUYIELD_SPIN_US=0) instead of polling up to 1 ms first
     "corun_block": ("corunblock", ("hp", "lp"), True),
+    # corun with the LP's CUDA graphs launched whole (GPUYIELD_GRAPH_SPLIT=off), on a segment of its
+    # own: what cutting a graph into parts (the default) changes, side by side
+    "corun_whole": ("corunwhole", ("hp", "lp"), True),
     # The LP's own cost of being controlled, the HP idle (issue 26: corun's LP lost 0.06-0.16 more
     # than stopping during the HP's jobs explains): as an MPS client at client priority 1, no hook;
     # hooked on a corun segment (its queue bound, --lp-mode); the same with blocking waits.
@@ -119,7 +124,7 @@ for _group, _mode in MODE_GROUPS.items():
 DEFAULT_SETUPS = ("hp_alone", "lp_alone", "nocontrol", "mps", "corun", "partition", "hp_ctl_alone")
 COST_SETUPS = ("hp_mps_alone", "hp_hook_alone", "hp_mark_alone")
 AUTO_GROUPS = ("corunauto", "corunautoshort")  # the HP under GPUYIELD_JOBS=auto, on a corun segment
-POLICY_GROUPS = ("corun", "partition", "guarded", "guardeddepth", "corunblock") + AUTO_GROUPS + tuple(ARM_GROUPS) + tuple(MODE_GROUPS)
+POLICY_GROUPS = ("corun", "partition", "guarded", "guardeddepth", "corunblock", "corunwhole") + AUTO_GROUPS + tuple(ARM_GROUPS) + tuple(MODE_GROUPS)
 MPS_GROUPS = ("mps", "markonly") + POLICY_GROUPS
 LEARNING_GROUPS = {"guarded": "guarded", "guardeddepth": "guarded_depth"}  # group -> its setup; they learn first
 GUARDED_GROUPS = tuple(LEARNING_GROUPS) + tuple(ARM_GROUPS)  # segments of policy guarded (their status has arms)
@@ -270,6 +275,8 @@ def group_env(args, group, role, segments, mps_dirs):
             env["GPUYIELD_IDLE_US"] = str(args.auto_idle_us)
         if group == "corunblock" and role == "lp":
             env["GPUYIELD_SPIN_US"] = "0"
+        if group == "corunwhole" and role == "lp":
+            env["GPUYIELD_GRAPH_SPLIT"] = "off"
     if group == "markonly":
         env["GPUYIELD_SHM"] = segments["corun"]
         env["GPUYIELD_PRIORITY"] = "1"
@@ -302,7 +309,7 @@ class Tools:
 
     def create_segment(self, group):
         """The segment of a hooked group (its own: setups never share one), under the group's policy."""
-        policy = ("corun" if group in AUTO_GROUPS + ("corunblock",) + tuple(MODE_GROUPS)
+        policy = ("corun" if group in AUTO_GROUPS + ("corunblock", "corunwhole") + tuple(MODE_GROUPS)
                   else "guarded" if group in GUARDED_GROUPS else group)
         name = f"{self.tag}-{group}"
         words = ["create", "--name", name, "--policy", policy] + (["--guard-depth"] if group == "guardeddepth" else [])
@@ -700,7 +707,7 @@ def write_outputs(raws, out):
         print(f"matrix: no plots ({e})")
 
 
-SUMMARY_SETUPS = (("nocontrol", "mps", "corun", "corun_block", "partition", "guarded", "guarded_depth", "corun_auto",
+SUMMARY_SETUPS = (("nocontrol", "mps", "corun", "corun_whole", "corun_block", "partition", "guarded", "guarded_depth", "corun_auto",
                    "corun_auto_short", "hp_ctl_alone", "lp_mps_alone", "lp_ctl_alone", "lp_block_alone")
                   + tuple(f"arm:{a}" for a in GUARD_ARMS) + tuple(f"{k}@{m}" for m in LP_MODE_VARIANTS
                                                                  for k in ("corun", "lp_ctl")))

@@ -12,10 +12,12 @@ LP kinds (a unit = one step, queued without a synchronisation: the LP keeps the 
   resnet50train  ResNet-50 SGD training step, batch 64, 224x224
   graph          a torch.cuda.CUDAGraph of 2 x (2048^2 matmul + tanh) replayed (about 0.7 ms a replay)
   frcnn1440      FasterRCNN inference on one 1440x2560 image (the reference LP)
+  graphr50       ResNet-50 inference, batch 64, captured once as a torch.cuda.CUDAGraph and replayed
+                 (a few hundred kernels, several ms a replay: a served model under CUDA graphs)
 """
 
 HP_KINDS = ("gemm", "small", "frcnn720", "bert")
-LP_KINDS = ("gemm", "resnet50train", "graph", "frcnn1440")
+LP_KINDS = ("gemm", "resnet50train", "graph", "frcnn1440", "graphr50")
 
 
 def _gemm_chain(torch, dev, n):
@@ -101,6 +103,25 @@ def _graph(torch, dev):
     return unit
 
 
+def _graph_resnet(torch, torchvision, dev):
+    torch.manual_seed(0)
+    model = torchvision.models.resnet50(weights=None).to(dev).eval()
+    x = torch.randn(64, 3, 224, 224, device=dev)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.inference_mode(), torch.cuda.stream(side):  # warm-up off the default stream
+        for _ in range(3):
+            model(x)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.inference_mode(), torch.cuda.graph(graph):
+        out = model(x)
+
+    def unit(_output=out):
+        graph.replay()
+    return unit
+
+
 class TorchBackend:
     """What matrix_worker needs from torch: build a kind, synchronise, and measure how busy one
     HP job keeps the GPU (CUPTI through torch.profiler: the union of kernel intervals)."""
@@ -119,7 +140,8 @@ class TorchBackend:
                      "frcnn720": lambda: _frcnn(t, tv, dev, 720, 1280), "bert": lambda: _bert(t, dev)}
         else:
             table = {"gemm": lambda: _gemm_chain(t, dev, 4), "resnet50train": lambda: _resnet_train(t, tv, dev),
-                     "graph": lambda: _graph(t, dev), "frcnn1440": lambda: _frcnn(t, tv, dev, 1440, 2560)}
+                     "graph": lambda: _graph(t, dev), "frcnn1440": lambda: _frcnn(t, tv, dev, 1440, 2560),
+                     "graphr50": lambda: _graph_resnet(t, tv, dev)}
         if kind not in table:
             raise ValueError(f"unknown {role} kind '{kind}': use one of {', '.join(table)}")
         return table[kind]()

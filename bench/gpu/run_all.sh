@@ -53,6 +53,8 @@ for stage in "${stages[@]}"; do
             echo "partition-proof exit $?" ;;
     disjoint-proof) PY=$PY bash bench/gpu/disjoint_proof.sh "$B" "$R/disjoint-proof" "$OUT" 2>&1
             echo "disjoint-proof exit $?" ;;
+    graph-split) PY=$PY bash bench/gpu/graph_split_check.sh "$B" "$R/graph-split" 2>&1 | tail -60
+            echo "graph-split exit ${PIPESTATUS[0]}"; cp "$R/graph-split/graph_split_check.json" "$OUT/" 2>/dev/null ;;
     smoke) bash bench/gpu/smoke.sh "$B" "$R/smoke" ;;
     proof) BUILD=$B OUT=$R/proof DUR=${DUR:-30} bash bench/gpu/run_exp_proof.sh 2>&1 | tail -40 ;;
     nsight) OUT=$R/nsight BUILD=$B bash bench/gpu/nsight_input_control.sh 2>&1 | tail -30 ;;

@@ -362,6 +362,19 @@ def test_corun_block_is_corun_with_the_lps_waits_blocking_at_once():
     assert "GPUYIELD_SPIN_US" not in matrix.group_env(args, "corun", "lp", segments, ("/pipe", "/log"))
 
 
+def test_corun_whole_is_corun_with_the_lps_graphs_launched_whole():
+    """corun_whole: a corun segment of its own, GPUYIELD_GRAPH_SPLIT=off in its LP only; corun's LP
+    keeps the hook's default (graphs cut into parts)."""
+    args = argparse.Namespace(build="/b", lp_mode="time:500", partition_sms=16)
+    segments = {"corun": "s-corun", "corunwhole": "s-whole"}
+    assert matrix.SETUP["corun_whole"] == ("corunwhole", ("hp", "lp"), True)
+    lp = matrix.group_env(args, "corunwhole", "lp", segments, ("/pipe", "/log"))
+    hp = matrix.group_env(args, "corunwhole", "hp", segments, ("/pipe", "/log"))
+    assert lp["GPUYIELD_GRAPH_SPLIT"] == "off" and lp["GPUYIELD_SHM"] == "s-whole" and lp["GPUYIELD_MODE"] == "time:500"
+    assert "GPUYIELD_GRAPH_SPLIT" not in hp and hp["GPUYIELD_PRIORITY"] == "1"
+    assert "GPUYIELD_GRAPH_SPLIT" not in matrix.group_env(args, "corun", "lp", segments, ("/pipe", "/log"))
+
+
 def test_lp_only_cost_setups_have_an_lp_ratio_and_no_hp_verdict():
     raw = synthetic_raw(slow=1.0, lp_share=0.6)
     for r in range(2):

@@ -1,0 +1,94 @@
+"""One process's side of the graph-split check (bench/gpu/graph_split_check.sh): build CUDA graphs
+of different shapes with torch, replay each, and save their outputs and replay times, so that a run
+whose graphs were launched in parts (GPUYIELD_GRAPH_SPLIT=auto) can be compared bit for bit with
+one that launched them whole (off).
+
+Graphs: gemm2 (the matrix's LP graph: 2 x (2048^2 matmul + tanh)); r50 (ResNet-50 inference, batch
+64: hundreds of kernels); branches (work forked onto a side stream inside the capture and joined:
+parallel branches, a memset and a device copy).
+
+  python3 bench/gpu/graph_split_probe.py OUT.pt [REPLAYS]
+"""
+import statistics
+import sys
+import time
+
+import torch
+import torchvision
+
+
+def capture(fn):
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = fn()
+    return graph, out
+
+
+def gemm2():
+    a = torch.randn(2048, 2048, device="cuda")
+    b = torch.randn(2048, 2048, device="cuda") / 45.0
+    return lambda: torch.tanh(torch.tanh(a @ b) @ b)
+
+
+def r50():
+    model = torchvision.models.resnet50(weights=None).cuda().eval()
+    x = torch.randn(64, 3, 224, 224, device="cuda")
+
+    def run():
+        with torch.inference_mode():
+            return model(x)
+    return run
+
+
+def branches():
+    a = torch.randn(1024, 1024, device="cuda")
+    buf = torch.empty(1024, 1024, device="cuda")
+
+    def run():
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        left = torch.relu(a @ a)
+        with torch.cuda.stream(s):
+            buf.zero_()            # a memset node
+            right = torch.sigmoid(a @ a.t())
+            buf.copy_(right)       # a device-to-device copy node
+        torch.cuda.current_stream().wait_stream(s)
+        return left + buf
+    return run
+
+
+def main():
+    out_path, replays = sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 30
+    torch.manual_seed(0)
+    results = {}
+    for name, make in (("gemm2", gemm2), ("r50", r50), ("branches", branches)):
+        graph, out = capture(make())
+        times = []
+        for _ in range(replays):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            graph.replay()
+            torch.cuda.synchronize()
+            times.append((time.perf_counter() - t0) * 1e3)
+        # Back to back, no synchronisation between replays: the throughput an LP sees.
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(replays):
+            graph.replay()
+        torch.cuda.synchronize()
+        per_replay_ms = (time.perf_counter() - t0) * 1e3 / replays
+        results[name] = {"out": out.detach().float().cpu().clone(), "replay_ms_p50": statistics.median(times),
+                         "back_to_back_ms": per_replay_ms}
+        print(f"{name}: replay p50 {statistics.median(times):.3f} ms, back to back {per_replay_ms:.3f} ms a replay",
+              flush=True)
+    torch.save(results, out_path)
+
+
+if __name__ == "__main__":
+    main()
