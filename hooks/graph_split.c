@@ -80,8 +80,12 @@ void gy_graph_split_instantiated(gy_cu_graph_exec exec, gy_cu_graph graph, unsig
         return;
     gy_pfn_graph_clone clone = (gy_pfn_graph_clone)gy_real(GY_FN_GRAPH_CLONE);
     struct gy_split_exec *e = calloc(1, sizeof *e);
-    if (!clone || !e || clone(&e->copy, graph) != GY_CUDA_SUCCESS) {
+    gy_cu_result rc = clone && e ? clone(&e->copy, graph) : GY_CUDA_ERROR_NOT_INITIALIZED;
+    if (rc != GY_CUDA_SUCCESS) {
         free(e);
+        if (gy_config()->verbose)
+            fprintf(stderr, "gpuyield: pid %d: a CUDA graph could not be copied (cuGraphClone: %d): it runs whole\n",
+                    (int)getpid(), rc);
         return; /* launched whole, as without the entry */
     }
     e->exec = exec;
@@ -323,6 +327,9 @@ static void decide(struct gy_split_exec *e)
     if (parts >= 2 && gy_config()->verbose)
         fprintf(stderr, "gpuyield: pid %d: a CUDA graph of %.0f us a launch runs whole, beyond time:%lu: it has a "
                 "node that cannot be cut (memory allocation or free, conditional) or the driver could not cut it\n",
+                (int)getpid(), e->shortest_ns / 1000, gy_client.group);
+    else if (gy_config()->verbose)
+        fprintf(stderr, "gpuyield: pid %d: a CUDA graph of %.0f us a launch runs whole (within time:%lu / 2)\n",
                 (int)getpid(), e->shortest_ns / 1000, gy_client.group);
     release(e);
     e->state = WHOLE;

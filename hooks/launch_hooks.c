@@ -115,20 +115,20 @@ GY_EXPORT gy_cu_result cuLaunchCooperativeKernel_ptsz(GY_LAUNCH_ARGS, void **par
 /* A graph launch through the gate and the bound; timed between two events (graph_split.h)
  * when its plan asks. */
 static gy_cu_result launch_timed(gy_pfn_graph_launch real, gy_cu_graph_exec exec, gy_cu_stream target,
-                                 struct gy_graph_plan *plan)
+                                 gy_cu_stream normalized, struct gy_graph_plan *plan)
 {
     if (!plan || !plan->timing)
         return real(exec, target);
-    gy_graph_split_time_start(plan, target);
+    gy_graph_split_time_start(plan, normalized); /* events on the stream NULL means for this entry point */
     gy_cu_result rc = real(exec, target);
-    gy_graph_split_time_end(plan, target, rc == GY_CUDA_SUCCESS);
+    gy_graph_split_time_end(plan, normalized, rc == GY_CUDA_SUCCESS);
     return rc;
 }
 
 static gy_cu_result gated_graph(gy_pfn_graph_launch real, gy_cu_graph_exec exec, gy_cu_stream stream,
                                 gy_cu_stream normalized, struct gy_graph_plan *plan)
 {
-    GATED_CALL(stream, normalized, true, launch_timed(real, exec, target, plan));
+    GATED_CALL(stream, normalized, true, launch_timed(real, exec, target, normalized, plan));
 }
 
 /* In a process that cuts graphs, a long graph is launched as its parts, each through the gate:

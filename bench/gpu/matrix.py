@@ -277,6 +277,8 @@ def group_env(args, group, role, segments, mps_dirs):
             env["GPUYIELD_SPIN_US"] = "0"
         if group == "corunwhole" and role == "lp":
             env["GPUYIELD_GRAPH_SPLIT"] = "off"
+        if role == "lp":
+            env["GPUYIELD_VERBOSE"] = "1"  # its log says which CUDA graphs it cut into parts
     if group == "markonly":
         env["GPUYIELD_SHM"] = segments["corun"]
         env["GPUYIELD_PRIORITY"] = "1"
