@@ -16,7 +16,10 @@ typedef struct gy_cu_event *gy_cu_event;
 typedef struct gy_cu_graph *gy_cu_graph;
 typedef struct gy_cu_graph_exec *gy_cu_graph_exec;
 typedef struct gy_cu_graph_node *gy_cu_graph_node;
-typedef struct gy_cu_graph_edge_data gy_cu_graph_edge_data; /* only passed through by pointer */
+/* CUgraphEdgeData: a port on each side and a type (programmatic edges); read only to be complete. */
+typedef struct gy_cu_graph_edge_data {
+    unsigned char from_port, to_port, type, reserved[5];
+} gy_cu_graph_edge_data;
 typedef int gy_cu_device;
 typedef struct { char bytes[16]; } gy_cu_uuid; /* CUuuid */
 typedef struct gy_cu_green_ctx *gy_cu_green_ctx;

@@ -88,3 +88,5 @@ _Static_assert(__builtin_types_compatible_p(__typeof__(&cuGraphNodeFindInClone),
 _Static_assert(__builtin_types_compatible_p(__typeof__(&cuGraphExecUpdate_v2),
                                             CUresult (*)(CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo *)),
                "cuGraphExecUpdate_v2 signature");
+_Static_assert(sizeof(gy_cu_graph_edge_data) == sizeof(CUgraphEdgeData), "CUgraphEdgeData size");
+SAME_OFFSET(gy_cu_graph_edge_data, CUgraphEdgeData, type);

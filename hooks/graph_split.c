@@ -158,17 +158,23 @@ static long index_of(const struct handle_index *sorted, size_t n, gy_cu_graph_no
     return hit ? (long)hit->i : -1;
 }
 
-static bool get_edges(gy_cu_graph g, gy_cu_graph_node *from, gy_cu_graph_node *to, size_t *count)
+/* The edges, with their data where the driver has it: a query without the data fails (LOSSY_QUERY)
+ * when an edge is programmatic (cuBLAS captures them on Hopper). The data is not used: a cut turns
+ * every edge across it into stream order, a full dependency. */
+static gy_cu_result get_edges(gy_cu_graph g, gy_cu_graph_node *from, gy_cu_graph_node *to,
+                              gy_cu_graph_edge_data *data, size_t *count)
 {
     gy_pfn_graph_get_edges_v2 v2 = (gy_pfn_graph_get_edges_v2)gy_real(GY_FN_GRAPH_GET_EDGES_V2);
     if (v2)
-        return v2(g, from, to, NULL, count) == GY_CUDA_SUCCESS;
+        return v2(g, from, to, from ? data : NULL, count);
     gy_pfn_graph_get_edges v1 = (gy_pfn_graph_get_edges)gy_real(GY_FN_GRAPH_GET_EDGES);
-    return v1 && v1(g, from, to, count) == GY_CUDA_SUCCESS;
+    return v1 ? v1(g, from, to, count) : GY_CUDA_ERROR_NOT_INITIALIZED;
 }
 
 /* A graph read for cutting: its nodes, whether each does work, its edges as indices. */
 struct graph_view {
+    const char *failed; /* the step that failed, for the VERBOSE line */
+    gy_cu_result rc;
     size_t n, m, units;
     gy_cu_graph_node *nodes;
     bool *works;
@@ -185,16 +191,22 @@ static bool read_nodes(gy_cu_graph g, struct graph_view *v)
 {
     gy_pfn_graph_get_nodes get_nodes = (gy_pfn_graph_get_nodes)gy_real(GY_FN_GRAPH_GET_NODES);
     gy_pfn_graph_node_get_type get_type = (gy_pfn_graph_node_get_type)gy_real(GY_FN_GRAPH_NODE_GET_TYPE);
-    if (!get_nodes || !get_type || get_nodes(g, NULL, &v->n) != GY_CUDA_SUCCESS || v->n < 2)
+    v->failed = "cuGraphGetNodes";
+    if (!get_nodes || !get_type || (v->rc = get_nodes(g, NULL, &v->n)) != GY_CUDA_SUCCESS || v->n < 2)
         return false;
     size_t got = v->n;
     v->nodes = calloc(v->n, sizeof *v->nodes);
     v->works = calloc(v->n, sizeof *v->works);
-    if (!v->nodes || !v->works || get_nodes(g, v->nodes, &got) != GY_CUDA_SUCCESS || got != v->n)
+    if (!v->nodes || !v->works || (v->rc = get_nodes(g, v->nodes, &got)) != GY_CUDA_SUCCESS || got != v->n)
         return false;
     for (size_t i = 0; i < v->n; i++) {
         int type = -1;
-        if (get_type(v->nodes[i], &type) != GY_CUDA_SUCCESS || !cuttable(type))
+        v->failed = "cuGraphNodeGetType";
+        if ((v->rc = get_type(v->nodes[i], &type)) != GY_CUDA_SUCCESS)
+            return false;
+        v->failed = "a node that spans the graph (memory allocation or free, conditional)";
+        v->rc = type;
+        if (!cuttable(type))
             return false;
         v->works[i] = does_work(type);
         v->units += v->works[i];
@@ -204,18 +216,20 @@ static bool read_nodes(gy_cu_graph g, struct graph_view *v)
 
 static bool read_edges(gy_cu_graph g, struct graph_view *v)
 {
-    if (!get_edges(g, NULL, NULL, &v->m))
+    v->failed = "cuGraphGetEdges";
+    if ((v->rc = get_edges(g, NULL, NULL, NULL, &v->m)) != GY_CUDA_SUCCESS)
         return false;
     size_t m = v->m, got = m, n = v->n;
     gy_cu_graph_node *from = calloc(m + 1, sizeof *from), *to = calloc(m + 1, sizeof *to);
+    gy_cu_graph_edge_data *data = calloc(m + 1, sizeof *data);
     struct handle_index *sorted = calloc(n, sizeof *sorted);
     long *src = calloc(m + 1, sizeof *src), *dst = calloc(m + 1, sizeof *dst);
     size_t *fill = calloc(n, sizeof *fill);
     v->first_out = calloc(n + 1, sizeof *v->first_out);
     v->out = calloc(m + 1, sizeof *v->out);
     v->indegree = calloc(n, sizeof *v->indegree);
-    bool ok = from && to && sorted && src && dst && fill && v->first_out && v->out && v->indegree &&
-              get_edges(g, from, to, &got) && got == m;
+    bool ok = from && to && data && sorted && src && dst && fill && v->first_out && v->out && v->indegree &&
+              (v->rc = get_edges(g, from, to, data, &got)) == GY_CUDA_SUCCESS && got == m;
     if (ok) {
         for (size_t i = 0; i < n; i++)
             sorted[i] = (struct handle_index){v->nodes[i], i};
@@ -232,7 +246,7 @@ static bool read_edges(gy_cu_graph g, struct graph_view *v)
         v->first_out[i + 1] += v->first_out[i];
     for (size_t k = 0; ok && k < m; k++)
         v->out[v->first_out[src[k]] + fill[src[k]]++] = (size_t)dst[k];
-    free(from), free(to), free(sorted), free(src), free(dst), free(fill);
+    free(from), free(to), free(data), free(sorted), free(src), free(dst), free(fill);
     return ok;
 }
 
@@ -265,9 +279,11 @@ static unsigned assign_parts(struct graph_view *v, unsigned want, unsigned *part
 }
 
 /* Instantiate part p of e->copy: a clone without the nodes of other parts. */
-static bool make_part(struct gy_split_exec *e, const gy_cu_graph_node *nodes, const unsigned *part, size_t n,
-                      unsigned p, gy_cu_graph_exec *exec)
+static bool make_part(struct gy_split_exec *e, struct graph_view *v, const unsigned *part, unsigned p,
+                      gy_cu_graph_exec *exec)
 {
+    const gy_cu_graph_node *nodes = v->nodes;
+    size_t n = v->n;
     gy_pfn_graph_clone clone = (gy_pfn_graph_clone)gy_real(GY_FN_GRAPH_CLONE);
     gy_pfn_graph_node_find_in_clone find = (gy_pfn_graph_node_find_in_clone)gy_real(GY_FN_GRAPH_NODE_FIND_IN_CLONE);
     gy_pfn_graph_destroy_node destroy_node = (gy_pfn_graph_destroy_node)gy_real(GY_FN_GRAPH_DESTROY_NODE);
@@ -275,32 +291,43 @@ static bool make_part(struct gy_split_exec *e, const gy_cu_graph_node *nodes, co
     gy_pfn_graph_instantiate_with_flags instantiate =
         (gy_pfn_graph_instantiate_with_flags)gy_real(GY_FN_GRAPH_INSTANTIATE_WITH_FLAGS);
     gy_cu_graph g = NULL;
-    if (!clone || !find || !destroy_node || !destroy || !instantiate || clone(&g, e->copy) != GY_CUDA_SUCCESS)
+    v->failed = "cuGraphClone";
+    if (!clone || !find || !destroy_node || !destroy || !instantiate || (v->rc = clone(&g, e->copy)) != GY_CUDA_SUCCESS)
         return false;
     bool ok = true;
     for (size_t i = 0; ok && i < n; i++) {
         gy_cu_graph_node there = NULL;
-        if (part[i] != p)
-            ok = find(&there, nodes[i], g) == GY_CUDA_SUCCESS && destroy_node(there) == GY_CUDA_SUCCESS;
+        v->failed = "cuGraphNodeFindInClone";
+        if (part[i] != p && (v->rc = find(&there, nodes[i], g)) == GY_CUDA_SUCCESS) {
+            v->failed = "cuGraphDestroyNode";
+            v->rc = destroy_node(there);
+        }
+        ok = v->rc == GY_CUDA_SUCCESS;
     }
-    ok = ok && instantiate(exec, g, e->flags) == GY_CUDA_SUCCESS;
+    v->failed = "cuGraphInstantiateWithFlags (a part)";
+    ok = ok && (v->rc = instantiate(exec, g, e->flags)) == GY_CUDA_SUCCESS;
     destroy(g);
     return ok;
 }
 
-/* Cut e into `want` parts (lock held); false leaves it whole. */
-static bool cut(struct gy_split_exec *e, unsigned want)
+/* Cut e into `want` parts (lock held); false leaves it whole, *why (and *rc) saying what failed. */
+static bool cut(struct gy_split_exec *e, unsigned want, const char **why, gy_cu_result *rc)
 {
     struct graph_view v = {0};
     unsigned *part = NULL, parts = 0;
-    if (read_nodes(e->copy, &v) && read_edges(e->copy, &v) && (part = calloc(v.n, sizeof *part)))
+    if (read_nodes(e->copy, &v) && read_edges(e->copy, &v) && (part = calloc(v.n, sizeof *part))) {
+        v.failed = "a topological order (fewer than 2 working nodes, or a cycle)";
+        v.rc = 0;
         parts = assign_parts(&v, want, part);
+    }
     e->parts = parts ? calloc(parts, sizeof *e->parts) : NULL;
     bool ok = e->parts != NULL;
     for (unsigned p = 0; ok && p < parts; p++) {
-        ok = make_part(e, v.nodes, part, v.n, p, &e->parts[p]);
+        ok = make_part(e, &v, part, p, &e->parts[p]);
         e->count = ok ? p + 1 : p;
     }
+    *why = v.failed ? v.failed : "out of memory";
+    *rc = v.rc;
     view_free(&v);
     free(part);
     return ok;
@@ -312,7 +339,9 @@ static void decide(struct gy_split_exec *e)
     double half_ns = (double)gy_client.group * 500.0;
     double want = half_ns > 0 ? e->shortest_ns / half_ns : 0;
     unsigned parts = want > MAX_PARTS ? MAX_PARTS : (unsigned)want + (want > (unsigned)want);
-    if (parts >= 2 && cut(e, parts)) {
+    const char *why = NULL;
+    gy_cu_result rc = 0;
+    if (parts >= 2 && cut(e, parts, &why, &rc)) {
         e->state = CUT;
         gy_pfn_graph_destroy destroy = (gy_pfn_graph_destroy)gy_real(GY_FN_GRAPH_DESTROY);
         if (destroy)
@@ -325,9 +354,9 @@ static void decide(struct gy_split_exec *e)
         return;
     }
     if (parts >= 2 && gy_config()->verbose)
-        fprintf(stderr, "gpuyield: pid %d: a CUDA graph of %.0f us a launch runs whole, beyond time:%lu: it has a "
-                "node that cannot be cut (memory allocation or free, conditional) or the driver could not cut it\n",
-                (int)getpid(), e->shortest_ns / 1000, gy_client.group);
+        fprintf(stderr, "gpuyield: pid %d: a CUDA graph of %.0f us a launch runs whole, beyond time:%lu: cutting it "
+                "failed at %s (%d)\n",
+                (int)getpid(), e->shortest_ns / 1000, gy_client.group, why, rc);
     else if (gy_config()->verbose)
         fprintf(stderr, "gpuyield: pid %d: a CUDA graph of %.0f us a launch runs whole (within time:%lu / 2)\n",
                 (int)getpid(), e->shortest_ns / 1000, gy_client.group);

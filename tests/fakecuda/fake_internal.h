@@ -43,6 +43,7 @@ struct CUgraphNode_st {
 
 struct fk_edge {
     struct CUgraphNode_st *from, *to;
+    unsigned char type; /* 0: full dependency; else programmatic (non-default edge data) */
 };
 
 struct CUgraph_st {

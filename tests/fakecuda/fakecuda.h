@@ -21,7 +21,9 @@ typedef struct CUevent_st *CUevent;
 typedef struct CUgraph_st *CUgraph;
 typedef struct CUgraphExec_st *CUgraphExec;
 typedef struct CUgraphNode_st *CUgraphNode;
-typedef struct CUgraphEdgeData_st CUgraphEdgeData; /* only passed as NULL by the hooks */
+typedef struct CUgraphEdgeData_st {
+    unsigned char from_port, to_port, type, reserved[5];
+} CUgraphEdgeData;
 typedef struct CUgreenCtx_st *CUgreenCtx;
 typedef struct CUdevResourceDesc_st *CUdevResourceDesc;
 typedef void (*CUhostFn)(void *);
@@ -44,6 +46,7 @@ typedef struct {
 #define CUDA_ERROR_NOT_INITIALIZED 3
 #define CUDA_ERROR_INVALID_CONTEXT 201
 #define CUDA_ERROR_INVALID_HANDLE 400
+#define CUDA_ERROR_LOSSY_QUERY 402
 #define CUDA_ERROR_NOT_FOUND 500
 #define CUDA_ERROR_NOT_READY 600
 #define CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED 900
@@ -202,7 +205,9 @@ CUresult cuGraphNodeFindInClone(CUgraphNode *node, CUgraphNode original, CUgraph
 CUresult cuGraphDestroyNode(CUgraphNode node);
 /* Test-only: add a node of `type` lasting `ns` after `after` (NULL: no dependency). */
 CUresult fkGraphAddNode(CUgraphNode *node, CUgraph graph, CUgraphNode after, CUgraphNodeType type, unsigned long long ns);
-CUresult fkGraphAddEdge(CUgraph graph, CUgraphNode from, CUgraphNode to);
+/* type: 0 a full dependency, else a programmatic edge (its data is not default: a query of the
+ * edges without their data fails with CUDA_ERROR_LOSSY_QUERY, as on the real driver). */
+CUresult fkGraphAddEdge(CUgraph graph, CUgraphNode from, CUgraphNode to, unsigned char type);
 CUresult cuGraphExecUpdate_v2(CUgraphExec exec, CUgraph graph, void *result_info);
 CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec exec, CUgraphNode node, const void *params);
 

@@ -2,6 +2,7 @@
  * (tests), or by cloning; instantiated into a unit that lasts the sum of its nodes' durations and
  * is logged as "graph:K" (K: the kernels it runs). Clone, node lookup in a clone, node removal
  * and the edge list are what hooks/graph_split.c uses to cut a graph into parts. */
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "fake_internal.h"
@@ -31,10 +32,10 @@ static struct CUgraphNode_st *add_node(struct CUgraph_st *g, CUgraphNodeType typ
     return node;
 }
 
-static void add_edge(struct CUgraph_st *g, struct CUgraphNode_st *from, struct CUgraphNode_st *to)
+static void add_edge(struct CUgraph_st *g, struct CUgraphNode_st *from, struct CUgraphNode_st *to, unsigned char type)
 {
     g->edges = grow(g->edges, &g->edges_cap, g->n_edges + 1, sizeof *g->edges);
-    g->edges[g->n_edges++] = (struct fk_edge){from, to};
+    g->edges[g->n_edges++] = (struct fk_edge){from, to, type};
 }
 
 void fk_capture_node_locked(struct CUgraph_st *g, CUgraphNodeType type, uint64_t ns, unsigned kernels)
@@ -42,7 +43,7 @@ void fk_capture_node_locked(struct CUgraph_st *g, CUgraphNodeType type, uint64_t
     struct CUgraphNode_st *last = g->n ? g->nodes[g->n - 1] : NULL;
     struct CUgraphNode_st *node = add_node(g, type, ns, kernels);
     if (last)
-        add_edge(g, last, node);
+        add_edge(g, last, node, 0);
 }
 
 FK_EXPORT CUresult cuGraphCreate(CUgraph *graph, unsigned flags)
@@ -63,17 +64,17 @@ FK_EXPORT CUresult fkGraphAddNode(CUgraphNode *node, CUgraph graph, CUgraphNode 
     pthread_mutex_lock(&fk_lock);
     *node = add_node(graph, type, ns, type == CU_GRAPH_NODE_TYPE_KERNEL);
     if (after)
-        add_edge(graph, after, *node);
+        add_edge(graph, after, *node, 0);
     pthread_mutex_unlock(&fk_lock);
     return CUDA_SUCCESS;
 }
 
-FK_EXPORT CUresult fkGraphAddEdge(CUgraph graph, CUgraphNode from, CUgraphNode to)
+FK_EXPORT CUresult fkGraphAddEdge(CUgraph graph, CUgraphNode from, CUgraphNode to, unsigned char type)
 {
     if (!graph || !from || !to || from->graph != graph || to->graph != graph)
         return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&fk_lock);
-    add_edge(graph, from, to);
+    add_edge(graph, from, to, type);
     pthread_mutex_unlock(&fk_lock);
     return CUDA_SUCCESS;
 }
@@ -146,7 +147,7 @@ FK_EXPORT CUresult cuGraphClone(CUgraph *clone, CUgraph original)
             from++;
         while (original->nodes[to] != original->edges[e].to)
             to++;
-        add_edge(g, g->nodes[from], g->nodes[to]);
+        add_edge(g, g->nodes[from], g->nodes[to], original->edges[e].type);
     }
     pthread_mutex_unlock(&fk_lock);
     *clone = g;
@@ -170,16 +171,21 @@ FK_EXPORT CUresult cuGraphGetNodes(CUgraph graph, CUgraphNode *nodes, size_t *co
 FK_EXPORT CUresult cuGraphGetEdges_v2(CUgraph graph, CUgraphNode *from, CUgraphNode *to, CUgraphEdgeData *data,
                                       size_t *count)
 {
-    if (!graph || !count || data || (!from) != (!to))
-        return CUDA_ERROR_INVALID_VALUE; /* edge data: the hooks never ask for it */
+    if (!graph || !count || (!from) != (!to) || (data && !from))
+        return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&fk_lock);
+    bool lossy = false;
     for (size_t i = 0; from && i < *count; i++) {
-        from[i] = i < graph->n_edges ? graph->edges[i].from : NULL;
-        to[i] = i < graph->n_edges ? graph->edges[i].to : NULL;
+        const struct fk_edge *e = i < graph->n_edges ? &graph->edges[i] : NULL;
+        from[i] = e ? e->from : NULL;
+        to[i] = e ? e->to : NULL;
+        if (data)
+            data[i] = (CUgraphEdgeData){.type = e ? e->type : 0};
+        lossy = lossy || (e && e->type && !data);
     }
     *count = graph->n_edges;
     pthread_mutex_unlock(&fk_lock);
-    return CUDA_SUCCESS;
+    return lossy ? CUDA_ERROR_LOSSY_QUERY : CUDA_SUCCESS;
 }
 
 FK_EXPORT CUresult cuGraphNodeGetType(CUgraphNode node, CUgraphNodeType *type)

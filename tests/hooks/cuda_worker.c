@@ -420,7 +420,8 @@ static void scenario_units(long us, bool graph, long ms)
     CU(cuStreamSynchronize(s));
 }
 
-/* A graph of 8 kernels of `us` each: k0, then two branches of 3, joined by an event node, then k7
+/* A graph of 8 kernels of `us` each: k0, then two branches of 3, joined by an event node (one
+ * branch by a programmatic edge: its data must be read, or the driver refuses the query), then k7
  * (with `alloc`, a memory-allocation node before k0: such a graph is never cut). Launched
  * `replays` times on one stream, changed in place (a kernel node's parameters), launched `replays`
  * times more. Prints "graph_parts changed_after=N". */
@@ -440,7 +441,7 @@ static void scenario_graph_parts(long us, int replays, bool alloc)
         CU(fkGraphAddNode(&b, g, b, CU_GRAPH_NODE_TYPE_KERNEL, ns));
     }
     CU(fkGraphAddNode(&join, g, a, CU_GRAPH_NODE_TYPE_EVENT_RECORD, 0));
-    CU(fkGraphAddEdge(g, b, join));
+    CU(fkGraphAddEdge(g, b, join, 1)); /* a programmatic edge, as cuBLAS captures on Hopper */
     CU(fkGraphAddNode(&last, g, join, CU_GRAPH_NODE_TYPE_KERNEL, ns));
     CUgraphExec exec;
     CU(cuGraphInstantiateWithFlags(&exec, g, 0));
