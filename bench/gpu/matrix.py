@@ -33,7 +33,9 @@ segment with that arm pinned by `expcontroller guard-force`, stop still interlea
 the HP's jobs; each cell starts with a guard-reset and the pin; not by default), corun_block (corun on a
 segment of its own, the LP's queue-bound waits blocking at once: GPUYIELD_SPIN_US=0; not by default),
 corun_whole (corun on a segment of its own, the LP's CUDA graphs launched whole:
-GPUYIELD_GRAPH_SPLIT=off, where the default cuts a long one into parts; not by default),
+GPUYIELD_GRAPH_SPLIT=off, where the default cuts a long one into parts; not by default), lp_whole_alone
+(that LP alone, hooked, the HP idle: beside lp_ctl_alone, what launching graphs in parts costs the LP;
+not by default),
 lp_mps_alone, lp_ctl_alone and lp_block_alone (the LP's own cost of control, the HP idle: an MPS
 client at client priority 1 without the hook; hooked on the corun segment under --lp-mode; the same
 with blocking waits; LP ratio only; not by default), corun@MODE and lp_ctl@MODE for MODE in
@@ -98,6 +100,8 @@ SETUP = {
     # corun with the LP's CUDA graphs launched whole (GPUYIELD_GRAPH_SPLIT=off), on a segment of its
     # own: what cutting a graph into parts (the default) changes, side by side
     "corun_whole": ("corunwhole", ("hp", "lp"), True),
+    # ... and that LP alone, hooked, the HP idle (lp_ctl_alone is the same with its graphs in parts)
+    "lp_whole_alone": ("corunwhole", ("lp",), False),
     # The LP's own cost of being controlled, the HP idle (issue 26: corun's LP lost 0.06-0.16 more
     # than stopping during the HP's jobs explains): as an MPS client at client priority 1, no hook;
     # hooked on a corun segment (its queue bound, --lp-mode); the same with blocking waits.
@@ -710,7 +714,7 @@ def write_outputs(raws, out):
 
 
 SUMMARY_SETUPS = (("nocontrol", "mps", "corun", "corun_whole", "corun_block", "partition", "guarded", "guarded_depth", "corun_auto",
-                   "corun_auto_short", "hp_ctl_alone", "lp_mps_alone", "lp_ctl_alone", "lp_block_alone")
+                   "corun_auto_short", "hp_ctl_alone", "lp_mps_alone", "lp_ctl_alone", "lp_whole_alone", "lp_block_alone")
                   + tuple(f"arm:{a}" for a in GUARD_ARMS) + tuple(f"{k}@{m}" for m in LP_MODE_VARIANTS
                                                                  for k in ("corun", "lp_ctl")))
 
