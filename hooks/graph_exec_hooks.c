@@ -18,26 +18,26 @@ GY_EXPORT gy_cu_result cuGraphInstantiateWithFlags(gy_cu_graph_exec *exec, gy_cu
     return real ? instantiated(real(exec, graph, flags), exec, graph, flags) : GY_CUDA_ERROR_NOT_INITIALIZED;
 }
 
-GY_EXPORT gy_cu_result cuGraphInstantiateWithParams(gy_cu_graph_exec *exec, gy_cu_graph graph,
-                                                    gy_cu_graph_instantiate_params *params)
+static gy_cu_result instantiate_with_params(enum gy_fn id, gy_cu_graph_exec *exec, gy_cu_graph graph,
+                                            gy_cu_graph_instantiate_params *params)
 {
-    gy_pfn_graph_instantiate_with_params real =
-        (gy_pfn_graph_instantiate_with_params)gy_real(GY_FN_GRAPH_INSTANTIATE_WITH_PARAMS);
+    gy_pfn_graph_instantiate_with_params real = (gy_pfn_graph_instantiate_with_params)gy_real(id);
     if (!real)
         return GY_CUDA_ERROR_NOT_INITIALIZED;
     gy_cu_result rc = real(exec, graph, params);
     return params ? instantiated(rc, exec, graph, params->flags) : rc;
 }
 
+GY_EXPORT gy_cu_result cuGraphInstantiateWithParams(gy_cu_graph_exec *exec, gy_cu_graph graph,
+                                                    gy_cu_graph_instantiate_params *params)
+{
+    return instantiate_with_params(GY_FN_GRAPH_INSTANTIATE_WITH_PARAMS, exec, graph, params);
+}
+
 GY_EXPORT gy_cu_result cuGraphInstantiateWithParams_ptsz(gy_cu_graph_exec *exec, gy_cu_graph graph,
                                                          gy_cu_graph_instantiate_params *params)
 {
-    gy_pfn_graph_instantiate_with_params real =
-        (gy_pfn_graph_instantiate_with_params)gy_real(GY_FN_GRAPH_INSTANTIATE_WITH_PARAMS_PTSZ);
-    if (!real)
-        return GY_CUDA_ERROR_NOT_INITIALIZED;
-    gy_cu_result rc = real(exec, graph, params);
-    return params ? instantiated(rc, exec, graph, params->flags) : rc;
+    return instantiate_with_params(GY_FN_GRAPH_INSTANTIATE_WITH_PARAMS_PTSZ, exec, graph, params);
 }
 
 GY_EXPORT gy_cu_result cuGraphExecDestroy(gy_cu_graph_exec exec)

@@ -444,14 +444,15 @@ static void scenario_graph_parts(long us, int replays, bool alloc)
     CU(fkGraphAddEdge(g, b, join, 1)); /* a programmatic edge, as cuBLAS captures on Hopper */
     CU(fkGraphAddNode(&last, g, join, CU_GRAPH_NODE_TYPE_KERNEL, ns));
     CUgraphExec exec;
-    CU(cuGraphInstantiateWithFlags(&exec, g, 0));
+    CUDA_GRAPH_INSTANTIATE_PARAMS params = {0}; /* the CUDA 12 entry point (the units scenario: WithFlags) */
+    CU(cuGraphInstantiateWithParams(&exec, g, &params));
     CU(cuGraphDestroy(g)); /* as torch does: the exec outlives its graph */
     CUstream s;
     CU(cuStreamCreate(&s, 0));
     for (int i = 0; i < replays; i++)
         CU(cuGraphLaunch(exec, s));
-    int params = 1;
-    CU(cuGraphExecKernelNodeSetParams_v2(exec, last, &params));
+    int kernel_params = 1;
+    CU(cuGraphExecKernelNodeSetParams_v2(exec, last, &kernel_params));
     for (int i = 0; i < replays; i++)
         CU(cuGraphLaunch(exec, s));
     CU(cuStreamSynchronize(s));
