@@ -72,6 +72,10 @@ _Static_assert(GY_CU_GRAPH_NODE_TYPE_MEM_ALLOC == CU_GRAPH_NODE_TYPE_MEM_ALLOC, 
 _Static_assert(GY_CU_GRAPH_NODE_TYPE_MEM_FREE == CU_GRAPH_NODE_TYPE_MEM_FREE, "mem free node");
 _Static_assert(GY_CU_GRAPH_NODE_TYPE_CONDITIONAL == CU_GRAPH_NODE_TYPE_CONDITIONAL, "conditional node");
 _Static_assert(GY_CU_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH == CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH, "device launch");
+_Static_assert(GY_CU_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH == CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH,
+               "auto free on launch");
+_Static_assert(GY_CU_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY == CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY,
+               "use node priority");
 _Static_assert(sizeof(CUgraphNodeType) == sizeof(int), "node type is an int-sized enum");
 _Static_assert(sizeof(gy_cu_graph_instantiate_params) == sizeof(CUDA_GRAPH_INSTANTIATE_PARAMS), "instantiate params");
 SAME_OFFSET(gy_cu_graph_instantiate_params, CUDA_GRAPH_INSTANTIATE_PARAMS, flags);

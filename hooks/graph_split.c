@@ -74,6 +74,13 @@ static void release(struct gy_split_exec *e)
     e->start = e->end = NULL;
 }
 
+/* Launched whole from now on (lock held). */
+static void give_up(struct gy_split_exec *e)
+{
+    release(e);
+    e->state = WHOLE;
+}
+
 void gy_graph_split_instantiated(gy_cu_graph_exec exec, gy_cu_graph graph, unsigned long long flags)
 {
     if (!exec || !graph || (flags & GY_CU_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH) || !gy_graph_split_on())
@@ -89,7 +96,8 @@ void gy_graph_split_instantiated(gy_cu_graph_exec exec, gy_cu_graph graph, unsig
         return; /* launched whole, as without the entry */
     }
     e->exec = exec;
-    e->flags = flags & 0x9ull; /* auto-free-on-launch, node priorities: what a part may be instantiated with */
+    /* What a part may be instantiated with (cuGraphInstantiateWithFlags refuses the upload flag). */
+    e->flags = flags & (GY_CU_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH | GY_CU_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY);
     pthread_mutex_lock(&lock);
     struct gy_split_exec **at = find_locked(exec);
     if (*at) { /* a handle reused after a destroy we did not see: the new graph replaces it */
@@ -117,10 +125,8 @@ void gy_graph_split_changed(gy_cu_graph_exec exec)
 {
     pthread_mutex_lock(&lock);
     struct gy_split_exec *e = *find_locked(exec);
-    if (e && e->state != WHOLE) {
-        release(e);
-        e->state = WHOLE;
-    }
+    if (e && e->state != WHOLE)
+        give_up(e);
     pthread_mutex_unlock(&lock);
 }
 
@@ -360,8 +366,7 @@ static void decide(struct gy_split_exec *e)
     else if (gy_config()->verbose)
         fprintf(stderr, "gpuyield: pid %d: a CUDA graph of %.0f us a launch runs whole (within time:%lu / 2)\n",
                 (int)getpid(), e->shortest_ns / 1000, gy_client.group);
-    release(e);
-    e->state = WHOLE;
+    give_up(e);
 }
 
 /* The end of the last timed launch, if the GPU has reached it (lock held). */
@@ -377,8 +382,7 @@ static void read_timing(struct gy_split_exec *e)
     float ms = -1;
     e->end_pending = false;
     if (state != GY_CUDA_SUCCESS || !elapsed || elapsed(&ms, e->start, e->end) != GY_CUDA_SUCCESS || ms < 0) {
-        release(e);
-        e->state = WHOLE; /* cannot time it: whole, as before */
+        give_up(e); /* cannot time it: whole, as before */
         return;
     }
     double ns = (double)ms * 1e6;
@@ -420,10 +424,8 @@ void gy_graph_split_time_start(struct gy_graph_plan *plan, gy_cu_stream stream)
 {
     pthread_mutex_lock(&lock);
     struct gy_split_exec *e = plan->timing;
-    if (e->state == TIMING && !e->end_pending && !record(&e->start, stream)) {
-        release(e);
-        e->state = WHOLE;
-    }
+    if (e->state == TIMING && !e->end_pending && !record(&e->start, stream))
+        give_up(e);
     pthread_mutex_unlock(&lock);
 }
 
@@ -433,10 +435,8 @@ void gy_graph_split_time_end(struct gy_graph_plan *plan, gy_cu_stream stream, bo
     struct gy_split_exec *e = plan->timing;
     if (e->state == TIMING && !e->end_pending && launched) {
         e->end_pending = record(&e->end, stream);
-        if (!e->end_pending) {
-            release(e);
-            e->state = WHOLE;
-        }
+        if (!e->end_pending)
+            give_up(e);
     }
     pthread_mutex_unlock(&lock);
 }
