@@ -3,11 +3,21 @@
  * Each instantiated graph of such a process has an entry (a table keyed by the exec handle, under
  * one lock: graph launches are far rarer than kernel launches). Its life: TIMING (its first
  * launches run whole between two timing events, TIMED_LAUNCHES samples, the shortest kept), then
- * CUT (launched as parts) or WHOLE (short enough, not cuttable, or changed in place). */
+ * CUT (launched as parts) or WHOLE (short enough, not cuttable, or changed in place).
+ *
+ * A first cut goes by node count: nothing tells a node's time before it ran. Then each part is
+ * timed on PART_TIMED_LAUNCHES launches (an event before and after each part, read only once the
+ * GPU passed them) and the graph is cut again by those times (parts_by_time: a long part of several
+ * nodes split, short neighbours joined), at most MAX_RECUTS times, until a cut repeats. The final
+ * parts' times go to the queue bound with each launch (gy_bound_before's cost): a part longer
+ * than US/2 is queued alone however short the others are. By count alone a 0.7 ms graph of two
+ * GEMMs and two tanh kernels was cut into parts of about 350, 350 and 10 us, and the bound,
+ * taking each for their 235 us average, let two of them (the whole graph) go ahead of a job. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "client.h"
@@ -16,23 +26,44 @@
 #include "join.h"
 
 #define BUCKETS 256
-#define TIMED_LAUNCHES 3 /* the shortest of 3 whole launches: the first may include lazy loading */
+#define TIMED_LAUNCHES 3      /* the shortest of 3 whole launches: the first may include lazy loading */
+#define PART_TIMED_LAUNCHES 2 /* the shortest of 2 launches in parts, per part */
+#define MAX_RECUTS 3
+#define SPLIT_PIECES 16 /* a long part of many nodes: split into at most this many slices at once */
 #define MAX_PARTS 256
 
 enum split_state { TIMING, CUT, WHOLE };
 
+/* One way the graph is launched: parts[0..count) in order, with the GPU time each took. Shapes
+ * replaced by a re-cut are kept (older) until the entry goes: a launch in another thread may
+ * still be going through one. */
+struct shape {
+    gy_cu_graph_exec *parts;
+    unsigned count;
+    unsigned *node_part; /* the part of each node of the copy (its cuGraphGetNodes order) */
+    size_t nodes;
+    double *ns;   /* the shortest time of each part over `samples` launches */
+    unsigned samples;
+    bool known;   /* timing done: ns final, handed to the bound with each launch */
+    struct shape *older;
+};
+
 struct gy_split_exec {
     gy_cu_graph_exec exec;
     struct gy_split_exec *next;
-    gy_cu_graph copy; /* the graph it was instantiated from, until it is cut or given up */
+    gy_cu_graph copy; /* the graph it was instantiated from, while it may be cut (again) */
     unsigned long long flags;
     enum split_state state;
-    gy_cu_event start, end;
-    bool end_pending; /* a timed launch whose end has not been read yet */
-    unsigned samples;
+    struct shape *shape;  /* CUT: the parts launched now */
+    unsigned recuts;
+    /* The timing of one launch (whole while TIMING, else the shape's parts): an event before and
+     * after each unit. `pending`: handed to a launch, not read yet. */
+    gy_cu_event *starts, *ends;
+    unsigned events;      /* the size of starts and ends */
+    bool pending, timing_failed;
+    unsigned ends_recorded;
+    unsigned samples;     /* whole launches timed (TIMING) */
     double shortest_ns;
-    gy_cu_graph_exec *parts;
-    unsigned count;
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -53,25 +84,49 @@ bool gy_graph_split_on(void)
     return gy_config()->graph_split && gy_client_gated() && gy_client.priority == 0 && gy_client.mode == GY_MODE_TIME;
 }
 
-/* Drop what the entry holds: parts, copy, events (the entry itself stays). */
-static void release(struct gy_split_exec *e)
+static void free_shape(struct shape *s)
 {
     gy_pfn_graph_exec_destroy destroy_exec = (gy_pfn_graph_exec_destroy)gy_real(GY_FN_GRAPH_EXEC_DESTROY);
-    gy_pfn_graph_destroy destroy_graph = (gy_pfn_graph_destroy)gy_real(GY_FN_GRAPH_DESTROY);
+    for (unsigned i = 0; i < s->count && destroy_exec; i++)
+        if (s->parts[i])
+            destroy_exec(s->parts[i]);
+    free(s->parts), free(s->node_part), free(s->ns), free(s);
+}
+
+/* The timing events (no launch holds them: pending is false, or the entry goes). */
+static void free_events(struct gy_split_exec *e)
+{
     gy_pfn_event_destroy destroy_event = (gy_pfn_event_destroy)gy_real(GY_FN_EVENT_DESTROY);
-    for (unsigned i = 0; i < e->count && destroy_exec; i++)
-        destroy_exec(e->parts[i]);
-    free(e->parts);
-    e->parts = NULL;
-    e->count = 0;
+    for (unsigned i = 0; i < e->events && destroy_event; i++) {
+        if (e->starts[i])
+            destroy_event(e->starts[i]);
+        if (e->ends[i])
+            destroy_event(e->ends[i]);
+    }
+    free(e->starts), free(e->ends);
+    e->starts = e->ends = NULL;
+    e->events = 0;
+    e->pending = false;
+}
+
+static void drop_copy(struct gy_split_exec *e)
+{
+    gy_pfn_graph_destroy destroy_graph = (gy_pfn_graph_destroy)gy_real(GY_FN_GRAPH_DESTROY);
     if (e->copy && destroy_graph)
         destroy_graph(e->copy);
     e->copy = NULL;
-    if (e->start && destroy_event)
-        destroy_event(e->start);
-    if (e->end && destroy_event)
-        destroy_event(e->end);
-    e->start = e->end = NULL;
+}
+
+/* Drop what the entry holds: shapes, copy, events (the entry itself stays). */
+static void release(struct gy_split_exec *e)
+{
+    while (e->shape) {
+        struct shape *older = e->shape->older;
+        free_shape(e->shape);
+        e->shape = older;
+    }
+    drop_copy(e);
+    free_events(e);
 }
 
 /* Launched whole from now on (lock held). */
@@ -79,6 +134,23 @@ static void give_up(struct gy_split_exec *e)
 {
     release(e);
     e->state = WHOLE;
+}
+
+/* Timing events for `units` units (lock held; none pending). */
+static bool size_events(struct gy_split_exec *e, unsigned units)
+{
+    if (e->events == units)
+        return true;
+    free_events(e);
+    e->starts = calloc(units, sizeof *e->starts);
+    e->ends = calloc(units, sizeof *e->ends);
+    if (!e->starts || !e->ends) {
+        free(e->starts), free(e->ends);
+        e->starts = e->ends = NULL;
+        return false;
+    }
+    e->events = units;
+    return true;
 }
 
 void gy_graph_split_instantiated(gy_cu_graph_exec exec, gy_cu_graph graph, unsigned long long flags)
@@ -256,32 +328,81 @@ static bool read_edges(gy_cu_graph g, struct graph_view *v)
     return ok;
 }
 
-/* part[i] for each node: consecutive slices of a topological order (Kahn's), `want` of them with
- * about as many working nodes each. Returns the number of parts, 0 when it cannot be cut. */
-static unsigned assign_parts(struct graph_view *v, unsigned want, unsigned *part)
+/* A topological order of the graph's nodes (Kahn's, from the nodes' own order: the same order for
+ * the same copy each time). False on a cycle. */
+static bool topological_order(struct graph_view *v, size_t *order)
+{
+    size_t head = 0, tail = 0;
+    for (size_t i = 0; i < v->n; i++)
+        if (!v->indegree[i])
+            order[tail++] = i;
+    while (head < tail) {
+        size_t i = order[head++];
+        for (size_t k = v->first_out[i]; k < v->first_out[i + 1]; k++)
+            if (--v->indegree[v->out[k]] == 0)
+                order[tail++] = v->out[k];
+    }
+    return tail == v->n;
+}
+
+/* The first cut: `want` consecutive slices of the order with about as many working nodes each.
+ * Returns the number of parts. */
+static unsigned parts_by_count(const struct graph_view *v, const size_t *order, unsigned want, unsigned *part)
 {
     if (want > v->units)
         want = (unsigned)v->units;
-    size_t *queue = calloc(v->n, sizeof *queue);
-    if (!queue || want < 2) {
-        free(queue);
-        return 0;
-    }
-    size_t head = 0, tail = 0, seen_units = 0;
-    for (size_t i = 0; i < v->n; i++)
-        if (!v->indegree[i])
-            queue[tail++] = i;
-    while (head < tail) {
-        size_t i = queue[head++];
+    size_t seen_units = 0;
+    for (size_t k = 0; k < v->n; k++) {
+        size_t i = order[k];
         size_t at = seen_units < v->units ? seen_units : v->units - 1; /* nodes after the last unit: its part */
         part[i] = (unsigned)(at * want / v->units);
         seen_units += v->works[i];
-        for (size_t k = v->first_out[i]; k < v->first_out[i + 1]; k++)
-            if (--v->indegree[v->out[k]] == 0)
-                queue[tail++] = v->out[k];
     }
-    free(queue);
-    return tail == v->n ? want : 0; /* every node ordered: no cycle */
+    return want;
+}
+
+/* A cut by time, from the parts of `timed` (consecutive slices of the same order, each timed): a
+ * part longer than half_ns with several working nodes is split, each of its working nodes alone
+ * (up to SPLIT_PIECES slices by count), its times to be learned on the next launches; consecutive
+ * parts of known time are joined while they stay within half_ns. A part may start only at a
+ * working node. Returns the number of parts. */
+static unsigned parts_by_time(const struct graph_view *v, const size_t *order, const struct shape *timed,
+                              double half_ns, unsigned *part)
+{
+    unsigned *works_in = calloc(timed->count, sizeof *works_in);
+    if (!works_in)
+        return 0;
+    for (size_t i = 0; i < v->n; i++)
+        works_in[timed->node_part[i]] += v->works[i];
+    unsigned p = 0, q = UINT32_MAX, pieces = 1, piece = 0;
+    bool started = false;
+    size_t seen = 0;      /* working nodes of old part q seen */
+    double in_part = 0;   /* the known time gathered in part p; half_ns: closed (a split's slice) */
+    for (size_t k = 0; k < v->n; k++) {
+        size_t i = order[k];
+        if (timed->node_part[i] != q) { /* the first node of the next old part */
+            q = timed->node_part[i];
+            seen = 0;
+            piece = 0;
+            bool split = timed->ns[q] > half_ns && works_in[q] >= 2;
+            pieces = split ? (works_in[q] < SPLIT_PIECES ? works_in[q] : SPLIT_PIECES) : 1;
+            bool join = !split && started && in_part + timed->ns[q] <= half_ns;
+            if (started && !join && p + 1 < MAX_PARTS)
+                p++;
+            in_part = split ? half_ns : join ? in_part + timed->ns[q] : timed->ns[q];
+            started = true;
+        }
+        if (pieces > 1 && v->works[i]) {
+            unsigned want = (unsigned)(seen * pieces / works_in[q]);
+            if (want > piece && p + 1 < MAX_PARTS)
+                p++;
+            piece = want;
+        }
+        part[i] = p;
+        seen += v->works[i];
+    }
+    free(works_in);
+    return p + 1;
 }
 
 /* Instantiate part p of e->copy: a clone without the nodes of other parts. */
@@ -316,47 +437,76 @@ static bool make_part(struct gy_split_exec *e, struct graph_view *v, const unsig
     return ok;
 }
 
-/* Cut e into `want` parts (lock held); false leaves it whole, *why (and *rc) saying what failed. */
-static bool cut(struct gy_split_exec *e, unsigned want, const char **why, gy_cu_result *rc)
+/* A new shape for e (lock held): by count into `want` parts when `timed` is NULL, else by the
+ * times of `timed`. NULL when it cannot be cut, or (by time) when the cut is `timed`'s own or one
+ * part: *why and *rc say what failed, NULL for no failure. */
+static struct shape *cut(struct gy_split_exec *e, unsigned want, const struct shape *timed, double half_ns,
+                         const char **why, gy_cu_result *rc)
 {
     struct graph_view v = {0};
-    unsigned *part = NULL, parts = 0;
-    if (read_nodes(e->copy, &v) && read_edges(e->copy, &v) && (part = calloc(v.n, sizeof *part))) {
+    struct shape *s = calloc(1, sizeof *s);
+    size_t *order = NULL;
+    unsigned parts = 0;
+    if (s && read_nodes(e->copy, &v) && read_edges(e->copy, &v) && (order = calloc(v.n, sizeof *order)) &&
+        (s->node_part = calloc(v.n, sizeof *s->node_part))) {
         v.failed = "a topological order (fewer than 2 working nodes, or a cycle)";
         v.rc = 0;
-        parts = assign_parts(&v, want, part);
+        s->nodes = v.n;
+        if (v.units >= 2 && topological_order(&v, order)) {
+            if (!timed)
+                parts = parts_by_count(&v, order, want, s->node_part);
+            else if (timed->nodes == v.n)
+                parts = parts_by_time(&v, order, timed, half_ns, s->node_part);
+        }
     }
-    e->parts = parts ? calloc(parts, sizeof *e->parts) : NULL;
-    bool ok = e->parts != NULL;
+    bool same = timed && parts == timed->count && !memcmp(s->node_part, timed->node_part, v.n * sizeof *s->node_part);
+    if (timed && (parts < 2 || same))
+        v.failed = NULL, parts = 0; /* nothing better to cut to: not a failure */
+    bool ok = parts >= 2 && (s->parts = calloc(parts, sizeof *s->parts)) && (s->ns = calloc(parts, sizeof *s->ns));
     for (unsigned p = 0; ok && p < parts; p++) {
-        ok = make_part(e, &v, part, p, &e->parts[p]);
-        e->count = ok ? p + 1 : p;
+        ok = make_part(e, &v, s->node_part, p, &s->parts[p]);
+        s->count = ok ? p + 1 : p;
     }
-    *why = v.failed ? v.failed : "out of memory";
+    *why = v.failed ? v.failed : parts ? "out of memory" : NULL;
     *rc = v.rc;
     view_free(&v);
-    free(part);
-    return ok;
+    free(order);
+    if (!ok && s) {
+        free_shape(s);
+        s = NULL;
+    }
+    return s;
 }
 
-/* After the timed launches (lock held): cut into parts of about US/2 each, or leave it whole. */
+static double half_bound_ns(void) { return (double)gy_client.group * 500.0; }
+
+static void describe(const struct gy_split_exec *e, const char *what)
+{
+    const struct shape *s = e->shape;
+    double least = s->ns[0], most = s->ns[0];
+    for (unsigned i = 1; i < s->count; i++)
+        least = s->ns[i] < least ? s->ns[i] : least, most = s->ns[i] > most ? s->ns[i] : most;
+    fprintf(stderr, "gpuyield: pid %d: a CUDA graph of %.0f us a launch %s %u parts of %.0f-%.0f us (time:%lu; "
+            "GPUYIELD_GRAPH_SPLIT=off launches it whole)\n",
+            (int)getpid(), e->shortest_ns / 1000, what, s->count, least / 1000, most / 1000, gy_client.group);
+}
+
+/* After the timed whole launches (lock held): cut into parts of about US/2 by count, or leave it whole. */
 static void decide(struct gy_split_exec *e)
 {
-    double half_ns = (double)gy_client.group * 500.0;
+    double half_ns = half_bound_ns();
     double want = half_ns > 0 ? e->shortest_ns / half_ns : 0;
     unsigned parts = want > MAX_PARTS ? MAX_PARTS : (unsigned)want + (want > (unsigned)want);
     const char *why = NULL;
     gy_cu_result rc = 0;
-    if (parts >= 2 && cut(e, parts, &why, &rc)) {
+    struct shape *s = parts >= 2 ? cut(e, parts, NULL, half_ns, &why, &rc) : NULL;
+    if (s) {
         e->state = CUT;
-        gy_pfn_graph_destroy destroy = (gy_pfn_graph_destroy)gy_real(GY_FN_GRAPH_DESTROY);
-        if (destroy)
-            destroy(e->copy);
-        e->copy = NULL;
+        e->shape = s;
         if (gy_config()->verbose)
-            fprintf(stderr, "gpuyield: pid %d: a CUDA graph of %.0f us a launch runs in %u parts of about %.0f us "
-                    "(time:%lu; GPUYIELD_GRAPH_SPLIT=off launches it whole)\n",
-                    (int)getpid(), e->shortest_ns / 1000, e->count, e->shortest_ns / 1000 / e->count, gy_client.group);
+            fprintf(stderr, "gpuyield: pid %d: a CUDA graph of %.0f us a launch is cut into %u parts of about %.0f us "
+                    "by node count, to be timed (time:%lu)\n",
+                    (int)getpid(), e->shortest_ns / 1000, s->count, e->shortest_ns / 1000 / s->count, gy_client.group);
         return;
     }
     if (parts >= 2 && gy_config()->verbose)
@@ -369,25 +519,68 @@ static void decide(struct gy_split_exec *e)
     give_up(e);
 }
 
-/* The end of the last timed launch, if the GPU has reached it (lock held). */
+/* The parts of the shape in force are timed (lock held): cut again by those times, or keep them
+ * for good, their times known to the bound. */
+static void recut_or_settle(struct gy_split_exec *e)
+{
+    e->shape->known = true;
+    const char *why = NULL;
+    gy_cu_result rc = 0;
+    struct shape *s = e->recuts < MAX_RECUTS ? cut(e, 0, e->shape, half_bound_ns(), &why, &rc) : NULL;
+    if (s) {
+        e->recuts++;
+        s->older = e->shape;
+        e->shape = s;
+        return; /* timed in turn */
+    }
+    if (why && gy_config()->verbose)
+        fprintf(stderr, "gpuyield: pid %d: a CUDA graph's parts stay as first cut: cutting by time failed at %s (%d)\n",
+                (int)getpid(), why, rc);
+    drop_copy(e);
+    free_events(e);
+    if (gy_config()->verbose)
+        describe(e, "runs in");
+}
+
+/* The last timed launch, if the GPU has passed it (lock held). */
 static void read_timing(struct gy_split_exec *e)
 {
+    unsigned units = e->state == CUT ? e->shape->count : 1;
     gy_pfn_event_query query = (gy_pfn_event_query)gy_real(GY_FN_EVENT_QUERY);
     gy_pfn_event_elapsed elapsed = (gy_pfn_event_elapsed)gy_real(GY_FN_EVENT_ELAPSED);
     if (!elapsed)
         elapsed = (gy_pfn_event_elapsed)gy_real(GY_FN_EVENT_ELAPSED_V1);
-    gy_cu_result state = query ? query(e->end) : GY_CUDA_ERROR_NOT_INITIALIZED;
+    bool complete = !e->timing_failed && e->ends_recorded == units;
+    gy_cu_result state = complete && query ? query(e->ends[units - 1]) : GY_CUDA_SUCCESS;
     if (state == GY_CUDA_ERROR_NOT_READY)
         return;
-    float ms = -1;
-    e->end_pending = false;
-    if (state != GY_CUDA_SUCCESS || !elapsed || elapsed(&ms, e->start, e->end) != GY_CUDA_SUCCESS || ms < 0) {
-        give_up(e); /* cannot time it: whole, as before */
-        return;
+    e->pending = false;
+    if (!complete)
+        return; /* a launch that stopped early (an error, a change): not a sample */
+    bool ok = state == GY_CUDA_SUCCESS && elapsed;
+    for (unsigned i = 0; ok && i < units; i++) {
+        float ms = -1;
+        ok = elapsed(&ms, e->starts[i], e->ends[i]) == GY_CUDA_SUCCESS && ms >= 0;
+        double ns = (double)ms * 1e6;
+        if (!ok)
+            break;
+        if (e->state == TIMING)
+            e->shortest_ns = e->samples++ ? (ns < e->shortest_ns ? ns : e->shortest_ns) : ns;
+        else
+            e->shape->ns[i] = e->shape->samples ? (ns < e->shape->ns[i] ? ns : e->shape->ns[i]) : ns;
     }
-    double ns = (double)ms * 1e6;
-    e->shortest_ns = e->samples++ ? (ns < e->shortest_ns ? ns : e->shortest_ns) : ns;
+    if (ok && e->state == CUT)
+        e->shape->samples++;
+    if (!ok && e->state == TIMING) {
+        give_up(e); /* cannot time it: whole, as before */
+    } else if (!ok) { /* parts that cannot be timed: kept as they are, their times unknown to the bound */
+        drop_copy(e);
+        free_events(e);
+    }
 }
+
+/* Still timing a shape (lock held)? */
+static bool timing(const struct gy_split_exec *e) { return e->state == TIMING || (e->state == CUT && e->copy); }
 
 void gy_graph_split_plan(gy_cu_graph_exec exec, struct gy_graph_plan *plan)
 {
@@ -396,14 +589,21 @@ void gy_graph_split_plan(gy_cu_graph_exec exec, struct gy_graph_plan *plan)
         return; /* it may be launched into a capture: whole, and no event recorded there */
     pthread_mutex_lock(&lock);
     struct gy_split_exec *e = *find_locked(exec);
-    if (e && e->state == TIMING && e->end_pending)
+    if (e && e->pending)
         read_timing(e);
-    if (e && e->state == TIMING && !e->end_pending && e->samples >= TIMED_LAUNCHES)
+    if (e && e->state == TIMING && !e->pending && e->samples >= TIMED_LAUNCHES)
         decide(e);
+    if (e && e->state == CUT && e->copy && !e->pending && e->shape->samples >= PART_TIMED_LAUNCHES)
+        recut_or_settle(e);
     if (e && e->state == CUT) {
-        plan->parts = e->parts;
-        plan->count = e->count;
-    } else if (e && e->state == TIMING && !e->end_pending) {
+        plan->parts = e->shape->parts;
+        plan->count = e->shape->count;
+        plan->part_ns = e->shape->known ? e->shape->ns : NULL;
+    }
+    if (e && timing(e) && !e->pending && size_events(e, e->state == CUT ? e->shape->count : 1)) {
+        e->pending = true;
+        e->timing_failed = false;
+        e->ends_recorded = 0;
         plan->timing = e;
     }
     pthread_mutex_unlock(&lock);
@@ -420,23 +620,30 @@ static bool record(gy_cu_event *event, gy_cu_stream stream)
     return rec && rec(*event, stream) == GY_CUDA_SUCCESS;
 }
 
-void gy_graph_split_time_start(struct gy_graph_plan *plan, gy_cu_stream stream)
+/* The timing handed to this launch is still wanted: not given up or replaced meanwhile. */
+static bool still_timing(const struct gy_split_exec *e, unsigned unit)
+{
+    return timing(e) && e->pending && !e->timing_failed && unit < e->events;
+}
+
+void gy_graph_split_time_start(struct gy_graph_plan *plan, unsigned unit, gy_cu_stream stream)
 {
     pthread_mutex_lock(&lock);
     struct gy_split_exec *e = plan->timing;
-    if (e->state == TIMING && !e->end_pending && !record(&e->start, stream))
-        give_up(e);
+    if (still_timing(e, unit) && !record(&e->starts[unit], stream))
+        e->timing_failed = true;
     pthread_mutex_unlock(&lock);
 }
 
-void gy_graph_split_time_end(struct gy_graph_plan *plan, gy_cu_stream stream, bool launched)
+void gy_graph_split_time_end(struct gy_graph_plan *plan, unsigned unit, gy_cu_stream stream, bool launched)
 {
     pthread_mutex_lock(&lock);
     struct gy_split_exec *e = plan->timing;
-    if (e->state == TIMING && !e->end_pending && launched) {
-        e->end_pending = record(&e->end, stream);
-        if (!e->end_pending)
-            give_up(e);
+    if (still_timing(e, unit)) {
+        if (launched && record(&e->ends[unit], stream))
+            e->ends_recorded++;
+        else
+            e->timing_failed = true;
     }
     pthread_mutex_unlock(&lock);
 }

@@ -5,10 +5,11 @@
  * the H100 a GPU-bound HP beside a graph-replaying LP ran 1.07 of alone where beside the same
  * kernels launched eagerly it ran 1.01). In a process at priority 0 under time:US, a graph is
  * timed on its first launches; one longer than US/2 is then launched as parts of about US/2
- * each: consecutive slices of a topological order of its nodes (by node count among the nodes
- * that do work), each a clone of the graph with the other nodes removed, instantiated once. The
- * parts run in stream order, so every dependency between them holds (concurrency across a cut is
- * lost); each part is a graph launch through the gate and the bound.
+ * each: consecutive slices of a topological order of its nodes, each a clone of the graph with
+ * the other nodes removed, instantiated once; cut first by node count, then, once each part is
+ * timed, again by time (graph_split.c). The parts run in stream order, so every dependency
+ * between them holds (concurrency across a cut is lost); each part is a graph launch through the
+ * gate and the bound, which is given each timed part's GPU time.
  *
  * Launched whole, always: graphs with memory-allocation, memory-free or conditional nodes (their
  * semantics span the graph), device-launchable graphs, a graph launched while any stream of the
@@ -23,11 +24,14 @@
 
 struct gy_split_exec;
 
-/* What one graph launch does: count > 1, launch parts[0..count) in order; else the graph whole,
- * with gy_graph_split_time_start/_end around the driver call when `timing` is set. */
+/* What one graph launch does: count > 1, launch parts[0..count) in order, part i with the GPU
+ * time part_ns[i] where known (part_ns not NULL: for the queue bound); else the graph whole. With
+ * `timing` set, each unit launched (part i, or the whole graph as unit 0) goes between
+ * gy_graph_split_time_start and _end. */
 struct gy_graph_plan {
     const gy_cu_graph_exec *parts;
     unsigned count;
+    const double *part_ns;
     struct gy_split_exec *timing;
 };
 
@@ -43,7 +47,7 @@ void gy_graph_split_changed(gy_cu_graph_exec exec);
 
 /* Before a gated launch of exec (gy_graph_split_on() true). */
 void gy_graph_split_plan(gy_cu_graph_exec exec, struct gy_graph_plan *plan);
-void gy_graph_split_time_start(struct gy_graph_plan *plan, gy_cu_stream stream);
-void gy_graph_split_time_end(struct gy_graph_plan *plan, gy_cu_stream stream, bool launched);
+void gy_graph_split_time_start(struct gy_graph_plan *plan, unsigned unit, gy_cu_stream stream);
+void gy_graph_split_time_end(struct gy_graph_plan *plan, unsigned unit, gy_cu_stream stream, bool launched);
 
 #endif

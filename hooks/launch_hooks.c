@@ -28,8 +28,9 @@ static inline void launch_epilogue(gy_cu_stream stream, struct gy_stream_state *
 static inline gy_cu_stream plain_stream(gy_cu_stream s) { return s ? s : GY_CU_STREAM_LEGACY; }
 static inline gy_cu_stream ptsz_stream(gy_cu_stream s) { return s ? s : GY_CU_STREAM_PER_THREAD; }
 
-/* `call` launches on `target`: the user's stream argument, or the partition stream. */
-#define GATED_CALL(user_stream, stream_for_bound, graph, call)                                       \
+/* `call` launches on `target`: the user's stream argument, or the partition stream. cost_ns: the
+ * unit's GPU time where known (a timed graph part), else 0. */
+#define GATED_CALL(user_stream, stream_for_bound, graph, cost_ns, call)                             \
     do {                                                                                             \
         gy_cu_stream target = user_stream;                                                           \
         if (!real)                                                                                   \
@@ -38,7 +39,7 @@ static inline gy_cu_stream ptsz_stream(gy_cu_stream s) { return s ? s : GY_CU_ST
             return call;                                                                             \
         gy_cu_stream bound_stream = stream_for_bound;                                                \
         gy_client_note_context(); /* first: the queue bound keys default streams by context */      \
-        struct gy_stream_state *bound = gy_bound_before(bound_stream, graph);                        \
+        struct gy_stream_state *bound = gy_bound_before(bound_stream, graph, cost_ns);               \
         struct gy_partition_route route;                                                             \
         gy_gate_enter(bound_stream, graph, &route);                                                  \
         if (route.green) {                                                                           \
@@ -58,13 +59,13 @@ static inline gy_cu_stream ptsz_stream(gy_cu_stream s) { return s ? s : GY_CU_ST
 GY_EXPORT gy_cu_result cuLaunchKernel(GY_LAUNCH_ARGS, void **params, void **extra)
 {
     gy_pfn_launch_kernel real = (gy_pfn_launch_kernel)gy_real(GY_FN_LAUNCH_KERNEL);
-    GATED_CALL(stream, plain_stream(stream), false, real(f, gx, gy, gz, bx, by, bz, shmem, target, params, extra));
+    GATED_CALL(stream, plain_stream(stream), false, 0, real(f, gx, gy, gz, bx, by, bz, shmem, target, params, extra));
 }
 
 GY_EXPORT gy_cu_result cuLaunchKernel_ptsz(GY_LAUNCH_ARGS, void **params, void **extra)
 {
     gy_pfn_launch_kernel real = (gy_pfn_launch_kernel)gy_real(GY_FN_LAUNCH_KERNEL_PTSZ);
-    GATED_CALL(stream, ptsz_stream(stream), false, real(f, gx, gy, gz, bx, by, bz, shmem, target, params, extra));
+    GATED_CALL(stream, ptsz_stream(stream), false, 0, real(f, gx, gy, gz, bx, by, bz, shmem, target, params, extra));
 }
 
 /* cuLaunchKernelEx sent elsewhere: the same configuration with another stream. */
@@ -85,7 +86,7 @@ GY_EXPORT gy_cu_result cuLaunchKernelEx(const gy_cu_launch_config *config, gy_cu
     if (!config && real)
         return real(config, f, params, extra); /* the driver reports the bad argument */
     gy_cu_launch_config copy;
-    GATED_CALL(config->hStream, plain_stream(config->hStream), false,
+    GATED_CALL(config->hStream, plain_stream(config->hStream), false, 0,
                real(config_on(config, target, &copy), f, params, extra));
 }
 
@@ -96,39 +97,40 @@ GY_EXPORT gy_cu_result cuLaunchKernelEx_ptsz(const gy_cu_launch_config *config, 
     if (!config && real)
         return real(config, f, params, extra);
     gy_cu_launch_config copy;
-    GATED_CALL(config->hStream, ptsz_stream(config->hStream), false,
+    GATED_CALL(config->hStream, ptsz_stream(config->hStream), false, 0,
                real(config_on(config, target, &copy), f, params, extra));
 }
 
 GY_EXPORT gy_cu_result cuLaunchCooperativeKernel(GY_LAUNCH_ARGS, void **params)
 {
     gy_pfn_launch_cooperative real = (gy_pfn_launch_cooperative)gy_real(GY_FN_LAUNCH_COOPERATIVE);
-    GATED_CALL(stream, plain_stream(stream), false, real(f, gx, gy, gz, bx, by, bz, shmem, target, params));
+    GATED_CALL(stream, plain_stream(stream), false, 0, real(f, gx, gy, gz, bx, by, bz, shmem, target, params));
 }
 
 GY_EXPORT gy_cu_result cuLaunchCooperativeKernel_ptsz(GY_LAUNCH_ARGS, void **params)
 {
     gy_pfn_launch_cooperative real = (gy_pfn_launch_cooperative)gy_real(GY_FN_LAUNCH_COOPERATIVE_PTSZ);
-    GATED_CALL(stream, ptsz_stream(stream), false, real(f, gx, gy, gz, bx, by, bz, shmem, target, params));
+    GATED_CALL(stream, ptsz_stream(stream), false, 0, real(f, gx, gy, gz, bx, by, bz, shmem, target, params));
 }
 
-/* A graph launch through the gate and the bound; timed between two events (graph_split.h)
- * when its plan asks. */
+/* A graph launch (the graph whole, or one part) through the gate and the bound; timed between two
+ * events (graph_split.h) when its plan asks. */
 static gy_cu_result launch_timed(gy_pfn_graph_launch real, gy_cu_graph_exec exec, gy_cu_stream target,
-                                 gy_cu_stream normalized, struct gy_graph_plan *plan)
+                                 gy_cu_stream normalized, struct gy_graph_plan *plan, unsigned unit)
 {
-    if (!plan || !plan->timing)
+    if (!plan->timing)
         return real(exec, target);
-    gy_graph_split_time_start(plan, normalized); /* events on the stream NULL means for this entry point */
+    gy_graph_split_time_start(plan, unit, normalized); /* events on the stream NULL means for this entry point */
     gy_cu_result rc = real(exec, target);
-    gy_graph_split_time_end(plan, normalized, rc == GY_CUDA_SUCCESS);
+    gy_graph_split_time_end(plan, unit, normalized, rc == GY_CUDA_SUCCESS);
     return rc;
 }
 
 static gy_cu_result gated_graph(gy_pfn_graph_launch real, gy_cu_graph_exec exec, gy_cu_stream stream,
-                                gy_cu_stream normalized, struct gy_graph_plan *plan)
+                                gy_cu_stream normalized, struct gy_graph_plan *plan, unsigned unit)
 {
-    GATED_CALL(stream, normalized, true, launch_timed(real, exec, target, normalized, plan));
+    double cost_ns = plan->part_ns ? plan->part_ns[unit] : 0;
+    GATED_CALL(stream, normalized, true, cost_ns, launch_timed(real, exec, target, normalized, plan, unit));
 }
 
 /* In a process that cuts graphs, a long graph is launched as its parts, each through the gate:
@@ -140,9 +142,9 @@ static gy_cu_result graph_launch(gy_pfn_graph_launch real, gy_cu_graph_exec exec
     if (real && exec && gy_graph_split_on())
         gy_graph_split_plan(exec, &plan);
     if (plan.count < 2)
-        return gated_graph(real, exec, stream, normalized, &plan);
+        return gated_graph(real, exec, stream, normalized, &plan, 0);
     for (unsigned i = 0; i < plan.count; i++) {
-        gy_cu_result rc = gated_graph(real, plan.parts[i], stream, normalized, NULL);
+        gy_cu_result rc = gated_graph(real, plan.parts[i], stream, normalized, &plan, i);
         if (rc != GY_CUDA_SUCCESS)
             return rc;
     }

@@ -46,6 +46,7 @@ struct gy_stream_state {
     uint32_t sizes[RING];
     bool graph_group[RING]; /* time mode: group g holds graph launches (else kernels) */
     bool long_group[RING];  /* time mode: group g holds more than US/2, or a kind not timed yet */
+    bool known_group[RING]; /* time mode: group g is one unit of a time known beforehand (not learned) */
     gy_cu_event start;      /* time mode: recorded just before group start_group (depth 1) */
     uint64_t start_group;
     bool start_recorded;
@@ -187,7 +188,7 @@ static void learn(struct gy_stream_state *st, uint64_t k)
         from = st->start;
     else if (k >= 1 && st->recorded[prev] && st->complete[prev])
         from = st->events[prev];
-    if (!from || !st->sizes[end])
+    if (!from || !st->sizes[end] || st->known_group[end])
         return;
     gy_pfn_event_elapsed elapsed = elapsed_function();
     if (!elapsed) {
@@ -283,16 +284,19 @@ static void wait_group(struct gy_stream_state *st, uint64_t k)
 }
 
 /* launched: the unit was launched already (gy_bound_launched): an event recorded now would
- * follow it, so its group is timed from the end of the group before instead. */
-static struct gy_stream_state *bound_before(gy_cu_stream stream, bool graph, bool launched)
+ * follow it, so its group is timed from the end of the group before instead. cost_ns: see
+ * gy_bound_before. */
+static struct gy_stream_state *bound_before(gy_cu_stream stream, bool graph, bool launched, double cost_ns)
 {
     struct gy_stream_state *st = state_for(stream);
     if (!st)
         return st;
     uint64_t g = st->group;
     bool timed = gy_client.mode == GY_MODE_TIME;
-    if (st->group_left && timed && st->graph_group[g % RING] != graph) {
-        /* kernels after graphs or graphs after kernels: end the group here, each kind is timed apart */
+    bool known = timed && cost_ns > 0;
+    if (st->group_left && timed && (st->graph_group[g % RING] != graph || known)) {
+        /* kernels after graphs or graphs after kernels: end the group here, each kind is timed
+         * apart; a unit of known time goes in a group of its own */
         st->sizes[g % RING] -= (uint32_t)st->group_left;
         st->group_left = 0;
         if (st->sizes[g % RING]) {
@@ -307,27 +311,30 @@ static struct gy_stream_state *bound_before(gy_cu_stream stream, bool graph, boo
     if (g >= 2)
         wait_group(st, g - 2);
     double us = timed ? bound_us(launched) : 0;
-    uint32_t size = next_group_size(st, graph, us);
-    bool is_long = timed && long_unit(st, graph, us);
+    uint32_t size = known ? 1 : next_group_size(st, graph, us);
+    bool is_long = timed && (known ? cost_ns > us * 1000.0 / 2 : long_unit(st, graph, us));
     /* ... or of group g-1 where this group or that one holds more than US/2 (see the top). */
     if (timed && (is_long || (g >= 1 && st->long_group[(g - 1) % RING]))) {
         if (g >= 1)
             wait_group(st, g - 1);
-        size = next_group_size(st, graph, us); /* group g-1 may have just been timed */
-        is_long = long_unit(st, graph, us);
-        st->start_recorded = !launched && !capturing(st) && record_event(st, &st->start);
+        if (!known) {
+            size = next_group_size(st, graph, us); /* group g-1 may have just been timed */
+            is_long = long_unit(st, graph, us);
+        }
+        st->start_recorded = !known && !launched && !capturing(st) && record_event(st, &st->start);
         st->start_group = g;
     }
     st->group_left = size;
     st->sizes[g % RING] = size;
     st->graph_group[g % RING] = graph;
     st->long_group[g % RING] = is_long;
+    st->known_group[g % RING] = known;
     return st;
 }
 
-struct gy_stream_state *gy_bound_before_slow(gy_cu_stream stream, bool graph)
+struct gy_stream_state *gy_bound_before_slow(gy_cu_stream stream, bool graph, double cost_ns)
 {
-    return bound_before(stream, graph, false);
+    return bound_before(stream, graph, false, cost_ns);
 }
 
 void gy_bound_after_slow(gy_cu_stream stream, struct gy_stream_state *st)
@@ -356,5 +363,5 @@ void gy_bound_after_slow(gy_cu_stream stream, struct gy_stream_state *st)
 
 void gy_bound_launched_slow(gy_cu_stream stream, bool graph)
 {
-    gy_bound_after_slow(stream, gy_client.mode >= GY_MODE_EVENT ? bound_before(stream, graph, true) : NULL);
+    gy_bound_after_slow(stream, gy_client.mode >= GY_MODE_EVENT ? bound_before(stream, graph, true, 0) : NULL);
 }

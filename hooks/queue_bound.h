@@ -20,13 +20,16 @@
 
 struct gy_stream_state; /* one (thread, stream)'s bound */
 
-/* The state found before the launch is handed to the after-part: one table lookup per launch. */
-struct gy_stream_state *gy_bound_before_slow(gy_cu_stream stream, bool graph);
+/* The state found before the launch is handed to the after-part: one table lookup per launch.
+ * cost_ns: the unit's GPU time where the caller knows it (a timed graph part, graph_split.h), else
+ * 0; in time mode a unit of known time is a group of its own, queued alone when longer than US/2,
+ * and not learned from (its neighbours' average would hide a long one). */
+struct gy_stream_state *gy_bound_before_slow(gy_cu_stream stream, bool graph, double cost_ns);
 void gy_bound_after_slow(gy_cu_stream stream, struct gy_stream_state *known);
 
-static inline struct gy_stream_state *gy_bound_before(gy_cu_stream stream, bool graph)
+static inline struct gy_stream_state *gy_bound_before(gy_cu_stream stream, bool graph, double cost_ns)
 {
-    return gy_client.mode >= GY_MODE_EVENT ? gy_bound_before_slow(stream, graph) : NULL;
+    return gy_client.mode >= GY_MODE_EVENT ? gy_bound_before_slow(stream, graph, cost_ns) : NULL;
 }
 
 static inline void gy_bound_after(gy_cu_stream stream, struct gy_stream_state *known)

@@ -460,6 +460,35 @@ static void scenario_graph_parts(long us, int replays, bool alloc)
     printf("graph_parts changed_after=%d\n", replays);
 }
 
+/* A lower-priority loop of one uneven graph: 2 x (two kernels of long_us, then 6 of short_us) in
+ * a chain, replayed without a synchronisation for `ms` milliseconds. Prints STARTED <ns> after the
+ * 20th replay: by then graph_split.c has timed it whole, cut it by count, timed the parts and cut
+ * again by their times (fewer than 20 launches). */
+static void scenario_uneven_graph(long long_us, long short_us, long ms)
+{
+    (void)kernel_of(long_us); /* the context */
+    CUgraph g;
+    CUgraphNode node = NULL;
+    CU(cuGraphCreate(&g, 0));
+    for (int i = 0; i < 16; i++)
+        CU(fkGraphAddNode(&node, g, node, CU_GRAPH_NODE_TYPE_KERNEL, (uint64_t)(i % 8 < 2 ? long_us : short_us) * 1000));
+    CUgraphExec exec;
+    CU(cuGraphInstantiateWithFlags(&exec, g, 0));
+    CU(cuGraphDestroy(g));
+    CUstream s;
+    CU(cuStreamCreate(&s, 0));
+    uint64_t end = now_ns() + (uint64_t)ms * 1000000ull;
+    for (int i = 0; now_ns() < end; i++) {
+        CU(cuGraphLaunch(exec, s));
+        if (i == 19) {
+            printf("STARTED %llu\n", (unsigned long long)now_ns());
+            fflush(stdout);
+        }
+    }
+    CU(cuStreamSynchronize(s));
+    CU(cuGraphExecDestroy(exec));
+}
+
 /* Kernels, a capture (launches inside it), the graph, kernels again: with sync:N / event:N the
  * hook must not insert a sync point into the capture. */
 static void scenario_capture(long us)
@@ -980,6 +1009,8 @@ int main(int argc, char **argv)
         scenario_bound((long)ARG(2, 200), (int)ARG(3, 200));
     else if (strcmp(what, "units") == 0)
         scenario_units((long)ARG(2, 2000), ARG(3, 0) != 0, (long)ARG(4, 500));
+    else if (strcmp(what, "uneven_graph") == 0)
+        scenario_uneven_graph((long)ARG(2, 300), (long)ARG(3, 10), (long)ARG(4, 600));
     else if (strcmp(what, "graph_parts") == 0)
         scenario_graph_parts((long)ARG(2, 100), (int)ARG(3, 10), ARG(4, 0) != 0);
     else if (strcmp(what, "graph_mix") == 0)
@@ -1022,7 +1053,7 @@ int main(int argc, char **argv)
     else if (strncmp(what, "guarded", 7) == 0)
         guarded_scenario(what, argc, argv);
     else {
-        fprintf(stderr, "usage: cuda_worker paths|plain|spin|copyspin|jobs|busy|bound|capture|capture_hold|rate|rtld_next|thread_exit|capture_two_threads|fork|fork_while_binding|devices|device_backlog|graph_mix|graph_parts|units|partition*|guarded [args]\n");
+        fprintf(stderr, "usage: cuda_worker paths|plain|spin|copyspin|jobs|busy|bound|capture|capture_hold|rate|rtld_next|thread_exit|capture_two_threads|fork|fork_while_binding|devices|device_backlog|graph_mix|graph_parts|uneven_graph|units|partition*|guarded [args]\n");
         return 2;
     }
     if (strcmp(what, "jobs") != 0 && strcmp(what, "fork_while_binding") != 0)

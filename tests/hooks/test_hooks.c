@@ -791,6 +791,90 @@ TEST(graph_split_launches_a_long_graph_in_parts)
     CHECK(kernels == 20 * 8, "%d kernels ran in 20 replays of 8", kernels);
 }
 
+/* A chain of 2 x (two kernels of 300 us, six of 10 us) under time:500: by count it is cut into 6
+ * parts (two of 610 us: two long kernels and a short one); timed, cut again by time until the cut
+ * repeats: each long kernel alone, the six short ones together (parts of 1, 1 and 6 kernels). */
+TEST(graph_split_cuts_again_by_time)
+{
+    const char *env[] = {"GPUYIELD_MODE=time:500", "GPUYIELD_VERBOSE=1", NULL};
+    const char *args[] = {"uneven_graph", "300", "10", "150", NULL};
+    int sizes[4096];
+    int n = graph_launch_sizes(env, args, sizes, 4096);
+    REQUIRE(n >= 60, "%d graph launches ran in 150 ms, expected many more", n);
+    int kernels = 0;
+    for (int k = 0; k < n; k++)
+        kernels += sizes[k];
+    CHECK(kernels % 16 == 0, "%d kernels ran: not whole replays of 16", kernels);
+    const int want[] = {1, 1, 6};
+    for (int k = n - 30; k < n; k++)
+        CHECK(sizes[k] == want[(k - (n - 30)) % 3], "graph launch %d of %d ran %d kernels: the last 30 should "
+              "repeat parts of 1, 1 and 6 kernels", k, n, sizes[k]);
+}
+
+/* The same graph beside a higher job: a job's first kernel waits for at most one part of 300 us.
+ * By count, two parts of about 610 us could be ahead; cut by time but bounded by the parts'
+ * average (about 220 us), both long kernels. */
+TEST(graph_split_leaves_a_job_at_most_the_longest_part_ahead)
+{
+    bool conclusive = false;
+    for (int attempt = 0; attempt < 3 && !conclusive && !gy_test_failures_in_current; attempt++) {
+        struct setup s;
+        REQUIRE(setup_begin(&s, "uneven", 2000000000ull));
+        gy_shm shm;
+        gy_err err;
+        REQUIRE(gy_open(s.tag, &shm, &err) == 0, "%s", err.msg);
+        gy_set_policy(&shm, GY_POLICY_CORUN, true);
+        gy_close(&shm);
+        char shm_env[96];
+        snprintf(shm_env, sizeof shm_env, "GPUYIELD_SHM=%s", s.tag);
+        const char *low_env[] = {shm_env, "GPUYIELD_PRIORITY=0", "GPUYIELD_MODE=time:500", NULL};
+        const char *high_env[] = {shm_env, "GPUYIELD_PRIORITY=1", NULL};
+        const char *low_args[] = {"uneven_graph", "300", "10", "600", NULL};
+        const char *high_args[] = {"jobs", "1", "8", "100", "3", "20", "10000", NULL};
+        struct worker low, high;
+        REQUIRE(spawn(&s, &low, low_env, low_args));
+        unsigned long long started;
+        if (wait_mark(&low, "STARTED", &started) && spawn(&s, &high, high_env, high_args)) {
+            CHECK(wait_exit(&high) == 0, "high-priority worker failed");
+            CHECK(wait_exit(&low) == 0, "low-priority worker failed");
+            struct job_times jobs[16];
+            int njobs = read_jobs(&high, jobs, 16);
+            CHECK(njobs == 8, "%d jobs reported", njobs);
+            struct fake_log log;
+            if (read_log(&s, &log)) {
+                uint64_t longest = 0;
+                int waited = 0;
+                for (int j = 0; j < njobs; j++)
+                    for (int i = 0; i < log.n; i++) {
+                        const struct fake_kernel *k = &log.kernels[i];
+                        if (k->pid != high.pid || k->submit < jobs[j].drained || k->submit > jobs[j].exited)
+                            continue;
+                        uint64_t wait = k->start - k->submit;
+                        longest = wait > longest ? wait : longest;
+                        waited += wait > 75000;
+                        break;
+                    }
+                CHECK(longest <= 300000 + 100000, "a job's first kernel waited %.2f ms for the low worker's "
+                      "queue; its longest part is 0.30 ms", longest / 1e6);
+                conclusive = waited > 0;
+                if (!conclusive)
+                    fprintf(stderr, "  inconclusive run (no job found the low worker's work ahead)\n");
+                CHECK(log.violations == 0, "%s", log.first_violation);
+                fake_log_free(&log);
+            }
+            if (gy_test_failures_in_current) {
+                dump(&low);
+                dump(&high);
+            }
+        } else {
+            kill(low.pid, SIGKILL);
+            wait_exit(&low);
+        }
+        setup_end(&s);
+    }
+    CHECK(conclusive, "no run of 3 had the low worker's work ahead of a job: the test proves nothing");
+}
+
 /* Launched whole: GPUYIELD_GRAPH_SPLIT=off; a graph with a memory-allocation node; a graph no
  * longer than US/2; a process above priority 0; a process under event:N (no time to cut by). */
 TEST(graph_split_leaves_graphs_whole_where_it_must)
