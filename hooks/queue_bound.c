@@ -16,6 +16,12 @@
  * makes it a small share of its time. A group of depth 1 is timed from an event recorded just
  * before it (on the idle stream), so the gap is not learned as GPU time.
  *
+ * A unit whose GPU time the caller knows (a timed part of a cut graph, graph_split.h) is a group
+ * of its own and is not learned from: it waits for the group before it only where the two would
+ * hold more than US (the learned average of uneven graph parts let two long ones go ahead of a
+ * job; waiting after every long one left the GPU idle between each long part and the short one
+ * after it: 10 % of a graph LP's throughput on the H100).
+ *
  * Waits spin on cuEventQuery for a short while before blocking (GPUYIELD_SPIN_US, default 1 ms,
  * yielding between polls): a blocking wait costs a wake-up (tens of microseconds) that would leave
  * the GPU idle between small groups. */
@@ -47,6 +53,7 @@ struct gy_stream_state {
     bool graph_group[RING]; /* time mode: group g holds graph launches (else kernels) */
     bool long_group[RING];  /* time mode: group g holds more than US/2, or a kind not timed yet */
     bool known_group[RING]; /* time mode: group g is one unit of a time known beforehand (not learned) */
+    double known_ns[RING];  /* ... that time */
     gy_cu_event start;      /* time mode: recorded just before group start_group (depth 1) */
     uint64_t start_group;
     bool start_recorded;
@@ -313,15 +320,21 @@ static struct gy_stream_state *bound_before(gy_cu_stream stream, bool graph, boo
     double us = timed ? bound_us(launched) : 0;
     uint32_t size = known ? 1 : next_group_size(st, graph, us);
     bool is_long = timed && (known ? cost_ns > us * 1000.0 / 2 : long_unit(st, graph, us));
-    /* ... or of group g-1 where this group or that one holds more than US/2 (see the top). */
-    if (timed && (is_long || (g >= 1 && st->long_group[(g - 1) % RING]))) {
+    if (known) {
+        /* ... and of group g-1 where the two would hold more than US: a unit of known time
+         * follows a short one without a gap (350 us behind 10 us under time:500), and a long one
+         * only once it is done. An unknown group counts as US/2, or as more where long. */
+        int prev = (int)((g + RING - 1) % RING);
+        double prev_ns = st->known_group[prev] ? st->known_ns[prev] : st->long_group[prev] ? 1e300 : us * 1000.0 / 2;
+        if (g >= 1 && prev_ns + cost_ns > us * 1000.0)
+            wait_group(st, g - 1);
+    } else if (timed && (is_long || (g >= 1 && st->long_group[(g - 1) % RING]))) {
+        /* ... or of group g-1 where this group or that one holds more than US/2 (see the top). */
         if (g >= 1)
             wait_group(st, g - 1);
-        if (!known) {
-            size = next_group_size(st, graph, us); /* group g-1 may have just been timed */
-            is_long = long_unit(st, graph, us);
-        }
-        st->start_recorded = !known && !launched && !capturing(st) && record_event(st, &st->start);
+        size = next_group_size(st, graph, us); /* group g-1 may have just been timed */
+        is_long = long_unit(st, graph, us);
+        st->start_recorded = !launched && !capturing(st) && record_event(st, &st->start);
         st->start_group = g;
     }
     st->group_left = size;
@@ -329,6 +342,7 @@ static struct gy_stream_state *bound_before(gy_cu_stream stream, bool graph, boo
     st->graph_group[g % RING] = graph;
     st->long_group[g % RING] = is_long;
     st->known_group[g % RING] = known;
+    st->known_ns[g % RING] = cost_ns;
     return st;
 }
 

@@ -22,8 +22,9 @@ struct gy_stream_state; /* one (thread, stream)'s bound */
 
 /* The state found before the launch is handed to the after-part: one table lookup per launch.
  * cost_ns: the unit's GPU time where the caller knows it (a timed graph part, graph_split.h), else
- * 0; in time mode a unit of known time is a group of its own, queued alone when longer than US/2,
- * and not learned from (its neighbours' average would hide a long one). */
+ * 0; in time mode a unit of known time is a group of its own that waits for the group before it
+ * where the two would hold more than US, and is not learned from (an average would hide a long
+ * one among short ones). */
 struct gy_stream_state *gy_bound_before_slow(gy_cu_stream stream, bool graph, double cost_ns);
 void gy_bound_after_slow(gy_cu_stream stream, struct gy_stream_state *known);
 
