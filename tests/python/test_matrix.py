@@ -475,3 +475,22 @@ def test_merge_reads_a_gzipped_raw_record_like_a_plain_one(tmp_path):
     r = subprocess.run([sys.executable, "-m", "bench.gpu.matrix", "--merge", str(bad), "--out", str(tmp_path / "o")],
                        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60)
     assert r.returncode == 2 and "cannot read" in r.stdout and "raw.json.gz" in r.stdout
+
+
+def test_service_tails_pools_the_measured_rounds_and_compares_with_the_hp_alone(tmp_path, capsys):
+    from bench.gpu import service_tails
+    def seg(setup, rnd, svc):
+        return {"hp": "gemm", "lp": "graph", "load": "poisson-60", "setup": setup, "round": rnd,
+                "hp_result": {"ok": True, "svc_ms": svc}}
+    raw = {"segments": [seg("hp_alone", 0, [1.0, 2.0, 3.0]), seg("hp_alone", 1, [4.0]),
+                        seg("corun", 0, [2.0, 4.0]), seg("corun", 1, [6.0, 8.0]),
+                        seg("corun", -1, [100.0]),  # learning: left out
+                        {"hp": "gemm", "lp": "graph", "load": "poisson-60", "setup": "lp_alone", "round": 0}]}
+    (tmp_path / "raw.json").write_text(json.dumps(raw))
+    t = service_tails.tails([str(tmp_path)])[("gemm", "graph", "poisson-60")]
+    assert t["hp_alone"]["jobs"] == 4 and t["hp_alone"]["mean_ms"] == 2.5 and t["hp_alone"]["p50_ms"] == 2.0
+    assert t["corun"]["jobs"] == 4 and t["corun"]["mean_ms"] == 5.0 and t["corun"]["p99_ms"] == 8.0
+    service_tails.main([str(tmp_path)])
+    assert "mean 2.000" in capsys.readouterr().out  # corun's mean over hp_alone's
+    with pytest.raises(SystemExit, match="no raw.json"):
+        service_tails.tails([str(tmp_path / "missing")])
