@@ -551,13 +551,15 @@ static void read_timing(struct gy_split_exec *e)
     gy_pfn_event_elapsed elapsed = (gy_pfn_event_elapsed)gy_real(GY_FN_EVENT_ELAPSED);
     if (!elapsed)
         elapsed = (gy_pfn_event_elapsed)gy_real(GY_FN_EVENT_ELAPSED_V1);
-    bool complete = !e->timing_failed && e->ends_recorded == units;
+    if (!e->timing_failed && e->ends_recorded < units)
+        return; /* still being launched (by another thread): its events are not all recorded yet */
+    bool complete = !e->timing_failed;
     gy_cu_result state = complete && query ? query(e->ends[units - 1]) : GY_CUDA_SUCCESS;
     if (state == GY_CUDA_ERROR_NOT_READY)
         return;
     e->pending = false;
     if (!complete)
-        return; /* a launch that stopped early (an error, a change): not a sample */
+        return; /* a launch that stopped early (an error): not a sample */
     bool ok = state == GY_CUDA_SUCCESS && elapsed;
     for (unsigned i = 0; ok && i < units; i++) {
         float ms = -1;

@@ -461,10 +461,10 @@ static void scenario_graph_parts(long us, int replays, bool alloc)
 }
 
 /* A lower-priority loop of one uneven graph: 2 x (two kernels of long_us, then 6 of short_us) in
- * a chain, replayed without a synchronisation for `ms` milliseconds. Prints STARTED <ns> after the
- * 20th replay: by then graph_split.c has timed it whole, cut it by count, timed the parts and cut
- * again by their times (fewer than 20 launches). */
-static void scenario_uneven_graph(long long_us, long short_us, long ms)
+ * a chain, replayed without a synchronisation for `ms` milliseconds, or `replays` times when not 0.
+ * Prints STARTED <ns> after the 20th replay: by then graph_split.c has timed it whole, cut it by
+ * count, timed the parts and cut again by their times (fewer than 20 launches). */
+static void scenario_uneven_graph(long long_us, long short_us, long ms, long replays)
 {
     (void)kernel_of(long_us); /* the context */
     CUgraph g;
@@ -478,7 +478,7 @@ static void scenario_uneven_graph(long long_us, long short_us, long ms)
     CUstream s;
     CU(cuStreamCreate(&s, 0));
     uint64_t end = now_ns() + (uint64_t)ms * 1000000ull;
-    for (int i = 0; now_ns() < end; i++) {
+    for (int i = 0; replays ? i < replays : now_ns() < end; i++) {
         CU(cuGraphLaunch(exec, s));
         if (i == 19) {
             printf("STARTED %llu\n", (unsigned long long)now_ns());
@@ -1010,7 +1010,7 @@ int main(int argc, char **argv)
     else if (strcmp(what, "units") == 0)
         scenario_units((long)ARG(2, 2000), ARG(3, 0) != 0, (long)ARG(4, 500));
     else if (strcmp(what, "uneven_graph") == 0)
-        scenario_uneven_graph((long)ARG(2, 300), (long)ARG(3, 10), (long)ARG(4, 600));
+        scenario_uneven_graph((long)ARG(2, 300), (long)ARG(3, 10), (long)ARG(4, 600), (long)ARG(5, 0));
     else if (strcmp(what, "graph_parts") == 0)
         scenario_graph_parts((long)ARG(2, 100), (int)ARG(3, 10), ARG(4, 0) != 0);
     else if (strcmp(what, "graph_mix") == 0)

@@ -801,18 +801,19 @@ TEST(graph_split_launches_a_long_graph_in_parts)
     CHECK(kernels == 20 * 8, "%d kernels ran in 20 replays of 8", kernels);
 }
 
-/* A chain of 2 x (two kernels of 300 us, six of 10 us) under time:500: by count it is cut into 6
- * parts (two of 610 us: two long kernels and a short one); timed, cut again by time until the cut
+/* A chain of 2 x (two kernels of 3 ms, six of 100 us) under time:5000: by count it is cut into 6
+ * parts (two of 6.1 ms: two long kernels and a short one); timed, cut again by time until the cut
  * repeats: each long kernel alone, the six short ones together (parts of 1, 1 and 6 kernels). The
- * bound, knowing each part's time, queues the short part behind the long kernel before it (360 us,
- * within 500: no idle GPU between them) and the next long kernel behind the short part. */
+ * bound, knowing each part's time, queues the short part behind the long kernel before it (3.6 ms,
+ * within 5: no idle GPU between them) and the next long kernel behind the short part. (Ten times
+ * the next test's times: the worker has 3 ms to launch the next part, on a loaded machine too.) */
 TEST(graph_split_cuts_again_by_time)
 {
-    const char *env[] = {"GPUYIELD_MODE=time:500", "GPUYIELD_VERBOSE=1", NULL};
-    const char *args[] = {"uneven_graph", "300", "10", "150", NULL};
+    const char *env[] = {"GPUYIELD_MODE=time:5000", "GPUYIELD_VERBOSE=1", NULL};
+    const char *args[] = {"uneven_graph", "3000", "100", "0", "60", NULL}; /* 60 replays */
     int sizes[4096], outstanding[4096];
     int n = graph_launches(env, args, sizes, outstanding, 4096);
-    REQUIRE(n >= 60, "%d graph launches ran in 150 ms, expected many more", n);
+    REQUIRE(n >= 60, "%d graph launches ran in 60 replays", n);
     int kernels = 0;
     for (int k = 0; k < n; k++)
         kernels += sizes[k];
