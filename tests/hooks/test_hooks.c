@@ -619,6 +619,76 @@ TEST(time_bound_counts_graph_launches_by_their_own_gpu_time)
     setup_end(&s);
 }
 
+/* A lower worker (low_args; it prints STARTED once its work is steady) under time:500 beside a
+ * higher one running 8 short jobs on a corun segment. Jobs 20 ms apart plus a random 0..10 ms: a
+ * fixed gap can keep the phase of the low worker's units (seen under TSan: every job began as a
+ * unit ended) and find nothing queued. */
+struct beside_run {
+    pid_t low_pid;
+    int jobs;             /* jobs the higher worker reported */
+    uint64_t longest_ns;  /* the longest wait of a job's first kernel for what the low worker queued */
+    int waited;           /* jobs whose first kernel waited more than min_wait_ns */
+    struct fake_log log;  /* the whole run's (freed by the caller when `logged`) */
+    bool logged;
+};
+
+static bool run_beside_jobs(const char *what, const char *const *low_extra_env, const char *const *low_args,
+                            uint64_t min_wait_ns, struct beside_run *r)
+{
+    *r = (struct beside_run){0};
+    struct setup s;
+    if (!setup_begin(&s, "beside", 2000000000ull))
+        return false;
+    gy_shm shm;
+    gy_err err;
+    bool ok = gy_open(s.tag, &shm, &err) == 0;
+    CHECK(ok, "%s", err.msg);
+    if (ok) {
+        gy_set_policy(&shm, GY_POLICY_CORUN, true);
+        gy_close(&shm);
+    }
+    char shm_env[96];
+    snprintf(shm_env, sizeof shm_env, "GPUYIELD_SHM=%s", s.tag);
+    const char *low_env[8] = {shm_env, "GPUYIELD_PRIORITY=0", "GPUYIELD_MODE=time:500"};
+    for (int i = 0; low_extra_env[i] && i < 4; i++)
+        low_env[3 + i] = low_extra_env[i];
+    const char *high_env[] = {shm_env, "GPUYIELD_PRIORITY=1", NULL};
+    const char *high_args[] = {"jobs", "1", "8", "100", "3", "20", "10000", NULL};
+    struct worker low, high;
+    unsigned long long started;
+    if (ok && (ok = spawn(&s, &low, low_env, low_args))) {
+        r->low_pid = low.pid;
+        if (wait_mark(&low, "STARTED", &started) && spawn(&s, &high, high_env, high_args)) {
+            CHECK(wait_exit(&high) == 0, "%s: high-priority worker failed", what);
+            CHECK(wait_exit(&low) == 0, "%s: low-priority worker failed", what);
+            struct job_times jobs[16];
+            r->jobs = read_jobs(&high, jobs, 16);
+            CHECK(r->jobs == 8, "%s: %d jobs reported", what, r->jobs);
+            if ((r->logged = read_log(&s, &r->log)))
+                for (int j = 0; j < r->jobs; j++)
+                    for (int i = 0; i < r->log.n; i++) {
+                        const struct fake_kernel *k = &r->log.kernels[i];
+                        if (k->pid != high.pid || k->submit < jobs[j].drained || k->submit > jobs[j].exited)
+                            continue;
+                        uint64_t wait = k->start - k->submit; /* the job's first kernel */
+                        r->longest_ns = wait > r->longest_ns ? wait : r->longest_ns;
+                        r->waited += wait > min_wait_ns;
+                        break;
+                    }
+            if (gy_test_failures_in_current) {
+                dump(&low);
+                dump(&high);
+            }
+        } else {
+            kill(low.pid, SIGKILL);
+            wait_exit(&low);
+            ok = false;
+        }
+    }
+    setup_end(&s);
+    return ok && !gy_test_failures_in_current;
+}
+
 /* issue 25: under time:US a unit longer than US/2 (a long kernel, a graph launch) is queued
  * alone: the next launch waits for it, so a higher-priority job that begins beside the stream
  * (corun) finds at most one unit ahead of its first kernel. Before, groups waited for the group
@@ -634,78 +704,35 @@ static void check_long_units(bool graph, bool split, long unit_us, bool *conclus
     const char *what = !graph ? "kernels" : split ? "graphs in parts" : "whole graphs";
     long part_us = graph && split ? unit_us / 10 : unit_us; /* what may be ahead of a job */
     *conclusive = false;
-    struct setup s;
-    REQUIRE(setup_begin(&s, "longunits", 2000000000ull));
-    gy_shm shm;
-    gy_err err;
-    REQUIRE(gy_open(s.tag, &shm, &err) == 0, "%s", err.msg);
-    gy_set_policy(&shm, GY_POLICY_CORUN, true);
-    gy_close(&shm);
-    char shm_env[96], us[24];
-    snprintf(shm_env, sizeof shm_env, "GPUYIELD_SHM=%s", s.tag);
+    char us[24];
     snprintf(us, sizeof us, "%ld", unit_us);
-    const char *low_env[] = {shm_env, "GPUYIELD_PRIORITY=0", "GPUYIELD_MODE=time:500",
-                             split ? "GPUYIELD_GRAPH_SPLIT=auto" : "GPUYIELD_GRAPH_SPLIT=off", NULL};
-    const char *high_env[] = {shm_env, "GPUYIELD_PRIORITY=1", NULL};
+    const char *low_env[] = {split ? "GPUYIELD_GRAPH_SPLIT=auto" : "GPUYIELD_GRAPH_SPLIT=off", NULL};
     const char *low_args[] = {"units", us, graph ? "1" : "0", "600", NULL};
-    /* Jobs 20 ms apart plus a random 0..10 ms: a fixed gap can keep the phase of the low worker's
-     * units (seen under TSan: every job began as a unit ended) and find nothing queued. */
-    const char *high_args[] = {"jobs", "1", "8", "100", "3", "20", "10000", NULL};
-    struct worker low, high;
-    REQUIRE(spawn(&s, &low, low_env, low_args));
-    unsigned long long started;
-    if (wait_mark(&low, "STARTED", &started) && spawn(&s, &high, high_env, high_args)) {
-        CHECK(wait_exit(&high) == 0, "%s: high-priority worker failed", what);
-        CHECK(wait_exit(&low) == 0, "%s: low-priority worker failed", what);
-        struct job_times jobs[16];
-        int njobs = read_jobs(&high, jobs, 16);
-        CHECK(njobs == 8, "%s: %d jobs reported", what, njobs);
-        struct fake_log log;
-        if (read_log(&s, &log)) {
-            /* The low worker's own units still queued or running when it submitted one. */
-            int units = 0, worst = -1, worst_at = -1;
-            for (int i = 0; i < log.n; i++) {
-                if (log.kernels[i].pid != low.pid)
-                    continue;
-                if ((int)log.kernels[i].outstanding > worst)
-                    worst = (int)log.kernels[i].outstanding, worst_at = units;
-                units++;
-            }
-            CHECK(worst == 0, "%s: %d units of %ld us were queued when unit %d was submitted (at most the one "
-                  "submitted may be queued or running)", what, worst, unit_us, worst_at);
-            /* Each job's first kernel waits for what the low worker had queued: at most one unit. */
-            uint64_t longest = 0;
-            int waited = 0;
-            for (int j = 0; j < njobs; j++) {
-                for (int i = 0; i < log.n; i++) {
-                    const struct fake_kernel *k = &log.kernels[i];
-                    if (k->pid != high.pid || k->submit < jobs[j].drained || k->submit > jobs[j].exited)
-                        continue;
-                    uint64_t wait = k->start - k->submit;
-                    longest = wait > longest ? wait : longest;
-                    waited += wait > (uint64_t)part_us * 1000 / 4;
-                    break;
-                }
-            }
-            /* 100 us for the clock's rounding: the bound itself is exact on the fake driver. */
-            CHECK(longest <= (uint64_t)part_us * 1000 + 100000, "%s: a job's first kernel waited %.2f ms for the "
-                  "low worker's queue, one unit is %.2f ms", what, longest / 1e6, part_us / 1e3);
-            *conclusive = units >= 20 && waited > 0;
-            if (!*conclusive)
-                fprintf(stderr, "  %s: inconclusive run (the low worker ran %d units, %d jobs found its work ahead)\n",
-                        what, units, waited);
-            CHECK(log.violations == 0, "%s", log.first_violation);
-            fake_log_free(&log);
+    struct beside_run r;
+    if (run_beside_jobs(what, low_env, low_args, (uint64_t)part_us * 1000 / 4, &r) && r.logged) {
+        /* The low worker's own units still queued or running when it submitted one. */
+        int units = 0, worst = -1, worst_at = -1;
+        for (int i = 0; i < r.log.n; i++) {
+            if (r.log.kernels[i].pid != r.low_pid)
+                continue;
+            if ((int)r.log.kernels[i].outstanding > worst)
+                worst = (int)r.log.kernels[i].outstanding, worst_at = units;
+            units++;
         }
-        if (gy_test_failures_in_current) {
-            dump(&low);
-            dump(&high);
-        }
-    } else {
-        kill(low.pid, SIGKILL);
-        wait_exit(&low);
+        CHECK(worst == 0, "%s: %d units of %ld us were queued when unit %d was submitted (at most the one "
+              "submitted may be queued or running)", what, worst, unit_us, worst_at);
+        /* Each job's first kernel waits for what the low worker had queued: at most one unit.
+         * 100 us for the clock's rounding: the bound itself is exact on the fake driver. */
+        CHECK(r.longest_ns <= (uint64_t)part_us * 1000 + 100000, "%s: a job's first kernel waited %.2f ms for the "
+              "low worker's queue, one unit is %.2f ms", what, r.longest_ns / 1e6, part_us / 1e3);
+        *conclusive = units >= 20 && r.waited > 0;
+        if (!*conclusive)
+            fprintf(stderr, "  %s: inconclusive run (the low worker ran %d units, %d jobs found its work ahead)\n",
+                    what, units, r.waited);
+        CHECK(r.log.violations == 0, "%s", r.log.first_violation);
     }
-    setup_end(&s);
+    if (r.logged)
+        fake_log_free(&r.log);
 }
 
 /* Up to 3 runs until one can tell (see check_long_units); every run's bounds are checked. */
@@ -838,59 +865,18 @@ TEST(graph_split_leaves_a_job_at_most_the_longest_part_ahead)
 {
     bool conclusive = false;
     for (int attempt = 0; attempt < 3 && !conclusive && !gy_test_failures_in_current; attempt++) {
-        struct setup s;
-        REQUIRE(setup_begin(&s, "uneven", 2000000000ull));
-        gy_shm shm;
-        gy_err err;
-        REQUIRE(gy_open(s.tag, &shm, &err) == 0, "%s", err.msg);
-        gy_set_policy(&shm, GY_POLICY_CORUN, true);
-        gy_close(&shm);
-        char shm_env[96];
-        snprintf(shm_env, sizeof shm_env, "GPUYIELD_SHM=%s", s.tag);
-        const char *low_env[] = {shm_env, "GPUYIELD_PRIORITY=0", "GPUYIELD_MODE=time:500", NULL};
-        const char *high_env[] = {shm_env, "GPUYIELD_PRIORITY=1", NULL};
-        const char *low_args[] = {"uneven_graph", "300", "10", "600", NULL};
-        const char *high_args[] = {"jobs", "1", "8", "100", "3", "20", "10000", NULL};
-        struct worker low, high;
-        REQUIRE(spawn(&s, &low, low_env, low_args));
-        unsigned long long started;
-        if (wait_mark(&low, "STARTED", &started) && spawn(&s, &high, high_env, high_args)) {
-            CHECK(wait_exit(&high) == 0, "high-priority worker failed");
-            CHECK(wait_exit(&low) == 0, "low-priority worker failed");
-            struct job_times jobs[16];
-            int njobs = read_jobs(&high, jobs, 16);
-            CHECK(njobs == 8, "%d jobs reported", njobs);
-            struct fake_log log;
-            if (read_log(&s, &log)) {
-                uint64_t longest = 0;
-                int waited = 0;
-                for (int j = 0; j < njobs; j++)
-                    for (int i = 0; i < log.n; i++) {
-                        const struct fake_kernel *k = &log.kernels[i];
-                        if (k->pid != high.pid || k->submit < jobs[j].drained || k->submit > jobs[j].exited)
-                            continue;
-                        uint64_t wait = k->start - k->submit;
-                        longest = wait > longest ? wait : longest;
-                        waited += wait > 75000;
-                        break;
-                    }
-                CHECK(longest <= 360000 + 40000, "a job's first kernel waited %.2f ms for the low worker's "
-                      "queue; at most 0.36 ms may be queued", longest / 1e6);
-                conclusive = waited > 0;
-                if (!conclusive)
-                    fprintf(stderr, "  inconclusive run (no job found the low worker's work ahead)\n");
-                CHECK(log.violations == 0, "%s", log.first_violation);
-                fake_log_free(&log);
-            }
-            if (gy_test_failures_in_current) {
-                dump(&low);
-                dump(&high);
-            }
-        } else {
-            kill(low.pid, SIGKILL);
-            wait_exit(&low);
+        const char *low_env[] = {NULL}, *low_args[] = {"uneven_graph", "300", "10", "600", NULL};
+        struct beside_run r;
+        if (run_beside_jobs("uneven graph", low_env, low_args, 75000, &r) && r.logged) {
+            CHECK(r.longest_ns <= 360000 + 40000, "a job's first kernel waited %.2f ms for the low worker's "
+                  "queue; at most 0.36 ms may be queued", r.longest_ns / 1e6);
+            conclusive = r.waited > 0;
+            if (!conclusive)
+                fprintf(stderr, "  inconclusive run (no job found the low worker's work ahead)\n");
+            CHECK(r.log.violations == 0, "%s", r.log.first_violation);
         }
-        setup_end(&s);
+        if (r.logged)
+            fake_log_free(&r.log);
     }
     CHECK(conclusive, "no run of 3 had the low worker's work ahead of a job: the test proves nothing");
 }
