@@ -10,7 +10,8 @@
  *   Mann-Whitney rank test over every (arm job, stop job) pair must show the arm's jobs shorter
  *   than stop's times (1 + eps_p50) at one-sided 1 % (z >= 2.33), and the arm's p99 must be within
  *   (1 + eps_p99) of stop's. Noise lowers z, so noise never promotes; an arm shown longer (z <=
- *   -3.09), or a trial not within after GY_GUARD_TRIAL_MAX jobs, is rejected. Both windows cover
+ *   -3.09), a trial not within after GY_GUARD_TRIAL_MAX jobs, or a futile one (z < 0 from
+ *   GY_GUARD_FUTILE_JOBS jobs on), is rejected. Both windows cover
  *   the same time: stop's paired window starts with the trial. The durations are kept as
  *   histograms of 1 % bins around a base (stop's first median), so a window holds thousands of
  *   jobs in a few hundred bytes and a job's end costs one bin.
@@ -480,6 +481,19 @@ static int test_window(struct gy_guard *g, const struct gy_guard_window *w, doub
     return z >= GY_GUARD_LOOK_Z && p99_ok ? 1 : 0;
 }
 
+/* After a test that could not tell: is the trial futile? From GY_GUARD_FUTILE_JOBS jobs on, a z
+ * below 0 says the tried jobs were more often over the bound than under it. A trial runs until
+ * its test can tell, and half the HP's jobs pay its cost meanwhile: on the H100 a 16-SM arm that
+ * cost a FasterRCNN 720p HP about 3 % a job stayed in trial for the whole learning and the
+ * measured rounds, and the HP's p50 interval reached 1.061 (bench/results/2026-11-24-guarded-v3).
+ * With 10 % lognormal noise an arm costing 4 % is futile at 256 jobs (against 256 of stop's) in
+ * about 98 % of trials, a costless one in about 2 %; with 25 % noise 82 % and 17 % (simulated): a
+ * costless arm that a noisy HP could not show within the bound is tried again after the backoff. */
+static bool futile(const struct gy_guard *g, const struct gy_guard_window *w)
+{
+    return w->n >= GY_GUARD_FUTILE_JOBS && g->z_milli < 0;
+}
+
 static int test_arm(struct gy_guard *g, const struct gy_guard_window *w)
 {
     return test_window(g, w, g->eps_p50_ppm / 1e6);
@@ -666,7 +680,7 @@ static void record_depth(struct gy_guard *g, uint64_t duration_ns, struct gy_gua
         publish_depth(g);
     } else if (verdict > 0) {
         g->depth_confirmed = 1;
-    } else if (verdict < 0 || (w->n >= GY_GUARD_TRIAL_MAX && g->depth_trial)) {
+    } else if (verdict < 0 || ((w->n >= GY_GUARD_TRIAL_MAX || futile(g, w)) && g->depth_trial)) {
         drop_depth(g, us, g->depth_trial ? GY_GUARD_WHY_REJECTED : GY_GUARD_WHY_FALLBACK, c);
     }
 }
@@ -708,7 +722,7 @@ struct gy_guard_change gy_guard_record(struct gy_guard *g, enum gy_guard_arm arm
     if (!is_look(w->n) || g->paired_stop.n < GY_GUARD_MIN_JOBS)
         return c;
     int verdict = test_arm(g, &g->arms[arm]);
-    bool full = w->n >= GY_GUARD_TRIAL_MAX;
+    bool full = w->n >= GY_GUARD_TRIAL_MAX || futile(g, w);
     if (arm == g->trial && verdict > 0) {
         uint32_t before = g->in_force;
         g->strikes[arm] = 0; /* within the bound: it costs nothing */
@@ -731,7 +745,7 @@ struct gy_guard_change gy_guard_record(struct gy_guard *g, enum gy_guard_arm arm
         g->confirmed = 1;
         g->strikes[arm] = 0;
     } else if (verdict < 0 || (verdict == 0 && full && arm == g->trial)) {
-        /* A trial not within after GY_GUARD_TRIAL_MAX jobs is rejected; the arm in force, measured
+        /* A trial not within after GY_GUARD_TRIAL_MAX jobs, or futile, is rejected; the arm in force, measured
          * again after a re-check, goes only when shown out (it passed once; its window is not
          * balanced with stop's: stop gets a quarter of the jobs outside trials). */
         drop(g, arm, arm == g->trial ? GY_GUARD_WHY_REJECTED : GY_GUARD_WHY_FALLBACK, &c);

@@ -513,6 +513,31 @@ TEST(a_costless_arm_hidden_in_ten_percent_noise_is_promoted)
     }
 }
 
+/* An arm over the bound by a little, in 10 % noise: before, its trial ran until the test showed it
+ * out (z <= -3.09; often 512-1024 of its jobs, half the HP's jobs paying 4 % meanwhile). A trial
+ * whose jobs are more often over the bound than under it at 256 jobs is futile and ends there;
+ * a costless arm in the same noise is still promoted (the test above). */
+TEST(a_trial_a_little_over_the_bound_ends_at_its_first_futile_look)
+{
+    struct pair p = {10.0, EVERY_PARTITION(1.04), LOGNORMAL10, LP_PER_MS, {0}};
+    uint64_t trial_jobs = 0, longest = 0;
+    unsigned trials = 0;
+    for (uint64_t seed = 1; seed <= 20; seed++) {
+        struct gy_guard *g = fresh(seed);
+        struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
+        for (unsigned j = 0; j < 6000 && !g->strikes[GY_ARM_P16]; j++)
+            simulate(g, &p, 1, &r);
+        CHECK(g->strikes[GY_ARM_P16] == 1 && r.promotions_costly == 0,
+              "seed %llu: 16 SMs at 1.04 not dropped once in 6000 jobs, or promoted", (unsigned long long)seed);
+        trial_jobs += r.jobs_on[GY_ARM_P16];
+        longest = r.jobs_on[GY_ARM_P16] > longest ? r.jobs_on[GY_ARM_P16] : longest;
+        trials++;
+    }
+    CHECK(trial_jobs <= 300ull * trials && longest <= 512, "the trials of an arm at 1.04 ran %llu jobs on average, "
+          "the longest %llu: expected most to end at the look of 256", (unsigned long long)(trial_jobs / trials),
+          (unsigned long long)longest);
+}
+
 TEST(heavy_tailed_durations_never_promote_a_costly_arm)
 {
     struct pair p = {10.0, EVERY_PARTITION(1.5), PARETO, LP_PER_MS, {0}};
