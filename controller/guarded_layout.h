@@ -48,7 +48,7 @@ enum { GY_GUARD_DEPTH_COUNT = 0 GY_GUARD_DEPTHS(GY_GUARD_DEPTH_ONE) };
 #define GY_GUARD_REASONS(X)                                                                        \
     X(START, "start", "start: stop until an arm is measured within the bound of stop")             \
     X(PROMOTED, "promoted", "promoted: within the bound of stop, with the most LP progress")       \
-    X(KEPT, "kept", "kept: a larger arm was within the bound but gave no more LP progress")        \
+    X(KEPT, "kept", "kept: a tried arm gave the LP no more progress (within the bound or not)")    \
     X(REJECTED, "rejected", "the tried arm missed the bound of stop (p50 or p99)")                 \
     X(FALLBACK, "fallback", "fallback: the arm's recent jobs left the bound of stop")              \
     X(SHIFT, "shift", "shift: the HP's job time moved by a factor over 2; measured again from there") \
