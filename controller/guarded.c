@@ -719,7 +719,7 @@ struct gy_guard_change gy_guard_record(struct gy_guard *g, enum gy_guard_arm arm
          * idle): the trial can only cost the HP. It ends after a block of GY_GUARD_RECENT jobs, the
          * arm in force kept, and is not tried again until the next re-check (a costly arm's fallback
          * would bring it back after each backoff). On the H100 a BERT HP beside a ResNet-50 graph LP
-         * ran 2 847 jobs of such trials in one cell, its p99 2.23 of alone against corun's 0.75
+         * ran 2 910 jobs of such trials in one cell, its p99 2.23 of alone against corun's 0.75
          * (bench/results/2026-11-25-matrix-refresh). */
         g->trial = GY_GUARD_NO_ARM;
         g->reason = GY_GUARD_WHY_KEPT;
