@@ -727,6 +727,12 @@ struct gy_guard_change gy_guard_record(struct gy_guard *g, enum gy_guard_arm arm
         return c;
     }
     if (recent_out(g, &g->arms[arm])) {
+        /* A gross cost does not go away by itself (a GPU-bound HP's jobs were 1.08-1.73x stop's on
+         * 16 SMs beside every LP on the H100, bench/results/2026-11-25-matrix-refresh), and each
+         * retrial costs the HP a block of such jobs: it counts as GY_GUARD_GROSS_STRIKES drops. */
+        if (g->ratio_p50_ppm >= ppm(1.0 + GY_GUARD_GROSS_EPS * (g->eps_p50_ppm / 1e6)) &&
+            g->strikes[arm] < UINT32_MAX - GY_GUARD_GROSS_STRIKES)
+            g->strikes[arm] += GY_GUARD_GROSS_STRIKES - 1;
         drop(g, arm, GY_GUARD_WHY_FALLBACK, &c);
         return c;
     }

@@ -37,6 +37,8 @@
 #define GY_GUARD_TRIAL_STOP_SHARE 0.5 /* the stop share while an arm is tried (at least) */
 #define GY_GUARD_BACKOFF_JOBS 500   /* a rejected or fallen-back arm is not tried again before */
 #define GY_GUARD_MAX_DOUBLINGS 5    /* ... and twice as long each time in a row, up to 32 x */
+#define GY_GUARD_GROSS_EPS 4        /* a fallback block over stop's median by 4 x eps_p50 (8 %) or more: */
+#define GY_GUARD_GROSS_STRIKES 3    /* ... counts as this many drops in a row (the first backoff 4 x) */
 #define GY_GUARD_RECHECK_JOBS 8000  /* windows of the partition arms reset this often (between trials) */
 #define GY_GUARD_SHIFT 2.0          /* stop's recent median this factor above or below its window's: re-base */
 

@@ -536,8 +536,8 @@ TEST(a_trial_a_little_over_the_bound_ends_at_its_first_futile_look)
         struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
         for (unsigned j = 0; j < 6000 && !g->strikes[GY_ARM_P16]; j++)
             simulate(g, &p, 1, &r);
-        CHECK(g->strikes[GY_ARM_P16] == 1 && r.promotions_costly == 0,
-              "seed %llu: 16 SMs at 1.04 not dropped once in 6000 jobs, or promoted", (unsigned long long)seed);
+        CHECK(g->strikes[GY_ARM_P16] >= 1 && r.promotions_costly == 0,
+              "seed %llu: 16 SMs at 1.04 not dropped in 6000 jobs, or promoted", (unsigned long long)seed);
         trial_jobs += r.jobs_on[GY_ARM_P16];
         longest = r.jobs_on[GY_ARM_P16] > longest ? r.jobs_on[GY_ARM_P16] : longest;
         trials++;
@@ -747,6 +747,27 @@ TEST(an_arm_that_keeps_costing_the_hp_is_retried_ever_more_rarely)
     CHECK(g->strikes[GY_ARM_P16] >= 4, "16 SMs dropped only %u times in a row", g->strikes[GY_ARM_P16]);
     gy_guard_reset(g);
     CHECK(g->strikes[GY_ARM_P16] == 0, "a reset keeps the strikes");
+}
+
+/* A gross cost (here 1.5x; a GPU-bound HP's 16-SM jobs were 1.08-1.73x on the H100) counts as three
+ * drops in a row: the first retrial comes after 2000 jobs, not 500, and the HP pays far fewer
+ * slow blocks; a small cost caught by the fallback (1.05x, in tight noise) backs off as before. */
+TEST(a_gross_cost_backs_off_longer_from_the_first_drop)
+{
+    struct gy_guard *g = fresh(43);
+    struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
+    simulate(g, &costly, 20000, &r);
+    uint64_t on_partitions = jobs_on_partitions(&r, GY_ARM_P16);
+    CHECK(on_partitions > 0 && on_partitions <= 64, "%llu of 20000 jobs on a partition costing 1.5x",
+          (unsigned long long)on_partitions);
+    struct pair small_cost = {10.0, EVERY_PARTITION(1.05), TIGHT, LP_PER_MS, {0}};
+    g = fresh(44);
+    struct run r2 = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
+    for (unsigned j = 0; j < 6000 && !g->strikes[GY_ARM_P16]; j++)
+        simulate(g, &small_cost, 1, &r2);
+    CHECK(g->strikes[GY_ARM_P16] == 1 && g->backoff_until[GY_ARM_P16] <= g->jobs + GY_GUARD_BACKOFF_JOBS,
+          "a 5 %% cost: %u strikes, backoff until job %llu at job %llu", g->strikes[GY_ARM_P16],
+          (unsigned long long)g->backoff_until[GY_ARM_P16], (unsigned long long)g->jobs);
 }
 
 TEST(an_operator_reset_forgets_what_was_learned_and_learns_again)
