@@ -535,7 +535,8 @@ static void recut_or_settle(struct gy_split_exec *e)
         return; /* timed in turn */
     }
     if (why && gy_config()->verbose)
-        fprintf(stderr, "gpuyield: pid %d: a CUDA graph's parts stay as first cut: cutting by time failed at %s (%d)\n",
+        fprintf(stderr, "gpuyield: pid %d: a CUDA graph's parts stay as they are: cutting them again by time failed "
+                "at %s (%d)\n",
                 (int)getpid(), why, rc);
     drop_copy(e);
     free_events(e);
