@@ -3,6 +3,7 @@
  * is logged as "graph:K" (K: the kernels it runs). Clone, node lookup in a clone, node removal
  * and the edge list are what hooks/graph_split.c uses to cut a graph into parts. */
 #include <stdbool.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "fake_internal.h"
@@ -88,10 +89,21 @@ static void exec_from(struct CUgraphExec_st *e, const struct CUgraph_st *g)
     }
 }
 
+/* FAKECUDA_INSTANTIATE_LIMIT=N: the process's instantiations after the N-th fail (out of memory),
+ * as a driver short of memory would fail them. */
+static bool instantiation_refused(void)
+{
+    static atomic_long made;
+    const char *limit = getenv("FAKECUDA_INSTANTIATE_LIMIT");
+    return limit && atomic_fetch_add(&made, 1) >= atol(limit);
+}
+
 FK_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph, unsigned long long flags)
 {
     if (!exec || !graph || (flags & ~0xfull))
         return CUDA_ERROR_INVALID_VALUE;
+    if (instantiation_refused())
+        return CUDA_ERROR_OUT_OF_MEMORY;
     struct CUgraphExec_st *e = calloc(1, sizeof *e);
     if (!e)
         abort();

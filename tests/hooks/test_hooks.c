@@ -761,7 +761,8 @@ TEST(graph_split_leaves_a_job_at_most_one_part_ahead)
 /* The graph launches of the `graph_parts` worker, in order: the kernels each ran ("graph:K") and,
  * where `outstanding` is not NULL, how many of the worker's units were queued or running when it
  * was submitted. */
-static int graph_launches(const char *const *env, const char *const *args, int *sizes, int *outstanding, int max)
+static int graph_launches(const char *const *env, const char *const *args, int *sizes, int *outstanding, int max,
+                          char **stderr_text)
 {
     struct setup s;
     int n = -1;
@@ -789,6 +790,8 @@ static int graph_launches(const char *const *env, const char *const *args, int *
             CHECK(log.violations == 0, "%s", log.first_violation);
             fake_log_free(&log);
         }
+        if (stderr_text)
+            *stderr_text = slurp(w.err);
         if (gy_test_failures_in_current)
             dump(&w);
     }
@@ -798,7 +801,7 @@ static int graph_launches(const char *const *env, const char *const *args, int *
 
 static int graph_launch_sizes(const char *const *env, const char *const *args, int *sizes, int max)
 {
-    return graph_launches(env, args, sizes, NULL, max);
+    return graph_launches(env, args, sizes, NULL, max, NULL);
 }
 
 /* A graph of 8 kernels of 100 us (800 us) under time:500: launched whole until 3 launches are
@@ -839,7 +842,7 @@ TEST(graph_split_cuts_again_by_time)
     const char *env[] = {"GPUYIELD_MODE=time:5000", "GPUYIELD_VERBOSE=1", NULL};
     const char *args[] = {"uneven_graph", "3000", "100", "0", "60", NULL}; /* 60 replays */
     int sizes[4096], outstanding[4096];
-    int n = graph_launches(env, args, sizes, outstanding, 4096);
+    int n = graph_launches(env, args, sizes, outstanding, 4096, NULL);
     REQUIRE(n >= 60, "%d graph launches ran in 60 replays", n);
     int kernels = 0;
     for (int k = 0; k < n; k++)
@@ -855,6 +858,30 @@ TEST(graph_split_cuts_again_by_time)
             parts_of_six++, behind += outstanding[k] > 0;
     CHECK(behind * 2 > parts_of_six, "only %d of %d short parts were queued behind the long kernel before them",
           behind, parts_of_six);
+}
+
+/* The same graph when the driver refuses instantiations after the first cut (out of memory: the
+ * exec and its 6 parts by count are the 7 it makes): the graph keeps running in those parts, every
+ * kernel of every replay runs, and the process says why in one line. */
+TEST(graph_split_keeps_its_parts_when_a_re_cut_cannot_be_made)
+{
+    const char *env[] = {"GPUYIELD_MODE=time:5000", "GPUYIELD_VERBOSE=1", "FAKECUDA_INSTANTIATE_LIMIT=7", NULL};
+    const char *args[] = {"uneven_graph", "3000", "100", "0", "40", NULL}; /* 40 replays */
+    int sizes[4096];
+    char *err = NULL;
+    int n = graph_launches(env, args, sizes, NULL, 4096, &err);
+    REQUIRE(n >= 40, "%d graph launches ran in 40 replays", n);
+    int kernels = 0;
+    for (int k = 0; k < n; k++)
+        kernels += sizes[k];
+    CHECK(kernels == 40 * 16, "%d kernels ran in 40 replays of 16", kernels);
+    const int by_count[] = {3, 3, 2, 3, 3, 2};
+    for (int k = n - 12; k < n; k++)
+        CHECK(sizes[k] == by_count[(k - (n - 12)) % 6], "graph launch %d of %d ran %d kernels: the last 12 should "
+              "repeat the cut by count (3, 3, 2, 3, 3, 2)", k, n, sizes[k]);
+    CHECK(err && strstr(err, "parts stay as they are: cutting them again by time failed"), "stderr: %s",
+          err ? err : "(none)");
+    free(err);
 }
 
 /* The same graph beside a higher job under time:500: the bound, knowing each part's time, lets at
