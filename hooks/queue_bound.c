@@ -52,8 +52,7 @@ struct gy_stream_state {
     uint32_t sizes[RING];
     bool graph_group[RING]; /* time mode: group g holds graph launches (else kernels) */
     bool long_group[RING];  /* time mode: group g holds more than US/2, or a kind not timed yet */
-    bool known_group[RING]; /* time mode: group g is one unit of a time known beforehand (not learned) */
-    double known_ns[RING];  /* ... that time */
+    double known_ns[RING];  /* time mode: > 0 when group g is one unit of that time, known beforehand (not learned) */
     gy_cu_event start;      /* time mode: recorded just before group start_group (depth 1) */
     uint64_t start_group;
     bool start_recorded;
@@ -195,7 +194,7 @@ static void learn(struct gy_stream_state *st, uint64_t k)
         from = st->start;
     else if (k >= 1 && st->recorded[prev] && st->complete[prev])
         from = st->events[prev];
-    if (!from || !st->sizes[end] || st->known_group[end])
+    if (!from || !st->sizes[end] || st->known_ns[end] > 0)
         return;
     gy_pfn_event_elapsed elapsed = elapsed_function();
     if (!elapsed) {
@@ -325,7 +324,7 @@ static struct gy_stream_state *bound_before(gy_cu_stream stream, bool graph, boo
          * follows a short one without a gap (350 us behind 10 us under time:500), and a long one
          * only once it is done. An unknown group counts as US/2, or as more where long. */
         int prev = (int)((g + RING - 1) % RING);
-        double prev_ns = st->known_group[prev] ? st->known_ns[prev] : st->long_group[prev] ? 1e300 : us * 1000.0 / 2;
+        double prev_ns = st->known_ns[prev] > 0 ? st->known_ns[prev] : st->long_group[prev] ? 1e300 : us * 1000.0 / 2;
         if (g >= 1 && prev_ns + cost_ns > us * 1000.0)
             wait_group(st, g - 1);
     } else if (timed && (is_long || (g >= 1 && st->long_group[(g - 1) % RING]))) {
@@ -341,8 +340,7 @@ static struct gy_stream_state *bound_before(gy_cu_stream stream, bool graph, boo
     st->sizes[g % RING] = size;
     st->graph_group[g % RING] = graph;
     st->long_group[g % RING] = is_long;
-    st->known_group[g % RING] = known;
-    st->known_ns[g % RING] = cost_ns;
+    st->known_ns[g % RING] = known ? cost_ns : 0;
     return st;
 }
 
