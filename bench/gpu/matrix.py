@@ -183,17 +183,24 @@ def window_s(args, rate):
 # ---- the processes ------------------------------------------------------------------------------
 
 def cpu_plan(keys, cpus):
-    """--pin: {(group, role): CPUs}. Every HP worker on the same two CPUs (the third and fourth), the
-    LP workers on the rest; the first two are left to the harness, the controller and the MPS daemon
-    (unpinned). One setup runs at a time, so the HP of each setup, the plain one included, runs on
-    the same cores and never beside another busy thread: a host-bound HP's speed is then the same
-    for every setup it is compared across (on the H100 machine, with each HP worker on CPUs of its
-    own, the launch-bound HP's service time differed by up to 40 % between setups of one round;
-    hypothesis: the cores, not the setups). None when there are too few CPUs for that."""
+    """--pin: {(group, role): CPUs}, plus TOOLS_KEY: the first two CPUs. Every HP worker on the same
+    two CPUs (the third and fourth), the LP workers on the rest, and the harness with what it starts
+    (the MPS daemon and its server, expcontroller, nvidia-smi) on the first two, unless
+    --pin-workers-only leaves those unpinned (the records before 2026-11-25 10:00 UTC: then the MPS
+    server could run on the HP's CPUs). One setup runs at a time, so the HP of each setup, the plain
+    one included, runs on the same cores and never beside another busy thread: a host-bound HP's
+    speed is then the same for every setup it is compared across (on the H100 machine, with each HP
+    worker on CPUs of its own, the launch-bound HP's service time differed by up to 40 % between
+    setups of one round; hypothesis: the cores, not the setups). None when there are too few CPUs."""
     cpus = sorted(cpus)
     if len(cpus) < 5:
         return None
-    return {k: (cpus[2:4] if k[1] == "hp" else cpus[4:]) for k in keys}
+    plan = {k: (cpus[2:4] if k[1] == "hp" else cpus[4:]) for k in keys}
+    plan[TOOLS_KEY] = cpus[:2]
+    return plan
+
+
+TOOLS_KEY = ("tools", "harness")  # cpu_plan's entry for the harness and the processes it starts
 
 
 class Proc:
@@ -397,6 +404,17 @@ def run(args):
     raw = {"device": args.device, "commit": args.commit or commit_of(os.path.dirname(os.path.abspath(args.build))),
            "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
            "args": {k: v for k, v in vars(args).items() if k != "merge"}, "hp_kinds": {}, "segments": []}
+    # a worker for each group and role some setup runs (an LP-only setup's group has no HP worker)
+    keys = sorted({(SETUP[s][0], role) for s in all_setups for role in SETUP[s][1]})
+    pins = cpu_plan(keys, os.sched_getaffinity(0)) if args.pin else {}
+    if pins is None:
+        fail(f"--pin: {len(os.sched_getaffinity(0))} CPUs are too few (5 needed: two for the harness, two for the "
+             f"HP workers, the rest for the LP workers); run without --pin")
+    tool_cpus = pins.pop(TOOLS_KEY, None)
+    if tool_cpus and not args.pin_workers_only:
+        os.sched_setaffinity(0, tool_cpus)  # before anything is started: the MPS daemon and server inherit it
+        raw["cpus"] = {"harness": list(tool_cpus)}
+    raw.setdefault("cpus", {}).update({f"{g}_{role}": list(c) for (g, role), c in pins.items()})
     tools, procs = Tools(args), {}
     started = time.monotonic()
     try:
@@ -406,13 +424,6 @@ def run(args):
             if g in POLICY_GROUPS or (g == "markonly" and "corun" not in tools.segments):
                 tools.create_segment("corun" if g == "markonly" else g)
         tools.start_clocks(os.path.join(args.out, "clocks.csv"))
-        # a worker for each group and role some setup runs (an LP-only setup's group has no HP worker)
-        keys = sorted({(SETUP[s][0], role) for s in all_setups for role in SETUP[s][1]})
-        pins = cpu_plan(keys, os.sched_getaffinity(0)) if args.pin else {}
-        if pins is None:
-            fail(f"--pin: {len(os.sched_getaffinity(0))} CPUs are too few (5 needed: two left free, two for the "
-                 f"HP workers, the rest for the LP workers); run without --pin")
-        raw["cpus"] = {f"{g}_{role}": list(c) for (g, role), c in pins.items()}
         for g, role in keys:
             argv = [args.python, "-m", args.worker_module, "--role", role] + (
                 ["--backend", args.backend] if args.backend else [])
@@ -827,7 +838,10 @@ def parse_args(argv):
     p.add_argument("--learn-jobs", type=int, default=300,
                    help="guarded: HP jobs it learns on before each cell's rounds (0: none, no reset)")
     p.add_argument("--pin", action="store_true",
-                   help="every HP worker on the same two CPUs, the LP workers on the rest (recorded in raw.json: cpus)")
+                   help="every HP worker on the same two CPUs, the LP workers on the rest, the harness and what it "
+                        "starts (MPS daemon, expcontroller, nvidia-smi) on the first two (recorded in raw.json: cpus)")
+    p.add_argument("--pin-workers-only", action="store_true",
+                   help="with --pin: leave the harness and what it starts unpinned (as the records before 2026-11-25 10:00 UTC)")
     p.add_argument("--learn-load", type=float, default=0.9,
                    help="guarded: the load it learns at, a fraction of the HP's calibrated rate (0: the cell's load)")
     p.add_argument("--partition-sms", type=int, default=16)
@@ -852,6 +866,8 @@ def parse_args(argv):
             p.error(f"--{flag.replace('_', '-')} {getattr(args, flag)}: must be >= 1")
     if args.min_seconds <= 0 or args.max_seconds < args.min_seconds:
         p.error(f"--min-seconds {args.min_seconds} / --max-seconds {args.max_seconds}: need 0 < min <= max")
+    if args.pin_workers_only and not args.pin:
+        p.error("--pin-workers-only qualifies --pin: give both, or neither")
     if "hp_alone" not in args.setups or "lp_alone" not in args.setups:
         p.error("--setups must hold hp_alone and lp_alone: every ratio's denominator")
     if not 0 <= args.learn_load <= 1:

@@ -154,6 +154,7 @@ def test_a_partition_that_fell_back_is_refused():
     (["--setups", "hp_alone,lp_alone,corun_auto_short", "--auto-idle-us", "0"], "--auto-idle-us 0: must be 1..10000000"),
     (["--auto-idle-us", "300"], "add corun_auto_short to --setups"),
     (["--learn-load", "1.5"], "--learn-load 1.5: must be 0..1"),
+    (["--pin-workers-only"], "--pin-workers-only qualifies --pin"),
 ])
 def test_bad_arguments_are_one_clear_error(tmp_path, argv, message):
     r = subprocess.run([sys.executable, "-m", "bench.gpu.matrix", "--build", str(tmp_path), "--out", str(tmp_path / "o")]
@@ -308,6 +309,7 @@ def test_pinning_puts_every_hp_worker_on_the_same_two_cpus_and_the_lps_on_the_re
     hp_cpus = [plan[k] for k in keys if k[1] == "hp"]
     assert all(c == [2, 3] for c in hp_cpus)  # every setup's HP on the same cores, the first two left free
     assert plan[("plain", "lp")] == plan[("corun", "lp")] == list(range(4, 16))
+    assert plan[matrix.TOOLS_KEY] == [0, 1]  # the harness, the MPS daemon and expcontroller off the HP's cores
     assert matrix.cpu_plan(keys, set(range(5))) is not None and matrix.cpu_plan(keys, set(range(4))) is None
 
 
