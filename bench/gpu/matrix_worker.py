@@ -14,8 +14,10 @@ process of the machine shares, so the harness can start an HP and an LP at the s
   {"cmd": "hp", "t0", "seconds", "rate", "seed", "mark"}
         Poisson arrivals at `rate` jobs/s from t0 for `seconds`; a job starts at its arrival or when
         the previous one ends (one server, FIFO), so latency counts queueing. mark: begin/end each job
-        at priority 1 in $GPUYIELD_SHM's segment. -> {"lat_ms", "svc_ms", "begin_us", "end_us", "arms", "late"}
-        (arms: per marked job its guarded arm, None where it got none)
+        at priority 1 in $GPUYIELD_SHM's segment. -> {"lat_ms", "svc_ms", "launch_ms", "launch_cpu_ms",
+        "begin_us", "end_us", "arms", "late"} (arms: per marked job its guarded arm, None where it got
+        none; launch_ms: the job's first launch to its last one's return, launch_cpu_ms: the CPU time the
+        launching thread used meanwhile, so that a slower job can be told host-side from GPU-side)
   {"cmd": "lp", "t0", "seconds", "count_from", "count_to"}
         LP: units back to back from t0 for `seconds`, then the GPU synchronised -> {"units", "secs",
         "counted", "counted_secs"}: the GPU work of units done in [count_from, count_to) (the HP's
@@ -102,7 +104,7 @@ class Worker:
 
     def hp(self, cmd):
         seg = self.marker() if cmd.get("mark") else None
-        lat, svc, begin_us, end_us, arms = [], [], [], [], []
+        lat, svc, launch_ms, launch_cpu_ms, begin_us, end_us, arms = [], [], [], [], [], [], []
         late = 0
         for arrival in arrivals(cmd["t0"], cmd["seconds"], cmd["rate"], cmd["seed"]):
             now = time.monotonic()
@@ -117,7 +119,12 @@ class Worker:
                 arm, depth = getattr(job, "guarded_arm", None), getattr(job, "guarded_depth_us", None)
                 # guarded: which arm each job ran under (and the LP's queue depth before it, when raised)
                 arms.append(f"{arm}@{depth}us" if arm is not None and depth else arm)
-            self.job()
+            cpu0, unit_start = time.thread_time(), time.monotonic()
+            self.unit()
+            launched, cpu1 = time.monotonic(), time.thread_time()
+            self.backend.sync()
+            launch_ms.append((launched - unit_start) * 1e3)
+            launch_cpu_ms.append((cpu1 - cpu0) * 1e3)
             if seg:
                 ending = time.monotonic()
                 seg.end(1)
@@ -126,8 +133,8 @@ class Worker:
             done = time.monotonic()
             lat.append((done - arrival) * 1e3)
             svc.append((done - start) * 1e3)
-        return {"ok": True, "lat_ms": lat, "svc_ms": svc, "begin_us": begin_us, "end_us": end_us, "arms": arms,
-                "late": late}
+        return {"ok": True, "lat_ms": lat, "svc_ms": svc, "launch_ms": launch_ms, "launch_cpu_ms": launch_cpu_ms,
+                "begin_us": begin_us, "end_us": end_us, "arms": arms, "late": late}
 
     def lp(self, cmd):
         """Units back to back; each unit's completion is timed on the GPU (an event after it), so

@@ -195,6 +195,10 @@ def test_dry_run_end_to_end_with_a_stand_in_backend(tmp_path):
     # every marked job timed its begin and end; a short window on a loaded machine may hold no
     # arrival at all (Poisson), so only the whole run must have marked jobs
     assert marked and all(len(s["hp_result"]["begin_us"]) == len(s["hp_result"]["lat_ms"]) for s in marked)
+    # every HP job's launch span and its CPU time, which cannot exceed the job
+    hp_segs = [s for s in raw["segments"] if (s.get("hp_result") or {}).get("svc_ms")]
+    assert hp_segs and all(len(s["hp_result"]["launch_ms"]) == len(s["hp_result"]["svc_ms"]) for s in hp_segs)
+    assert all(0 <= l <= v for s in hp_segs for l, v in zip(s["hp_result"]["launch_ms"], s["hp_result"]["svc_ms"]))
     # each marked job's guarded arm (none here: corun, and no MPS)
     assert all(s["hp_result"]["arms"] == [None] * len(s["hp_result"]["lat_ms"]) for s in marked)
     assert sum(len(s["hp_result"]["begin_us"]) for s in marked) > 0
@@ -496,3 +500,30 @@ def test_service_tails_pools_the_measured_rounds_and_compares_with_the_hp_alone(
     assert "mean 2.000" in capsys.readouterr().out  # corun's mean over hp_alone's
     with pytest.raises(SystemExit, match="no raw.json"):
         service_tails.tails([str(tmp_path / "missing")])
+
+
+def test_arm_split_tells_host_side_from_gpu_side_per_arm_against_the_same_setups_stop_jobs(tmp_path, capsys):
+    from bench.gpu import arm_split
+    def seg(rnd, svc, launch, cpu, arms):
+        return {"hp": "small", "lp": "gemm", "load": "poisson-25", "setup": "arm:partition:16", "round": rnd,
+                "hp_result": {"ok": True, "svc_ms": svc, "launch_ms": launch, "launch_cpu_ms": cpu, "arms": arms}}
+    raw = {"segments": [
+        # stop jobs: 4 ms, 3 of it launching on 3 ms of CPU; partition jobs: the launches 1 ms longer on
+        # the same CPU time (the thread waited), the rest as stop's
+        seg(0, [4.0, 5.0], [3.0, 4.0], [3.0, 3.0], ["stop", "partition:16"]),
+        seg(1, [4.0, 5.0], [3.0, 4.0], [3.0, 3.0], ["stop", "partition:16"]),
+        seg(-1, [50.0], [49.0], [1.0], ["partition:16"]),  # learning: left out
+        {"hp": "small", "lp": "gemm", "load": "poisson-25", "setup": "hp_alone", "round": 0,
+         "hp_result": {"ok": True, "svc_ms": [3.0]}}]}  # from before launch_ms: left out
+    (tmp_path / "raw.json").write_text(json.dumps(raw))
+    groups = arm_split.split([str(tmp_path)])[("small", "gemm", "poisson-25")]
+    assert set(groups) == {("arm:partition:16", "stop"), ("arm:partition:16", "partition:16")}
+    part = arm_split.medians(groups[("arm:partition:16", "partition:16")])
+    assert part == {"svc_ms": 5.0, "launch_ms": 4.0, "launch_cpu_ms": 3.0, "rest_ms": 1.0}
+    arm_split.main([str(tmp_path)])
+    out = capsys.readouterr().out
+    assert "x stop: svc 1.250 launch 1.333 launch_cpu 1.000 rest 1.000" in out
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "raw.json").write_text(json.dumps({"segments": raw["segments"][3:]}))
+    with pytest.raises(SystemExit, match="no HP jobs with launch_ms"):
+        arm_split.main([str(tmp_path / "old")])

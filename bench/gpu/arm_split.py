@@ -1,0 +1,65 @@
+"""Where an HP job's extra time under a guarded arm goes: per cell, setup and arm, the medians of the
+HP's service time, of its launch span (first launch to the last one's return, host side), of the
+CPU time the launching thread used in that span, and of the rest (the span's end to the job's end:
+what the GPU still had to do, the sync and the job's end), pooled over the measured rounds; each
+arm's medians also as a ratio to those of the stop jobs of the same setup, which ran in the same
+segments at the same time. A longer launch span with the same CPU time: the thread waited
+(preempted, or blocked in a launch); more CPU time too: the same work ran slower on the host; only
+the rest longer: GPU side.
+    python3 -m bench.gpu.arm_split DIR [DIR ...]     (each with raw.json or raw.json.gz of a matrix run
+                                                     whose workers recorded launch_ms, since 2026-11-25)
+"""
+import collections
+import sys
+
+from bench.gpu.service_tails import load
+from bench.gpu.stats import nearest_rank
+
+FIELDS = ("svc_ms", "launch_ms", "launch_cpu_ms", "rest_ms")
+
+
+def split(folders):
+    """{(hp, lp, load): {(setup, arm): {field: [values]}}} over the measured rounds of every folder."""
+    out = collections.defaultdict(lambda: collections.defaultdict(lambda: collections.defaultdict(list)))
+    for folder in folders:
+        for seg in load(folder)["segments"]:
+            r = seg.get("hp_result") or {}
+            if seg.get("round", -1) < 0 or not r.get("ok") or not r.get("launch_ms"):
+                continue  # learning, LP-only or failed segments, and runs from before launch_ms
+            arms = r.get("arms") or [None] * len(r["svc_ms"])
+            for i, svc in enumerate(r["svc_ms"]):
+                arm = arms[i] if i < len(arms) and arms[i] else "-"
+                rows = out[(seg["hp"], seg["lp"], seg["load"])][(seg["setup"], arm)]
+                rows["svc_ms"].append(svc)
+                rows["launch_ms"].append(r["launch_ms"][i])
+                rows["launch_cpu_ms"].append(r["launch_cpu_ms"][i])
+                rows["rest_ms"].append(svc - r["launch_ms"][i])
+    return out
+
+
+def medians(rows):
+    return {f: nearest_rank(rows[f], 50) for f in FIELDS}
+
+
+def main(argv):
+    if not argv:
+        raise SystemExit(__doc__.strip().splitlines()[-2].strip())
+    cells = split(argv)
+    if not cells:
+        raise SystemExit("arm_split: no HP jobs with launch_ms in " + " ".join(argv)
+                         + ": a matrix run from before 2026-11-25 10:00 UTC has none")
+    for cell, groups in sorted(cells.items()):
+        print(" + ".join(cell[:2]) + f", {cell[2]}   (medians, ms; x stop: the ratio to the stop jobs of the same setup)")
+        for (setup, arm), rows in sorted(groups.items()):
+            m = medians(rows)
+            stop = groups.get((setup, "stop"))
+            rel = ""
+            if stop and arm != "stop":
+                s = medians(stop)
+                rel = "   x stop: " + " ".join(f"{f[:-3]} {m[f] / s[f]:.3f}" for f in FIELDS if s[f] > 0)
+            print(f"  {setup:<18} {arm:<14} {len(rows['svc_ms']):>5} jobs  " +
+                  "  ".join(f"{f[:-3]} {m[f]:.3f}" for f in FIELDS) + rel)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
