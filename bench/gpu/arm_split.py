@@ -5,7 +5,9 @@ what the GPU still had to do, the sync and the job's end), pooled over the measu
 arm's medians also as a ratio to those of the stop jobs of the same setup, which ran in the same
 segments at the same time. A longer launch span with the same CPU time: the thread waited
 (preempted, or blocked in a launch); more CPU time too: the same work ran slower on the host; only
-the rest longer: GPU side.
+the rest longer: GPU side. Then, from runs with per-CPU host counters (since 2026-11-25), the HP's
+and the LP's CPUs per setup: busy share, share in interrupt handlers, share stolen by the
+hypervisor, interrupts per second.
     python3 -m bench.gpu.arm_split DIR [DIR ...]     (each with raw.json or raw.json.gz of a matrix run
                                                      whose workers recorded launch_ms, since 2026-11-25)
 """
@@ -37,6 +39,30 @@ def split(folders):
     return out
 
 
+def host(folders):
+    """{(hp, lp, load): {setup: {"hp": means, "lp": means}}}: the per-CPU host counters of each
+    window (bench.gpu.host_counters), averaged over the HP's CPUs and over the LP's CPUs of the
+    setup's group (--pin runs: raw.json's cpus) and over the measured rounds."""
+    from bench.gpu.matrix import SETUP
+    acc = collections.defaultdict(lambda: collections.defaultdict(lambda: collections.defaultdict(list)))
+    for folder in folders:
+        raw = load(folder)
+        cpus = raw.get("cpus") or {}
+        for seg in raw["segments"]:
+            if seg.get("round", -1) < 0 or not seg.get("host") or seg["setup"] not in SETUP:
+                continue
+            group = SETUP[seg["setup"]][0]
+            for role in ("hp", "lp"):
+                for c in cpus.get(f"{group}_{role}", []):
+                    if f"cpu{c}" in seg["host"]:
+                        acc[(seg["hp"], seg["lp"], seg["load"])][seg["setup"]][role].append(seg["host"][f"cpu{c}"])
+    out = collections.defaultdict(dict)
+    for cell, setups in acc.items():
+        for setup, roles in setups.items():
+            out[cell][setup] = {role: {k: sum(x[k] for x in v) / len(v) for k in v[0]} for role, v in roles.items()}
+    return out
+
+
 def medians(rows):
     return {f: nearest_rank(rows[f], 50) for f in FIELDS}
 
@@ -59,6 +85,10 @@ def main(argv):
                 rel = "   x stop: " + " ".join(f"{f[:-3]} {m[f] / s[f]:.3f}" for f in FIELDS if s[f] > 0)
             print(f"  {setup:<18} {arm:<14} {len(rows['svc_ms']):>5} jobs  " +
                   "  ".join(f"{f[:-3]} {m[f]:.3f}" for f in FIELDS) + rel)
+        for setup, roles in sorted(host(argv).get(cell, {}).items()):
+            print(f"  host, {setup:<12} " + "   ".join(
+                f"{role} CPUs: busy {v['busy']:.3f} irq {v['irq']:.4f} steal {v['steal']:.4f} "
+                f"intr/s {v['intr_per_s']:.0f}" for role, v in sorted(roles.items())))
 
 
 if __name__ == "__main__":

@@ -5,6 +5,8 @@ segment under MPS), nothing beside it, in four conditions:
   sleep    after 10 ms asleep (the HP idles to its next arrival)
   spin     after 10 ms of busy-waiting (the core stays awake; tells idle state from cold caches)
   sleep_null  os.getppid() after 10 ms asleep (what waking up costs any call: the null control)
+  sleep_split, sleep_split_all  after 10 ms asleep, begin(wait=False) and job.wait() timed apart,
+           with the default device (the driver asked for the current GPU) and with device="all"
   job      after 10 ms asleep, around a GEMM job (10 x 2048^2 matmul + tanh), as in the matrix
 and the job's own time with and without the marking (alternated, same process).
   python3 -m bench.gpu.begin_cost child OUT.json      (run by begin_cost.sh with the hook preloaded)
@@ -72,7 +74,28 @@ def child(out):
             v.append((time.perf_counter_ns() - t0) / 1e3)
         return {"begin": summary(v), "end": summary(v)}
 
+    def split_after_sleep(n, device):
+        # begin() in its parts, after 10 ms asleep: the enter (registration check, device, the
+        # segment's lock and gate) with wait=False, then the drain wait; device="all" skips asking
+        # the driver for the current context's GPU (the default, device=None, asks it each begin)
+        enter, wait, end = [], [], []
+        for _ in range(n):
+            time.sleep(0.01)
+            t0 = time.perf_counter_ns()
+            job = seg.begin(1, wait=False, device=device)
+            t1 = time.perf_counter_ns()
+            job.wait()
+            t2 = time.perf_counter_ns()
+            seg.end(1)
+            t3 = time.perf_counter_ns()
+            enter.append((t1 - t0) / 1e3)
+            wait.append((t2 - t1) / 1e3)
+            end.append((t3 - t2) / 1e3)
+        return {"enter": summary(enter), "wait": summary(wait), "end": summary(end)}
+
     res["hot"] = timed(2000, lambda: None)
+    res["sleep_split"] = split_after_sleep(200, None)
+    res["sleep_split_all"] = split_after_sleep(200, "all")
     res["sleep_null"] = null_after_sleep(200)
     res["sleep"] = timed(200, lambda: time.sleep(0.01))
     res["spin"] = timed(200, spin)

@@ -68,6 +68,7 @@ import subprocess
 import sys
 import time
 
+from . import host_counters
 from .stats import nearest_rank, percentile_of, rate_of, ratio_two_stage
 
 HP_KINDS = ("gemm", "small", "frcnn720", "bert")
@@ -529,6 +530,7 @@ def run_window(args, procs, group, roles, rate, seconds, seed, mark, tail, what)
     HP's window (its work counted over the HP's window), the HP's Poisson arrivals from t0.
     Returns the segment's results, times and CPU load."""
     out = {"wall_start": time.time()}
+    host_before = host_counters.read()
     t0 = time.monotonic() + 0.05
     if "lp" in roles:
         procs[(group, "lp")].send({"cmd": "lp", "t0": t0 - args.lp_lead_s, "seconds": args.lp_lead_s + seconds + tail,
@@ -540,6 +542,7 @@ def run_window(args, procs, group, roles, rate, seconds, seed, mark, tail, what)
         out["lp_result"] = procs[(group, "lp")].reply(seconds + args.lp_lead_s + 120, what)
     out["wall_end"] = time.time()
     out["loadavg"] = os.getloadavg()[0]
+    out["host"] = host_counters.delta(host_before, host_counters.read(), out["wall_end"] - out["wall_start"])
     return out
 
 

@@ -199,6 +199,8 @@ def test_dry_run_end_to_end_with_a_stand_in_backend(tmp_path):
     hp_segs = [s for s in raw["segments"] if (s.get("hp_result") or {}).get("svc_ms")]
     assert hp_segs and all(len(s["hp_result"]["launch_ms"]) == len(s["hp_result"]["svc_ms"]) for s in hp_segs)
     assert all(0 <= l <= v for s in hp_segs for l, v in zip(s["hp_result"]["launch_ms"], s["hp_result"]["svc_ms"]))
+    # every window's per-CPU host counters (Linux: /proc/stat), shares between 0 and 1
+    assert all(s["host"] and all(0 <= c["busy"] <= 1 for c in s["host"].values()) for s in raw["segments"])
     # each marked job's guarded arm (none here: corun, and no MPS)
     assert all(s["hp_result"]["arms"] == [None] * len(s["hp_result"]["lat_ms"]) for s in marked)
     assert sum(len(s["hp_result"]["begin_us"]) for s in marked) > 0
@@ -515,7 +517,14 @@ def test_arm_split_tells_host_side_from_gpu_side_per_arm_against_the_same_setups
         seg(-1, [50.0], [49.0], [1.0], ["partition:16"]),  # learning: left out
         {"hp": "small", "lp": "gemm", "load": "poisson-25", "setup": "hp_alone", "round": 0,
          "hp_result": {"ok": True, "svc_ms": [3.0]}}]}  # from before launch_ms: left out
+    raw["cpus"] = {"arm-partition16_hp": [2, 3], "arm-partition16_lp": [4]}
+    for s, busy in zip(raw["segments"][:2], (0.5, 0.7)):
+        s["host"] = {f"cpu{c}": {"busy": busy if c < 4 else 1.0, "irq": 0.0, "steal": 0.0, "intr_per_s": 10.0 * c}
+                     for c in range(6)}
     (tmp_path / "raw.json").write_text(json.dumps(raw))
+    h = arm_split.host([str(tmp_path)])[("small", "gemm", "poisson-25")]["arm:partition:16"]
+    assert h["hp"]["busy"] == pytest.approx(0.6) and h["hp"]["intr_per_s"] == pytest.approx(25.0)  # CPUs 2-3, 2 rounds
+    assert h["lp"] == {"busy": 1.0, "irq": 0.0, "steal": 0.0, "intr_per_s": 40.0}  # CPU 4 only
     groups = arm_split.split([str(tmp_path)])[("small", "gemm", "poisson-25")]
     assert set(groups) == {("arm:partition:16", "stop"), ("arm:partition:16", "partition:16")}
     part = arm_split.medians(groups[("arm:partition:16", "partition:16")])
@@ -527,3 +536,21 @@ def test_arm_split_tells_host_side_from_gpu_side_per_arm_against_the_same_setups
     (tmp_path / "old" / "raw.json").write_text(json.dumps({"segments": raw["segments"][3:]}))
     with pytest.raises(SystemExit, match="no HP jobs with launch_ms"):
         arm_split.main([str(tmp_path / "old")])
+
+
+def test_host_counters_give_each_cpus_busy_irq_and_stolen_shares_and_interrupt_rate(tmp_path):
+    from bench.gpu import host_counters
+    def write(ticks, intr):
+        (tmp_path / "stat").write_text("cpu  9 9 9 9 9 9 9 9 0 0\n" + "".join(
+            f"cpu{i} {' '.join(str(t) for t in row)} 0 0\n" for i, row in enumerate(ticks)) + "intr 1 2 3\n")
+        (tmp_path / "interrupts").write_text("           CPU0       CPU1\n" + "".join(
+            f" {n}: {a} {b} PCI-MSI nvidia\n" for n, (a, b) in enumerate(intr)) + "ERR: 0\n")
+        return host_counters.read(str(tmp_path / "stat"), str(tmp_path / "interrupts"))
+    # user nice system idle iowait irq softirq steal
+    before = write([[0, 0, 0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0, 0, 0]], [(0, 0), (0, 0)])
+    after = write([[50, 0, 10, 30, 0, 5, 5, 0], [0, 0, 0, 90, 0, 0, 0, 10]], [(100, 5), (300, 15)])
+    d = host_counters.delta(before, after, 2.0)
+    assert d["cpu0"] == {"busy": 0.7, "irq": 0.1, "steal": 0.0, "intr_per_s": 200.0}
+    assert d["cpu1"] == {"busy": 0.1, "irq": 0.0, "steal": 0.1, "intr_per_s": 10.0}
+    assert host_counters.read(str(tmp_path / "missing"), str(tmp_path / "interrupts")) == {}
+    assert host_counters.delta({}, after, 2.0) == {}

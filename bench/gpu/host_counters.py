@@ -1,0 +1,50 @@
+"""Per-CPU host counters around a matrix window, to tell why a host-bound HP runs slower beside a
+busy LP: interrupts served, time in interrupt handlers, time the hypervisor took (steal), and how
+busy each CPU was. Read from /proc/stat and /proc/interrupts (Linux); {} where they cannot be read.
+
+  snap = read()            ... the window ...       delta(snap, read(), seconds)
+      -> {"cpu3": {"busy": share, "irq": share, "steal": share, "intr_per_s": n}, ...}
+"""
+FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+
+
+def read(stat="/proc/stat", interrupts="/proc/interrupts"):
+    """{cpu name: {field: ticks, ..., "intr": interrupts served so far}}."""
+    out = {}
+    try:
+        with open(stat) as f:
+            for line in f:
+                words = line.split()
+                if words and words[0].startswith("cpu") and words[0] != "cpu":
+                    out[words[0]] = dict(zip(FIELDS, (int(w) for w in words[1:1 + len(FIELDS)])))
+        with open(interrupts) as f:
+            cpus = ["cpu" + c[3:] for c in f.readline().split()]  # the header: CPU0 CPU1 ...
+            for line in f:
+                words = line.split()
+                for name, count in zip(cpus, words[1:1 + len(cpus)]):
+                    if count.isdigit() and name in out:
+                        out[name]["intr"] = out[name].get("intr", 0) + int(count)
+    except (OSError, ValueError):
+        return {}
+    return out
+
+
+def delta(before, after, seconds):
+    """Per CPU over a window of `seconds`: shares of its time busy (not idle or iowait), in
+    interrupt handlers (irq + softirq) and stolen; interrupts served per second."""
+    if not before or not after or seconds <= 0:
+        return {}
+    out = {}
+    for cpu, a in after.items():
+        b = before.get(cpu)
+        if not b:
+            continue
+        d = {k: a.get(k, 0) - b.get(k, 0) for k in FIELDS + ("intr",)}
+        total = sum(d[k] for k in FIELDS)
+        if total <= 0:
+            continue
+        out[cpu] = {"busy": round(1 - (d["idle"] + d["iowait"]) / total, 4),
+                    "irq": round((d["irq"] + d["softirq"]) / total, 4),
+                    "steal": round(d["steal"] / total, 4),
+                    "intr_per_s": round(d["intr"] / seconds, 1)}
+    return out
