@@ -59,7 +59,17 @@ def host(folders):
     out = collections.defaultdict(dict)
     for cell, setups in acc.items():
         for setup, roles in setups.items():
-            out[cell][setup] = {role: {k: sum(x[k] for x in v) / len(v) for k in v[0]} for role, v in roles.items()}
+            out[cell][setup] = {role: mean_counters(v) for role, v in roles.items()}
+    return out
+
+
+def mean_counters(rows):
+    """The mean of per-CPU counter dicts; interrupt sources (intr_top) averaged per source, a source
+    missing from a CPU's top counting 0 there."""
+    out = {k: sum(x[k] for x in rows) / len(rows) for k in rows[0] if k != "intr_top"}
+    sources = {src for x in rows for src in x.get("intr_top", {})}
+    if sources:
+        out["intr_top"] = {src: sum(x.get("intr_top", {}).get(src, 0) for x in rows) / len(rows) for src in sources}
     return out
 
 
@@ -88,7 +98,9 @@ def main(argv):
         for setup, roles in sorted(host(argv).get(cell, {}).items()):
             print(f"  host, {setup:<12} " + "   ".join(
                 f"{role} CPUs: busy {v['busy']:.3f} irq {v['irq']:.4f} steal {v['steal']:.4f} "
-                f"intr/s {v['intr_per_s']:.0f}" for role, v in sorted(roles.items())))
+                f"intr/s {v['intr_per_s']:.0f}" + (" (" + " ".join(
+                    f"{src} {n:.0f}" for src, n in sorted(v["intr_top"].items(), key=lambda x: -x[1])[:4]) + ")"
+                    if v.get("intr_top") else "") for role, v in sorted(roles.items())))
 
 
 if __name__ == "__main__":

@@ -3,7 +3,10 @@ busy LP: interrupts served, time in interrupt handlers, time the hypervisor took
 busy each CPU was. Read from /proc/stat and /proc/interrupts (Linux); {} where they cannot be read.
 
   snap = read()            ... the window ...       delta(snap, read(), seconds)
-      -> {"cpu3": {"busy": share, "irq": share, "steal": share, "intr_per_s": n}, ...}
+      -> {"cpu3": {"busy": share, "irq": share, "steal": share, "intr_per_s": n,
+                   "intr_top": {source: n per s, ...}}, ...}
+An interrupt's source is its /proc/interrupts row: LOC (timer), RES (a wake-up sent by another
+CPU), CAL (function call), TLB (shootdown), or a device's row by its last word (nvidia, ...).
 """
 FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 
@@ -21,9 +24,16 @@ def read(stat="/proc/stat", interrupts="/proc/interrupts"):
             cpus = ["cpu" + c[3:] for c in f.readline().split()]  # the header: CPU0 CPU1 ...
             for line in f:
                 words = line.split()
-                for name, count in zip(cpus, words[1:1 + len(cpus)]):
+                if not words:
+                    continue
+                counts = words[1:1 + len(cpus)]
+                rest = words[1 + len(cpus):]
+                source = words[0].rstrip(":") if not words[0][:-1].isdigit() else (rest[-1] if rest else words[0])
+                for name, count in zip(cpus, counts):
                     if count.isdigit() and name in out:
                         out[name]["intr"] = out[name].get("intr", 0) + int(count)
+                        by = out[name].setdefault("by_source", {})
+                        by[source] = by.get(source, 0) + int(count)
     except (OSError, ValueError):
         return {}
     return out
@@ -40,11 +50,14 @@ def delta(before, after, seconds):
         if not b:
             continue
         d = {k: a.get(k, 0) - b.get(k, 0) for k in FIELDS + ("intr",)}
+        by = {src: n - b.get("by_source", {}).get(src, 0) for src, n in a.get("by_source", {}).items()}
+        top = sorted(((n, src) for src, n in by.items() if n > 0), reverse=True)[:4]
         total = sum(d[k] for k in FIELDS)
         if total <= 0:
             continue
         out[cpu] = {"busy": round(1 - (d["idle"] + d["iowait"]) / total, 4),
                     "irq": round((d["irq"] + d["softirq"]) / total, 4),
                     "steal": round(d["steal"] / total, 4),
-                    "intr_per_s": round(d["intr"] / seconds, 1)}
+                    "intr_per_s": round(d["intr"] / seconds, 1),
+                    "intr_top": {src: round(n / seconds, 1) for n, src in top}}
     return out

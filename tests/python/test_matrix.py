@@ -519,12 +519,13 @@ def test_arm_split_tells_host_side_from_gpu_side_per_arm_against_the_same_setups
          "hp_result": {"ok": True, "svc_ms": [3.0]}}]}  # from before launch_ms: left out
     raw["cpus"] = {"arm-partition16_hp": [2, 3], "arm-partition16_lp": [4]}
     for s, busy in zip(raw["segments"][:2], (0.5, 0.7)):
-        s["host"] = {f"cpu{c}": {"busy": busy if c < 4 else 1.0, "irq": 0.0, "steal": 0.0, "intr_per_s": 10.0 * c}
-                     for c in range(6)}
+        s["host"] = {f"cpu{c}": {"busy": busy if c < 4 else 1.0, "irq": 0.0, "steal": 0.0, "intr_per_s": 10.0 * c,
+                                 "intr_top": {"RES": 10.0 * c} if c == 2 else {}} for c in range(6)}
     (tmp_path / "raw.json").write_text(json.dumps(raw))
     h = arm_split.host([str(tmp_path)])[("small", "gemm", "poisson-25")]["arm:partition:16"]
     assert h["hp"]["busy"] == pytest.approx(0.6) and h["hp"]["intr_per_s"] == pytest.approx(25.0)  # CPUs 2-3, 2 rounds
     assert h["lp"] == {"busy": 1.0, "irq": 0.0, "steal": 0.0, "intr_per_s": 40.0}  # CPU 4 only
+    assert h["hp"]["intr_top"] == {"RES": pytest.approx(10.0)}  # CPU 2's 20/s, CPU 3 none
     groups = arm_split.split([str(tmp_path)])[("small", "gemm", "poisson-25")]
     assert set(groups) == {("arm:partition:16", "stop"), ("arm:partition:16", "partition:16")}
     part = arm_split.medians(groups[("arm:partition:16", "partition:16")])
@@ -532,6 +533,7 @@ def test_arm_split_tells_host_side_from_gpu_side_per_arm_against_the_same_setups
     arm_split.main([str(tmp_path)])
     out = capsys.readouterr().out
     assert "x stop: svc 1.250 launch 1.333 launch_cpu 1.000 rest 1.000" in out
+    assert "hp CPUs: busy 0.600" in out and "(RES 10)" in out
     (tmp_path / "old").mkdir()
     (tmp_path / "old" / "raw.json").write_text(json.dumps({"segments": raw["segments"][3:]}))
     with pytest.raises(SystemExit, match="no HP jobs with launch_ms"):
@@ -550,7 +552,12 @@ def test_host_counters_give_each_cpus_busy_irq_and_stolen_shares_and_interrupt_r
     before = write([[0, 0, 0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0, 0, 0]], [(0, 0), (0, 0)])
     after = write([[50, 0, 10, 30, 0, 5, 5, 0], [0, 0, 0, 90, 0, 0, 0, 10]], [(100, 5), (300, 15)])
     d = host_counters.delta(before, after, 2.0)
-    assert d["cpu0"] == {"busy": 0.7, "irq": 0.1, "steal": 0.0, "intr_per_s": 200.0}
-    assert d["cpu1"] == {"busy": 0.1, "irq": 0.0, "steal": 0.1, "intr_per_s": 10.0}
+    assert d["cpu0"] == {"busy": 0.7, "irq": 0.1, "steal": 0.0, "intr_per_s": 200.0,
+                         "intr_top": {"nvidia": 200.0}}  # rows 0 and 1 are both the nvidia device's
+    assert d["cpu1"] == {"busy": 0.1, "irq": 0.0, "steal": 0.1, "intr_per_s": 10.0, "intr_top": {"nvidia": 10.0}}
+    after = write([[50, 0, 10, 30, 0, 5, 5, 0], [0, 0, 0, 90, 0, 0, 0, 10]], [(100, 5), (300, 15)])
+    (tmp_path / "interrupts").write_text((tmp_path / "interrupts").read_text() + "RES: 40 2 Rescheduling interrupts\n")
+    d = host_counters.delta(before, host_counters.read(str(tmp_path / "stat"), str(tmp_path / "interrupts")), 2.0)
+    assert d["cpu0"]["intr_top"] == {"nvidia": 200.0, "RES": 20.0} and d["cpu0"]["intr_per_s"] == 220.0
     assert host_counters.read(str(tmp_path / "missing"), str(tmp_path / "interrupts")) == {}
     assert host_counters.delta({}, after, 2.0) == {}
