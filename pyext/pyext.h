@@ -28,6 +28,7 @@ typedef struct SegmentObject {
     pid_t owner_pid; /* the process that owns the registration; a forked child starts afresh */
     dev_t dev;       /* identity of the shm object at connect time: tells removal or replacement */
     ino_t ino;
+    uint64_t name_checked_ns; /* when a begin last looked the name up (gy_now_ns; 0: never) */
     int busy;        /* calls running with the GIL released: close() must not unmap under them */
     int registering; /* a thread registers with the GIL released: others wait for it */
     PyObject *begun[GY_LEVELS]; /* per level, a list of the Jobs begun by begin(), ended LIFO */

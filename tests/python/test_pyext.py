@@ -927,6 +927,27 @@ def test_segment_removed_underneath(tags, agents):
     fresh.close()
 
 
+def test_a_raw_rm_of_the_name_is_found_within_a_second_without_a_lookup_per_begin(tags):
+    """begin() does not look the name up each time (an lstat: about 10 us of a begin after idle
+    time); `remove` marks the segment first, which the next begin sees (above), and an rm of the
+    file under /dev/shm is found by the first begin a second after the last lookup."""
+    tag = tags()
+    seg = gpuyield.create(tag)
+    try:
+        seg.begin(1)
+        seg.end(1)  # the name looked up just now
+        os.unlink("/dev/shm" + seg.name)
+        assert seg.removed  # the property always looks
+        seg.begin(1)  # inside the second: no lookup, the job runs on the segment this process maps
+        seg.end(1)
+        time.sleep(1.05)
+        with pytest.raises(gpuyield.Error, match="was removed while") as info:
+            seg.begin(1)
+        assert info.value.errno == errno.ENOENT
+    finally:
+        seg.close()
+
+
 def test_dropped_segment_counts_its_jobs_out(tags):
     tag = tags()
     with gpuyield.create(tag) as watcher:
@@ -1287,11 +1308,12 @@ def test_a_with_job_exit_with_a_stopped_mutex_holder_leaves_no_job_counted(tags,
 # ---- issue 29 item 3: a file planted at a removed segment's name makes no call wait -----------------
 
 PLANTED = r"""
-import os, sys, gpuyield
+import os, sys, time, gpuyield
 seg = gpuyield.create(sys.argv[1], drain_timeout_ms=100)
 seg.begin(1); seg.end(1)
 path = "/dev/shm" + seg.name
-os.unlink(path)  # a raw rm of the segment
+os.unlink(path)  # a raw rm of the segment (no removed bit: begin looks the name up once a second)
+time.sleep(1.05)
 if sys.argv[2] == "fifo":
     os.mkfifo(path, 0o666)  # O_RDONLY on it would wait for a writer for ever
 else:
