@@ -89,8 +89,10 @@ void gy_guarded_end_locked(gy_shm *shm, const gy_job *job, uint64_t now_ns, stru
 
 void gy_guarded_tell(const gy_shm *shm, const struct gy_guard_change *change)
 {
+    if (!change->changed && !change->depth_changed)
+        return; /* every job's end comes here: no getenv (a scan of the environment) unless there is news */
     const char *verbose = getenv("GPUYIELD_VERBOSE");
-    if ((!change->changed && !change->depth_changed) || !verbose || strcmp(verbose, "1") != 0)
+    if (!verbose || strcmp(verbose, "1") != 0)
         return;
     const struct gy_guard *g = &shm->seg->guard;
     if (change->depth_changed)
