@@ -17,5 +17,11 @@ for i in 1 2 3 4 5; do
     hook=$B/lib/libgpuyield.so; [ "$i" -gt 3 ] && hook=
     GPUYIELD_SHM=$NAME LD_PRELOAD=$hook GPUYIELD_PRIORITY=1 GPUYIELD_MODE=none \
         PYTHONPATH=$B/python:$PWD "$PY" -m bench.gpu.begin_cost child "$R/begin_cost_$i.json" > "$R/begin_cost_$i.log" 2>&1
-    echo "begin-cost run $i exit $?"; grep -A3 '"hot"\|"sleep"\|"sleep_null"\|"spin"\|"job"' "$R/begin_cost_$i.json" | grep 'p50\|marked' | tr -s ' ' | tr '\n' ' '; echo
+    echo "begin-cost run $i exit $?"
+    # one line a run with every figure that matters, so the record survives without the JSON files
+    "$PY" -c 'import json, sys; r = json.load(open(sys.argv[1]))
+p = lambda k, part="begin": r[k][part]["p50_us"]
+print("  p50 us: hot %s  sleep %s  spin %s  null-after-sleep %s  split enter %s wait %s (device=all: enter %s)  job begin %s end %s  marked/unmarked %s" % (
+    p("hot"), p("sleep"), p("spin"), p("sleep_null"), p("sleep_split", "enter"), p("sleep_split", "wait"),
+    p("sleep_split_all", "enter"), p("job"), p("job", "end"), r["job"]["marked_over_unmarked"]))' "$R/begin_cost_$i.json"
 done
