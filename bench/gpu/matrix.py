@@ -184,39 +184,79 @@ def window_s(args, rate):
 # ---- the processes ------------------------------------------------------------------------------
 
 def cpu_plan(keys, cpus):
-    """--pin: {(group, role): CPUs}, plus TOOLS_KEY: the first two CPUs. Every HP worker on the same
-    two CPUs (the third and fourth), the LP workers on the rest, and the harness with what it starts
-    (the MPS daemon and its server, expcontroller, nvidia-smi) on the first two, unless
-    --pin-workers-only leaves those unpinned (the records before 2026-11-25 10:00 UTC: then the MPS
-    server could run on the HP's CPUs). One setup runs at a time, so the HP of each setup, the plain
-    one included, runs on the same cores and never beside another busy thread: a host-bound HP's
-    speed is then the same for every setup it is compared across (on the H100 machine, with each HP
-    worker on CPUs of its own, the launch-bound HP's service time differed by up to 40 % between
-    setups of one round; hypothesis: the cores, not the setups). None when there are too few CPUs."""
+    """--pin: {(group, role): CPUs}, plus TOOLS_KEY: the first two CPUs, and IDLE_HP_KEY. Every HP
+    worker on the same two CPUs (the third and fourth) while it runs, the LP workers on the rest,
+    and the harness with what it starts (the MPS daemon and its server, expcontroller, nvidia-smi)
+    on the first two, unless --pin-workers-only leaves those unpinned (every record before
+    2026-11-25 08:45 UTC: then the MPS server could run on the HP's CPUs). An HP worker waiting for
+    its turn is parked on the LP's CPUs (IDLE_HP_KEY; since 2026-11-25 09:45 UTC, not with
+    --pin-workers-only): on the H100 the threads of every group's HP worker, idle ones included,
+    were woken on the two HP CPUs a few thousand times a second while an LP ran
+    (bench/results/2026-11-25-host-side-cost/, call 7). One setup runs at a time, so the HP of each
+    setup, the plain one included, runs on the same cores and never beside another busy thread: a
+    host-bound HP's speed is then the same for every setup it is compared across (on the H100
+    machine, with each HP worker on CPUs of its own, the launch-bound HP's service time differed by
+    up to 40 % between setups of one round; hypothesis: the cores, not the setups). None when there
+    are too few CPUs."""
     cpus = sorted(cpus)
     if len(cpus) < 5:
         return None
     plan = {k: (cpus[2:4] if k[1] == "hp" else cpus[4:]) for k in keys}
     plan[TOOLS_KEY] = cpus[:2]
+    plan[IDLE_HP_KEY] = cpus[4:]
     return plan
 
 
 TOOLS_KEY = ("tools", "harness")  # cpu_plan's entry for the harness and the processes it starts
+IDLE_HP_KEY = ("idle", "hp")  # ... and for an HP worker waiting for its turn
+HP_MEASURED = ("hp", "calib", "busy")  # the HP commands whose times are measured
+
+
+class HpPlacement:
+    """--pin: the HP worker about to be measured on its CPUs, every other HP worker parked. Moves a
+    process's threads only when the measured worker changes (a thread started later inherits its
+    creator's CPUs)."""
+
+    def __init__(self, park):
+        self.park, self.workers, self.active = park, [], None
+
+    def activate(self, proc):
+        if proc is self.active:
+            return
+        for p in self.workers:
+            p.place(p.cpus if p is proc else self.park)
+        self.active = proc
 
 
 class Proc:
     """One matrix_worker, spoken to in JSON lines (on `cpus` only, when given)."""
 
-    def __init__(self, name, argv, env, log_path, cpus=None):
-        self.name = name
+    def __init__(self, name, argv, env, log_path, cpus=None, placement=None):
+        self.name, self.cpus, self.placement = name, cpus, placement
         self.log = open(log_path, "w")
         pin = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
         self.proc = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self.log, start_new_session=True, text=True, bufsize=1,
                                      preexec_fn=pin)
         self.buf = ""
+        if placement:
+            placement.workers.append(self)
+
+    def place(self, cpus):
+        """Every thread of the worker on `cpus`."""
+        try:
+            tids = os.listdir(f"/proc/{self.proc.pid}/task")
+        except OSError:
+            return  # gone: its reply says so
+        for tid in tids:
+            try:
+                os.sched_setaffinity(int(tid), cpus)
+            except OSError:
+                pass  # a thread that ended meanwhile
 
     def send(self, cmd):
+        if self.placement and cmd.get("cmd") in HP_MEASURED:
+            self.placement.activate(self)
         try:
             self.proc.stdin.write(json.dumps(cmd) + "\n")
             self.proc.stdin.flush()
@@ -411,10 +451,12 @@ def run(args):
     if pins is None:
         fail(f"--pin: {len(os.sched_getaffinity(0))} CPUs are too few (5 needed: two for the harness, two for the "
              f"HP workers, the rest for the LP workers); run without --pin")
-    tool_cpus = pins.pop(TOOLS_KEY, None)
+    tool_cpus, park = pins.pop(TOOLS_KEY, None), pins.pop(IDLE_HP_KEY, None)
+    placement = None
     if tool_cpus and not args.pin_workers_only:
         os.sched_setaffinity(0, tool_cpus)  # before anything is started: the MPS daemon and server inherit it
-        raw["cpus"] = {"harness": list(tool_cpus)}
+        placement = HpPlacement(park)
+        raw["cpus"] = {"harness": list(tool_cpus), "idle_hp": list(park)}
     raw.setdefault("cpus", {}).update({f"{g}_{role}": list(c) for (g, role), c in pins.items()})
     tools, procs = Tools(args), {}
     started = time.monotonic()
@@ -429,7 +471,8 @@ def run(args):
             argv = [args.python, "-m", args.worker_module, "--role", role] + (
                 ["--backend", args.backend] if args.backend else [])
             procs[(g, role)] = Proc(f"{g}_{role}", argv, group_env(args, g, role, tools.segments, tools.mps_dirs),
-                                    os.path.join(args.out, f"{g}_{role}.log"), pins.get((g, role)))
+                                    os.path.join(args.out, f"{g}_{role}.log"), pins.get((g, role)),
+                                    placement if role == "hp" else None)
         for p in procs.values():
             p.reply(args.ready_timeout, "start-up")
         print(f"matrix: {len(procs)} workers up in {time.monotonic() - started:.1f} s; {len(plan)} cells, "
@@ -841,10 +884,12 @@ def parse_args(argv):
     p.add_argument("--learn-jobs", type=int, default=300,
                    help="guarded: HP jobs it learns on before each cell's rounds (0: none, no reset)")
     p.add_argument("--pin", action="store_true",
-                   help="every HP worker on the same two CPUs, the LP workers on the rest, the harness and what it "
-                        "starts (MPS daemon, expcontroller, nvidia-smi) on the first two (recorded in raw.json: cpus)")
+                   help="every HP worker on the same two CPUs while it is measured (parked on the LP's while not), the "
+                        "LP workers on the rest, the harness and what it starts (MPS daemon, expcontroller, nvidia-smi) "
+                        "on the first two (recorded in raw.json: cpus)")
     p.add_argument("--pin-workers-only", action="store_true",
-                   help="with --pin: leave the harness and what it starts unpinned (as the records before 2026-11-25 10:00 UTC)")
+                   help="with --pin: leave the harness and what it starts unpinned, and every HP worker on the HP's "
+                        "CPUs, idle or not (as every record before 2026-11-25 08:45 UTC)")
     p.add_argument("--learn-load", type=float, default=0.9,
                    help="guarded: the load it learns at, a fraction of the HP's calibrated rate (0: the cell's load)")
     p.add_argument("--partition-sms", type=int, default=16)

@@ -561,3 +561,31 @@ def test_host_counters_give_each_cpus_busy_irq_and_stolen_shares_and_interrupt_r
     assert d["cpu0"]["intr_top"] == {"nvidia": 200.0, "RES": 20.0} and d["cpu0"]["intr_per_s"] == 220.0
     assert host_counters.read(str(tmp_path / "missing"), str(tmp_path / "interrupts")) == {}
     assert host_counters.delta({}, after, 2.0) == {}
+
+
+def test_pinning_parks_every_hp_worker_but_the_measured_one(tmp_path, monkeypatch):
+    """--pin: the HP worker about to be measured on the HP's CPUs, the others on the LP's (on the
+    H100 the idle workers' threads were woken on the HP's CPUs thousands of times a second)."""
+    placed = []
+    monkeypatch.setattr(matrix.os, "sched_setaffinity", lambda tid, cpus: placed.append((tid, tuple(cpus))))
+    placement = matrix.HpPlacement(park=[4, 5])
+    procs = [matrix.Proc(f"g{i}_hp", [sys.executable, "-c", "import sys; sys.stdin.read()"], dict(os.environ),
+                         str(tmp_path / f"g{i}.log"), cpus=[2, 3], placement=placement) for i in range(3)]
+    try:
+        tids = [{int(t) for t in os.listdir(f"/proc/{p.proc.pid}/task")} for p in procs]
+        procs[1].send({"cmd": "load", "kind": "gemm"})  # loading is not measured: nobody moves
+        assert placed == []
+        procs[1].send({"cmd": "hp"})
+        home = {tid for tid, cpus in placed if cpus == (2, 3)}
+        parked = {tid for tid, cpus in placed if cpus == (4, 5)}
+        assert home == tids[1] and parked == tids[0] | tids[2]
+        placed.clear()
+        procs[1].send({"cmd": "calib"})  # the same worker again: no syscall
+        assert placed == []
+        procs[2].send({"cmd": "busy"})
+        assert {tid for tid, cpus in placed if cpus == (2, 3)} == tids[2]
+    finally:
+        for p in procs:
+            p.proc.kill()
+            p.proc.wait()
+            p.log.close()
