@@ -49,6 +49,9 @@ for stage in "${stages[@]}"; do
             --device "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1)" ${MX_ARGS:-}
         echo "matrix exit $?"
         cp "$R/matrix/matrix.json" "$R/matrix/heatmap.png" "$OUT/" 2>/dev/null ;;
+    wakeups)  # the matrix (MX_ARGS, with --pin) under the kernel's ipi and sched_wakeup events
+        COMMIT=${COMMIT:-unknown} bash bench/gpu/wakeup_trace.sh "$B" "$R/wakeups" 2>&1 | grep -v '^\[' | tail -40
+        cp "$R/wakeups/wakeups.txt" "$OUT/" 2>/dev/null ;;
     partition-proof) PY=$PY bash bench/gpu/partition_proof.sh "$B" "$R/partition-proof" "$OUT" 2>&1
             echo "partition-proof exit $?" ;;
     disjoint-proof) PY=$PY bash bench/gpu/disjoint_proof.sh "$B" "$R/disjoint-proof" "$OUT" 2>&1

@@ -589,3 +589,36 @@ def test_pinning_parks_every_hp_worker_but_the_measured_one(tmp_path, monkeypatc
             p.proc.kill()
             p.proc.wait()
             p.log.close()
+
+
+def test_wakeup_summary_counts_what_reaches_the_hps_cpus_per_setup_window(tmp_path, capsys):
+    from bench.gpu import wakeup_summary
+    raw = {"cpus": {"corun_hp": [2, 3], "corun_lp": [4, 5], "harness": [0, 1]},
+           "segments": [{"setup": "corun", "round": 0, "wall_start": 1000.0, "wall_end": 1002.0},
+                        {"setup": "hp_alone", "round": 0, "wall_start": 1003.0, "wall_end": 1004.0},
+                        {"setup": "corun", "round": -1, "wall_start": 990.0, "wall_end": 999.0}]}  # learning: out
+    (tmp_path / "raw.json").write_text(json.dumps(raw))
+    offset = 900.0  # trace stamps are monotonic: wall = stamp + 900
+    lines = [
+        "          <idle>-0       [008] d.h2.   100.500000: ipi_send_cpu: cpu=2 callsite=ttwu_queue_wakelist+0x11c/0x140 callback=x",
+        "          <idle>-0       [008] d.h2.   101.000000: ipi_send_cpumask: cpumask=0-3 callsite=smp_call_function_many_cond+0x1/0x2 callback=y",
+        "          <idle>-0       [008] d.h2.   101.100000: ipi_send_cpu: cpu=9 callsite=ttwu_queue_wakelist+0x11c/0x140 callback=x",  # not an HP CPU
+        "          <idle>-0       [008] dNh2.   101.200000: sched_wakeup: comm=cuda-EvtHandlr pid=77 prio=120 target_cpu=003",
+        "          python3-55     [004] d..2.   101.300000: sched_wakeup: comm=cuda-EvtHandlr pid=77 prio=120 target_cpu=002",
+        "          python3-55     [004] d..2.   103.500000: sched_wakeup: comm=python3 pid=60 prio=120 target_cpu=002",  # hp_alone
+        "          python3-55     [004] d..2.   102.500000: sched_wakeup: comm=python3 pid=60 prio=120 target_cpu=002",  # between
+        "garbage line",
+    ]
+    s = wakeup_summary.summarize(lines, raw, offset)
+    assert s["corun"]["seconds"] == 2.0 and s["hp_alone"]["seconds"] == 1.0
+    assert s["corun"]["wakeups"] == {"cuda-EvtHandlr": 2}
+    assert s["corun"]["ipis"] == {("<idle>", "ttwu_queue_wakelist"): 1, ("<idle>", "smp_call_function_many_cond"): 1}
+    assert s["hp_alone"]["wakeups"] == {"python3": 1} and not s["hp_alone"]["ipis"]
+    (tmp_path / "trace.txt").write_text("\n".join(lines) + "\n")
+    wakeup_summary.main([str(tmp_path / "trace.txt"), str(tmp_path), str(offset)])
+    out = capsys.readouterr().out
+    assert "corun: 2.0 s of windows" in out and "cuda-EvtHandlr 1" in out  # 2 wake-ups in 2 s
+    raw["cpus"] = {}
+    (tmp_path / "raw.json").write_text(json.dumps(raw))
+    with pytest.raises(SystemExit, match="names no HP CPUs"):
+        wakeup_summary.main([str(tmp_path / "trace.txt"), str(tmp_path), str(offset)])

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# One matrix invocation (MX_ARGS, with --pin) under the kernel's ipi and sched_wakeup trace events,
+# then per setup who is woken on the HP's CPUs and who sends them interrupts (wakeup_summary.py).
+# Needs root and tracefs; changes no GPU setting, and turns the events off again on the way out.
+#   bash bench/gpu/wakeup_trace.sh BUILD OUTDIR     (MX_ARGS, COMMIT from the environment)
+set -u
+B=$1; R=$2
+. bench/gpu/env.sh
+mkdir -p "$R"
+T=/sys/kernel/tracing
+[ -d $T/events ] || mount -t tracefs nodev $T 2> /dev/null
+[ -d $T/events ] || T=/sys/kernel/debug/tracing
+if [ ! -w $T/trace ] || [ ! -d $T/events/sched/sched_wakeup ]; then
+    echo "wakeup-trace: no writable tracefs with sched_wakeup here ($T): nothing traced"
+    exit 1
+fi
+off() { echo 0 > $T/tracing_on; echo 0 > $T/events/ipi/enable 2> /dev/null; echo 0 > $T/events/sched/sched_wakeup/enable; }
+trap off EXIT
+uname -r > "$R/kernel.txt"
+echo mono > $T/trace_clock
+echo 32768 > $T/buffer_size_kb
+echo > $T/trace
+echo 1 > $T/events/ipi/enable 2> /dev/null || echo "wakeup-trace: no ipi events in this kernel (wake-ups only)"
+echo 1 > $T/events/sched/sched_wakeup/enable
+echo 1 > $T/tracing_on
+"$PY" -m bench.gpu.matrix --build "$B" --out "$R/matrix" --commit "${COMMIT:-unknown}" \
+    --device "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1)" ${MX_ARGS:-}
+echo "matrix exit $?"
+off
+OFFSET=$("$PY" -c 'import time; print(time.time() - time.monotonic())')
+cat $T/trace > "$R/trace.txt"
+echo "trace: $(wc -l < "$R/trace.txt") lines (clock offset $OFFSET s)"
+"$PY" -m bench.gpu.wakeup_summary "$R/trace.txt" "$R/matrix" "$OFFSET" | tee "$R/wakeups.txt"
+head -n 5000 "$R/trace.txt" > "$R/trace_head.txt"  # a sample: the whole trace is hundreds of MB
+rm -f "$R/trace.txt"
