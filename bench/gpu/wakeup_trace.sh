@@ -14,7 +14,10 @@ if [ ! -w $T/trace ] || [ ! -d $T/events/sched/sched_wakeup ]; then
     echo "wakeup-trace: no writable tracefs with sched_wakeup here ($T): nothing traced"
     exit 1
 fi
-off() { echo 0 > $T/tracing_on; echo 0 > $T/events/ipi/enable 2> /dev/null; echo 0 > $T/events/sched/sched_wakeup/enable; }
+off() {
+    echo 0 > $T/tracing_on; echo 0 > $T/events/ipi/enable 2> /dev/null; echo 0 > $T/events/sched/sched_wakeup/enable
+    echo local > $T/trace_clock
+}
 trap off EXIT
 uname -r > "$R/kernel.txt"
 echo mono > $T/trace_clock
