@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The two-model Nsight fixture (tests/fixtures/nsys/): resnet50 batch 16 (LP) beside resnet18
 # every 0.1 s (HP) under control (event), 1 s and at least 10 jobs, run_exp --nsys; the SQLite
-# export, models_pid.json and the config go to R/fixture/two_models_control.*.
+# export, models_pid.json and the config go to R/fixture/two_models_control.* (the tests keep the
+# export as `xz -9` of it, tests/fixtures/nsys/two_models_control.sqlite.xz: the working tree travels
+# to the GPU machine under a size limit).
 #   bash bench/gpu/fixture.sh BUILD R       (run_all.sh stage fixture)
 set -u
 . bench/gpu/env.sh

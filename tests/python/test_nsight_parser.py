@@ -23,7 +23,31 @@ from nsys_report import MARK, PUSH_POP, START_END, Report  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 PARSER = os.environ.get("NSIGHT_PARSER", str(ROOT / "build" / "bin" / "nsight-parser"))
-FIXTURES = sorted(glob.glob(str(ROOT / "tests" / "fixtures" / "nsys" / "*.sqlite")))
+
+
+def unpacked_fixtures():
+    """The real exports (tests/fixtures/nsys/*.sqlite.xz: xz keeps the working tree, which travels to
+    the GPU machine under a size limit, 6 MB smaller), unpacked once into the build folder with
+    what lies beside each (<stem>.models_pid.json); again when an .xz is newer than its copy."""
+    import lzma
+    src = ROOT / "tests" / "fixtures" / "nsys"
+    dest = Path(os.environ.get("BUILD", ROOT / "build")) / "fixtures" / "nsys"
+    out = []
+    for packed in sorted(src.glob("*.sqlite.xz")):
+        dest.mkdir(parents=True, exist_ok=True)
+        target = dest / packed.name[:-len(".xz")]
+        if not target.exists() or target.stat().st_mtime < packed.stat().st_mtime:
+            part = target.with_suffix(".part")
+            with lzma.open(packed) as f, open(part, "wb") as g:
+                shutil.copyfileobj(f, g)
+            part.replace(target)
+        for beside in src.glob(target.stem + ".*.json"):
+            shutil.copy(beside, dest / beside.name)
+        out.append(str(target))
+    return out
+
+
+FIXTURES = unpacked_fixtures()
 COLUMNS = ["IssueStart", "IssueEnd", "ExecutionStart", "ExecutionEnd", "KernelDur", "QueueDelay", "Stream", "Name"]
 
 
@@ -427,7 +451,7 @@ def test_model_names_are_made_safe_for_file_names(work):
     assert names == ["../evil/name", "ok.model-1"]
 
 
-# ---------- real exports made on the H100 (tests/fixtures/nsys/*.sqlite) ----------
+# ---------- real exports made on the H100 (tests/fixtures/nsys/*.sqlite.xz) ----------
 
 def fixture_names(path):
     """Names from a models_pid.json beside the fixture (<stem>.models_pid.json), else PROCESSES."""
