@@ -8,6 +8,8 @@
 #include <ctype.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
+#include <stddef.h>
 #include <string.h>
 
 typedef int (*pfn_init)(unsigned);
@@ -144,13 +146,40 @@ static void *current_lib;
 static pfn_ctx_get_current get_current;
 static pfn_ctx_get_device get_device;
 
+/* How many objects the process has loaded so far (glibc's dlpi_adds, the same in every entry);
+ * false where the loader does not say. */
+static int read_adds(struct dl_phdr_info *info, size_t size, void *data)
+{
+    if (size < offsetof(struct dl_phdr_info, dlpi_adds) + sizeof info->dlpi_adds)
+        return -1;
+    *(unsigned long long *)data = info->dlpi_adds;
+    return 1; /* the first entry is enough */
+}
+
+static bool objects_loaded(unsigned long long *n)
+{
+    return dl_iterate_phdr(read_adds, n) == 1;
+}
+
 static bool current_calls(void)
 {
+    /* A process without libcuda (one that marks jobs before CUDA starts, or never uses it) would
+     * search the library path at every begin: dlopen's RTLD_NOLOAD looks on disk too, about 80 us
+     * a begin on the build machine. Looked for again only once the process has loaded something. */
+    static bool absent;
+    static unsigned long long loads_when_absent;
     if (current_lib)
         return get_current && get_device;
-    current_lib = driver(false);
-    if (!current_lib)
+    unsigned long long loads = 0;
+    bool counted = objects_loaded(&loads);
+    if (absent && counted && loads == loads_when_absent)
         return false;
+    current_lib = driver(false);
+    if (!current_lib) {
+        absent = counted;
+        loads_when_absent = loads;
+        return false;
+    }
     get_current = (pfn_ctx_get_current)dlsym(current_lib, "cuCtxGetCurrent");
     get_device = (pfn_ctx_get_device)dlsym(current_lib, "cuCtxGetDevice");
     return get_current && get_device;
@@ -205,6 +234,13 @@ int gyp_resolve_device(SegmentObject *seg, PyObject *device, int *slot)
         long ordinal = PyLong_AsLong(device);
         if (ordinal == -1 && PyErr_Occurred())
             return -1;
+        /* The same numbering as the current context's ordinal (CUDA_VISIBLE_DEVICES'), so the same
+         * cache: the driver and the segment's mutex are asked once per ordinal, not at every begin. */
+        bool cached = ordinal >= 0 && ordinal < GYP_ORDINAL_CACHE;
+        if (cached && seg->ordinal_slots[ordinal]) {
+            *slot = seg->ordinal_slots[ordinal] - 1;
+            return 0;
+        }
         void *lib = driver(true);
         pfn_init init = lib ? (pfn_init)dlsym(lib, "cuInit") : NULL;
         pfn_device_get get = lib ? (pfn_device_get)dlsym(lib, "cuDeviceGet") : NULL;
@@ -219,7 +255,11 @@ int gyp_resolve_device(SegmentObject *seg, PyObject *device, int *slot)
                       ordinal, lib ? "cuDeviceGet failed" : "libcuda.so.1 cannot be loaded");
             return -1;
         }
-        return claim(seg, uuid, slot);
+        if (claim(seg, uuid, slot))
+            return -1;
+        if (cached)
+            seg->ordinal_slots[ordinal] = *slot + 1;
+        return 0;
     }
     PyErr_Format(PyExc_TypeError, "device must be None, \"all\", a GPU UUID string or an int ordinal, not %s",
                  Py_TYPE(device)->tp_name);

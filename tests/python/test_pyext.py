@@ -1197,13 +1197,18 @@ def test_default_device_is_the_current_contexts_gpu(segment):
         "    a = seg.status()['devices']\n"
         "with seg.job(2, device=1):\n"
         "    b = seg.status()['devices']\n"
-        "print(json.dumps([a, b]))\n")
+        "with seg.job(2, device=1):  # the ordinal's slot remembered: the same GPU\n"
+        "    c = seg.status()['devices']\n"
+        "with seg.job(2, device=0):\n"
+        "    d = seg.status()['devices']\n"
+        "print(json.dumps([a, b, c, d]))\n")
     out = subprocess.run([sys.executable, "-c", code, segment.name], capture_output=True, text=True, timeout=60,
                          env=child_env(LD_LIBRARY_PATH=fake, FAKECUDA_DEVICES=2, CUDA_VISIBLE_DEVICES="1,0"))
     assert out.returncode == 0, out.stderr
-    a, b = json.loads(out.stdout)
+    a, b, c, d = json.loads(out.stdout)
     assert a == [{"slot": 0, "uuid": FAKE_UUID % 1, "jobs": [0, 0, 1, 0, 0, 0, 0, 0]}]
     assert b[1] == {"slot": 1, "uuid": FAKE_UUID % 0, "jobs": [0, 0, 1, 0, 0, 0, 0, 0]}
+    assert c == b and d[0] == {"slot": 0, "uuid": FAKE_UUID % 1, "jobs": [0, 0, 1, 0, 0, 0, 0, 0]}
 
 
 def test_jobs_follow_the_current_context_across_gpus_and_back(segment):
@@ -1469,3 +1474,25 @@ def test_a_job_tells_the_guarded_arm_it_got(tags, tmp_path, segment):
         assert set(arms) == {"stop", "partition:64"}, arms  # stop interleaved at a quarter
     finally:
         seg.close()
+
+
+def test_a_process_without_the_driver_does_not_search_for_it_at_every_begin(segment):
+    """Without libcuda loaded, a default begin() finds no current context (every GPU). It looked
+    for the library on disk at every begin (dlopen's RTLD_NOLOAD searches the path too: about 80 us
+    a begin on the build machine); now only again once the process has loaded another object."""
+    code = ("import gpuyield, sys, ctypes, ctypes.util\n"
+            "seg = gpuyield.connect(sys.argv[1])\n"
+            "for _ in range(50):\n"
+            "    seg.begin(1); seg.end(1)\n"
+            "sys.stderr.write('LOADING\\n'); sys.stderr.flush()\n"
+            "ctypes.CDLL(ctypes.util.find_library('m'))  # something new loaded: worth one more look\n"
+            "for _ in range(50):\n"
+            "    seg.begin(1); seg.end(1)\n")
+    out = subprocess.run([sys.executable, "-c", code, segment.name], capture_output=True, text=True, timeout=60,
+                         env=child_env(LD_DEBUG="libs", LD_LIBRARY_PATH="/nonexistent"))
+    assert out.returncode == 0, out.stderr[-2000:]
+    before, _, after = out.stderr.partition("LOADING")
+    if re.search(r"calling init: \S*libcuda\.so", out.stderr):
+        pytest.skip("a real libcuda is installed here: the process found and loaded it")
+    looks = lambda text: text.count("find library=libcuda.so.1")
+    assert looks(before) == 1 and looks(after) <= 1, (looks(before), looks(after))
