@@ -33,9 +33,10 @@ typedef struct SegmentObject {
     int registering; /* a thread registers with the GIL released: others wait for it */
     PyObject *begun[GY_LEVELS]; /* per level, a list of the Jobs begun by begin(), ended LIFO */
     /* The device slot of each CUDA ordinal of this process, plus one (0: not resolved yet). A
-     * begin on the current context, or on an int ordinal, looks it up here instead of asking the driver for
-     * the UUID and the segment for its slot under the mutex each time (about 60 us a job on an
-     * H100 under MPS, 2026-11-24). A GPU's UUID and slot never change while the segment lives. */
+     * begin on the current context, or on an int ordinal, looks it up here instead of asking the
+     * driver for the UUID and the segment for its slot under the mutex each time (about 60 us a
+     * job on an H100 under MPS, 2026-11-24). A GPU's UUID and slot never change while the segment
+     * lives. */
 #define GYP_ORDINAL_CACHE 64
     int ordinal_slots[GYP_ORDINAL_CACHE];
     struct SegmentObject *open_prev, *open_next; /* the open handles, freed at a normal exit */
