@@ -164,8 +164,9 @@ static bool objects_loaded(unsigned long long *n)
 static bool current_calls(void)
 {
     /* A process without libcuda (one that marks jobs before CUDA starts, or never uses it) would
-     * search the library path at every begin: dlopen's RTLD_NOLOAD looks on disk too, about 80 us
-     * a begin on the build machine. Looked for again only once the process has loaded something. */
+     * search the library path at every begin: dlopen's RTLD_NOLOAD looks on disk too, 50-100 us
+     * a begin on the build machine (bench/results/begin_idle_cpu.md). Looked for again only once
+     * the process has loaded something. */
     static bool absent;
     static unsigned long long loads_when_absent;
     if (current_lib)

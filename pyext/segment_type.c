@@ -111,9 +111,9 @@ int gyp_segment_ready(SegmentObject *self)
 
 /* How often a begin looks the segment's name up. `remove` sets GY_REMOVED_BIT before it unlinks
  * the name, which every begin sees in one load; the lookup only finds a name removed some other
- * way (an rm of /dev/shm/...) or taken by a segment created anew. It is an lstat, and on the H100
- * machine a begin after 10 ms idle cost 21-45 us against 2 us back to back, the lstat about 10 us
- * of it (measured on the build machine: bench/results/2026-11-25-host-side-cost, call 5). */
+ * way (an rm of /dev/shm/...) or taken by a segment created anew. It is an lstat: without it a
+ * begin around a job after idle time went from 51 to 29 us on the H100
+ * (bench/results/2026-11-25-host-side-cost, call 6; on the CPU: bench/results/begin_idle_cpu.md). */
 #define GYP_NAME_CHECK_NS 1000000000ull
 
 int gyp_segment_check_present(SegmentObject *self)
