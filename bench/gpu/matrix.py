@@ -497,7 +497,7 @@ def estimate_s(args, plan):
     total = 0.0
     for i, (hp, lp, load) in enumerate(plan):
         first = i == 0 or plan[i - 1][0] != hp
-        svc = {"gemm": 0.004, "small": 0.003, "frcnn720": 0.02, "bert": 0.008}.get(hp, 0.01)
+        svc = {"gemm": 0.004, "small": 0.0042, "frcnn720": 0.02, "bert": 0.008}.get(hp, 0.01)  # H100 medians under control
         w = window_s(args, LOADS[load] / svc)
         n = len(cell_setups(args.setups, first, args.cost)) * args.rounds
         total += n * (w + args.lp_lead_s + 0.6) + (15 if first else 5)
