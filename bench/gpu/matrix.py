@@ -456,7 +456,7 @@ def run(args):
     if tool_cpus and not args.pin_workers_only:
         os.sched_setaffinity(0, tool_cpus)  # before anything is started: the MPS daemon and server inherit it
         placement = HpPlacement(park)
-        raw["cpus"] = {"harness": list(tool_cpus), "idle_hp": list(park)}
+        raw["cpus"] = {"harness": list(tool_cpus), "hp_idle": list(park)}
     raw.setdefault("cpus", {}).update({f"{g}_{role}": list(c) for (g, role), c in pins.items()})
     tools, procs = Tools(args), {}
     started = time.monotonic()

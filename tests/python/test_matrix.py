@@ -593,7 +593,7 @@ def test_pinning_parks_every_hp_worker_but_the_measured_one(tmp_path, monkeypatc
 
 def test_wakeup_summary_counts_what_reaches_the_hps_cpus_per_setup_window(tmp_path, capsys):
     from bench.gpu import wakeup_summary
-    raw = {"cpus": {"corun_hp": [2, 3], "corun_lp": [4, 5], "harness": [0, 1]},
+    raw = {"cpus": {"corun_hp": [2, 3], "corun_lp": [4, 5], "harness": [0, 1], "hp_idle": [8, 9]},
            "segments": [{"setup": "corun", "round": 0, "wall_start": 1000.0, "wall_end": 1002.0},
                         {"setup": "hp_alone", "round": 0, "wall_start": 1003.0, "wall_end": 1004.0},
                         {"setup": "corun", "round": -1, "wall_start": 990.0, "wall_end": 999.0}]}  # learning: out
@@ -602,7 +602,7 @@ def test_wakeup_summary_counts_what_reaches_the_hps_cpus_per_setup_window(tmp_pa
     lines = [
         "          <idle>-0       [008] d.h2.   100.500000: ipi_send_cpu: cpu=2 callsite=ttwu_queue_wakelist+0x11c/0x140 callback=x",
         "          <idle>-0       [008] d.h2.   101.000000: ipi_send_cpumask: cpumask=0-3 callsite=smp_call_function_many_cond+0x1/0x2 callback=y",
-        "          <idle>-0       [008] d.h2.   101.100000: ipi_send_cpu: cpu=9 callsite=ttwu_queue_wakelist+0x11c/0x140 callback=x",  # not an HP CPU
+        "          <idle>-0       [008] d.h2.   101.100000: ipi_send_cpu: cpu=9 callsite=ttwu_queue_wakelist+0x11c/0x140 callback=x",  # parked HPs' CPU
         "          <idle>-0       [008] dNh2.   101.200000: sched_wakeup: comm=cuda-EvtHandlr pid=77 prio=120 target_cpu=003",
         "          python3-55     [004] d..2.   101.300000: sched_wakeup: comm=cuda-EvtHandlr pid=77 prio=120 target_cpu=002",
         "          python3-55     [004] d..2.   103.500000: sched_wakeup: comm=python3 pid=60 prio=120 target_cpu=002",  # hp_alone
