@@ -212,6 +212,16 @@ IDLE_HP_KEY = ("idle", "hp")  # ... and for an HP worker waiting for its turn
 HP_MEASURED = ("hp", "calib", "busy")  # the HP commands whose times are measured
 
 
+def harness_placement(args, tool_cpus, park):
+    """(the HpPlacement or None, raw.json's cpus so far) for the flags: the harness on `tool_cpus`
+    unless --pin-workers-only (or no --pin), the waiting HP workers parked unless --no-park."""
+    if not tool_cpus or args.pin_workers_only:
+        return None, {}
+    if args.no_park:
+        return None, {"harness": list(tool_cpus)}
+    return HpPlacement(park), {"harness": list(tool_cpus), "hp_idle": list(park)}
+
+
 class HpPlacement:
     """--pin: the HP worker about to be measured on its CPUs, every other HP worker parked. Moves a
     process's threads only when the measured worker changes (a thread started later inherits its
@@ -452,11 +462,9 @@ def run(args):
         fail(f"--pin: {len(os.sched_getaffinity(0))} CPUs are too few (5 needed: two for the harness, two for the "
              f"HP workers, the rest for the LP workers); run without --pin")
     tool_cpus, park = pins.pop(TOOLS_KEY, None), pins.pop(IDLE_HP_KEY, None)
-    placement = None
-    if tool_cpus and not args.pin_workers_only:
+    placement, raw["cpus"] = harness_placement(args, tool_cpus, park)
+    if raw["cpus"]:
         os.sched_setaffinity(0, tool_cpus)  # before anything is started: the MPS daemon and server inherit it
-        placement = HpPlacement(park)
-        raw["cpus"] = {"harness": list(tool_cpus), "hp_idle": list(park)}
     raw.setdefault("cpus", {}).update({f"{g}_{role}": list(c) for (g, role), c in pins.items()})
     tools, procs = Tools(args), {}
     started = time.monotonic()
@@ -890,6 +898,9 @@ def parse_args(argv):
     p.add_argument("--pin-workers-only", action="store_true",
                    help="with --pin: leave the harness and what it starts unpinned, and every HP worker on the HP's "
                         "CPUs, idle or not (as every record before 2026-11-25 08:45 UTC)")
+    p.add_argument("--no-park", action="store_true",
+                   help="with --pin: every HP worker stays on the HP's CPUs while it waits for its turn, the harness "
+                        "still on its own (the plan of 2026-11-25 08:45-09:45 UTC; parking is then the only difference)")
     p.add_argument("--learn-load", type=float, default=0.9,
                    help="guarded: the load it learns at, a fraction of the HP's calibrated rate (0: the cell's load)")
     p.add_argument("--partition-sms", type=int, default=16)
@@ -914,8 +925,9 @@ def parse_args(argv):
             p.error(f"--{flag.replace('_', '-')} {getattr(args, flag)}: must be >= 1")
     if args.min_seconds <= 0 or args.max_seconds < args.min_seconds:
         p.error(f"--min-seconds {args.min_seconds} / --max-seconds {args.max_seconds}: need 0 < min <= max")
-    if args.pin_workers_only and not args.pin:
-        p.error("--pin-workers-only qualifies --pin: give both, or neither")
+    for flag in ("pin_workers_only", "no_park"):
+        if getattr(args, flag) and not args.pin:
+            p.error(f"--{flag.replace('_', '-')} qualifies --pin: give both, or neither")
     if "hp_alone" not in args.setups or "lp_alone" not in args.setups:
         p.error("--setups must hold hp_alone and lp_alone: every ratio's denominator")
     if not 0 <= args.learn_load <= 1:

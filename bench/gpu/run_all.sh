@@ -50,8 +50,11 @@ for stage in "${stages[@]}"; do
         echo "matrix exit $?"
         cp "$R/matrix/matrix.json" "$R/matrix/heatmap.png" "$OUT/" 2>/dev/null ;;
     wakeups)  # the matrix (MX_ARGS, with --pin) under the kernel's ipi and sched_wakeup events
-        COMMIT=${COMMIT:-unknown} bash bench/gpu/wakeup_trace.sh "$B" "$R/wakeups" 2>&1 | grep -v '^\[' | tail -40
-        cp "$R/wakeups/wakeups.txt" "$OUT/" 2>/dev/null ;;
+        # WAKE_TAG names a second invocation's folder (wakeups-TAG), e.g. an A/B of matrix flags
+        W=wakeups${WAKE_TAG:+-$WAKE_TAG}
+        COMMIT=${COMMIT:-unknown} bash bench/gpu/wakeup_trace.sh "$B" "$R/$W" 2>&1 | grep -v '^\[' | tail -40
+        "$PY" -m bench.gpu.arm_split "$R/$W/matrix" > "$R/$W/arm_split.txt" 2>&1
+        cp "$R/$W/wakeups.txt" "$OUT/$W.txt" 2>/dev/null; cp "$R/$W/arm_split.txt" "$OUT/arm_split-$W.txt" ;;
     partition-proof) PY=$PY bash bench/gpu/partition_proof.sh "$B" "$R/partition-proof" "$OUT" 2>&1
             echo "partition-proof exit $?" ;;
     disjoint-proof) PY=$PY bash bench/gpu/disjoint_proof.sh "$B" "$R/disjoint-proof" "$OUT" 2>&1

@@ -155,6 +155,7 @@ def test_a_partition_that_fell_back_is_refused():
     (["--auto-idle-us", "300"], "add corun_auto_short to --setups"),
     (["--learn-load", "1.5"], "--learn-load 1.5: must be 0..1"),
     (["--pin-workers-only"], "--pin-workers-only qualifies --pin"),
+    (["--no-park"], "--no-park qualifies --pin"),
 ])
 def test_bad_arguments_are_one_clear_error(tmp_path, argv, message):
     r = subprocess.run([sys.executable, "-m", "bench.gpu.matrix", "--build", str(tmp_path), "--out", str(tmp_path / "o")]
@@ -561,6 +562,17 @@ def test_host_counters_give_each_cpus_busy_irq_and_stolen_shares_and_interrupt_r
     assert d["cpu0"]["intr_top"] == {"nvidia": 200.0, "RES": 20.0} and d["cpu0"]["intr_per_s"] == 220.0
     assert host_counters.read(str(tmp_path / "missing"), str(tmp_path / "interrupts")) == {}
     assert host_counters.delta({}, after, 2.0) == {}
+
+
+def test_no_park_keeps_the_harness_pinned_and_only_drops_the_parking():
+    def flags(*argv):
+        return argparse.Namespace(pin=True, pin_workers_only="--pin-workers-only" in argv, no_park="--no-park" in argv)
+    placement, cpus = matrix.harness_placement(flags(), [0, 1], [4, 5])
+    assert isinstance(placement, matrix.HpPlacement) and placement.park == [4, 5]
+    assert cpus == {"harness": [0, 1], "hp_idle": [4, 5]}
+    assert matrix.harness_placement(flags("--no-park"), [0, 1], [4, 5]) == (None, {"harness": [0, 1]})
+    assert matrix.harness_placement(flags("--pin-workers-only"), [0, 1], [4, 5]) == (None, {})
+    assert matrix.harness_placement(flags(), None, None) == (None, {})  # no --pin: nothing placed
 
 
 def test_pinning_parks_every_hp_worker_but_the_measured_one(tmp_path, monkeypatch):
