@@ -18,9 +18,9 @@ FILTERS="sched/sched_wakeup ipi/ipi_send_cpu ipi/ipi_send_cpumask"
 off() {
     echo 0 > $T/tracing_on; echo 0 > $T/events/ipi/enable 2> /dev/null; echo 0 > $T/events/sched/sched_wakeup/enable
     for e in $FILTERS; do echo 0 > $T/events/$e/filter 2> /dev/null; done
-    echo local > $T/trace_clock
 }
-trap off EXIT
+# the clock back only once the trace is read: setting trace_clock empties the buffer
+trap 'off; echo local > $T/trace_clock' EXIT
 uname -r > "$R/kernel.txt"
 echo mono > $T/trace_clock
 echo 32768 > $T/buffer_size_kb

@@ -634,3 +634,33 @@ def test_wakeup_summary_counts_what_reaches_the_hps_cpus_per_setup_window(tmp_pa
     (tmp_path / "raw.json").write_text(json.dumps(raw))
     with pytest.raises(SystemExit, match="names no HP CPUs"):
         wakeup_summary.main([str(tmp_path / "trace.txt"), str(tmp_path), str(offset)])
+
+
+def test_wakeup_trace_keeps_what_targets_the_hp_cpus_and_reads_it_before_resetting_the_clock(tmp_path):
+    """bench/gpu/wakeup_trace.sh on this machine's tracefs with a stand-in matrix (sleeps on the HP's
+    CPU): the summary finds them, the trace holds only wake-ups of that CPU, and the events, filters
+    and clock are back as they were (the first GPU run read an empty buffer: the clock was reset,
+    which empties it, before the trace was read)."""
+    tracing = "/sys/kernel/tracing"
+    if os.geteuid() != 0 or not os.access(os.path.join(tracing, "events/sched/sched_wakeup/filter"), os.W_OK):
+        pytest.skip("needs root and a writable tracefs")
+    if subprocess.run(["sh", "-c", "command -v taskset"], stdout=subprocess.DEVNULL).returncode:
+        pytest.skip("no taskset")
+    hp = sorted(os.sched_getaffinity(0))[-1]
+    env = dict(os.environ, PY=os.path.join(ROOT, "tests", "bench", "wakeup_trace_python.sh"), WT_PYTHON=sys.executable,
+               WT_CPUS=str(hp), PYTHONPATH=ROOT)
+    r = subprocess.run(["bash", "bench/gpu/wakeup_trace.sh", "build", str(tmp_path)], cwd=ROOT, env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout
+    woken = next(l for l in r.stdout.splitlines() if l.strip().startswith("woken:"))
+    assert "sleep" in woken, r.stdout
+    lines = [l for l in (tmp_path / "trace_head.txt").read_text().splitlines() if "sched_wakeup:" in l]
+    assert lines and all(f"target_cpu={hp:03d}" in l or f"target_cpu={hp} " in l + " " for l in lines), lines[:5]
+    assert (tmp_path / "overrun.txt").read_text().strip().isdigit()
+    with open(os.path.join(tracing, "trace_clock")) as f:
+        assert "[local]" in f.read()
+    for event in ("sched/sched_wakeup", "ipi/ipi_send_cpu"):
+        with open(os.path.join(tracing, "events", event, "enable")) as f:
+            assert f.read().strip() == "0", event
+        with open(os.path.join(tracing, "events", event, "filter")) as f:
+            assert f.read().strip() == "none", event
