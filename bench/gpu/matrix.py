@@ -214,27 +214,40 @@ HP_MEASURED = ("hp", "calib", "busy")  # the HP commands whose times are measure
 
 def harness_placement(args, tool_cpus, park):
     """(the HpPlacement or None, raw.json's cpus so far) for the flags: the harness on `tool_cpus`
-    unless --pin-workers-only (or no --pin), the waiting HP workers parked unless --no-park."""
+    unless --pin-workers-only (or no --pin), the waiting HP workers parked unless --no-park, the
+    measured HP's event-handler thread on the LP's or the harness's CPUs with --hp-evt-cpus."""
     if not tool_cpus or args.pin_workers_only:
         return None, {}
     if args.no_park:
         return None, {"harness": list(tool_cpus)}
-    return HpPlacement(park), {"harness": list(tool_cpus), "hp_idle": list(park)}
+    evt = {"lp": park, "tools": tool_cpus}.get(getattr(args, "hp_evt_cpus", "hp"))
+    cpus = {"harness": list(tool_cpus), "hp_idle": list(park)}
+    if evt:
+        cpus["hp_evt"] = list(evt)  # not an *_hp key: wakeup_summary's HP CPUs stay the HP's own
+    return HpPlacement(park, evt), cpus
+
+
+EVT_THREAD = "cuda-EvtHandlr"  # the CUDA driver's event-handler thread (its name in /proc, 15 chars)
 
 
 class HpPlacement:
     """--pin: the HP worker about to be measured on its CPUs, every other HP worker parked. Moves a
     process's threads only when the measured worker changes (a thread started later inherits its
-    creator's CPUs)."""
+    creator's CPUs). With `evt_cpus` the measured worker's CUDA event-handler thread goes there
+    instead: on the H100 under MPS that thread of the HP was woken 3 500-4 100 times a second on the
+    HP's CPUs while an LP ran, 10 with the LP idle (2026-11-25-idle-hp-parking, call 2)."""
 
-    def __init__(self, park):
-        self.park, self.workers, self.active = park, [], None
+    def __init__(self, park, evt_cpus=None):
+        self.park, self.evt_cpus, self.workers, self.active = park, evt_cpus, [], None
 
     def activate(self, proc):
         if proc is self.active:
             return
         for p in self.workers:
-            p.place(p.cpus if p is proc else self.park)
+            if p is proc:
+                p.place(p.cpus, {EVT_THREAD: self.evt_cpus} if self.evt_cpus else None)
+            else:
+                p.place(self.park)
         self.active = proc
 
 
@@ -252,15 +265,20 @@ class Proc:
         if placement:
             placement.workers.append(self)
 
-    def place(self, cpus):
-        """Every thread of the worker on `cpus`."""
+    def place(self, cpus, by_name=None):
+        """Every thread of the worker on `cpus`, but a thread named in `by_name` ({comm: CPUs}) on its own."""
+        task = f"/proc/{self.proc.pid}/task"
         try:
-            tids = os.listdir(f"/proc/{self.proc.pid}/task")
+            tids = os.listdir(task)
         except OSError:
             return  # gone: its reply says so
         for tid in tids:
             try:
-                os.sched_setaffinity(int(tid), cpus)
+                where = cpus
+                if by_name:
+                    with open(f"{task}/{tid}/comm") as f:
+                        where = by_name.get(f.read().strip(), cpus)
+                os.sched_setaffinity(int(tid), where)
             except OSError:
                 pass  # a thread that ended meanwhile
 
@@ -898,6 +916,9 @@ def parse_args(argv):
     p.add_argument("--pin-workers-only", action="store_true",
                    help="with --pin: leave the harness and what it starts unpinned, and every HP worker on the HP's "
                         "CPUs, idle or not (as every record before 2026-11-25 08:45 UTC)")
+    p.add_argument("--hp-evt-cpus", choices=("hp", "lp", "tools"), default="hp",
+                   help="with --pin (and parking): where the measured HP's CUDA event-handler thread (cuda-EvtHandlr) "
+                        "runs: on the HP's CPUs with its other threads (default), on the LP's, or on the harness's")
     p.add_argument("--no-park", action="store_true",
                    help="with --pin: every HP worker stays on the HP's CPUs while it waits for its turn, the harness "
                         "still on its own (the plan of 2026-11-25 08:45-09:45 UTC; parking is then the only difference)")
@@ -928,6 +949,8 @@ def parse_args(argv):
     for flag in ("pin_workers_only", "no_park"):
         if getattr(args, flag) and not args.pin:
             p.error(f"--{flag.replace('_', '-')} qualifies --pin: give both, or neither")
+    if args.hp_evt_cpus != "hp" and (not args.pin or args.no_park or args.pin_workers_only):
+        p.error(f"--hp-evt-cpus {args.hp_evt_cpus} needs --pin with parking (not --no-park or --pin-workers-only)")
     if "hp_alone" not in args.setups or "lp_alone" not in args.setups:
         p.error("--setups must hold hp_alone and lp_alone: every ratio's denominator")
     if not 0 <= args.learn_load <= 1:

@@ -156,6 +156,8 @@ def test_a_partition_that_fell_back_is_refused():
     (["--learn-load", "1.5"], "--learn-load 1.5: must be 0..1"),
     (["--pin-workers-only"], "--pin-workers-only qualifies --pin"),
     (["--no-park"], "--no-park qualifies --pin"),
+    (["--hp-evt-cpus", "lp"], "--hp-evt-cpus lp needs --pin with parking"),
+    (["--pin", "--no-park", "--hp-evt-cpus", "tools"], "--hp-evt-cpus tools needs --pin with parking"),
 ])
 def test_bad_arguments_are_one_clear_error(tmp_path, argv, message):
     r = subprocess.run([sys.executable, "-m", "bench.gpu.matrix", "--build", str(tmp_path), "--out", str(tmp_path / "o")]
@@ -566,13 +568,57 @@ def test_host_counters_give_each_cpus_busy_irq_and_stolen_shares_and_interrupt_r
 
 def test_no_park_keeps_the_harness_pinned_and_only_drops_the_parking():
     def flags(*argv):
-        return argparse.Namespace(pin=True, pin_workers_only="--pin-workers-only" in argv, no_park="--no-park" in argv)
+        evt = next((a.split("=")[1] for a in argv if a.startswith("--hp-evt-cpus=")), "hp")
+        return argparse.Namespace(pin=True, pin_workers_only="--pin-workers-only" in argv, no_park="--no-park" in argv,
+                                  hp_evt_cpus=evt)
     placement, cpus = matrix.harness_placement(flags(), [0, 1], [4, 5])
     assert isinstance(placement, matrix.HpPlacement) and placement.park == [4, 5]
     assert cpus == {"harness": [0, 1], "hp_idle": [4, 5]}
     assert matrix.harness_placement(flags("--no-park"), [0, 1], [4, 5]) == (None, {"harness": [0, 1]})
     assert matrix.harness_placement(flags("--pin-workers-only"), [0, 1], [4, 5]) == (None, {})
     assert matrix.harness_placement(flags(), None, None) == (None, {})  # no --pin: nothing placed
+    placement, cpus = matrix.harness_placement(flags("--hp-evt-cpus=lp"), [0, 1], [4, 5])
+    assert placement.evt_cpus == [4, 5] and cpus["hp_evt"] == [4, 5]
+    placement, cpus = matrix.harness_placement(flags("--hp-evt-cpus=tools"), [0, 1], [4, 5])
+    assert placement.evt_cpus == [0, 1] and not any(k.endswith("_hp") for k in cpus)  # not counted as the HP's
+
+
+def test_the_measured_hps_event_handler_thread_alone_goes_to_its_own_cpus(tmp_path, monkeypatch):
+    """--hp-evt-cpus: of the measured worker, only the thread named cuda-EvtHandlr leaves the HP's
+    CPUs; a parked worker's goes with the rest of it."""
+    placed = []
+    monkeypatch.setattr(matrix.os, "sched_setaffinity", lambda tid, cpus: placed.append((tid, tuple(cpus))))
+    code = ("import threading, ctypes, sys\n"
+            "def named():\n"
+            "    ctypes.CDLL(None).prctl(15, b'cuda-EvtHandlr')\n"  # PR_SET_NAME: this thread's comm
+            "    threading.Event().wait()\n"
+            "threading.Thread(target=named, daemon=True).start()\n"
+            "print('up', flush=True); sys.stdin.read()\n")
+    placement = matrix.HpPlacement(park=[4, 5], evt_cpus=[0, 1])
+    procs = [matrix.Proc(f"g{i}_hp", [sys.executable, "-c", code], dict(os.environ), str(tmp_path / f"g{i}.log"),
+                         cpus=[2, 3], placement=placement) for i in range(2)]
+    try:
+        for p in procs:
+            assert p.proc.stdout.readline().strip() == "up"
+        def evt_tid(p):
+            task = f"/proc/{p.proc.pid}/task"
+            for _ in range(100):
+                for t in os.listdir(task):
+                    with open(f"{task}/{t}/comm") as f:
+                        if f.read().strip() == matrix.EVT_THREAD:
+                            return int(t)
+                time.sleep(0.02)
+            raise AssertionError("the named thread never appeared")
+        evts = [evt_tid(p) for p in procs]
+        procs[0].send({"cmd": "hp"})
+        where = dict(placed)
+        assert where[evts[0]] == (0, 1)
+        assert all(c == (2, 3) for t, c in where.items() if t != evts[0] and str(t) in os.listdir(f"/proc/{procs[0].proc.pid}/task"))
+        assert where[evts[1]] == (4, 5)  # parked with its worker
+    finally:
+        for p in procs:
+            p.proc.kill()
+            p.proc.wait()
 
 
 def test_pinning_parks_every_hp_worker_but_the_measured_one(tmp_path, monkeypatch):
