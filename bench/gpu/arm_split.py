@@ -7,7 +7,9 @@ segments at the same time. A longer launch span with the same CPU time: the thre
 (preempted, or blocked in a launch); more CPU time too: the same work ran slower on the host; only
 the rest longer: GPU side. Then, from runs with per-CPU host counters (since 2026-11-25), the HP's
 and the LP's CPUs per setup: busy share, share in interrupt handlers, share stolen by the
-hypervisor, interrupts per second.
+hypervisor, interrupts per second. Last, per arm, its service-time ratio to stop per round and over
+all rounds with a 95 % interval that resamples the folders (each one invocation) and then their
+rounds (stats.ratio_two_stage): give every invocation of one configuration at once.
     python3 -m bench.gpu.arm_split DIR [DIR ...]     (each with raw.json or raw.json.gz of a matrix run
                                                      whose workers recorded launch_ms, since 2026-11-25)
 """
@@ -15,7 +17,7 @@ import collections
 import sys
 
 from bench.gpu.service_tails import load
-from bench.gpu.stats import nearest_rank
+from bench.gpu.stats import nearest_rank, percentile_of, ratio_two_stage
 
 FIELDS = ("svc_ms", "launch_ms", "launch_cpu_ms", "rest_ms")
 
@@ -37,6 +39,38 @@ def split(folders):
                 rows["launch_cpu_ms"].append(r["launch_cpu_ms"][i])
                 rows["rest_ms"].append(svc - r["launch_ms"][i])
     return out
+
+
+def round_blocks(folders):
+    """{(cell, setup, arm): [[{"arm": [svc], "stop": [svc]} per round] per folder]}: the blocks of
+    the invocation-then-round bootstrap, one round's arm jobs with the stop jobs of its segment."""
+    out = collections.defaultdict(lambda: [[] for _ in folders])
+    for i, folder in enumerate(folders):
+        for seg in load(folder)["segments"]:
+            r = seg.get("hp_result") or {}
+            if seg.get("round", -1) < 0 or not r.get("ok") or not r.get("arms"):
+                continue
+            by_arm = collections.defaultdict(list)
+            for svc, arm in zip(r["svc_ms"], r["arms"]):
+                if arm:
+                    by_arm[arm].append(svc)
+            for arm, jobs in by_arm.items():
+                if arm != "stop" and by_arm.get("stop"):
+                    key = ((seg["hp"], seg["lp"], seg["load"]), seg["setup"], arm)
+                    out[key][i].append({"arm": jobs, "stop": by_arm["stop"]})
+    return out
+
+
+def arm_ratios(folders):
+    """[(cell, setup, arm, per-round ratios, {"value", "ci"})]: the arm's median service time over
+    the stop jobs' median, pooled over every round of every folder, with its two-stage interval."""
+    rows = []
+    for (cell, setup, arm), invocations in sorted(round_blocks(folders).items()):
+        per_round = [nearest_rank(b["arm"], 50) / nearest_rank(b["stop"], 50) for inv in invocations for b in inv]
+        rows.append((cell, setup, arm, per_round,
+                     ratio_two_stage(invocations, percentile_of(lambda b: b["arm"], 50),
+                                     percentile_of(lambda b: b["stop"], 50))))
+    return rows
 
 
 def host(folders):
@@ -80,10 +114,10 @@ def medians(rows):
 def main(argv):
     if not argv:
         raise SystemExit(__doc__.strip().splitlines()[-2].strip())
-    cells = split(argv)
-    if not cells:
-        raise SystemExit("arm_split: no HP jobs with launch_ms in " + " ".join(argv)
-                         + ": a matrix run from before 2026-11-25 10:00 UTC has none")
+    cells, ratios = split(argv), arm_ratios(argv)
+    if not cells and not ratios:
+        raise SystemExit("arm_split: no HP jobs with launch_ms or a guarded arm in " + " ".join(argv)
+                         + ": a matrix run from before 2026-11-25 10:00 UTC has no launch_ms")
     for cell, groups in sorted(cells.items()):
         print(" + ".join(cell[:2]) + f", {cell[2]}   (medians, ms; x stop: the ratio to the stop jobs of the same setup)")
         for (setup, arm), rows in sorted(groups.items()):
@@ -101,6 +135,10 @@ def main(argv):
                 f"intr/s {v['intr_per_s']:.0f}" + (" (" + " ".join(
                     f"{src} {n:.0f}" for src, n in sorted(v["intr_top"].items(), key=lambda x: -x[1])[:4]) + ")"
                     if v.get("intr_top") else "") for role, v in sorted(roles.items())))
+    for cell, setup, arm, per_round, r in ratios:
+        ci = "[{:.3f}, {:.3f}]".format(*r["ci"]) if r["ci"] else "[no interval]"
+        print(f"{' + '.join(cell[:2])}, {cell[2]}  {setup} {arm} svc x stop over {len(argv)} invocation(s), "
+              f"{len(per_round)} rounds: {r['value']:.3f} {ci}; rounds " + " ".join(f"{x:.3f}" for x in per_round))
 
 
 if __name__ == "__main__":

@@ -507,6 +507,32 @@ def test_service_tails_pools_the_measured_rounds_and_compares_with_the_hp_alone(
         service_tails.tails([str(tmp_path / "missing")])
 
 
+def test_arm_split_gives_the_arms_ratio_per_round_and_over_invocations_with_an_interval(tmp_path, capsys):
+    """Two invocations: one round each where the arm's jobs take 1.10x its stop jobs', one more in the
+    second at 1.00x; the ratio pools every round, the interval resamples invocations then rounds,
+    and a round without stop jobs or a learning segment adds nothing."""
+    from bench.gpu import arm_split
+    def seg(rnd, stop_ms, arm_ms, n=5):
+        return {"hp": "small", "lp": "resnet50train", "load": "poisson-25", "setup": "arm:partition:16", "round": rnd,
+                "hp_result": {"ok": True, "svc_ms": [stop_ms] * n + [arm_ms] * n,
+                              "arms": ["stop"] * n + ["partition:16"] * n}}
+    lone = seg(1, 1.0, 2.0)
+    lone["hp_result"]["arms"] = ["partition:16"] * 10  # no stop jobs in that round: no ratio
+    folders = []
+    for name, segs in (("a", [seg(0, 4.0, 4.4), seg(-1, 1.0, 9.0), lone]), ("b", [seg(0, 4.0, 4.4), seg(1, 4.0, 4.0)])):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "raw.json").write_text(json.dumps({"segments": segs}))
+        folders.append(str(tmp_path / name))
+    ((cell, setup, arm, per_round, r),) = arm_split.arm_ratios(folders)
+    assert (cell, setup, arm) == (("small", "resnet50train", "poisson-25"), "arm:partition:16", "partition:16")
+    assert per_round == pytest.approx([1.1, 1.1, 1.0])
+    assert r["value"] == pytest.approx(1.1)  # pooled: 10 of the 15 arm jobs at 4.4 over a stop median of 4.0
+    assert r["ci"][0] == pytest.approx(1.0) and r["ci"][1] == pytest.approx(1.1)
+    assert arm_split.arm_ratios(folders[:1])[0][4]["ci"] == [1.1, 1.1]  # one round: no spread to resample
+    arm_split.main(folders)
+    assert "svc x stop over 2 invocation(s), 3 rounds: 1.100 [1.000, 1.100]; rounds 1.100 1.100 1.000" in capsys.readouterr().out
+
+
 def test_arm_split_tells_host_side_from_gpu_side_per_arm_against_the_same_setups_stop_jobs(tmp_path, capsys):
     from bench.gpu import arm_split
     def seg(rnd, svc, launch, cpu, arms):
@@ -539,7 +565,7 @@ def test_arm_split_tells_host_side_from_gpu_side_per_arm_against_the_same_setups
     assert "hp CPUs: busy 0.600" in out and "(RES 10)" in out
     (tmp_path / "old").mkdir()
     (tmp_path / "old" / "raw.json").write_text(json.dumps({"segments": raw["segments"][3:]}))
-    with pytest.raises(SystemExit, match="no HP jobs with launch_ms"):
+    with pytest.raises(SystemExit, match="no HP jobs with launch_ms or a guarded arm"):
         arm_split.main([str(tmp_path / "old")])
 
 
