@@ -602,8 +602,10 @@ def run_window(args, procs, group, roles, rate, seconds, seed, mark, tail, what)
     host_before = host_counters.read()
     t0 = time.monotonic() + 0.05
     if "lp" in roles:
+        # beside a marked HP, each LP unit's end: its progress per HP job and gap (bench.gpu.lp_cycles)
         procs[(group, "lp")].send({"cmd": "lp", "t0": t0 - args.lp_lead_s, "seconds": args.lp_lead_s + seconds + tail,
-                                   "count_from": t0, "count_to": t0 + seconds})
+                                   "count_from": t0, "count_to": t0 + seconds,
+                                   "unit_times": bool(mark and "hp" in roles)})
     if "hp" in roles:
         out["hp_result"] = procs[(group, "hp")].request(
             {"cmd": "hp", "t0": t0, "seconds": seconds, "rate": rate, "seed": seed, "mark": mark}, seconds + 120, what)

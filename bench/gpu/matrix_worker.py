@@ -14,14 +14,17 @@ process of the machine shares, so the harness can start an HP and an LP at the s
   {"cmd": "hp", "t0", "seconds", "rate", "seed", "mark"}
         Poisson arrivals at `rate` jobs/s from t0 for `seconds`; a job starts at its arrival or when
         the previous one ends (one server, FIFO), so latency counts queueing. mark: begin/end each job
-        at priority 1 in $GPUYIELD_SHM's segment. -> {"lat_ms", "svc_ms", "launch_ms", "launch_cpu_ms",
-        "begin_us", "end_us", "arms", "late"} (arms: per marked job its guarded arm, None where it got
-        none; launch_ms: the job's first launch to its last one's return, launch_cpu_ms: the CPU time the
-        launching thread used meanwhile, so that a slower job can be told host-side from GPU-side)
-  {"cmd": "lp", "t0", "seconds", "count_from", "count_to"}
+        at priority 1 in $GPUYIELD_SHM's segment. -> {"lat_ms", "svc_ms", "start_ms", "launch_ms",
+        "launch_cpu_ms", "begin_us", "end_us", "arms", "late"} (start_ms: each job's start after t0;
+        arms: per marked job its guarded arm, None where it got none; launch_ms: the job's first
+        launch to its last one's return, launch_cpu_ms: the CPU time the launching thread used
+        meanwhile, so that a slower job can be told host-side from GPU-side)
+  {"cmd": "lp", "t0", "seconds", "count_from", "count_to", "unit_times"}
         LP: units back to back from t0 for `seconds`, then the GPU synchronised -> {"units", "secs",
         "counted", "counted_secs"}: the GPU work of units done in [count_from, count_to) (the HP's
-        window; each unit's end timed by an event after it) and that window's length
+        window; each unit's end timed by an event after it) and that window's length; with
+        unit_times also "first_ms" and "done_ms": its start and each unit's end after count_from,
+        so that its progress can be split by the HP's jobs (bench.gpu.lp_cycles)
   {"cmd": "quit"}
 """
 import argparse
@@ -104,7 +107,7 @@ class Worker:
 
     def hp(self, cmd):
         seg = self.marker() if cmd.get("mark") else None
-        lat, svc, launch_ms, launch_cpu_ms, begin_us, end_us, arms = [], [], [], [], [], [], []
+        lat, svc, start_ms, launch_ms, launch_cpu_ms, begin_us, end_us, arms = [], [], [], [], [], [], [], []
         late = 0
         for arrival in arrivals(cmd["t0"], cmd["seconds"], cmd["rate"], cmd["seed"]):
             now = time.monotonic()
@@ -113,6 +116,7 @@ class Worker:
             else:
                 late += 1
             start = time.monotonic()
+            start_ms.append(round((start - cmd["t0"]) * 1e3, 3))
             if seg:
                 job = seg.begin(1)
                 began = time.monotonic()
@@ -133,7 +137,8 @@ class Worker:
             done = time.monotonic()
             lat.append((done - arrival) * 1e3)
             svc.append((done - start) * 1e3)
-        return {"ok": True, "lat_ms": lat, "svc_ms": svc, "launch_ms": launch_ms, "launch_cpu_ms": launch_cpu_ms,
+        return {"ok": True, "lat_ms": lat, "svc_ms": svc, "start_ms": start_ms, "launch_ms": launch_ms,
+                "launch_cpu_ms": launch_cpu_ms,
                 "begin_us": begin_us, "end_us": end_us, "arms": arms, "late": late}
 
     def lp(self, cmd):
@@ -149,8 +154,12 @@ class Worker:
         self.backend.sync()
         done = [host0 + self.backend.elapsed_ms(ev0, m) / 1000.0 for m in marks]
         lo, hi = cmd.get("count_from", host0), cmd.get("count_to", end)
-        return {"ok": True, "units": len(marks), "secs": time.monotonic() - host0,
-                "counted": units_inside(host0, done, lo, hi), "counted_secs": hi - lo}
+        out = {"ok": True, "units": len(marks), "secs": time.monotonic() - host0,
+               "counted": units_inside(host0, done, lo, hi), "counted_secs": hi - lo}
+        if cmd.get("unit_times"):
+            out["first_ms"] = round((host0 - lo) * 1e3, 3)
+            out["done_ms"] = [round((d - lo) * 1e3, 3) for d in done]
+        return out
 
 
 def units_inside(start, done, lo, hi):

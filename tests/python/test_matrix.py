@@ -209,6 +209,14 @@ def test_dry_run_end_to_end_with_a_stand_in_backend(tmp_path):
     assert sum(len(s["hp_result"]["begin_us"]) for s in marked) > 0
     unmarked = [s for s in raw["segments"] if s["setup"] in ("hp_alone", "hp_hook_alone")]
     assert unmarked and all(not s["hp_result"]["begin_us"] for s in unmarked)
+    # each job's start after t0, in order; beside a marked HP the LP's unit ends, after its start
+    assert all(len(s["hp_result"]["start_ms"]) == len(s["hp_result"]["svc_ms"]) and
+               s["hp_result"]["start_ms"] == sorted(s["hp_result"]["start_ms"]) for s in hp_segs)
+    with_lp = [s for s in raw["segments"] if s.get("lp_result") and s.get("hp_result")]
+    assert with_lp and all(("done_ms" in s["lp_result"]) == (s["setup"] == "corun") for s in with_lp)
+    timed = [s["lp_result"] for s in with_lp if s["setup"] == "corun"]
+    assert all(t["done_ms"] and t["first_ms"] < 0 and t["done_ms"] == sorted(t["done_ms"]) and
+               len(t["done_ms"]) == t["units"] for t in timed)  # the LP starts --lp-lead-s before t0
     assert (out / "heatmap.png").exists() and (out / "latency_cdfs.png").exists()
     # its segments (named after the harness's pid) removed; other runs' segments are not its business
     assert not [n for n in os.listdir("/dev/shm") if n.startswith(f"gpuyield-{os.getuid()}-matrix{proc.pid}-")]
@@ -505,6 +513,42 @@ def test_service_tails_pools_the_measured_rounds_and_compares_with_the_hp_alone(
     assert "mean 2.000" in capsys.readouterr().out  # corun's mean over hp_alone's
     with pytest.raises(SystemExit, match="no raw.json"):
         service_tails.tails([str(tmp_path / "missing")])
+
+
+def test_lp_cycles_charges_each_arm_with_what_the_lp_did_during_its_job_and_in_the_gap_after(tmp_path, capsys):
+    """A segment of 4 HP jobs of 10 ms, 20 ms apart: stop, partition:16, stop, partition:16. Around a
+    stop job the LP's one unit spans the job and it then ends one every 1 ms in the gap; during a
+    partition job it ends one every 2 ms, and in the gap after it only 3 (its backlog). A unit counts
+    where it ran, from the previous unit's end to its own. The arm's cycle rate is 8 units / 20 ms
+    against stop's 11 / 20, 0.727 of it, though it gives the LP more during the job."""
+    from bench.gpu import lp_cycles
+    starts = [0.0, 20.0, 40.0, 60.0]
+    arms = ["stop", "partition:16", "stop", "partition:16"]
+    done = []
+    for begin, arm in zip(starts + [80.0], arms + ["stop"]):
+        if arm == "partition:16":
+            done += [begin + 2.0 * k for k in range(1, 6)] + [begin + 14.0, begin + 18.0, begin + 20.0]
+        else:
+            done += [begin + 10.0] + [begin + 10.0 + k for k in range(1, 11)]
+    seg = {"hp": "small", "lp": "gemm", "load": "poisson-25", "setup": "guarded", "round": -1,
+           "hp_result": {"ok": True, "svc_ms": [10.0] * 4, "start_ms": starts, "arms": arms},
+           "lp_result": {"ok": True, "first_ms": 0.0, "done_ms": done}}
+    rows = lp_cycles.cycles(seg)
+    assert [r[0] for r in rows] == arms[:3]  # the last job has no next start: no cycle
+    assert rows[0][1:] == pytest.approx((10.0, 10.0, 1.0, 10.0)) and rows[1][3:] == pytest.approx((5.0, 3.0))
+    rnd = dict(seg, round=0, setup="corun", hp_result=dict(seg["hp_result"], arms=[None] * 4))
+    (tmp_path / "raw.json").write_text(json.dumps({"segments": [seg, rnd]}))
+    lp_cycles.main([str(tmp_path)])
+    out = capsys.readouterr().out
+    assert "small + gemm, poisson-25, learning" in out and "small + gemm, poisson-25, rounds" in out
+    part = next(l for l in out.splitlines() if "partition:16" in l)
+    assert "in jobs    500.0" in part and "in gaps    300.0" in part and "cycle x stop 0.727 [0.727, 0.727]" in part
+    corun = next(l for l in out.splitlines() if l.strip().startswith("corun"))
+    assert "cycle x stop" not in corun and "3 cycles" in corun  # no arms: one row, no ratio
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "raw.json").write_text(json.dumps({"segments": [dict(seg, lp_result={"ok": True})]}))
+    with pytest.raises(SystemExit, match="no segment"):
+        lp_cycles.main([str(tmp_path / "old")])
 
 
 def test_arm_split_gives_the_arms_ratio_per_round_and_over_invocations_with_an_interval(tmp_path, capsys):
