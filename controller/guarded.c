@@ -115,6 +115,7 @@ void gy_guard_init(struct gy_guard *g)
     g->trial = GY_GUARD_NO_ARM;
     g->reason = GY_GUARD_WHY_START;
     g->depth_reason = GY_GUARD_WHY_START;
+    g->cycle_arm = GY_GUARD_NO_ARM;
     gy_guard_configure(g, GY_GUARD_DEFAULT_EPS_P50, GY_GUARD_DEFAULT_EPS_P99, GY_GUARD_DEFAULT_STOP_SHARE,
                        GY_GUARD_DEFAULT_SEED);
 }
@@ -614,7 +615,31 @@ struct gy_guard_change gy_guard_reset(struct gy_guard *g)
 {
     struct gy_guard_change c = {.changed = false};
     start_over(g, GY_GUARD_WHY_RESET, &c);
+    g->cycle_arm = GY_GUARD_NO_ARM; /* the cycles ran beside the workload that was forgotten */
+    memset(g->cycle_work, 0, sizeof g->cycle_work);
+    memset(g->cycle_us, 0, sizeof g->cycle_us);
     return c;
+}
+
+void gy_guard_cycle(struct gy_guard *g, enum gy_guard_arm arm, uint64_t now_ns, uint64_t lp_launches)
+{
+    if (g->cycle_arm < GY_GUARD_ARM_COUNT && now_ns > g->cycle_start_ns && lp_launches >= g->cycle_start_work) {
+        uint64_t ns = now_ns - g->cycle_start_ns;
+        uint64_t cap = g->base_us ? (uint64_t)g->base_us * 1000u * GY_GUARD_CYCLE_MAX_BASES : GY_GUARD_CYCLE_MAX_NS;
+        uint64_t work = lp_launches - g->cycle_start_work, us = (ns + 500) / 1000;
+        uint32_t a = g->cycle_arm;
+        /* the sums stay below 2^32: a cycle is at most 64 x a job under 4295 s, and they halve past
+         * 120 s; a cycle past the cap (or with more launches than 32 bits hold) is not counted */
+        if (ns <= cap && us <= GY_GUARD_CYCLE_HORIZON_US && work <= UINT32_MAX - g->cycle_work[a]) {
+            g->cycle_work[a] += (uint32_t)work;
+            g->cycle_us[a] += (uint32_t)us;
+            if (g->cycle_us[a] > GY_GUARD_CYCLE_HORIZON_US)
+                g->cycle_work[a] /= 2, g->cycle_us[a] /= 2;
+        }
+    }
+    g->cycle_arm = (unsigned)arm < GY_GUARD_ARM_COUNT ? (uint32_t)arm : GY_GUARD_NO_ARM;
+    g->cycle_start_ns = now_ns;
+    g->cycle_start_work = lp_launches;
 }
 
 /* The full test runs at 32, 64, 128, ... samples of the arm's window: few looks (so that testing
@@ -839,4 +864,5 @@ void gy_guard_arm_stats(const struct gy_guard *g, enum gy_guard_arm arm, struct 
         out->p99_ms = scratch[n - 1 - (n - 1) / 100] / 1e3; /* nearest rank of 0.99 */
     }
     out->lp_per_s = progress(g, arm);
+    out->lp_cycle_per_s = g->cycle_us[arm] ? (double)g->cycle_work[arm] * 1e6 / (double)g->cycle_us[arm] : 0.0;
 }

@@ -41,6 +41,9 @@
 #define GY_GUARD_GROSS_STRIKES 3    /* ... counts as this many drops in a row (the first backoff 4 x) */
 #define GY_GUARD_RECHECK_JOBS 8000  /* windows of the partition arms reset this often (between trials) */
 #define GY_GUARD_SHIFT 2.0          /* stop's recent median this factor above or below its window's: re-base */
+#define GY_GUARD_CYCLE_MAX_BASES 64 /* a cycle longer than this many of stop's median jobs is not counted */
+#define GY_GUARD_CYCLE_MAX_NS 1000000000ull /* ... and before there is a median, one over a second */
+#define GY_GUARD_CYCLE_HORIZON_US 120000000u /* an arm's cycle sums halve past 2 minutes of cycles */
 
 /* ---- statistics (guard_stats.c) ------------------------------------------------------------- */
 /* The k-th smallest (1-based, 1..n) of n values; `scratch` holds n values (sorted there). */
@@ -87,6 +90,12 @@ struct gy_guard_change {
  * g->open, records it, applies the rule. */
 struct gy_guard_change gy_guard_record(struct gy_guard *g, enum gy_guard_arm arm, uint32_t depth_us,
                                        uint64_t duration_ns, uint64_t lp_work);
+/* An HP job of `arm` begins at now_ns, the lower processes having launched lp_launches kernels and
+ * graphs so far: the cycle of the job begun before it (its begin to this one) is counted into that
+ * job's arm (cycle_work, cycle_us), this job's opens. A cycle longer than
+ * GY_GUARD_CYCLE_MAX_BASES of stop's median jobs (an idle HP: the LP alone) or with fewer launches
+ * than at its start (a lower process left) is not counted. */
+void gy_guard_cycle(struct gy_guard *g, enum gy_guard_arm arm, uint64_t now_ns, uint64_t lp_launches);
 /* A job counted out without a measurement (its process was reaped): only g->open changes. */
 void gy_guard_forget(struct gy_guard *g, enum gy_guard_arm arm);
 /* Pin `arm` in force (tests, operators, measuring one arm): trial stopped, reason FORCED, its
@@ -106,6 +115,7 @@ struct gy_guard_arm_stats {
     uint32_t window;     /* samples in its window now (its histogram) */
     double p50_ms, p99_ms; /* over the window; 0 when empty */
     double lp_per_s;     /* lower partition launches + copies per second of HP job, over the window */
+    double lp_cycle_per_s; /* lower launches per second over its recent cycles (its job + the gap after) */
 };
 void gy_guard_arm_stats(const struct gy_guard *g, enum gy_guard_arm arm, struct gy_guard_arm_stats *out);
 /* The depth window's (jobs of the depth tried, or with stop in force of the depth in force). */

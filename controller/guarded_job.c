@@ -33,6 +33,22 @@ uint64_t gy_guarded_lp_work_locked(const struct gy_segment *seg, int priority)
     return work;
 }
 
+/* The lower processes' kernel and graph launches so far (their slots' counters): their progress
+ * over a guarded cycle. */
+static uint64_t lp_launches_locked(const struct gy_segment *seg, int priority)
+{
+    uint64_t n = 0;
+    for (int i = 0; i < GY_MAX_PROCS; i++) {
+        const struct gy_proc_slot *slot = &seg->procs[i];
+        if (atomic_load_explicit(&slot->state, memory_order_acquire) == GY_PROC_FREE || !gy_slot_sane(slot) ||
+            slot->priority >= priority)
+            continue;
+        n += atomic_load_explicit(&slot->counters.launches, memory_order_relaxed) +
+             atomic_load_explicit(&slot->counters.graph_launches, memory_order_relaxed);
+    }
+    return n;
+}
+
 /* Jobs in progress on the segment, every level. */
 static uint64_t jobs_in_progress_locked(const struct gy_segment *seg)
 {
@@ -73,6 +89,7 @@ void gy_guarded_begin_locked(gy_shm *shm, gy_job *job)
         memset(seg->guard.open, 0, sizeof seg->guard.open);
     job->guard_arm = (int)gy_guard_pick(&seg->guard, &job->guard_depth_us);
     job->guard_lp_work = gy_guarded_lp_work_locked(seg, job->priority);
+    gy_guard_cycle(&seg->guard, (enum gy_guard_arm)job->guard_arm, gy_now_ns(), lp_launches_locked(seg, job->priority));
 }
 
 void gy_guarded_end_locked(gy_shm *shm, const gy_job *job, uint64_t now_ns, struct gy_guard_change *change)

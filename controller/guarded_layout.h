@@ -117,6 +117,17 @@ struct gy_guard {
     uint32_t depth_strikes[GY_GUARD_DEPTH_COUNT];
     /* jobs under depth_trial (with the arm in force), or, with stop in force, under depth_in_force */
     struct gy_guard_window depth_window;
+    /* Cycles (gy_guard_cycle): an HP job's begin to the next one's, what an arm leaves the LP
+     * after the job too (shown, not yet used by the rule). The open one: the arm of the last HP job
+     * begun (GY_GUARD_NO_ARM: none), when, and the lower processes' launches then; per arm the
+     * launches and length (microseconds) of its counted cycles, both halved once the length
+     * passes GY_GUARD_CYCLE_HORIZON_US (they age by time, apart from the job windows; 32 bits
+     * each: the segment stays under 64 KiB). */
+    uint32_t cycle_arm;
+    uint64_t cycle_start_ns;
+    uint64_t cycle_start_work;
+    uint32_t cycle_work[GY_GUARD_ARM_COUNT];
+    uint32_t cycle_us[GY_GUARD_ARM_COUNT];
 };
 
 #endif

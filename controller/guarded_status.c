@@ -34,9 +34,9 @@ int gy_guarded_json(const struct gy_guard *g, char *buf, size_t len)
         struct gy_guard_arm_stats s;
         gy_guard_arm_stats(g, (enum gy_guard_arm)a, &s);
         EMIT("%s\"%s\": {\"jobs\": %llu, \"window\": %u, \"p50_ms\": %.3f, \"p99_ms\": %.3f, \"lp_per_s\": %.1f, "
-             "\"backoff_until_job\": %llu}",
+             "\"lp_cycle_per_s\": %.1f, \"backoff_until_job\": %llu}",
              a ? ", " : "", gy_guard_arm_name((enum gy_guard_arm)a), (unsigned long long)s.jobs, s.window, s.p50_ms,
-             s.p99_ms, s.lp_per_s, (unsigned long long)g->backoff_until[a]);
+             s.p99_ms, s.lp_per_s, s.lp_cycle_per_s, (unsigned long long)g->backoff_until[a]);
     }
     EMIT("}, \"queue_depth\": {\"on\": %s, \"in_force_us\": %u, \"reason\": \"%s\", \"trying_us\": ",
          g->depth_on ? "true" : "false", g->depth_in_force, gy_guard_reason_name((enum gy_guard_reason)g->depth_reason));
@@ -70,12 +70,13 @@ void gy_guarded_print(FILE *to, const struct gy_guard *g)
         else
             fprintf(to, "-\n");
     }
-    fprintf(to, "%14s %10s %7s %10s %10s %12s\n", "arm", "jobs", "window", "p50_ms", "p99_ms", "lp_per_s");
+    fprintf(to, "%14s %10s %7s %10s %10s %12s %14s\n", "arm", "jobs", "window", "p50_ms", "p99_ms", "lp_per_s",
+            "lp_cycle_per_s");
     for (int a = 0; a < GY_GUARD_ARM_COUNT; a++) {
         struct gy_guard_arm_stats s;
         gy_guard_arm_stats(g, (enum gy_guard_arm)a, &s);
-        fprintf(to, "%14s %10llu %7u %10.3f %10.3f %12.1f%s\n", gy_guard_arm_name((enum gy_guard_arm)a),
-                (unsigned long long)s.jobs, s.window, s.p50_ms, s.p99_ms, s.lp_per_s,
+        fprintf(to, "%14s %10llu %7u %10.3f %10.3f %12.1f %14.1f%s\n", gy_guard_arm_name((enum gy_guard_arm)a),
+                (unsigned long long)s.jobs, s.window, s.p50_ms, s.p99_ms, s.lp_per_s, s.lp_cycle_per_s,
                 (uint32_t)a == g->in_force ? "  <- in force" : "");
     }
 }
@@ -101,6 +102,9 @@ int gy_guarded_metrics(const struct gy_guard *g, const char *segment, char *buf,
         {"gpuyield_guarded_job_p99_seconds", "99th percentile HP job time under each arm, over its window.", "gauge"},
         {"gpuyield_guarded_lp_progress_per_second",
          "Lower partition launches and copies per second of HP job under each arm, over its window.", "gauge"},
+        {"gpuyield_guarded_lp_cycle_launches_per_second",
+         "Lower kernel and graph launches per second over each arm's HP jobs and the gaps after them, over its window.",
+         "gauge"},
     };
     for (size_t f = 0; f < sizeof families / sizeof *families; f++) {
         EMIT("# HELP %s %s\n# TYPE %s %s\n", families[f].family, families[f].help, families[f].family,
@@ -112,7 +116,7 @@ int gy_guarded_metrics(const struct gy_guard *g, const char *segment, char *buf,
             if (f == 0)
                 EMIT("%llu\n", (unsigned long long)s.jobs);
             else
-                EMIT("%.6f\n", f == 1 ? s.p50_ms / 1e3 : f == 2 ? s.p99_ms / 1e3 : s.lp_per_s);
+                EMIT("%.6f\n", f == 1 ? s.p50_ms / 1e3 : f == 2 ? s.p99_ms / 1e3 : f == 3 ? s.lp_per_s : s.lp_cycle_per_s);
         }
     }
     return (int)used;

@@ -865,6 +865,97 @@ TEST(a_job_under_guarded_gets_its_arm_at_begin_and_records_at_end)
     close_pair(&s);
 }
 
+/* A cycle is an HP job's begin to the next one's: the lower processes' launches over it go to the
+ * first job's arm, so an arm is charged with what it leaves the LP after its job too. */
+TEST(each_cycle_goes_to_the_arm_of_the_job_that_began_it)
+{
+    struct gy_guard g;
+    gy_guard_init(&g);
+    const uint64_t ms = 1000000;
+    gy_guard_cycle(&g, GY_ARM_STOP, 100 * ms, 1000);
+    gy_guard_cycle(&g, GY_ARM_P16, 110 * ms, 1100); /* stop's cycle: 100 launches in 10 ms */
+    gy_guard_cycle(&g, GY_ARM_STOP, 130 * ms, 1160); /* 16 SMs: 60 in 20 ms */
+    gy_guard_cycle(&g, GY_ARM_P16, 140 * ms, 1260); /* stop: 100 in 10 ms */
+    struct gy_guard_arm_stats stop, p16, p32;
+    gy_guard_arm_stats(&g, GY_ARM_STOP, &stop);
+    gy_guard_arm_stats(&g, GY_ARM_P16, &p16);
+    gy_guard_arm_stats(&g, GY_ARM_P32, &p32);
+    CHECK(fabs(stop.lp_cycle_per_s - 10000.0) < 1e-6 && fabs(p16.lp_cycle_per_s - 3000.0) < 1e-6 &&
+              p32.lp_cycle_per_s == 0,
+          "stop %.1f, 16 SMs %.1f, 32 SMs %.1f launches/s", stop.lp_cycle_per_s, p16.lp_cycle_per_s, p32.lp_cycle_per_s);
+    /* the open cycle (16 SMs since 140 ms) is not counted until the next begin */
+    CHECK(g.cycle_work[GY_ARM_P16] == 60 && g.cycle_us[GY_ARM_P16] == 20000, "%u launches in %u us",
+          g.cycle_work[GY_ARM_P16], g.cycle_us[GY_ARM_P16]);
+    /* not counted: a cycle over a second before stop has a median (an idle HP: the LP alone), one
+     * with fewer launches than at its start (a lower process left) */
+    gy_guard_cycle(&g, GY_ARM_STOP, 1500 * ms, 1300);
+    gy_guard_cycle(&g, GY_ARM_STOP, 1510 * ms, 900);
+    gy_guard_cycle(&g, GY_ARM_STOP, 1520 * ms, 1000); /* stop: 100 in 10 ms, counted */
+    CHECK(g.cycle_work[GY_ARM_P16] == 60 && g.cycle_work[GY_ARM_STOP] == 300 && g.cycle_us[GY_ARM_STOP] == 30000,
+          "16 SMs %u launches; stop %u in %u us", g.cycle_work[GY_ARM_P16], g.cycle_work[GY_ARM_STOP],
+          g.cycle_us[GY_ARM_STOP]);
+    /* with a median of 2 ms, a cycle of 64 of them counts and a longer one does not */
+    g.base_us = 2000;
+    gy_guard_cycle(&g, GY_ARM_STOP, 1520 * ms + 128 * ms, 1000 + 1280);
+    gy_guard_cycle(&g, GY_ARM_STOP, 1648 * ms + 129 * ms, 1000 + 1280 + 1290);
+    CHECK(g.cycle_us[GY_ARM_STOP] == 30000 + 128000, "stop: %u us", g.cycle_us[GY_ARM_STOP]);
+    /* past two minutes of an arm's cycles both sums halve: the rate stays */
+    double before = 0;
+    for (int i = 0; i < 2000; i++) {
+        struct gy_guard_arm_stats st;
+        gy_guard_arm_stats(&g, GY_ARM_STOP, &st);
+        before = st.lp_cycle_per_s;
+        gy_guard_cycle(&g, GY_ARM_STOP, 2000 * ms + (uint64_t)i * 100 * ms, 10000 + (uint64_t)i * 1000);
+    }
+    gy_guard_arm_stats(&g, GY_ARM_STOP, &stop);
+    CHECK(g.cycle_us[GY_ARM_STOP] <= GY_GUARD_CYCLE_HORIZON_US && fabs(stop.lp_cycle_per_s - 10000.0) < 100 &&
+              fabs(before - 10000.0) < 100,
+          "%u us, %.1f launches/s", g.cycle_us[GY_ARM_STOP], stop.lp_cycle_per_s);
+    /* a reset forgets them, and the cycle that was open */
+    gy_guard_reset(&g);
+    gy_guard_cycle(&g, GY_ARM_P16, 300000 * ms, 1);
+    gy_guard_arm_stats(&g, GY_ARM_STOP, &stop);
+    CHECK(stop.lp_cycle_per_s == 0 && g.cycle_us[GY_ARM_STOP] == 0 && g.cycle_arm == GY_ARM_P16);
+}
+
+/* Inside the protocol: each HP begin closes the cycle of the HP job before it with the lower
+ * processes' launch counters, and status and /metrics show the rate per arm. */
+TEST(the_lower_launches_between_hp_begins_are_the_cycle_of_the_first_jobs_arm)
+{
+    struct seg_pair s;
+    REQUIRE(open_pair(&s, GY_POLICY_GUARDED, true));
+    gy_err err;
+    CHECK(gy_guarded_configure(&s.hp, 0.02, 0.05, 0.0, 5, &err) == 0, "%s", err.msg);
+    CHECK(gy_guarded_force(&s.hp, GY_ARM_P32, &err) == 0, "%s", err.msg);
+    gy_job job;
+    REQUIRE(gy_begin(&s.hp, 1, &job, &err) == 0, "%s", err.msg);
+    atomic_fetch_add(&gy_my_slot(&s.lp)->counters.launches, 70);
+    atomic_fetch_add(&gy_my_slot(&s.lp)->counters.graph_launches, 5);
+    atomic_fetch_add(&gy_my_slot(&s.hp)->counters.launches, 1000); /* the HP's own: not the LP's progress */
+    gy_job_exit(&s.hp, &job, &err);
+    usleep(2000);
+    REQUIRE(gy_begin(&s.hp, 1, &job, &err) == 0, "%s", err.msg);
+    gy_job_exit(&s.hp, &job, &err);
+    struct gy_guard snap;
+    REQUIRE(gy_guarded_snapshot(&s.hp, &snap, &err) == 0, "%s", err.msg);
+    CHECK(snap.cycle_work[GY_ARM_P32] == 75 && snap.cycle_us[GY_ARM_P32] >= 2000 && snap.cycle_arm == GY_ARM_P32,
+          "%u launches in %u us, open %u", snap.cycle_work[GY_ARM_P32], snap.cycle_us[GY_ARM_P32], snap.cycle_arm);
+    static struct gy_status st;
+    REQUIRE(gy_status_read(&s.hp, &st, &err) == 0, "%s", err.msg);
+    static char text[256 * 1024];
+    gy_status_json(&st, text, sizeof text);
+    const char *arm = strstr(text, "\"partition:32\": {");
+    const char *rate = arm ? strstr(arm, "\"lp_cycle_per_s\": ") : NULL;
+    CHECK(rate && strtod(rate + strlen("\"lp_cycle_per_s\": "), NULL) > 0, "%s", text);
+    gy_metrics_text(&st, text, sizeof text);
+    char want[256];
+    snprintf(want, sizeof want, "gpuyield_guarded_lp_cycle_launches_per_second{segment=\"%s\",arm=\"partition:32\"} ",
+             s.hp.name);
+    const char *at = strstr(text, want);
+    CHECK(at && strtod(at + strlen(want), NULL) > 0, "no '%s' above 0 in the metrics", want);
+    close_pair(&s);
+}
+
 /* Only the HP's jobs are measured: a lower worker marking its own jobs (level 0), or a job below
  * the top registered level, gets no arm and leaves the windows alone. */
 TEST(only_the_hps_jobs_get_an_arm)
