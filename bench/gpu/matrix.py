@@ -72,7 +72,8 @@ from . import host_counters
 from .stats import nearest_rank, percentile_of, rate_of, ratio_two_stage
 
 HP_KINDS = ("gemm", "small", "frcnn720", "bert")
-LP_KINDS = ("gemm", "resnet50train", "graph", "frcnn1440", "graphr50")
+DEFAULT_LP_KINDS = ("gemm", "resnet50train", "graph", "frcnn1440", "graphr50")
+LP_KINDS = DEFAULT_LP_KINDS + ("hostonly",)  # a host-only neighbour: only when named (matrix_kinds.py)
 LOADS = {"poisson-25": 0.25, "poisson-60": 0.60}
 # setup: (process group, roles that run, does the HP mark its jobs)
 SETUP = {
@@ -896,7 +897,7 @@ def parse_args(argv):
     p.add_argument("--out", required=True)
     p.add_argument("--merge", nargs="+", metavar="DIR", help="invocations' folders (raw.json or raw.json.gz) to merge")
     p.add_argument("--hp-kinds", type=kinds(HP_KINDS, "HP kind"), default=list(HP_KINDS))
-    p.add_argument("--lp-kinds", type=kinds(LP_KINDS, "LP kind"), default=list(LP_KINDS))
+    p.add_argument("--lp-kinds", type=kinds(LP_KINDS, "LP kind"), default=list(DEFAULT_LP_KINDS))
     p.add_argument("--loads", type=kinds(tuple(LOADS), "load"), default=list(LOADS))
     p.add_argument("--high-load-lp", default="resnet50train", help="the LP kind of the cells at the higher loads")
     p.add_argument("--setups", type=kinds(tuple(SETUP), "setup"), default=list(DEFAULT_SETUPS))

@@ -14,10 +14,13 @@ LP kinds (a unit = one step, queued without a synchronisation: the LP keeps the 
   frcnn1440      FasterRCNN inference on one 1440x2560 image (the reference LP)
   graphr50       ResNet-50 inference, batch 64, captured once as a torch.cuda.CUDAGraph and replayed
                  (a few hundred kernels, several ms a replay: a served model under CUDA graphs)
+  hostonly       no GPU work: one thread copies 64 MB and runs a Python loop a unit (a busy host
+                 neighbour on the LP's CPUs; beside the HP under corun it is never stopped, so the HP's
+                 time against hp_ctl_alone is what another process's host work alone costs it)
 """
 
 HP_KINDS = ("gemm", "small", "frcnn720", "bert")
-LP_KINDS = ("gemm", "resnet50train", "graph", "frcnn1440", "graphr50")
+LP_KINDS = ("gemm", "resnet50train", "graph", "frcnn1440", "graphr50", "hostonly")
 
 
 def _gemm_chain(torch, dev, n):
@@ -122,6 +125,18 @@ def _graph_resnet(torch, torchvision, dev):
     return unit
 
 
+def _host_only():
+    src, dst = bytearray(64 << 20), bytearray(64 << 20)
+
+    def unit():
+        dst[:] = src  # one thread streams 64 MB: the last-level cache and the memory bandwidth
+        s = 0
+        for i in range(20000):  # and the core's own work, as an LP's Python is
+            s += i * i
+        return s
+    return unit
+
+
 class TorchBackend:
     """What matrix_worker needs from torch: build a kind, synchronise, and measure how busy one
     HP job keeps the GPU (CUPTI through torch.profiler: the union of kernel intervals)."""
@@ -141,7 +156,7 @@ class TorchBackend:
         else:
             table = {"gemm": lambda: _gemm_chain(t, dev, 4), "resnet50train": lambda: _resnet_train(t, tv, dev),
                      "graph": lambda: _graph(t, dev), "frcnn1440": lambda: _frcnn(t, tv, dev, 1440, 2560),
-                     "graphr50": lambda: _graph_resnet(t, tv, dev)}
+                     "graphr50": lambda: _graph_resnet(t, tv, dev), "hostonly": _host_only}
         if kind not in table:
             raise ValueError(f"unknown {role} kind '{kind}': use one of {', '.join(table)}")
         return table[kind]()

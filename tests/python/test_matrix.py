@@ -780,3 +780,19 @@ def test_wakeup_trace_keeps_what_targets_the_hp_cpus_and_reads_it_before_resetti
             assert f.read().strip() == "0", event
         with open(os.path.join(tracing, "events", event, "filter")) as f:
             assert f.read().strip() == "none", event
+
+
+def test_the_host_only_lp_streams_memory_on_the_cpu_and_runs_only_when_named():
+    """hostonly: a busy host neighbour without GPU work (the remaining ~1 % a partition arm cost the
+    launch-bound HP, bench/results/2026-11-25-idle-hp-parking/, is a host hypothesis). Its unit
+    needs no torch; the two kind lists agree; a default matrix leaves it out."""
+    from bench.gpu import matrix_kinds
+    assert matrix_kinds.LP_KINDS == matrix.LP_KINDS and "hostonly" not in matrix.DEFAULT_LP_KINDS
+    unit = matrix_kinds._host_only()
+    cpu0 = time.thread_time()
+    assert unit() == sum(i * i for i in range(20000))
+    assert time.thread_time() > cpu0  # it ran on this thread's CPU
+    build = os.environ.get("BUILD", os.path.join(ROOT, "build"))
+    if os.path.exists(os.path.join(build, "bin", "expcontroller")):
+        assert matrix.parse_args(["--build", build, "--out", "o"]).lp_kinds == list(matrix.DEFAULT_LP_KINDS)
+        assert matrix.parse_args(["--build", build, "--out", "o", "--lp-kinds", "hostonly"]).lp_kinds == ["hostonly"]
