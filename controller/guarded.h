@@ -152,8 +152,9 @@ void gy_guarded_init_segment(struct gy_segment *seg);
  * drains, as partition does, and nothing is measured). */
 bool gy_guarded_active(const gy_shm *shm);
 /* Under the mutex, once the job is counted in (before the gate word is published): pick its arm,
- * note the lower processes' progress so far. job->guard_arm stays -1 when not guarded, and for a
- * job that is not the HP's: at level 0, or below the top registered priority. */
+ * note the lower processes' progress so far, and close the cycle of the HP job before it
+ * (gy_guard_cycle). job->guard_arm stays -1 when not guarded, and for a job that is not the HP's:
+ * at level 0, or below the top registered priority. */
 void gy_guarded_begin_locked(gy_shm *shm, gy_job *job);
 /* Under the mutex, as the job is counted out: record its duration (now_ns - entered_ns) and the
  * lower progress made since its begin; *change says what the rule changed. */

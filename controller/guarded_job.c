@@ -19,34 +19,31 @@ bool gy_guarded_active(const gy_shm *shm)
     return gy_get_policy(shm) == GY_POLICY_GUARDED && gy_get_mps(shm);
 }
 
-uint64_t gy_guarded_lp_work_locked(const struct gy_segment *seg, int priority)
+/* The lower processes' counters summed over their slots: what they sent to the partition
+ * (launches + copies: the rule's progress during a job) and all their kernel and graph launches
+ * (their progress over a cycle). One scan for both. */
+struct lower_sums {
+    uint64_t partition, launches;
+};
+static struct lower_sums lower_sums_locked(const struct gy_segment *seg, int priority)
 {
-    uint64_t work = 0;
+    struct lower_sums sum = {0, 0};
     for (int i = 0; i < GY_MAX_PROCS; i++) {
         const struct gy_proc_slot *slot = &seg->procs[i];
         if (atomic_load_explicit(&slot->state, memory_order_acquire) == GY_PROC_FREE || !gy_slot_sane(slot) ||
             slot->priority >= priority)
             continue;
-        work += atomic_load_explicit(&slot->counters.partition_launches, memory_order_relaxed) +
-                atomic_load_explicit(&slot->counters.partition_copies, memory_order_relaxed);
+        sum.partition += atomic_load_explicit(&slot->counters.partition_launches, memory_order_relaxed) +
+                         atomic_load_explicit(&slot->counters.partition_copies, memory_order_relaxed);
+        sum.launches += atomic_load_explicit(&slot->counters.launches, memory_order_relaxed) +
+                        atomic_load_explicit(&slot->counters.graph_launches, memory_order_relaxed);
     }
-    return work;
+    return sum;
 }
 
-/* The lower processes' kernel and graph launches so far (their slots' counters): their progress
- * over a guarded cycle. */
-static uint64_t lp_launches_locked(const struct gy_segment *seg, int priority)
+uint64_t gy_guarded_lp_work_locked(const struct gy_segment *seg, int priority)
 {
-    uint64_t n = 0;
-    for (int i = 0; i < GY_MAX_PROCS; i++) {
-        const struct gy_proc_slot *slot = &seg->procs[i];
-        if (atomic_load_explicit(&slot->state, memory_order_acquire) == GY_PROC_FREE || !gy_slot_sane(slot) ||
-            slot->priority >= priority)
-            continue;
-        n += atomic_load_explicit(&slot->counters.launches, memory_order_relaxed) +
-             atomic_load_explicit(&slot->counters.graph_launches, memory_order_relaxed);
-    }
-    return n;
+    return lower_sums_locked(seg, priority).partition;
 }
 
 /* Jobs in progress on the segment, every level. */
@@ -88,8 +85,9 @@ void gy_guarded_begin_locked(gy_shm *shm, gy_job *job)
     if (jobs_in_progress_locked(seg) <= 1)
         memset(seg->guard.open, 0, sizeof seg->guard.open);
     job->guard_arm = (int)gy_guard_pick(&seg->guard, &job->guard_depth_us);
-    job->guard_lp_work = gy_guarded_lp_work_locked(seg, job->priority);
-    gy_guard_cycle(&seg->guard, (enum gy_guard_arm)job->guard_arm, gy_now_ns(), lp_launches_locked(seg, job->priority));
+    struct lower_sums lower = lower_sums_locked(seg, job->priority);
+    job->guard_lp_work = lower.partition;
+    gy_guard_cycle(&seg->guard, (enum gy_guard_arm)job->guard_arm, gy_now_ns(), lower.launches);
 }
 
 void gy_guarded_end_locked(gy_shm *shm, const gy_job *job, uint64_t now_ns, struct gy_guard_change *change)
