@@ -84,7 +84,7 @@ def main(argv):
         line = (f"  {setup:<18} {arm:<16} {t['n']:>6} cycles  in jobs {per_s(t['job_units'], t['job_ms']):8.1f}  "
                 f"in gaps {per_s(t['gap_units'], t['gap_ms']):8.1f}  "
                 f"cycle {per_s(t['job_units'] + t['gap_units'], t['job_ms'] + t['gap_ms']):8.1f}")
-        if arm != "stop" and all(b["stop"] for b in blocks):
+        if arm != "stop" and any(b["stop"] for b in blocks):  # the segments with stop cycles beside it
             r = ratio_two_stage([[b for b in inv if b["stop"]] for inv in invocations], cycle_rate, stop_rate)
             ci = "[{:.3f}, {:.3f}]".format(*r["ci"]) if r["ci"] else "[no interval]"
             line += f"   cycle x stop {r['value']:.3f} {ci}"
