@@ -360,6 +360,10 @@ def group_env(args, group, role, segments, mps_dirs):
             env["GPUYIELD_GRAPH_SPLIT"] = "off"
         if role == "lp":
             env["GPUYIELD_VERBOSE"] = "1"  # its log says which CUDA graphs it cut into parts
+        elif group in LEARNING_GROUPS:
+            # one line a change of arm or depth, from the HP whose job's end made it: what guarded
+            # learned, in order (a print at a change, none per job)
+            env["GPUYIELD_VERBOSE"] = "1"
     if group == "markonly":
         env["GPUYIELD_SHM"] = segments["corun"]
         env["GPUYIELD_PRIORITY"] = "1"

@@ -796,3 +796,17 @@ def test_the_host_only_lp_streams_memory_on_the_cpu_and_runs_only_when_named():
     if os.path.exists(os.path.join(build, "bin", "expcontroller")):
         assert matrix.parse_args(["--build", build, "--out", "o"]).lp_kinds == list(matrix.DEFAULT_LP_KINDS)
         assert matrix.parse_args(["--build", build, "--out", "o", "--lp-kinds", "hostonly"]).lp_kinds == ["hostonly"]
+
+
+def test_the_learning_hp_says_each_change_of_arm_and_no_other_hp_is_verbose():
+    """GPUYIELD_VERBOSE=1 in a learning group's HP: its log holds guarded's changes in order (the
+    parking record had to infer them from counters); the corun HP stays quiet, every LP says its cuts."""
+    build = os.environ.get("BUILD", os.path.join(ROOT, "build"))
+    if not os.path.exists(os.path.join(build, "bin", "expcontroller")):
+        pytest.skip("no build")
+    args = matrix.parse_args(["--build", build, "--out", "o"])
+    segments = {g: f"/seg-{g}" for g in matrix.POLICY_GROUPS}
+    env = lambda g, role: matrix.group_env(args, g, role, segments, None)
+    assert env("guarded", "hp")["GPUYIELD_VERBOSE"] == "1" and env("guardeddepth", "hp")["GPUYIELD_VERBOSE"] == "1"
+    assert "GPUYIELD_VERBOSE" not in env("corun", "hp") and "GPUYIELD_VERBOSE" not in env("arm-partition16", "hp")
+    assert env("corun", "lp")["GPUYIELD_VERBOSE"] == "1" and env("guarded", "lp")["GPUYIELD_VERBOSE"] == "1"
