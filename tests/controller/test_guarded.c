@@ -834,13 +834,22 @@ static void close_pair(struct seg_pair *s)
     gy_remove(s->tag, NULL);
 }
 
+/* A guarded pair under MPS whose HP jobs all get `arm` (no stop samples). */
+static bool open_forced_pair(struct seg_pair *s, enum gy_guard_arm arm)
+{
+    if (!open_pair(s, GY_POLICY_GUARDED, true))
+        return false;
+    gy_err err;
+    CHECK(gy_guarded_configure(&s->hp, 0.02, 0.05, 0.0, 5, &err) == 0, "%s", err.msg);
+    CHECK(gy_guarded_force(&s->hp, arm, &err) == 0, "%s", err.msg);
+    return true;
+}
+
 TEST(a_job_under_guarded_gets_its_arm_at_begin_and_records_at_end)
 {
     struct seg_pair s;
-    REQUIRE(open_pair(&s, GY_POLICY_GUARDED, true));
+    REQUIRE(open_forced_pair(&s, GY_ARM_P32));
     gy_err err;
-    CHECK(gy_guarded_configure(&s.hp, 0.02, 0.05, 0.0, 5, &err) == 0, "%s", err.msg);
-    CHECK(gy_guarded_force(&s.hp, GY_ARM_P32, &err) == 0, "%s", err.msg);
     gy_job job;
     REQUIRE(gy_begin(&s.hp, 1, &job, &err) == 0, "%s", err.msg);
     CHECK(job.corun && job.guard_arm == GY_ARM_P32, "corun %d, arm %d", job.corun, job.guard_arm);
@@ -923,10 +932,8 @@ TEST(each_cycle_goes_to_the_arm_of_the_job_that_began_it)
 TEST(the_lower_launches_between_hp_begins_are_the_cycle_of_the_first_jobs_arm)
 {
     struct seg_pair s;
-    REQUIRE(open_pair(&s, GY_POLICY_GUARDED, true));
+    REQUIRE(open_forced_pair(&s, GY_ARM_P32));
     gy_err err;
-    CHECK(gy_guarded_configure(&s.hp, 0.02, 0.05, 0.0, 5, &err) == 0, "%s", err.msg);
-    CHECK(gy_guarded_force(&s.hp, GY_ARM_P32, &err) == 0, "%s", err.msg);
     gy_job job;
     REQUIRE(gy_begin(&s.hp, 1, &job, &err) == 0, "%s", err.msg);
     atomic_fetch_add(&gy_my_slot(&s.lp)->counters.launches, 70);
