@@ -18,7 +18,11 @@
  *   Demotion is fast: once a block of an arm's GY_GUARD_RECENT jobs clearly leaves the bound
  *   (their median's 99.9 % lower bound above the p50 bound, or 4 of them above the p99 bound), it
  *   is out at once, not tried again for GY_GUARD_BACKOFF_JOBS jobs (doubling while it keeps failing).
- * In force is the arm within the bound with the most LP progress. Every GY_GUARD_RECHECK_JOBS jobs
+ * In force is the arm within the bound whose cycles (an HP job's begin to the next one's) give the
+ * LP the most launches per second, a tried one by GY_GUARD_CYCLE_GAIN over the one in force
+ * (gives_lp_more). Not its launches during the HP's jobs: on the H100 16 SMs gave a GEMM LP 881
+ * launches/s there against stop's none, yet 0.96 of stop's over whole cycles, its backlog of slow
+ * kernels costing it more after each job (bench/results/2026-11-25-lp-cycles). Every GY_GUARD_RECHECK_JOBS jobs
  * (between trials) the partition arms' windows reset, so the arm in force is tested again and
  * larger ones retried; when stop's recent median moves by more than a factor GY_GUARD_SHIFT from its
  * window's, the HP's speed changed: the windows start again around the new median and the arm in
@@ -176,6 +180,21 @@ static double progress(const struct gy_guard *g, uint32_t arm)
     return arm == GY_ARM_STOP || !w->lp_ns ? 0.0 : (double)w->lp_work * 1e9 / (double)w->lp_ns;
 }
 
+static double cycle_rate(const struct gy_guard *g, uint32_t arm)
+{
+    return g->cycle_us[arm] ? (double)g->cycle_work[arm] * 1e6 / (double)g->cycle_us[arm] : 0.0;
+}
+
+/* Whether `arm`'s cycles gave the lower processes GY_GUARD_CYCLE_GAIN more launches per second
+ * than `than`'s. An arm without counted cycles (each longer than GY_GUARD_CYCLE_MAX_BASES jobs:
+ * the HP so sparse that the LP has the GPU almost all the time anyway) gives nothing to compare. */
+static bool gives_lp_more(const struct gy_guard *g, uint32_t arm, uint32_t than)
+{
+    if (!g->cycle_us[arm] || !g->cycle_us[than])
+        return false;
+    return cycle_rate(g, arm) > cycle_rate(g, than) * (1.0 + GY_GUARD_CYCLE_GAIN);
+}
+
 static bool backing_off(const struct gy_guard *g, uint32_t arm) { return g->jobs < g->backoff_until[arm]; }
 
 /* The next partition arm to try above `arm`, the largest within the bound so far, or
@@ -258,6 +277,7 @@ static void start_trial(struct gy_guard *g, uint32_t arm)
     g->trial = arm;
     reset_window(&g->arms[arm]);
     reset_window(&g->paired_stop);
+    g->cycle_work[arm] = g->cycle_us[arm] = 0; /* its cycles from now, beside the LP of now */
 }
 
 /* The depth the lower processes run at until the next job begins: the own bound before a stop
@@ -769,7 +789,7 @@ struct gy_guard_change gy_guard_record(struct gy_guard *g, enum gy_guard_arm arm
     if (arm == g->trial && verdict > 0) {
         uint32_t before = g->in_force;
         g->strikes[arm] = 0; /* within the bound: it costs nothing */
-        if (progress(g, arm) > progress(g, before)) {
+        if (gives_lp_more(g, arm, before)) {
             set_in_force(g, arm, GY_GUARD_WHY_PROMOTED, &c);
             g->confirmed = 1;
         } else {
@@ -864,5 +884,5 @@ void gy_guard_arm_stats(const struct gy_guard *g, enum gy_guard_arm arm, struct 
         out->p99_ms = scratch[n - 1 - (n - 1) / 100] / 1e3; /* nearest rank of 0.99 */
     }
     out->lp_per_s = progress(g, arm);
-    out->lp_cycle_per_s = g->cycle_us[arm] ? (double)g->cycle_work[arm] * 1e6 / (double)g->cycle_us[arm] : 0.0;
+    out->lp_cycle_per_s = cycle_rate(g, arm);
 }

@@ -1,7 +1,8 @@
 /* The guarded policy: each HP job gets an arm (stop, or a partition of 16 to 120 SMs for the
  * lower processes, the HP's own launches confined to the rest under a disjoint arm), stop
- * interleaved at random as the running baseline; the arm in force is the one with the most LP
- * progress whose HP job times stay within epsilon of stop's.
+ * interleaved at random as the running baseline; the arm in force is the one whose cycles (an HP
+ * job's begin to the next one's) give the LP the most launches per second, among those whose HP job
+ * times stay within epsilon of stop's.
  *
  *   guard_stats.c  order statistics and their distribution-free confidence bounds (pure);
  *   guarded.c      the rule: which arm a job gets, and what a finished job changes (pure, on a
@@ -44,6 +45,7 @@
 #define GY_GUARD_CYCLE_MAX_BASES 64 /* a cycle longer than this many of stop's median jobs is not counted */
 #define GY_GUARD_CYCLE_MAX_NS 1000000000ull /* ... and before there is a median, one over a second */
 #define GY_GUARD_CYCLE_HORIZON_US 120000000u /* an arm's cycle sums halve past 2 minutes of cycles */
+#define GY_GUARD_CYCLE_GAIN 0.03    /* promoted only with this much more LP launches/s over cycles */
 
 /* ---- statistics (guard_stats.c) ------------------------------------------------------------- */
 /* The k-th smallest (1-based, 1..n) of n values; `scratch` holds n values (sorted there). */

@@ -47,8 +47,8 @@ enum { GY_GUARD_DEPTH_COUNT = 0 GY_GUARD_DEPTHS(GY_GUARD_DEPTH_ONE) };
 /* Why the arm in force is what it is. X(enum suffix, code, text) */
 #define GY_GUARD_REASONS(X)                                                                        \
     X(START, "start", "start: stop until an arm is measured within the bound of stop")             \
-    X(PROMOTED, "promoted", "promoted: within the bound of stop, with the most LP progress")       \
-    X(KEPT, "kept", "kept: a tried arm gave the LP no more progress (within the bound or not)")    \
+    X(PROMOTED, "promoted", "promoted: within the bound of stop, the LP launching most over whole cycles") \
+    X(KEPT, "kept", "kept: a tried arm gave the LP no more over whole cycles, or nothing in its jobs") \
     X(REJECTED, "rejected", "the tried arm missed the bound of stop (p50 or p99)")                 \
     X(FALLBACK, "fallback", "fallback: the arm's recent jobs left the bound of stop")              \
     X(SHIFT, "shift", "shift: the HP's job time moved by a factor over 2; measured again from there") \

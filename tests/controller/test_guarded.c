@@ -35,7 +35,25 @@ struct pair {
     enum noise noise;
     double lp_per_ms[GY_GUARD_ARM_COUNT]; /* LP progress per ms of job under each arm */
     double depth_cost[GY_GUARD_DEPTH_COUNT]; /* its factor after a gap at 1000, 2000, 4000 us (0: none) */
+    double gap_loss[GY_GUARD_ARM_COUNT]; /* LP launches its backlog costs the gap after a job of each arm */
 };
+
+/* Each job is followed by a gap of GAP_BASES of its pair's base, in which the LP launches at its
+ * best rate under any arm (as on the whole GPU) less the arm's gap_loss: what the guard's cycles
+ * (gy_guard_cycle at each begin) see. One clock and one launch count for every test: both only
+ * grow, as on a real segment. */
+#define GAP_BASES 2.0
+static uint64_t sim_now_ns = 1000000000ull, sim_lp_launches;
+
+static void simulate_cycle(const struct pair *p, enum gy_guard_arm arm, uint64_t job_ns)
+{
+    double gap_ms = GAP_BASES * p->base_ms, alone_per_ms = 0;
+    for (int a = 0; a < GY_GUARD_ARM_COUNT; a++)
+        alone_per_ms = fmax(alone_per_ms, p->lp_per_ms[a]);
+    double launches = p->lp_per_ms[arm] * (double)job_ns / 1e6 + alone_per_ms * gap_ms - p->gap_loss[arm];
+    sim_now_ns += job_ns + (uint64_t)(gap_ms * 1e6);
+    sim_lp_launches += launches > 0 ? (uint64_t)launches : 0;
+}
 
 static double depth_factor(const struct pair *p, uint32_t depth_us)
 {
@@ -78,7 +96,9 @@ static void simulate(struct gy_guard *g, const struct pair *p, unsigned jobs, st
                 "job %u: a stop sample at depth %u with %s in force", j, depth, gy_guard_arm_name(g->in_force));
         r->jobs_on[arm]++;
         r->jobs_at_depth += depth != 0;
+        gy_guard_cycle(g, arm, sim_now_ns, sim_lp_launches);
         uint64_t ns = duration_ns(p, arm, depth);
+        simulate_cycle(p, arm, ns);
         struct gy_guard_change c = gy_guard_record(g, arm, depth, ns, (uint64_t)(p->lp_per_ms[arm] * ns / 1e6));
         if (c.depth_changed && c.depth_to && depth_factor(p, c.depth_to) > 1.02)
             r->depth_promotions_costly++;
@@ -107,8 +127,8 @@ _Static_assert(GY_GUARD_ARM_COUNT == 8 && GY_ARM_D120 == 7, "the per-arm fixture
 #define TOP GY_ARM_P120 /* the largest partition: 120 SMs (its disjoint twin only once it fails) */
 #define LP_PER_MS {0, 100, 180, 240, 240, 300, 340, 340}
 #define EVERY_PARTITION(x) {1, x, x, x, x, x, x, x}
-static const struct pair costless = {10.0, EVERY_PARTITION(1), TIGHT, LP_PER_MS, {0}};
-static const struct pair costly = {10.0, EVERY_PARTITION(1.5), TIGHT, LP_PER_MS, {0}};
+static const struct pair costless = {10.0, EVERY_PARTITION(1), TIGHT, LP_PER_MS, {0}, {0}};
+static const struct pair costly = {10.0, EVERY_PARTITION(1.5), TIGHT, LP_PER_MS, {0}, {0}};
 
 static uint64_t jobs_on_partitions(const struct run *r, enum gy_guard_arm from)
 {
@@ -275,7 +295,7 @@ TEST(an_arm_that_costs_from_32_sms_on_stops_at_16)
  * 16 and put in force without waiting out a trial of 120 first. */
 TEST(a_cost_growing_with_the_lps_sms_gets_the_middle_arm_first)
 {
-    struct pair p = {10.0, EVERY_PARTITION(1), LOGNORMAL10, LP_PER_MS, {0}};
+    struct pair p = {10.0, EVERY_PARTITION(1), LOGNORMAL10, LP_PER_MS, {0}, {0}};
     p.cost[GY_ARM_P96] = p.cost[GY_ARM_P120] = 1.06;
     for (uint64_t seed = 1; seed <= 5; seed++) {
         struct gy_guard *g = fresh(seed);
@@ -308,6 +328,53 @@ TEST(no_more_lp_progress_keeps_the_smaller_arm)
     CHECK(g->in_force == GY_ARM_P16, "in force %s (%s)", gy_guard_arm_name(g->in_force), gy_guard_reason_text(g->reason));
 }
 
+/* An LP whose kernels run so much longer on 16 SMs that their backlog costs it more after each job
+ * than it gained in it (a GEMM LP beside the launch-bound HP on the H100: 0.96 of stop's launches
+ * over whole cycles, bench/results/2026-11-25-lp-cycles): 16 is within the HP's bound and launches
+ * during its jobs, but is never put in force; the larger arms, which give more, are. */
+TEST(an_arm_whose_backlog_costs_the_lp_more_than_it_gains_is_not_promoted)
+{
+    struct pair p = costless;
+    p.gap_loss[GY_ARM_P16] = 100 * 10.0 + 0.10 * 340 * 20.0; /* its job's gain, and 10 % of the gap */
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        struct gy_guard *g = fresh(seed);
+        struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
+        simulate(g, &p, 8000, &r);
+        struct gy_guard_arm_stats stop, p16;
+        gy_guard_arm_stats(g, GY_ARM_STOP, &stop);
+        gy_guard_arm_stats(g, GY_ARM_P16, &p16);
+        CHECK(r.first_partition_in_force != GY_ARM_P16 && r.jobs_on[GY_ARM_P16] > 0 && g->in_force == TOP,
+              "seed %llu: first in force %s, %llu jobs on 16, in force %s", (unsigned long long)seed,
+              r.first_partition_in_force < GY_GUARD_ARM_COUNT ? gy_guard_arm_name(r.first_partition_in_force) : "-",
+              (unsigned long long)r.jobs_on[GY_ARM_P16], gy_guard_arm_name(g->in_force));
+        CHECK(p16.lp_cycle_per_s > 0 && p16.lp_cycle_per_s < stop.lp_cycle_per_s,
+              "seed %llu: 16 SMs %.0f launches/s over cycles against stop's %.0f", (unsigned long long)seed,
+              p16.lp_cycle_per_s, stop.lp_cycle_per_s);
+    }
+}
+
+/* Every partition costs the HP nothing but gives the LP only 2 % more over whole cycles: less than
+ * GY_GUARD_CYCLE_GAIN, not worth an arm whose cost the test can only bound, so stop stays. With
+ * 5 % more, the same pair promotes. */
+TEST(an_arm_must_give_the_lp_a_margin_more_over_cycles)
+{
+    for (int k = 0; k < 2; k++) {
+        double gain = k == 0 ? 0.02 : 0.05;
+        struct pair p = costless;
+        for (int a = GY_ARM_P16; a < GY_GUARD_ARM_COUNT; a++) /* what its job gave, less what is left over */
+            p.gap_loss[a] = p.lp_per_ms[a] * p.base_ms - gain * 340 * GAP_BASES * p.base_ms;
+        struct gy_guard *g = fresh(21 + (uint64_t)k);
+        struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
+        simulate(g, &p, 6000, &r);
+        if (k == 0)
+            CHECK(g->in_force == GY_ARM_STOP && r.changes == 0 && r.jobs_on[GY_ARM_P16] > 0,
+                  "2 %% more: in force %s after %u changes", gy_guard_arm_name(g->in_force), r.changes);
+        else
+            CHECK(g->in_force != GY_ARM_STOP, "5 %% more: in force %s (%s)", gy_guard_arm_name(g->in_force),
+                  gy_guard_reason_text(g->reason));
+    }
+}
+
 /* A graph LP: its graphs wait under every arm, so no arm gives it anything. Costless, costly (the
  * fallback would drop it after each backoff) or in noise (the test cannot tell for thousands of
  * jobs), a trial of 16 SMs ends after one block of 16 of its jobs and none comes again before the
@@ -317,7 +384,7 @@ TEST(an_lp_that_sends_nothing_to_partitions_gets_no_larger_trial)
     const struct pair *pairs[] = {&costless, &costly};
     const char *names[] = {"costless", "costly"};
     for (int k = 0; k < 3; k++) {
-        struct pair p = k < 2 ? *pairs[k] : (struct pair){10.0, EVERY_PARTITION(1.01), LOGNORMAL10, {0}, {0}};
+        struct pair p = k < 2 ? *pairs[k] : (struct pair){10.0, EVERY_PARTITION(1.01), LOGNORMAL10, {0}, {0}, {0}};
         for (int a = 0; a < GY_GUARD_ARM_COUNT; a++)
             p.lp_per_ms[a] = 0;
         struct gy_guard *g = fresh(13);
@@ -491,7 +558,7 @@ TEST(a_look_at_the_bound_passes_about_one_time_in_a_hundred)
 
 TEST(an_arm_five_percent_slower_hidden_in_noise_is_never_promoted)
 {
-    struct pair p = {10.0, EVERY_PARTITION(1.05), LOGNORMAL10, LP_PER_MS, {0}};
+    struct pair p = {10.0, EVERY_PARTITION(1.05), LOGNORMAL10, LP_PER_MS, {0}, {0}};
     unsigned promoted = 0;
     for (uint64_t seed = 1; seed <= 30; seed++) {
         struct gy_guard *g = fresh(seed);
@@ -508,7 +575,7 @@ TEST(an_arm_five_percent_slower_hidden_in_noise_is_never_promoted)
  * 1.011 was rejected on a bound of 1.061); the rank test over thousands of jobs can. */
 TEST(a_costless_arm_hidden_in_ten_percent_noise_is_promoted)
 {
-    struct pair p = {10.0, EVERY_PARTITION(1), LOGNORMAL10, LP_PER_MS, {0}};
+    struct pair p = {10.0, EVERY_PARTITION(1), LOGNORMAL10, LP_PER_MS, {0}, {0}};
     for (uint64_t seed = 1; seed <= 5; seed++) {
         struct gy_guard *g = fresh(seed);
         struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
@@ -528,7 +595,7 @@ TEST(a_costless_arm_hidden_in_ten_percent_noise_is_promoted)
  * a costless arm in the same noise is still promoted (the test above). */
 TEST(a_trial_a_little_over_the_bound_ends_at_its_first_futile_look)
 {
-    struct pair p = {10.0, EVERY_PARTITION(1.04), LOGNORMAL10, LP_PER_MS, {0}};
+    struct pair p = {10.0, EVERY_PARTITION(1.04), LOGNORMAL10, LP_PER_MS, {0}, {0}};
     uint64_t trial_jobs = 0, longest = 0;
     unsigned trials = 0;
     for (uint64_t seed = 1; seed <= 20; seed++) {
@@ -549,7 +616,7 @@ TEST(a_trial_a_little_over_the_bound_ends_at_its_first_futile_look)
 
 TEST(heavy_tailed_durations_never_promote_a_costly_arm)
 {
-    struct pair p = {10.0, EVERY_PARTITION(1.5), PARETO, LP_PER_MS, {0}};
+    struct pair p = {10.0, EVERY_PARTITION(1.5), PARETO, LP_PER_MS, {0}, {0}};
     unsigned promoted = 0;
     for (uint64_t seed = 1; seed <= 30; seed++) {
         struct gy_guard *g = fresh(seed);
@@ -760,7 +827,7 @@ TEST(a_gross_cost_backs_off_longer_from_the_first_drop)
     uint64_t on_partitions = jobs_on_partitions(&r, GY_ARM_P16);
     CHECK(on_partitions > 0 && on_partitions <= 64, "%llu of 20000 jobs on a partition costing 1.5x",
           (unsigned long long)on_partitions);
-    struct pair small_cost = {10.0, EVERY_PARTITION(1.05), TIGHT, LP_PER_MS, {0}};
+    struct pair small_cost = {10.0, EVERY_PARTITION(1.05), TIGHT, LP_PER_MS, {0}, {0}};
     g = fresh(44);
     struct run r2 = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
     for (unsigned j = 0; j < 6000 && !g->strikes[GY_ARM_P16]; j++)
