@@ -784,6 +784,19 @@ struct gy_guard_change gy_guard_record(struct gy_guard *g, enum gy_guard_arm arm
     const struct gy_guard_window *w = &g->arms[arm];
     if (!is_look(w->n) || g->paired_stop.n < GY_GUARD_MIN_JOBS)
         return c;
+    if (arm == g->trial && w->n >= GY_GUARD_LP_FUTILE_JOBS && g->cycle_us[arm] && g->cycle_us[g->in_force] &&
+        cycle_rate(g, arm) <= cycle_rate(g, g->in_force)) {
+        /* Its cycles gave the LP no more than the arm in force's: promotion needs
+         * GY_GUARD_CYCLE_GAIN more, so the rest of the trial could only cost the HP. On the H100 a
+         * 16-SM trial beside a GEMM LP, 0.86-0.93 of stop's launches over cycles, was tried again
+         * after each backoff and cost the launch-bound HP 1.037 of stop a job in the measured rounds
+         * (bench/results/2026-11-25-lp-cycles). Not tried again before the next re-check; the next
+         * arm up is (a larger partition drains its backlog faster: 64 SMs gave that LP 1.18). */
+        g->reason = GY_GUARD_WHY_KEPT;
+        g->backoff_until[arm] = g->jobs + GY_GUARD_RECHECK_JOBS;
+        start_trial(g, next_arm(g, arm));
+        return c;
+    }
     int verdict = test_arm(g, &g->arms[arm]);
     bool full = w->n >= GY_GUARD_TRIAL_MAX || futile(g, w);
     if (arm == g->trial && verdict > 0) {
@@ -794,7 +807,7 @@ struct gy_guard_change gy_guard_record(struct gy_guard *g, enum gy_guard_arm arm
             g->confirmed = 1;
         } else {
             g->reason = GY_GUARD_WHY_KEPT;
-            g->backoff_until[arm] = g->jobs + GY_GUARD_BACKOFF_JOBS; /* no use trying it again soon */
+            g->backoff_until[arm] = g->jobs + GY_GUARD_RECHECK_JOBS; /* no use before the workload changes */
         }
         /* An LP that sent nothing to the partition during the arm's jobs (CUDA graphs wait under
          * every arm) gains nothing from a larger one, and a trial costs the HP: none until the
