@@ -66,6 +66,22 @@ def test_units_inside_counts_the_share_of_each_unit_in_the_window():
     assert units_inside(0.0, [], 0.0, 1.0) == 0
 
 
+def test_lp_cycles_bisected_windows_count_what_the_full_pass_counts():
+    # lp_cycles looks only at the units that can overlap a window (a run has thousands of units and
+    # cycles); on units in order, zero-length ones and windows on their edges included, the same sums
+    import random
+    from bench.gpu.lp_cycles import units_in_window
+    rng = random.Random(7)
+    done, t = [], 0.0
+    for _ in range(300):
+        t += rng.choice([0.0, rng.uniform(0.1, 5.0)])
+        done.append(t)
+    edges = done[::17] + [rng.uniform(-1.0, t + 1.0) for _ in range(200)]
+    for lo in edges:
+        hi = lo + rng.choice([0.0, 0.5, 3.0, 40.0])
+        assert units_in_window(-0.5, done, lo, hi) == pytest.approx(units_inside(-0.5, done, lo, hi))
+
+
 def test_two_stage_bootstrap_widens_over_rounds_that_share_an_invocation():
     # Two invocations whose rounds agree inside each but differ between them: resampling rounds as
     # if independent hides that; the two-stage interval shows it.
