@@ -118,7 +118,7 @@ struct gy_guard {
     /* jobs under depth_trial (with the arm in force), or, with stop in force, under depth_in_force */
     struct gy_guard_window depth_window;
     /* Cycles (gy_guard_cycle): an HP job's begin to the next one's, what an arm leaves the LP
-     * after the job too (shown, not yet used by the rule). The open one: the arm of the last HP job
+     * after the job too (what the rule promotes by, guarded.c). The open one: the arm of the last HP job
      * begun (GY_GUARD_NO_ARM: none), when, and the lower processes' launches then; per arm the
      * launches and length (microseconds) of its counted cycles, both halved once the length
      * passes GY_GUARD_CYCLE_HORIZON_US (they age by time, apart from the job windows; 32 bits

@@ -1,7 +1,8 @@
 """What each guarded arm gives the LP over a whole cycle: the HP's job under that arm and the gap
-after it, until the next job starts. Guarded's rule compares the LP's partition launches during
-the HP's jobs only, so work the LP queued on a few SMs that outlasts the job, or a slower start
-after it, is never charged to the arm; here it is. Per cell, setup and arm (a setup without arms,
+after it, until the next job starts, in the LP's own units (iterations): the check on the guard's
+rule, which since 2026-11-25 12:30 UTC compares the LP's kernel launches over the same cycles (and
+before compared its partition launches during the jobs only, so that work queued on a few SMs
+that outlasted the job was never charged to the arm). Per cell, setup and arm (a setup without arms,
 corun, counts as one arm "-"), from the segments whose LP recorded its units' ends (matrix runs
 since 2026-11-25 11:30 UTC): the cycles, and the LP's units per second during the jobs, in the gaps
 and over the cycles; then each arm's cycle rate over that of the stop jobs of the same segments,
