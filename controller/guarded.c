@@ -20,7 +20,7 @@
  *   is out at once, not tried again for GY_GUARD_BACKOFF_JOBS jobs (doubling while it keeps failing).
  * In force is the arm within the bound whose cycles (an HP job's begin to the next one's) give the
  * LP the most launches per second, a tried one by GY_GUARD_CYCLE_GAIN over the one in force
- * (gives_lp_more). Not its launches during the HP's jobs: on the H100 16 SMs gave a GEMM LP 881
+ * (lp_cycle_verdict). Not its launches during the HP's jobs: on the H100 16 SMs gave a GEMM LP 881
  * launches/s there against stop's none, yet 0.96 of stop's over whole cycles, its backlog of slow
  * kernels costing it more after each job (bench/results/2026-11-25-lp-cycles). Every GY_GUARD_RECHECK_JOBS jobs
  * (between trials) the partition arms' windows reset, so the arm in force is tested again and
@@ -185,14 +185,16 @@ static double cycle_rate(const struct gy_guard *g, uint32_t arm)
     return g->cycle_us[arm] ? (double)g->cycle_work[arm] * 1e6 / (double)g->cycle_us[arm] : 0.0;
 }
 
-/* Whether `arm`'s cycles gave the lower processes GY_GUARD_CYCLE_GAIN more launches per second
- * than `than`'s. An arm without counted cycles (each longer than GY_GUARD_CYCLE_MAX_BASES jobs:
- * the HP so sparse that the LP has the GPU almost all the time anyway) gives nothing to compare. */
-static bool gives_lp_more(const struct gy_guard *g, uint32_t arm, uint32_t than)
+/* What `arm`'s cycles gave the lower processes against `than`'s: 1 when GY_GUARD_CYCLE_GAIN more
+ * launches per second (worth promoting), -1 when no more (its trial can only cost the HP), 0 in
+ * between, or when either has no counted cycle (each longer than GY_GUARD_CYCLE_MAX_BASES jobs:
+ * the HP so sparse that the LP has the GPU almost all the time anyway): nothing to compare. */
+static int lp_cycle_verdict(const struct gy_guard *g, uint32_t arm, uint32_t than)
 {
     if (!g->cycle_us[arm] || !g->cycle_us[than])
-        return false;
-    return cycle_rate(g, arm) > cycle_rate(g, than) * (1.0 + GY_GUARD_CYCLE_GAIN);
+        return 0;
+    double mine = cycle_rate(g, arm), theirs = cycle_rate(g, than);
+    return mine > theirs * (1.0 + GY_GUARD_CYCLE_GAIN) ? 1 : mine <= theirs ? -1 : 0;
 }
 
 static bool backing_off(const struct gy_guard *g, uint32_t arm) { return g->jobs < g->backoff_until[arm]; }
@@ -784,8 +786,7 @@ struct gy_guard_change gy_guard_record(struct gy_guard *g, enum gy_guard_arm arm
     const struct gy_guard_window *w = &g->arms[arm];
     if (!is_look(w->n) || g->paired_stop.n < GY_GUARD_MIN_JOBS)
         return c;
-    if (arm == g->trial && w->n >= GY_GUARD_LP_FUTILE_JOBS && g->cycle_us[arm] && g->cycle_us[g->in_force] &&
-        cycle_rate(g, arm) <= cycle_rate(g, g->in_force)) {
+    if (arm == g->trial && w->n >= GY_GUARD_LP_FUTILE_JOBS && lp_cycle_verdict(g, arm, g->in_force) < 0) {
         /* Its cycles gave the LP no more than the arm in force's: promotion needs
          * GY_GUARD_CYCLE_GAIN more, so the rest of the trial could only cost the HP. On the H100 a
          * 16-SM trial beside a GEMM LP, 0.86-0.93 of stop's launches over cycles, was tried again
@@ -802,7 +803,7 @@ struct gy_guard_change gy_guard_record(struct gy_guard *g, enum gy_guard_arm arm
     if (arm == g->trial && verdict > 0) {
         uint32_t before = g->in_force;
         g->strikes[arm] = 0; /* within the bound: it costs nothing */
-        if (gives_lp_more(g, arm, before)) {
+        if (lp_cycle_verdict(g, arm, before) > 0) {
             set_in_force(g, arm, GY_GUARD_WHY_PROMOTED, &c);
             g->confirmed = 1;
         } else {
