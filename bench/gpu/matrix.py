@@ -52,7 +52,9 @@ interval (invocations, then rounds inside them; bench.gpu.stats); lp_share_of_le
 over the GPU time the HP leaves, 1 - rate x (GPU-busy ms of one HP job alone, from the profiler);
 by_arm (guarded setups): the HP's jobs grouped by the arm each ran under ("partition:16", or
 "stop@2000us" after a gap at a raised LP queue depth; jobs, service p50,
-latency p50 and p99), so that a slow tail can be tied to its arm.
+latency p50 and p99), so that a slow tail can be tied to its arm; meets_hp_target (p50 <= 1.03,
+its interval <= 1.06, p99 <= 1.10); beside corun, lp_minus_corun and meets_lp_target (no more than
+0.02 under corun's LP). After the table, per setup: the cells that met each target.
 Also GPU clocks (nvidia-smi every 500 ms, nothing set) and the CPU load average per segment.
 """
 import argparse
@@ -138,6 +140,7 @@ PARTITIONING_GROUPS = ("partition",) + GUARDED_GROUPS
 AUTO_IDLE_US_DEFAULT = 300  # corun_auto_short's GPUYIELD_IDLE_US unless --auto-idle-us says
 # The targets of issues 25 and 26, for the summary's "meets" column.
 TARGET_P50, TARGET_P50_CI, TARGET_P99 = 1.03, 1.06, 1.10
+TARGET_LP_BELOW_CORUN = 0.02  # a harvesting setup's LP may fall this far under corun's in the cell (issue 26)
 # Calibration idles 3x each job's service time after it (the pace of a 25 % load).
 CALIB_GAP = 3
 # A round whose plain HP alone was busier than this (rate x its median service time) queued: its
@@ -771,6 +774,12 @@ def analyze(raws):
                                        "lat_p99_ms": round(nearest_rank([x[1] for x in v], 99), 3)}
                                  for arm, v in sorted(by_arm[setup].items())}
             setups[setup] = row
+        corun_lp = setups.get("corun", {}).get("lp_throughput_ratio", {}).get("value")
+        for setup, row in setups.items():  # what harvesting kept of the LP, against corun's in the same cell
+            v = row.get("lp_throughput_ratio", {}).get("value")
+            if setup != "corun" and row["hp_jobs"] and v is not None and corun_lp is not None:
+                row["lp_minus_corun"] = round(v - corun_lp, 4)
+                row["meets_lp_target"] = bool(row["lp_minus_corun"] >= -TARGET_LP_BELOW_CORUN - 1e-9)
         out_cells.append({"hp": hp, "lp": lp, "load": load, "gpu_time_left": round(share_left, 4) if share_left else None,
                           "alone_busy_max": round(max(busy_seen), 3) if busy_seen else None,
                           "alone_overloaded_rounds": overloaded, "setups": setups})
@@ -797,6 +806,8 @@ def write_outputs(raws, out):
     with open(os.path.join(out, "matrix.json"), "w") as f:
         json.dump(matrix, f, indent=1)
     print(summary_table(matrix))
+    for line in target_lines(matrix):
+        print(line)
     try:
         plot(matrix, raws, out)
     except ImportError as e:
@@ -830,6 +841,26 @@ def summary_table(matrix):
                     if not c["setups"] else f"  ({dropped} round(s) left out: the plain HP alone queued)")
         lines.append(row)
     return "\n".join(lines)
+
+
+def target_lines(matrix):
+    """Per setup over the cells: how many met the HP target, and (beside corun) how many kept the LP
+    within TARGET_LP_BELOW_CORUN of corun's, naming the worst cell: the issue's two axes at a glance."""
+    lines = []
+    for s in SUMMARY_SETUPS:
+        rows = [(c, c["setups"][s]) for c in matrix["cells"] if s in c["setups"] and "meets_hp_target" in c["setups"][s]]
+        if not rows:
+            continue
+        hp = sum(r["meets_hp_target"] for _, r in rows)
+        line = f"{s}: HP target in {hp} of {len(rows)} cells"
+        lp = [(r["lp_minus_corun"], f"{c['hp']}+{c['lp']} {c['load']}") for c, r in rows if "lp_minus_corun" in r]
+        if lp:
+            worst = min(lp)
+            kept = sum(d >= -TARGET_LP_BELOW_CORUN - 1e-9 for d, _ in lp)
+            line += (f"; LP within {TARGET_LP_BELOW_CORUN:.2f} of corun's or above in {kept} of {len(lp)} "
+                     f"(lowest {worst[0]:+.2f}: {worst[1]})")
+        lines.append(line)
+    return lines
 
 
 def plot(matrix, raws, out):

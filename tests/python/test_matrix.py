@@ -137,6 +137,25 @@ def test_verdict_has_the_issue_format_with_one_denominator_per_cell():
     assert "lp_throughput_ratio" not in cell["setups"]["hp_ctl_alone"]
 
 
+def test_a_harvesting_setup_is_held_to_corun_s_lp_in_the_same_cell():
+    raw = synthetic_raw(slow=1.0, lp_share=0.6)
+    for setup, share in (("guarded", 0.59), ("partition", 0.55)):  # 0.01 and 0.05 under corun's 0.6
+        for r in range(2):
+            raw["segments"].append({"hp": "gemm", "lp": "graph", "load": "poisson-25", "setup": setup, "round": r,
+                                    "rate": 25.0, "hp_result": {"lat_ms": [10.0] * 100, "svc_ms": [10.0] * 100},
+                                    "lp_result": {"units": 100 * share, "secs": 1.0, "counted": 100 * share,
+                                                  "counted_secs": 1.0}})
+    m = matrix.analyze([raw])
+    setups = m["cells"][0]["setups"]
+    assert setups["guarded"]["lp_minus_corun"] == pytest.approx(-0.01) and setups["guarded"]["meets_lp_target"]
+    assert setups["partition"]["lp_minus_corun"] == pytest.approx(-0.05) and not setups["partition"]["meets_lp_target"]
+    assert "lp_minus_corun" not in setups["corun"] and "lp_minus_corun" not in setups["hp_ctl_alone"]
+    lines = matrix.target_lines(m)
+    assert "corun: HP target in 1 of 1 cells" in lines
+    assert any(ln.startswith("partition: HP target in 1 of 1 cells; LP within 0.02 of corun's or above in 0 of 1 "
+                             "(lowest -0.05: gemm+graph poisson-25)") for ln in lines), lines
+
+
 def test_a_slow_hp_misses_the_target_and_merging_pools_invocations():
     m = matrix.analyze([synthetic_raw(slow=1.2, commit="a"), synthetic_raw(slow=1.0, commit="b")])
     corun = m["cells"][0]["setups"]["corun"]
