@@ -1,6 +1,7 @@
-/* The guarded rule (controller/guarded.c) on synthetic HP job durations, no processes or clocks:
- * arm assignment, convergence where a partition costs the HP nothing or 50 %, fallback when a
- * cost appears after promotion, noisy statistics, a shift of the HP's own time; then the rule
+/* The guarded rule (controller/guarded.c) on synthetic HP job durations and LP launches over their
+ * cycles, no processes or clocks: arm assignment, convergence where a partition costs the HP
+ * nothing or 50 %, fallback when a cost appears after promotion, noisy statistics, a shift of the
+ * HP's own time, arms that give the LP less over cycles than in their jobs; then the rule
  * inside the protocol (gy_job_enter/exit on a segment under guarded). */
 #define GY_TEST_MAIN
 #include <fcntl.h>
