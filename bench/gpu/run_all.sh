@@ -13,12 +13,20 @@ export GPU_BUILD=${GPU_BUILD:-$PWD/.gpu-build}
 B=$GPU_BUILD
 . bench/gpu/env.sh
 OUT=${OUT:-/tmp/out}
-R=/tmp/gy-results
+R=${GY_RESULTS:-/tmp/gy-results}  # what is packed (a test names another)
 mkdir -p "$OUT" "$R"
 export GPUYIELD_BUILD=$B GPUYIELD_PYTHON=$(command -v "$PY")
 PYTHON_BIN=$PY bash pyext/build_ext.sh "$B" || { echo "run_all: the extension did not build"; exit 1; }
 export PYTHONPATH=$B/python
 stage_log() { echo "=== $1 $(date -u +%H:%M:%S)"; }
+pack() {
+    find "$R" -name '*.nsys-rep' -size +8M -delete
+    tar czf "$OUT/results.tgz" -C "$(dirname "$R")" "$(basename "$R")"
+    ls -la "$OUT"
+}
+# `timeout -s TERM N bash run_all.sh ...` signals the running stage too; once it has unwound (the
+# matrix keeps what it measured in raw.json), what was measured is still packed, not lost with the lease.
+trap 'echo "run_all: terminated: packing what was measured"; pack; exit 143' TERM
 stages=()
 for stage in "$@"; do
     if [ "$stage" = recheck ]; then stages+=(pyext hookcount launch gating preempt-quick); else stages+=("$stage"); fi
@@ -73,6 +81,4 @@ for stage in "${stages[@]}"; do
     *) echo "run_all: unknown stage '$stage'" ;;
     esac
 done
-find "$R" -name '*.nsys-rep' -size +8M -delete
-tar czf "$OUT/results.tgz" -C /tmp gy-results
-ls -la "$OUT"
+pack

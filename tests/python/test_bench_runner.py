@@ -1,9 +1,13 @@
 """bench/gpu/run_all.sh (the one GPU runner) against bench/gpu/README.md (its stage table): the same
 stages, the same recheck, every script the table names exists, and every file of bench/gpu is named
-in the README, so that the two cannot drift apart and no script is left outside the runner."""
+in the README, so that the two cannot drift apart and no script is left outside the runner; and a
+run cut by a timeout still packs what it measured."""
 import os
 import re
+import shutil
 import subprocess
+import tarfile
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GPU = os.path.join(ROOT, "bench", "gpu")
@@ -78,3 +82,26 @@ def test_every_file_of_bench_gpu_is_named_in_the_readme():
 
 def test_the_runner_is_valid_bash():
     assert subprocess.run(["bash", "-n", os.path.join(GPU, "run_all.sh")]).returncode == 0
+
+
+def test_a_terminated_run_still_packs_what_it_measured(tmp_path):
+    """A timeout's TERM mid-stage: the stage unwinds, then the runner packs results.tgz anyway
+    (a device lease returns only $OUT). The runner is run in a copy of the tree whose extension
+    build and smoke stage are stand-ins: the stage writes a result, then sleeps."""
+    tree = tmp_path / "tree"
+    (tree / "bench" / "gpu").mkdir(parents=True)
+    (tree / "pyext").mkdir()
+    shutil.copy(os.path.join(GPU, "run_all.sh"), tree / "bench" / "gpu" / "run_all.sh")
+    (tree / "bench" / "gpu" / "env.sh").write_text("PY=python3\n")
+    (tree / "pyext" / "build_ext.sh").write_text("exit 0\n")
+    (tree / "bench" / "gpu" / "smoke.sh").write_text('mkdir -p "$2" && echo measured > "$2/part.txt"\nexec sleep 30\n')
+    out, results = tmp_path / "out", tmp_path / "gy-results"
+    env = dict(os.environ, OUT=str(out), GY_RESULTS=str(results), GPU_BUILD=str(tmp_path / "build"))
+    started = time.monotonic()
+    proc = subprocess.run(["timeout", "-s", "TERM", "2", "bash", "bench/gpu/run_all.sh", "smoke"], cwd=tree, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 124 and time.monotonic() - started < 20, proc.stdout + proc.stderr  # timeout timed it out
+    assert "packing what was measured" in proc.stdout
+    with tarfile.open(out / "results.tgz") as tar:
+        part = tar.extractfile("gy-results/smoke/part.txt")
+        assert part.read() == b"measured\n"
