@@ -9,7 +9,7 @@
  *   Promotion is slow and distribution-free: at 32, 64, 128, ... samples of the arm's window, a
  *   Mann-Whitney rank test over every (arm job, stop job) pair must show the arm's jobs shorter
  *   than stop's times (1 + eps_p50) at one-sided 1 % (z >= 2.33), and the arm's p99 must be within
- *   (1 + eps_p99) of stop's. Noise lowers z, so noise never promotes; an arm shown longer (z <=
+ *   (1 + eps_p99) of stop's, both windows holding GY_GUARD_P99_MIN_JOBS (a p99 of fewer is noise). Noise lowers z, so noise never promotes; an arm shown longer (z <=
  *   -3.09), a trial not within after GY_GUARD_TRIAL_MAX jobs, or a futile one (z < 0 from
  *   GY_GUARD_FUTILE_JOBS jobs on), is rejected. Both windows cover
  *   the same time: stop's paired window starts with the trial. The durations are kept as
@@ -485,7 +485,8 @@ static bool recent_out(struct gy_guard *g, const struct gy_guard_window *w)
 /* The full test of `arm` against stop's jobs of the same time (paired_stop): -1 clearly out of the bound, 1
  * within it, 0 cannot tell yet. Within: Mann-Whitney's z for "the arm's jobs are shorter than
  * stop's times 1 + eps_p50" at least GY_GUARD_LOOK_Z, and the arm's p99 bin within stop's p99 bin
- * times 1 + eps_p99 (an arm's p99 beyond the last bin: within only when stop's is beyond it too). */
+ * times 1 + eps_p99 (an arm's p99 beyond the last bin: within only when stop's is beyond it too),
+ * both windows holding GY_GUARD_P99_MIN_JOBS jobs. */
 static int test_window(struct gy_guard *g, const struct gy_guard_window *w, double eps_p50)
 {
     const struct gy_guard_window *s = &g->paired_stop;
@@ -496,9 +497,11 @@ static int test_window(struct gy_guard *g, const struct gy_guard_window *w, doub
     g->ratio_p50_ppm = ppm(median / stop_median);
     g->ratio_p99_ppm = ppm(gy_guard_bin_us(p99, g->base_us) / gy_guard_bin_us(stop_p99, g->base_us));
     g->z_milli = (int32_t)(z * 1000 + (z < 0 ? -0.5 : 0.5));
-    /* past the last bin a p99 cannot be judged: within only when stop's is past it too */
-    bool p99_ok = p99 < GY_GUARD_BINS - 1 ? (int)p99 <= (int)stop_p99 + gy_guard_bins_for(g->eps_p99_ppm / 1e6)
-                                          : stop_p99 == GY_GUARD_BINS - 1;
+    /* past the last bin a p99 cannot be judged: within only when stop's is past it too; and below
+     * GY_GUARD_P99_MIN_JOBS a window's p99 is one of its few slowest jobs, or none of the slow ones */
+    bool p99_ok = w->n >= GY_GUARD_P99_MIN_JOBS && s->n >= GY_GUARD_P99_MIN_JOBS &&
+                  (p99 < GY_GUARD_BINS - 1 ? (int)p99 <= (int)stop_p99 + gy_guard_bins_for(g->eps_p99_ppm / 1e6)
+                                           : stop_p99 == GY_GUARD_BINS - 1);
     if (z <= -GY_GUARD_OUT_Z)
         return -1;
     return z >= GY_GUARD_LOOK_Z && p99_ok ? 1 : 0;
