@@ -29,7 +29,7 @@ static double normal01(void)
 }
 
 /* TAILED: a tight core and 4 % of slow jobs near 3.5x (the launch-bound HP on the H100: its
- * service p99 3.2-4.6x its base) */
+ * service p99 3-3.7x its median, up to 4.8x the base) */
 enum noise { TIGHT, LOGNORMAL10, PARETO, TAILED };
 
 struct pair {
