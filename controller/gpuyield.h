@@ -199,6 +199,8 @@ typedef struct gy_job {
     int guard_arm;       /* policy guarded: the arm it got (enum gy_guard_arm), else -1 */
     uint32_t guard_depth_us; /* ... and the queue depth of the gap before it (0: the lower ones' own) */
     uint64_t guard_lp_work; /* policy guarded: the lower processes' progress at its begin */
+    uint64_t guard_lower_launches; /* ... and all their kernel and graph launches then (what the rule's
+                                    * cycles count: the cycle before it ends at its begin) */
 } gy_job;
 
 /* Count a job in at priority 0..7: lower launches stop from here on. timeout_ns 0 uses the

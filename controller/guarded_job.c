@@ -87,6 +87,7 @@ void gy_guarded_begin_locked(gy_shm *shm, gy_job *job)
     job->guard_arm = (int)gy_guard_pick(&seg->guard, &job->guard_depth_us);
     struct lower_sums lower = lower_sums_locked(seg, job->priority);
     job->guard_lp_work = lower.partition;
+    job->guard_lower_launches = lower.launches;
     gy_guard_cycle(&seg->guard, (enum gy_guard_arm)job->guard_arm, gy_now_ns(), lower.launches);
 }
 

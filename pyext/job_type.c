@@ -233,6 +233,14 @@ static PyObject *get_guarded_depth_us(JobObject *self, void *closure)
     return PyLong_FromUnsignedLong(self->job.guard_depth_us);
 }
 
+static PyObject *get_guarded_lower_launches(JobObject *self, void *closure)
+{
+    (void)closure;
+    if (self->job.guard_arm < 0 || self->job.guard_arm >= GY_GUARD_ARM_COUNT)
+        Py_RETURN_NONE;
+    return PyLong_FromUnsignedLongLong(self->job.guard_lower_launches);
+}
+
 static PyObject *get_active(JobObject *self, void *closure)
 {
     (void)closure;
@@ -262,6 +270,11 @@ static PyGetSetDef job_getset[] = {
      "Under the guarded policy (with MPS), the queue depth in microseconds the lower processes' time:US bounds "
      "were raised to in the gap before this job (0: their own; only with --guard-depth); None where "
      "guarded_arm is None.",
+     NULL},
+    {"guarded_lower_launches", (getter)get_guarded_lower_launches, NULL,
+     "Under the guarded policy (with MPS), the kernel and graph launches of the lower-priority processes "
+     "so far, as the rule read them at this job's begin (the difference between two jobs' counts is what the "
+     "rule charges to the first one's cycle); None where guarded_arm is None.",
      NULL},
     {"active", (getter)get_active, NULL, "True while the job is counted in.", NULL},
     {NULL, NULL, NULL, NULL, NULL},

@@ -12,6 +12,12 @@ Learning segments (round -1) hold most of the cycles; they are shown apart from 
 A unit's work is spread evenly over its duration: where units last longer than a cycle (the
 FasterRCNN and ResNet-50 LPs beside a 4 ms HP), an arm's share is smeared over the cycles around
 it, its difference from stop understated; the cell's header says so.
+Where the HP worker recorded the LP launches the rule read at each begin (since 2026-11-25 15:30
+UTC), a second table gives the rule's own measure per arm, exactly as it charged it, and split by
+the previous job's arm: "after itself" rows compare runs of one arm with runs of stop, free of what
+one cycle carries into the next (on the H100 the GEMM LP completed 5-10 % more units in a stop
+cycle that followed a partition cycle than in one that followed stop: the partition's work finishing
+late; which way launches carry over is what this table is for).
 """
 import bisect
 import collections
@@ -52,6 +58,41 @@ def cycles(seg):
         end = min(end, nxt)
         arm = (arms[i] if i < len(arms) else None) or "-"
         out.append((arm, end - begin, nxt - end, inside(first, done, begin, end), inside(first, done, end, nxt)))
+    return out
+
+
+def launch_cycles(seg):
+    """[(arm, previous job's arm, cycle_ms, launches)] of one segment from the LP launches the rule
+    read at each job's begin (the HP worker's "lp_launches", matrix runs since 2026-11-25 15:30 UTC):
+    job i's cycle runs from its start to job i+1's, its launches the difference of the two counts,
+    exactly what the rule charged to job i's arm (begin to begin: the start, taken just before the
+    begin, stands for it). The first job has no previous arm ("-")."""
+    hp = seg.get("hp_result") or {}
+    starts, counts, arms = hp.get("start_ms") or [], hp.get("lp_launches") or [], hp.get("arms") or []
+    out = []
+    for i in range(min(len(starts), len(counts), len(arms)) - 1):
+        if counts[i] is None or counts[i + 1] is None or starts[i + 1] <= starts[i]:
+            continue
+        prev = (arms[i - 1] or "-") if i > 0 else "-"
+        out.append((arms[i] or "-", prev, starts[i + 1] - starts[i], counts[i + 1] - counts[i]))
+    return out
+
+
+def launches_by_arm(folders):
+    """{(phase, cell, setup, arm): {"all", "after_stop", "after_itself"}: [launches, ms, cycles]}: the
+    rule's own measure per arm, and split by the arm of the job before (what an arm's backlog or
+    head start carries into the next cycle lands on the next job's arm)."""
+    out = collections.defaultdict(lambda: {k: [0, 0.0, 0] for k in ("all", "after_stop", "after_itself")})
+    for folder in folders:
+        for seg in load(folder)["segments"]:
+            phase = "learning" if seg.get("round", -1) < 0 else "rounds"
+            cell = (seg["hp"], seg["lp"], seg["load"])
+            for arm, prev, ms, launches in launch_cycles(seg):
+                row = out[(phase, cell, seg["setup"], arm)]
+                for key in ("all",) + (("after_stop",) if prev == "stop" else ()) + (("after_itself",) if prev == arm else ()):
+                    row[key][0] += launches
+                    row[key][1] += ms
+                    row[key][2] += 1
     return out
 
 
@@ -126,6 +167,24 @@ def main(argv):
             r = ratio_two_stage([[b for b in inv if b["stop"]] for inv in invocations], cycle_rate, stop_rate)
             ci = "[{:.3f}, {:.3f}]".format(*r["ci"]) if r["ci"] else "[no interval]"
             line += f"   cycle x stop {r['value']:.3f} {ci}"
+        print(line)
+    launches = launches_by_arm(argv)
+    last = None
+    for (phase, cell, setup, arm), row in sorted(launches.items()):
+        if (phase, cell) != last:
+            print(f"{' + '.join(cell[:2])}, {cell[2]}, {phase}   (LP launches per second over cycles, the rule's "
+                  f"own count; after stop / after itself: cycles whose previous job ran stop / the same arm)")
+            last = (phase, cell)
+        rate = lambda k: per_s(row[k][0], row[k][1])  # noqa: E731
+        stop = launches.get((phase, cell, setup, "stop"))
+        line = (f"  {setup:<18} {arm:<16} {row['all'][2]:>6} cycles  all {rate('all'):9.1f}  "
+                f"after stop {rate('after_stop'):9.1f} ({row['after_stop'][2]})  "
+                f"after itself {rate('after_itself'):9.1f} ({row['after_itself'][2]})")
+        if arm != "stop" and stop and stop["all"][1] > 0:
+            line += f"   x stop {rate('all') / per_s(stop['all'][0], stop['all'][1]):.3f}"
+            if stop["after_itself"][1] > 0 and row["after_itself"][1] > 0:
+                line += (f", runs of itself x runs of stop "
+                         f"{rate('after_itself') / per_s(stop['after_itself'][0], stop['after_itself'][1]):.3f}")
         print(line)
 
 

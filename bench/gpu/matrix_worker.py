@@ -15,10 +15,12 @@ process of the machine shares, so the harness can start an HP and an LP at the s
         Poisson arrivals at `rate` jobs/s from t0 for `seconds`; a job starts at its arrival or when
         the previous one ends (one server, FIFO), so latency counts queueing. mark: begin/end each job
         at priority 1 in $GPUYIELD_SHM's segment. -> {"lat_ms", "svc_ms", "start_ms", "launch_ms",
-        "launch_cpu_ms", "begin_us", "end_us", "arms", "late"} (start_ms: each job's start after t0;
-        arms: per marked job its guarded arm, None where it got none; launch_ms: the job's first
-        launch to its last one's return, launch_cpu_ms: the CPU time the launching thread used
-        meanwhile, so that a slower job can be told host-side from GPU-side)
+        "launch_cpu_ms", "begin_us", "end_us", "arms", "lp_launches", "late"} (start_ms: each job's
+        start after t0; arms: per marked job its guarded arm, None where it got none; lp_launches: the
+        lower processes' kernel and graph launches as the rule read them at the job's begin, None
+        where it got no arm (two jobs' difference: what the rule charged to the first one's cycle);
+        launch_ms: the job's first launch to its last one's return, launch_cpu_ms: the CPU time the
+        launching thread used meanwhile, so that a slower job can be told host-side from GPU-side)
   {"cmd": "lp", "t0", "seconds", "count_from", "count_to", "unit_times"}
         LP: units back to back from t0 for `seconds`, then the GPU synchronised -> {"units", "secs",
         "counted", "counted_secs"}: the GPU work of units done in [count_from, count_to) (the HP's
@@ -107,7 +109,7 @@ class Worker:
 
     def hp(self, cmd):
         seg = self.marker() if cmd.get("mark") else None
-        lat, svc, start_ms, launch_ms, launch_cpu_ms, begin_us, end_us, arms = [], [], [], [], [], [], [], []
+        lat, svc, start_ms, launch_ms, launch_cpu_ms, begin_us, end_us, arms, lp_launches = ([] for _ in range(9))
         late = 0
         for arrival in arrivals(cmd["t0"], cmd["seconds"], cmd["rate"], cmd["seed"]):
             now = time.monotonic()
@@ -123,6 +125,7 @@ class Worker:
                 arm, depth = getattr(job, "guarded_arm", None), getattr(job, "guarded_depth_us", None)
                 # guarded: which arm each job ran under (and the LP's queue depth before it, when raised)
                 arms.append(f"{arm}@{depth}us" if arm is not None and depth else arm)
+                lp_launches.append(getattr(job, "guarded_lower_launches", None))
             cpu0, unit_start = time.thread_time(), time.monotonic()
             self.unit()
             launched, cpu1 = time.monotonic(), time.thread_time()
@@ -139,7 +142,7 @@ class Worker:
             svc.append((done - start) * 1e3)
         return {"ok": True, "lat_ms": lat, "svc_ms": svc, "start_ms": start_ms, "launch_ms": launch_ms,
                 "launch_cpu_ms": launch_cpu_ms,
-                "begin_us": begin_us, "end_us": end_us, "arms": arms, "late": late}
+                "begin_us": begin_us, "end_us": end_us, "arms": arms, "lp_launches": lp_launches, "late": late}
 
     def lp(self, cmd):
         """Units back to back; each unit's completion is timed on the GPU (an event after it), so

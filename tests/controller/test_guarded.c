@@ -1068,9 +1068,13 @@ TEST(the_lower_launches_between_hp_begins_are_the_cycle_of_the_first_jobs_arm)
     atomic_fetch_add(&gy_my_slot(&s.lp)->counters.graph_launches, 5);
     atomic_fetch_add(&gy_my_slot(&s.hp)->counters.launches, 1000); /* the HP's own: not the LP's progress */
     gy_job_exit(&s.hp, &job, &err);
+    uint64_t at_first_begin = job.guard_lower_launches;
     usleep(2000);
     REQUIRE(gy_begin(&s.hp, 1, &job, &err) == 0, "%s", err.msg);
     gy_job_exit(&s.hp, &job, &err);
+    /* each job keeps the count its begin read: the difference is the cycle's (the matrix records it) */
+    CHECK(job.guard_lower_launches - at_first_begin == 75, "the jobs read %llu and %llu lower launches",
+          (unsigned long long)at_first_begin, (unsigned long long)job.guard_lower_launches);
     struct gy_guard snap;
     REQUIRE(gy_guarded_snapshot(&s.hp, &snap, &err) == 0, "%s", err.msg);
     CHECK(snap.cycle_work[GY_ARM_P32] == 75 && snap.cycle_us[GY_ARM_P32] >= 2000 && snap.cycle_arm == GY_ARM_P32,

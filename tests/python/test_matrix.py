@@ -241,6 +241,7 @@ def test_dry_run_end_to_end_with_a_stand_in_backend(tmp_path):
     assert all(s["host"] and all(0 <= c["busy"] <= 1 for c in s["host"].values()) for s in raw["segments"])
     # each marked job's guarded arm (none here: corun, and no MPS)
     assert all(s["hp_result"]["arms"] == [None] * len(s["hp_result"]["lat_ms"]) for s in marked)
+    assert all(s["hp_result"]["lp_launches"] == [None] * len(s["hp_result"]["lat_ms"]) for s in marked)
     assert sum(len(s["hp_result"]["begin_us"]) for s in marked) > 0
     unmarked = [s for s in raw["segments"] if s["setup"] in ("hp_alone", "hp_hook_alone")]
     assert unmarked and all(not s["hp_result"]["begin_us"] for s in unmarked)
@@ -584,6 +585,34 @@ def test_lp_cycles_charges_each_arm_with_what_the_lp_did_during_its_job_and_in_t
     (tmp_path / "old" / "raw.json").write_text(json.dumps({"segments": [dict(seg, lp_result={"ok": True})]}))
     with pytest.raises(SystemExit, match="no segment"):
         lp_cycles.main([str(tmp_path / "old")])
+
+
+def test_lp_cycles_gives_the_rules_launch_count_per_arm_and_split_by_the_arm_before(tmp_path, capsys):
+    """Six jobs 10 ms apart: stop, 16, 16, stop, stop, 16, with the LP launch counts the rule read at
+    each begin. Cycle i is job i's start to job i+1's, its launches the difference: stop cycles 10,
+    20 (after 16), 10 (after stop): 40 in 30 ms; 16-SM cycles 30 (after stop), 40 (after itself): 70
+    in 20 ms. The last job has no next begin; a job without a count (no arm) breaks no other cycle."""
+    from bench.gpu import lp_cycles
+    arms = ["stop", "partition:16", "partition:16", "stop", "stop", "partition:16"]
+    counts = [0, 10, 40, 80, 100, 110]
+    seg = {"hp": "small", "lp": "gemm", "load": "poisson-25", "setup": "guarded", "round": -1,
+           "hp_result": {"ok": True, "svc_ms": [4.0] * 6, "start_ms": [10.0 * i for i in range(6)], "arms": arms,
+                         "lp_launches": counts},
+           "lp_result": {"ok": True, "first_ms": 0.0, "done_ms": [1.0 * k for k in range(1, 60)]}}
+    assert lp_cycles.launch_cycles(seg) == [("stop", "-", 10.0, 10), ("partition:16", "stop", 10.0, 30),
+                                           ("partition:16", "partition:16", 10.0, 40),
+                                           ("stop", "partition:16", 10.0, 20), ("stop", "stop", 10.0, 10)]
+    gap = dict(seg, hp_result=dict(seg["hp_result"], lp_launches=[0, 10, None, 80, 100, 110]))
+    assert [c[0] for c in lp_cycles.launch_cycles(gap)] == ["stop", "stop", "stop"]  # cycles 1 and 2 have no count
+    (tmp_path / "raw.json").write_text(json.dumps({"segments": [seg]}))
+    lp_cycles.main([str(tmp_path)])
+    out = capsys.readouterr().out
+    assert "the rule's own count" in out
+    row = next(l for l in out.splitlines() if "partition:16" in l and "all" in l)
+    stop = next(l for l in out.splitlines() if l.split()[1:2] == ["stop"] and "all" in l)
+    assert "all    3500.0" in row and "after stop    3000.0 (1)" in row and "after itself    4000.0 (1)" in row
+    assert "all    1333.3" in stop and "after stop    1000.0 (1)" in stop and "after itself    1000.0 (1)" in stop
+    assert "x stop 2.625, runs of itself x runs of stop 4.000" in row
 
 
 def test_arm_split_gives_the_arms_ratio_per_round_and_over_invocations_with_an_interval(tmp_path, capsys):

@@ -1451,7 +1451,7 @@ def test_a_job_tells_the_guarded_arm_it_got(tags, tmp_path, segment):
     if not tool or not os.access(tool, os.X_OK):
         pytest.skip("no expcontroller in $BUILD/bin (set BUILD to a build directory)")
     job = segment.begin(1)
-    assert job.guarded_arm is None and job.guarded_depth_us is None  # drain: no arms
+    assert job.guarded_arm is None and job.guarded_depth_us is None and job.guarded_lower_launches is None  # drain
     segment.end(1)
     pipe = tmp_path / "mps"
     pipe.mkdir()
@@ -1470,6 +1470,7 @@ def test_a_job_tells_the_guarded_arm_it_got(tags, tmp_path, segment):
             job = seg.begin(1)
             arms.append(job.guarded_arm)
             assert job.guarded_depth_us == 0  # no --guard-depth: the lower processes' own bound
+            assert job.guarded_lower_launches == 0  # no lower process has launched (the count: test_guarded.c)
             seg.end(1)
         assert set(arms) == {"stop", "partition:64"}, arms  # stop interleaved at a quarter
     finally:
