@@ -12,8 +12,8 @@ Learning segments (round -1) hold most of the cycles; they are shown apart from 
 A unit's work is spread evenly over its duration: where units last longer than a cycle (the
 FasterRCNN and ResNet-50 LPs beside a 4 ms HP), an arm's share is smeared over the cycles around
 it, its difference from stop understated; the cell's header says so.
-Where the HP worker recorded the LP launches the rule read at each begin (since 2026-11-25 15:30
-UTC), a second table gives the rule's own measure per arm, exactly as it charged it, and split by
+Where the HP worker recorded the LP launches the rule read at each begin (matrix runs since
+8e4bcfb), a second table gives the rule's own measure per arm, exactly as it charged it, and split by
 the previous job's arm: "after itself" rows compare runs of one arm with runs of stop, free of what
 one cycle carries into the next (on the H100 the GEMM LP completed 5-10 % more units in a stop
 cycle that followed a partition cycle than in one that followed stop: the partition's work finishing
@@ -63,7 +63,7 @@ def cycles(seg):
 
 def launch_cycles(seg):
     """[(arm, previous job's arm, cycle_ms, launches)] of one segment from the LP launches the rule
-    read at each job's begin (the HP worker's "lp_launches", matrix runs since 2026-11-25 15:30 UTC):
+    read at each job's begin (the HP worker's "lp_launches", matrix runs since 8e4bcfb):
     job i's cycle runs from its start to job i+1's, its launches the difference of the two counts,
     exactly what the rule charged to job i's arm (begin to begin: the start, taken just before the
     begin, stands for it). The first job has no previous arm ("-")."""
