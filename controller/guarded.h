@@ -32,9 +32,10 @@
 #define GY_GUARD_LOOK_Z 2.33        /* a look passes at z >= this (one-sided 1 %) */
 #define GY_GUARD_OUT_Z 3.09         /* ... and shows the arm out of the bound at z <= -this (0.1 %) */
 #define GY_GUARD_TRIAL_MAX 2048     /* an arm not within the bound after this many jobs is rejected */
-#define GY_GUARD_P99_MIN_JOBS 256  /* a p99 is judged (and an arm passed) from this many jobs a window: the 3rd slowest */
 #define GY_GUARD_FUTILE_JOBS 256    /* ... and one whose jobs are more often over the bound than under it at
                                        a look from this many jobs on (z < 0): futile, it ends there */
+#define GY_GUARD_P99_MIN_JOBS 256   /* a p99 is judged (so an arm passed) from this many jobs a window: its
+                                       3rd slowest; of 32 it is the slowest, or none of the slow ones */
 #define GY_GUARD_WINDOW_MAX 4096    /* a window's counts are halved here (it ages) */
 #define GY_GUARD_TRIAL_STOP_SHARE 0.5 /* the stop share while an arm is tried (at least) */
 #define GY_GUARD_BACKOFF_JOBS 500   /* a rejected or fallen-back arm is not tried again before */
