@@ -15,9 +15,11 @@ it, its difference from stop understated; the cell's header says so.
 Where the HP worker recorded the LP launches the rule read at each begin (matrix runs since
 8e4bcfb), a second table gives the rule's own measure per arm, exactly as it charged it, and split by
 the previous job's arm: "after itself" rows compare runs of one arm with runs of stop, free of what
-one cycle carries into the next (on the H100 the GEMM LP completed 5-10 % more units in a stop
-cycle that followed a partition cycle than in one that followed stop: the partition's work finishing
-late; which way launches carry over is what this table is for).
+one cycle carries into the next. The same split in units is printed per cell and setup ("units
+per second by the arm before"): on the H100 the GEMM LP completed 4-10 % more units in a stop cycle
+that followed a 64- or 120-SM cycle than in one that followed stop, none more after 16 SMs (the
+partition's work finishing late,
+`bench/results/2026-11-25-lp-cycles/`); which way launches carry over is what the launch table is for.
 """
 import bisect
 import collections
@@ -58,6 +60,26 @@ def cycles(seg):
         end = min(end, nxt)
         arm = (arms[i] if i < len(arms) else None) or "-"
         out.append((arm, end - begin, nxt - end, inside(first, done, begin, end), inside(first, done, end, nxt)))
+    return out
+
+
+def unit_carry_over(folders):
+    """{(phase, cell, setup): {(arm, "after stop" | "after itself" | "after another"): [units, ms, n]}}
+    over cycles in the LP's own units: what a cycle carries into the next one shows as the same
+    arm's rate differing with the arm before it."""
+    out = collections.defaultdict(lambda: collections.defaultdict(lambda: [0.0, 0.0, 0]))
+    for folder in folders:
+        for seg in load(folder)["segments"]:
+            phase = "learning" if seg.get("round", -1) < 0 else "rounds"
+            rows = cycles(seg)
+            for prev, cur in zip(rows, rows[1:]):
+                if cur[0] == "-":
+                    continue
+                before = "after itself" if prev[0] == cur[0] else "after stop" if prev[0] == "stop" else "after another"
+                acc = out[(phase, (seg["hp"], seg["lp"], seg["load"]), seg["setup"])][(cur[0], before)]
+                acc[0] += cur[3] + cur[4]
+                acc[1] += cur[1] + cur[2]
+                acc[2] += 1
     return out
 
 
@@ -168,6 +190,12 @@ def main(argv):
             ci = "[{:.3f}, {:.3f}]".format(*r["ci"]) if r["ci"] else "[no interval]"
             line += f"   cycle x stop {r['value']:.3f} {ci}"
         print(line)
+    for (phase, cell, setup), rows in sorted(unit_carry_over(argv).items()):
+        if not any(arm != "stop" for arm, _ in rows):
+            continue
+        parts = [f"{arm} {before} {per_s(u, ms):.1f} ({n})" for (arm, before), (u, ms, n) in sorted(rows.items())]
+        print(f"{' + '.join(cell[:2])}, {cell[2]}, {phase}, {setup}: units per second by the arm before   " +
+              "  ".join(parts))
     launches = launches_by_arm(argv)
     last = None
     for (phase, cell, setup, arm), row in sorted(launches.items()):

@@ -581,6 +581,11 @@ def test_lp_cycles_charges_each_arm_with_what_the_lp_did_during_its_job_and_in_t
     assert "in jobs    500.0" in part and "in gaps    300.0" in part and "cycle x stop 0.727 [0.727, 0.727]" in part
     corun = next(l for l in out.splitlines() if l.strip().startswith("corun"))
     assert "cycle x stop" not in corun and "3 cycles" in corun  # no arms: one row, no ratio
+    # by the arm before: the 16-SM cycle (8 units in 20 ms) followed stop, the second stop cycle (11)
+    # followed 16 SMs; corun has no arms and no such line
+    (carry,) = [l for l in out.splitlines() if "by the arm before" in l]
+    assert "learning, guarded:" in carry and "partition:16 after stop 400.0 (1)" in carry
+    assert "stop after another 550.0 (1)" in carry
     (tmp_path / "old").mkdir()
     (tmp_path / "old" / "raw.json").write_text(json.dumps({"segments": [dict(seg, lp_result={"ok": True})]}))
     with pytest.raises(SystemExit, match="no segment"):
@@ -608,8 +613,8 @@ def test_lp_cycles_gives_the_rules_launch_count_per_arm_and_split_by_the_arm_bef
     lp_cycles.main([str(tmp_path)])
     out = capsys.readouterr().out
     assert "the rule's own count" in out
-    row = next(l for l in out.splitlines() if "partition:16" in l and "all" in l)
-    stop = next(l for l in out.splitlines() if l.split()[1:2] == ["stop"] and "all" in l)
+    row = next(l for l in out.splitlines() if l.startswith("  guarded") and "partition:16" in l and " all " in l)
+    stop = next(l for l in out.splitlines() if l.startswith("  guarded") and l.split()[1:2] == ["stop"] and " all " in l)
     assert "all    3500.0" in row and "after stop    3000.0 (1)" in row and "after itself    4000.0 (1)" in row
     assert "all    1333.3" in stop and "after stop    1000.0 (1)" in stop and "after itself    1000.0 (1)" in stop
     assert "x stop 2.625, runs of itself x runs of stop 4.000" in row
