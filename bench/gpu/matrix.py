@@ -526,12 +526,16 @@ def run(args):
     return 0
 
 
+WORKER_START_S = 30  # the workers' start-up before the first cell (19-30 s on the H100, 2026-11-25)
+
+
 def estimate_s(args, plan):
     """Planned seconds: per segment its window plus the lead, tail and round trips."""
     total = 0.0
     for i, (hp, lp, load) in enumerate(plan):
         first = i == 0 or plan[i - 1][0] != hp
-        svc = {"gemm": 0.004, "small": 0.0042, "frcnn720": 0.02, "bert": 0.008}.get(hp, 0.01)  # H100 medians under control
+        # H100 service medians under corun (the 2026-11-25 records' segments: 3.76, 3.98, 18.6, 4.61 ms)
+        svc = {"gemm": 0.0038, "small": 0.004, "frcnn720": 0.0186, "bert": 0.0046}.get(hp, 0.01)
         w = window_s(args, LOADS[load] / svc)
         n = len(cell_setups(args.setups, first, args.cost)) * args.rounds
         total += n * (w + args.lp_lead_s + 0.6) + (15 if first else 5)
@@ -941,6 +945,10 @@ def parse_args(argv):
     p.add_argument("--jobs", type=int, default=50, help="HP jobs a segment aims at (window = jobs / rate)")
     p.add_argument("--min-seconds", type=float, default=1.5)
     p.add_argument("--max-seconds", type=float, default=6.0)
+    p.add_argument("--budget-s", type=float, default=None,
+                   help="refuse to start (exit 2, nothing run) when the planned time exceeds this many seconds: "
+                        "a device call cut by its time limit loses the cell it was in (the plan ran 10-30 %% over the "
+                        "actual time on the H100 on 2026-11-25: it errs on the side of refusing)")
     p.add_argument("--lp-lead-s", type=float, default=0.4)
     p.add_argument("--calib-jobs", type=int, default=30)
     p.add_argument("--busy-jobs", type=int, default=10)
@@ -1002,6 +1010,13 @@ def parse_args(argv):
         args.auto_idle_us = AUTO_IDLE_US_DEFAULT
     if args.high_load_lp not in LP_KINDS:
         p.error(f"--high-load-lp {args.high_load_lp}: use one of {', '.join(LP_KINDS)}")
+    if args.budget_s is not None:
+        plan = cells(args.hp_kinds, args.lp_kinds, args.loads, args.high_load_lp)
+        need = estimate_s(args, plan) + WORKER_START_S
+        if need > args.budget_s:
+            p.error(f"--budget-s {args.budget_s:g}: the plan needs about {need:.0f} s ({len(plan)} cells, "
+                    f"{args.rounds} rounds, --learn-jobs {args.learn_jobs}, the workers' start-up included): "
+                    f"name fewer kinds, loads or setups, or lower --rounds or --learn-jobs")
     exe = os.path.join(args.build, "bin", "expcontroller")
     if any(SETUP[s][0] in POLICY_GROUPS for s in args.setups) and not os.access(exe, os.X_OK):
         p.error(f"{exe} is missing: build first (./make.sh) or name the build with --build")

@@ -193,6 +193,8 @@ def test_a_partition_that_fell_back_is_refused():
     (["--no-park"], "--no-park qualifies --pin"),
     (["--hp-evt-cpus", "lp"], "--hp-evt-cpus lp needs --pin with parking"),
     (["--pin", "--no-park", "--hp-evt-cpus", "tools"], "--hp-evt-cpus tools needs --pin with parking"),
+    (["--hp-kinds", "small", "--lp-kinds", "gemm", "--learn-jobs", "8000", "--budget-s", "60"],
+     "--budget-s 60: the plan needs about"),
 ])
 def test_bad_arguments_are_one_clear_error(tmp_path, argv, message):
     r = subprocess.run([sys.executable, "-m", "bench.gpu.matrix", "--build", str(tmp_path), "--out", str(tmp_path / "o")]
