@@ -348,7 +348,7 @@ static void scenario_guarded(void)
  * rule, measuring real job times and the LP's partition launches, must leave stop for a partition
  * (the bound is wide here, 20 %: the machine running the test is shared and its timing noisy).
  * Where it ends is not checked: a burst of load on that machine may rightly make it fall back. */
-#define CONVERGE_JOBS 600
+#define CONVERGE_JOBS 1200 /* the first pass needs 256 jobs in both windows (GY_GUARD_P99_MIN_JOBS): about 600 of the HP's */
 
 static void scenario_converges(void)
 {
