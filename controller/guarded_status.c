@@ -51,11 +51,11 @@ int gy_guarded_json(const struct gy_guard *g, char *buf, size_t len)
 void gy_guarded_print(FILE *to, const struct gy_guard *g)
 {
     fprintf(to, "guarded: arm in force %s%s%s (%s); trying %s; %llu jobs, %u changes; bound p50 +%.1f %%, p99 +%.1f %%, "
-                "stop share %.2f; last test z %.2f (within at >= %.2f)\n",
+                "stop share %.2f; last test z %.2f (within at >= %.2f, from %u jobs a window)\n",
             gy_guard_arm_name((enum gy_guard_arm)g->in_force), g->confirmed ? ", confirmed" : "",
             g->pinned ? ", pinned until a guard-reset" : "", gy_guard_reason_text((enum gy_guard_reason)g->reason), trial_name(g), (unsigned long long)g->jobs,
             g->changes, g->eps_p50_ppm / 1e4, g->eps_p99_ppm / 1e4, g->stop_share_ppm / 1e6, g->z_milli / 1e3,
-            GY_GUARD_LOOK_Z);
+            GY_GUARD_LOOK_Z, GY_GUARD_P99_MIN_JOBS);
     struct gy_guard_arm_stats d;
     gy_guard_depth_stats(g, &d);
     if (!g->depth_on) {
