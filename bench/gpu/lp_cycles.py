@@ -63,24 +63,10 @@ def cycles(seg):
     return out
 
 
-def unit_carry_over(folders):
-    """{(phase, cell, setup): {(arm, "after stop" | "after itself" | "after another"): [units, ms, n]}}
-    over cycles in the LP's own units: what a cycle carries into the next one shows as the same
-    arm's rate differing with the arm before it."""
-    out = collections.defaultdict(lambda: collections.defaultdict(lambda: [0.0, 0.0, 0]))
-    for folder in folders:
-        for seg in load(folder)["segments"]:
-            phase = "learning" if seg.get("round", -1) < 0 else "rounds"
-            rows = cycles(seg)
-            for prev, cur in zip(rows, rows[1:]):
-                if cur[0] == "-":
-                    continue
-                before = "after itself" if prev[0] == cur[0] else "after stop" if prev[0] == "stop" else "after another"
-                acc = out[(phase, (seg["hp"], seg["lp"], seg["load"]), seg["setup"])][(cur[0], before)]
-                acc[0] += cur[3] + cur[4]
-                acc[1] += cur[1] + cur[2]
-                acc[2] += 1
-    return out
+def unit_cycles(seg):
+    """cycles(seg) as [(arm, previous job's arm, cycle_ms, units)] ("-" before the first)."""
+    rows = cycles(seg)
+    return [(r[0], rows[i - 1][0] if i else "-", r[1] + r[2], r[3] + r[4]) for i, r in enumerate(rows)]
 
 
 def launch_cycles(seg):
@@ -100,22 +86,29 @@ def launch_cycles(seg):
     return out
 
 
-def launches_by_arm(folders):
-    """{(phase, cell, setup, arm): {"all", "after_stop", "after_itself"}: [launches, ms, cycles]}: the
-    rule's own measure per arm, and split by the arm of the job before (what an arm's backlog or
-    head start carries into the next cycle lands on the next job's arm)."""
-    out = collections.defaultdict(lambda: {k: [0, 0.0, 0] for k in ("all", "after_stop", "after_itself")})
+def by_previous(folders, per_segment):
+    """{(phase, cell, setup): {(arm, before): [work, ms, cycles]}} over per_segment(seg)'s cycles,
+    before "after stop", "after itself", "after another" or "first": what one cycle carries into
+    the next lands on the next job's arm, so an arm's rate differs with the arm before it."""
+    out = collections.defaultdict(lambda: collections.defaultdict(lambda: [0.0, 0.0, 0]))
     for folder in folders:
         for seg in load(folder)["segments"]:
-            phase = "learning" if seg.get("round", -1) < 0 else "rounds"
-            cell = (seg["hp"], seg["lp"], seg["load"])
-            for arm, prev, ms, launches in launch_cycles(seg):
-                row = out[(phase, cell, seg["setup"], arm)]
-                for key in ("all",) + (("after_stop",) if prev == "stop" else ()) + (("after_itself",) if prev == arm else ()):
-                    row[key][0] += launches
-                    row[key][1] += ms
-                    row[key][2] += 1
+            key = ("learning" if seg.get("round", -1) < 0 else "rounds", (seg["hp"], seg["lp"], seg["load"]),
+                   seg["setup"])
+            for arm, prev, ms, work in per_segment(seg):
+                before = ("first" if prev == "-" else "after itself" if prev == arm else
+                          "after stop" if prev == "stop" else "after another")
+                acc = out[key][(arm, before)]
+                acc[0] += work
+                acc[1] += ms
+                acc[2] += 1
     return out
+
+
+def rate_by(rows, arm, befores):
+    """An arm's work per second over the cycles of the given befores, and their count."""
+    picked = [v for (a, b), v in rows.items() if a == arm and b in befores]
+    return per_s(sum(v[0] for v in picked), sum(v[1] for v in picked)), sum(v[2] for v in picked)
 
 
 def by_arm(folders):
@@ -190,31 +183,32 @@ def main(argv):
             ci = "[{:.3f}, {:.3f}]".format(*r["ci"]) if r["ci"] else "[no interval]"
             line += f"   cycle x stop {r['value']:.3f} {ci}"
         print(line)
-    for (phase, cell, setup), rows in sorted(unit_carry_over(argv).items()):
-        if not any(arm != "stop" for arm, _ in rows):
+    for (phase, cell, setup), rows in sorted(by_previous(argv, unit_cycles).items()):
+        if all(arm in ("stop", "-") for arm, _ in rows):
             continue
-        parts = [f"{arm} {before} {per_s(u, ms):.1f} ({n})" for (arm, before), (u, ms, n) in sorted(rows.items())]
+        parts = [f"{arm} {before} {per_s(u, ms):.1f} ({n})" for (arm, before), (u, ms, n) in sorted(rows.items())
+                 if before != "first"]
         print(f"{' + '.join(cell[:2])}, {cell[2]}, {phase}, {setup}: units per second by the arm before   " +
               "  ".join(parts))
-    launches = launches_by_arm(argv)
-    last = None
-    for (phase, cell, setup, arm), row in sorted(launches.items()):
+    last, everything = None, ("first", "after itself", "after stop", "after another")
+    for (phase, cell, setup), rows in sorted(by_previous(argv, launch_cycles).items()):
         if (phase, cell) != last:
             print(f"{' + '.join(cell[:2])}, {cell[2]}, {phase}   (LP launches per second over cycles, the rule's "
                   f"own count; after stop / after itself: cycles whose previous job ran stop / the same arm)")
             last = (phase, cell)
-        rate = lambda k: per_s(row[k][0], row[k][1])  # noqa: E731
-        stop = launches.get((phase, cell, setup, "stop"))
-        line = (f"  {setup:<18} {arm:<16} {row['all'][2]:>6} cycles  all {rate('all'):9.1f}  "
-                f"after stop {rate('after_stop'):9.1f} ({row['after_stop'][2]})  "
-                f"after itself {rate('after_itself'):9.1f} ({row['after_itself'][2]})")
-        if arm != "stop" and stop and stop["all"][1] > 0:
-            line += f"   x stop {rate('all') / per_s(stop['all'][0], stop['all'][1]):.3f}"
-            if stop["after_itself"][1] > 0 and row["after_itself"][1] > 0:
-                line += (f", runs of itself x runs of stop "
-                         f"{rate('after_itself') / per_s(stop['after_itself'][0], stop['after_itself'][1]):.3f}")
-        print(line)
-
+        stop_all, _ = rate_by(rows, "stop", everything)
+        stop_runs, stop_n = rate_by(rows, "stop", ("after itself",))
+        for arm in sorted({a for a, _ in rows}):
+            (all_rate, n), (after_stop, ns), (runs, nr) = (rate_by(rows, arm, everything),
+                                                          rate_by(rows, arm, ("after stop",) if arm != "stop" else ("after itself",)),
+                                                          rate_by(rows, arm, ("after itself",)))
+            line = (f"  {setup:<18} {arm:<16} {n:>6} cycles  all {all_rate:9.1f}  after stop {after_stop:9.1f} ({ns})  "
+                    f"after itself {runs:9.1f} ({nr})")
+            if arm != "stop" and stop_all > 0:
+                line += f"   x stop {all_rate / stop_all:.3f}"
+                if stop_n and nr:
+                    line += f", runs of itself x runs of stop {runs / stop_runs:.3f}"
+            print(line)
 
 if __name__ == "__main__":
     main(sys.argv[1:])
