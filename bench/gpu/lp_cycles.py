@@ -199,9 +199,9 @@ def main(argv):
         stop_all, _ = rate_by(rows, "stop", everything)
         stop_runs, stop_n = rate_by(rows, "stop", ("after itself",))
         for arm in sorted({a for a, _ in rows}):
-            (all_rate, n), (after_stop, ns), (runs, nr) = (rate_by(rows, arm, everything),
-                                                          rate_by(rows, arm, ("after stop",) if arm != "stop" else ("after itself",)),
-                                                          rate_by(rows, arm, ("after itself",)))
+            all_rate, n = rate_by(rows, arm, everything)
+            runs, nr = rate_by(rows, arm, ("after itself",))
+            after_stop, ns = (runs, nr) if arm == "stop" else rate_by(rows, arm, ("after stop",))
             line = (f"  {setup:<18} {arm:<16} {n:>6} cycles  all {all_rate:9.1f}  after stop {after_stop:9.1f} ({ns})  "
                     f"after itself {runs:9.1f} ({nr})")
             if arm != "stop" and stop_all > 0:
@@ -209,6 +209,7 @@ def main(argv):
                 if stop_n and nr:
                     line += f", runs of itself x runs of stop {runs / stop_runs:.3f}"
             print(line)
+
 
 if __name__ == "__main__":
     main(sys.argv[1:])

@@ -860,7 +860,7 @@ def target_lines(matrix):
         lp = [(r["lp_minus_corun"], f"{c['hp']}+{c['lp']} {c['load']}") for c, r in rows if "lp_minus_corun" in r]
         if lp:
             worst = min(lp)
-            kept = sum(d >= -TARGET_LP_BELOW_CORUN - 1e-9 for d, _ in lp)
+            kept = sum(r["meets_lp_target"] for _, r in rows if "meets_lp_target" in r)
             line += (f"; LP within {TARGET_LP_BELOW_CORUN:.2f} of corun's or above in {kept} of {len(lp)} "
                      f"(lowest {worst[0]:+.2f}: {worst[1]})")
         lines.append(line)
