@@ -13,9 +13,8 @@
  *   Noise lowers z, so noise never promotes; an arm shown longer (z <= -3.09), a trial not within
  *   after GY_GUARD_TRIAL_MAX jobs, or a futile one (z < 0 from GY_GUARD_FUTILE_JOBS jobs on), is
  *   rejected. Both windows cover the same time: stop's paired window starts with the trial. The
- *   durations are kept as
- *   histograms of 1 % bins around a base (stop's first median), so a window holds thousands of
- *   jobs in a few hundred bytes and a job's end costs one bin.
+ *   durations are kept as histograms of 1 % bins around a base (stop's first median), so a window
+ *   holds thousands of jobs in a few hundred bytes and a job's end costs one bin.
  *   Demotion is fast: once a block of an arm's GY_GUARD_RECENT jobs clearly leaves the bound
  *   (their median's 99.9 % lower bound above the p50 bound, or 4 of them above the p99 bound), it
  *   is out at once, not tried again for GY_GUARD_BACKOFF_JOBS jobs (doubling while it keeps failing).
