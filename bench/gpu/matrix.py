@@ -39,7 +39,7 @@ not by default),
 lp_mps_alone, lp_ctl_alone and lp_block_alone (the LP's own cost of control, the HP idle: an MPS
 client at client priority 1 without the hook; hooked on the corun segment under --lp-mode; the same
 with blocking waits; LP ratio only; not by default), corun@MODE and lp_ctl@MODE for MODE in
-none, time:250, time:1000, time:2000, time:4000 (corun with the LP under that queue bound instead
+none, time:250, time:500, time:1000, time:2000, time:4000 (corun with the LP under that queue bound instead
 of --lp-mode, on a corun segment of its own; and that LP alone, hooked; not by default);
 in the first cell of each HP kind
 also the cost setups hp_mps_alone (an MPS client, no hook), hp_hook_alone (hooked, not marking),
@@ -124,7 +124,7 @@ for _group, _arm in ARM_GROUPS.items():
 # Corun with the LP under another queue bound than --lp-mode, each on a corun segment of its own:
 # "corun@time:2000" (the pair) and "lp_ctl@time:2000" (the LP alone, hooked): how much the bound
 # costs the LP and how much a deeper one costs the HP, side by side in the same rounds.
-LP_MODE_VARIANTS = ("none", "time:250", "time:1000", "time:2000", "time:4000")
+LP_MODE_VARIANTS = ("none", "time:250", "time:500", "time:1000", "time:2000", "time:4000")
 MODE_GROUPS = {f"corun-{m.replace(':', '')}": m for m in LP_MODE_VARIANTS}  # group -> the LP's mode
 for _group, _mode in MODE_GROUPS.items():
     SETUP[f"corun@{_mode}"] = (_group, ("hp", "lp"), True)
