@@ -3,9 +3,9 @@
  *
  * A job gets stop with probability stop_share (the running baseline, so that a slow drift of the
  * HP's own job time is never blamed on an arm; at least half the jobs while an arm is tried), else
- * the arm being tried, else the arm in force. The arms give the LP 16, 32, 64, 96 or 120 SMs; 16 is
- * tried first, then 64, then 120, then by bisection below any that failed (next_arm), each only once
- * a smaller one was within the bound, and only once stop has GY_GUARD_MIN_JOBS samples.
+ * the arm being tried, else the arm in force. The arms give the LP 16, 32, 64, 96 or 120 SMs; 64 is
+ * tried first, then 120, then by bisection below any that failed (next_arm), and only once stop has
+ * GY_GUARD_MIN_JOBS samples.
  *   Promotion is slow and distribution-free: at 32, 64, 128, ... samples of the arm's window, a
  *   Mann-Whitney rank test over every (arm job, stop job) pair must show the arm's jobs shorter
  *   than stop's times (1 + eps_p50) at one-sided 1 % (z >= 2.33), and the arm's p99 must be within
@@ -200,13 +200,17 @@ static int lp_cycle_verdict(const struct gy_guard *g, uint32_t arm, uint32_t tha
 static bool backing_off(const struct gy_guard *g, uint32_t arm) { return g->jobs < g->backoff_until[arm]; }
 
 /* The next partition arm to try above `arm`, the largest within the bound so far, or
- * GY_GUARD_NO_ARM: from stop the smallest (the safest first), then the middle one, then the
- * largest; below a larger arm that was dropped and still backs off, the one halfway to it (a
- * bisection). So a pair that takes the largest partition gets it on the third trial, not the fifth
- * (a noisy HP's trial can take thousands of jobs), a larger arm than one that failed is not tried,
- * and a pair whose cost grows with the LP's SMs gets the middle one without first waiting out a
- * trial of the largest: on the H100 the launch-bound HP's 120-SM arm cost it 1.01-1.04 of stop,
- * right at the bound, and its trial ran 2 048 jobs undecided while 64 SMs cost 1.00-1.01
+ * GY_GUARD_NO_ARM: from stop the middle one (64 SMs), then the largest; below a larger arm that was
+ * dropped and still backs off, the one halfway to it (a bisection: 16 below a failed 64 from stop,
+ * then 32 once 16 passed). The middle first since 2026-11-25 (before: 16, then 64, then 120): on
+ * the H100 beside the launch-bound HP, 64 and 120 SMs pinned gave the LP 0.82-0.86 of alone where
+ * corun gave 0.66-0.79, at the HP's corun p50 (bench/results/2026-11-25-mechanism-ceiling), while
+ * 16 SMs gave +0.00-0.09; a noisy HP's trial takes thousands of jobs, and a learning spent on 16
+ * first reached 64 in one cell of four. A GPU-bound HP's cost is gross on every arm (the GEMM HP
+ * 1.75x on 16 SMs, 1.86x on 64): the fallback drops the middle one after a block as it did 16.
+ * A larger arm than one that failed is not tried, and a pair whose cost grows with the LP's SMs
+ * gets the middle one without first waiting out a trial of the largest: the launch-bound HP's
+ * 120-SM arm cost it 1.01-1.04 of stop, right at the bound, while 64 SMs cost 1.00-1.01
  * (bench/results/2026-11-24-guarded-v3).
  * Disjoint arms are never tried: measured on the H100 beside every pair screened they cost the HP
  * as much as their partition twin or more (the launch-bound HP 0.95-1.16 of stop against 0.99-1.03,
@@ -216,21 +220,43 @@ static uint32_t next_arm(const struct gy_guard *g, uint32_t arm)
 {
     if (!valid_arm(arm))
         return GY_GUARD_NO_ARM;
-    uint32_t ladder[GY_GUARD_ARM_COUNT], count = 0, from = 0;
+    int ladder[GY_GUARD_ARM_COUNT], count = 0, from = -1; /* -1: stop, below the ladder */
     for (uint32_t a = GY_ARM_STOP + 1; a < GY_GUARD_ARM_COUNT; a++)
         if (!gy_guard_arm_disjoint((enum gy_guard_arm)a))
-            ladder[count++] = a; /* the table is ordered by size */
-    if (arm == GY_ARM_STOP)
-        return ladder[0];
-    for (uint32_t i = 0; i < count; i++)
+            ladder[count++] = (int)a; /* the table is ordered by size */
+    for (int i = 0; arm != GY_ARM_STOP && i < count; i++)
         if (arm_rows[ladder[i]].sms <= arm_rows[arm].sms)
             from = i;
-    uint32_t failed = count;
-    for (uint32_t i = from + 1; i < count && failed == count; i++)
-        if (backing_off(g, ladder[i]))
+    int failed = count;
+    for (int i = from + 1; i < count && failed == count; i++)
+        if (backing_off(g, (uint32_t)ladder[i]))
             failed = i;
-    uint32_t next = failed < count ? (from + failed) / 2 : from == 0 ? count / 2 : count - 1;
-    return next > from ? ladder[next] : GY_GUARD_NO_ARM;
+    int next = failed < count ? from + (failed - from) / 2 : from < count / 2 ? count / 2 : count - 1;
+    return next > from ? (uint32_t)ladder[next] : GY_GUARD_NO_ARM;
+}
+
+/* A gross cost in the trial of `arm` (the middle one, tried first) says the HP needs what the LP
+ * takes there: the partitions between the one in force and it back off as long as it does, so that
+ * a GPU-bound HP pays one block per retrial, not one for 64 SMs and another for 16 (the GEMM HP on
+ * the H100: 1.75x of stop on 16 SMs, 1.86x on 64; FasterRCNN 720p 1.08-1.25x on 16). Their strikes
+ * stay: they were not measured. Not after an arm in force falls back: the HP changed, and the
+ * smaller arms are tried again as before. */
+static void back_off_below(struct gy_guard *g, uint32_t arm)
+{
+    unsigned floor = valid_arm(g->in_force) ? arm_rows[g->in_force].sms : 0;
+    for (uint32_t a = GY_ARM_STOP + 1; a < GY_GUARD_ARM_COUNT; a++)
+        if (!gy_guard_arm_disjoint((enum gy_guard_arm)a) && arm_rows[a].sms > floor &&
+            arm_rows[a].sms < arm_rows[arm].sms && g->backoff_until[a] < g->backoff_until[arm])
+            g->backoff_until[a] = g->backoff_until[arm];
+}
+
+/* No partition is tried before the next re-check: the LP gains nothing from any size (its jobs
+ * sent nothing to the one tried: CUDA graphs wait under every arm, or it was idle). */
+static void back_off_every_arm(struct gy_guard *g)
+{
+    for (uint32_t a = GY_ARM_STOP + 1; a < GY_GUARD_ARM_COUNT; a++)
+        if (g->backoff_until[a] < g->jobs + GY_GUARD_RECHECK_JOBS)
+            g->backoff_until[a] = g->jobs + GY_GUARD_RECHECK_JOBS;
 }
 
 #define DEPTH_ROW(us) us,
@@ -773,17 +799,20 @@ struct gy_guard_change gy_guard_record(struct gy_guard *g, enum gy_guard_arm arm
          * (bench/results/2026-11-25-matrix-refresh). */
         g->trial = GY_GUARD_NO_ARM;
         g->reason = GY_GUARD_WHY_KEPT;
-        g->backoff_until[arm] = g->jobs + GY_GUARD_RECHECK_JOBS;
+        back_off_every_arm(g);
         return c;
     }
     if (recent_out(g, &g->arms[arm])) {
         /* A gross cost does not go away by itself (a GPU-bound HP's jobs were 1.08-1.73x stop's on
          * 16 SMs beside every LP on the H100, bench/results/2026-11-25-matrix-refresh), and each
          * retrial costs the HP a block of such jobs: it counts as GY_GUARD_GROSS_STRIKES drops. */
-        if (g->ratio_p50_ppm >= ppm(1.0 + GY_GUARD_GROSS_EPS * (g->eps_p50_ppm / 1e6)) &&
-            g->strikes[arm] < UINT32_MAX - GY_GUARD_GROSS_STRIKES)
+        bool gross = g->ratio_p50_ppm >= ppm(1.0 + GY_GUARD_GROSS_EPS * (g->eps_p50_ppm / 1e6));
+        bool tried = arm == g->trial;
+        if (gross && g->strikes[arm] < UINT32_MAX - GY_GUARD_GROSS_STRIKES)
             g->strikes[arm] += GY_GUARD_GROSS_STRIKES - 1;
         drop(g, arm, GY_GUARD_WHY_FALLBACK, &c);
+        if (gross && tried)
+            back_off_below(g, arm);
         return c;
     }
     const struct gy_guard_window *w = &g->arms[arm];
@@ -820,7 +849,7 @@ struct gy_guard_change gy_guard_record(struct gy_guard *g, enum gy_guard_arm arm
         if (progress(g, arm) > 0)
             start_trial(g, next_arm(g, arm));
         else
-            g->trial = GY_GUARD_NO_ARM, g->backoff_until[arm] = g->jobs + GY_GUARD_RECHECK_JOBS;
+            g->trial = GY_GUARD_NO_ARM, back_off_every_arm(g);
     } else if (arm == g->in_force && !g->confirmed && verdict > 0) {
         g->confirmed = 1;
         g->strikes[arm] = 0;

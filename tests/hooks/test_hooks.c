@@ -1958,7 +1958,7 @@ TEST(guarded_sends_launches_to_the_arms_partition_and_holds_them_under_stop)
 TEST(guarded_leaves_stop_when_a_partition_costs_the_hp_nothing)
 {
     char *stderr_text = run_guarded("guarded_converges");
-    CHECK(stderr_text && count_matching_lines(stderr_text, "guarded arm stop -> partition:16 (promoted") >= 1,
+    CHECK(stderr_text && count_matching_lines(stderr_text, "guarded arm stop -> partition:64 (promoted") >= 1,
           "stderr: %s", stderr_text ? stderr_text : "");
     free(stderr_text);
 }
