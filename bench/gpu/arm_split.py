@@ -10,7 +10,7 @@ and the LP's CPUs per setup: busy share, share in interrupt handlers, share stol
 hypervisor, interrupts per second. Last, per arm, its service-time ratio to stop per round and over
 all rounds with a 95 % interval that resamples the folders (each one invocation) and then their
 rounds (stats.ratio_two_stage): give every invocation of one configuration at once.
-    python3 -m bench.gpu.arm_split DIR [DIR ...]     (each with raw.json or raw.json.gz of a matrix run
+    python3 -m bench.gpu.arm_split DIR [DIR ...]     (each with raw.json, raw.json.xz or raw.json.gz of a matrix run
                                                      whose workers recorded launch_ms, since 2026-11-25)
 """
 import collections

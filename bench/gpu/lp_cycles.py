@@ -7,7 +7,7 @@ corun, counts as one arm "-"), from the segments whose LP recorded its units' en
 since 2026-11-25 11:30 UTC): the cycles, and the LP's units per second during the jobs, in the gaps
 and over the cycles; then each arm's cycle rate over that of the stop jobs of the same segments,
 with a 95 % interval that resamples the folders (invocations), then their segments.
-    python3 -m bench.gpu.lp_cycles DIR [DIR ...]      (each with raw.json or raw.json.gz)
+    python3 -m bench.gpu.lp_cycles DIR [DIR ...]      (each with raw.json, raw.json.xz or raw.json.gz)
 Learning segments (round -1) hold most of the cycles; they are shown apart from the rounds.
 A unit's work is spread evenly over its duration: where units last longer than a cycle (the
 FasterRCNN and ResNet-50 LPs beside a 4 ms HP), an arm's share is smeared over the cycles around

@@ -59,7 +59,6 @@ Also GPU clocks (nvidia-smi every 500 ms, nothing set) and the CPU load average 
 """
 import argparse
 import datetime
-import gzip
 import json
 import os
 import random
@@ -70,7 +69,7 @@ import subprocess
 import sys
 import time
 
-from . import host_counters
+from . import host_counters, raw_record
 from .stats import nearest_rank, percentile_of, rate_of, ratio_two_stage
 
 HP_KINDS = ("gemm", "small", "frcnn720", "bert")
@@ -934,7 +933,7 @@ def parse_args(argv):
     p = argparse.ArgumentParser(prog="python3 -m bench.gpu.matrix", description=__doc__.split("\n\n")[0])
     p.add_argument("--build", help="the build folder (bin/expcontroller, lib/libgpuyield.so, python/)")
     p.add_argument("--out", required=True)
-    p.add_argument("--merge", nargs="+", metavar="DIR", help="invocations' folders (raw.json or raw.json.gz) to merge")
+    p.add_argument("--merge", nargs="+", metavar="DIR", help="invocations' folders (raw.json, raw.json.xz or raw.json.gz) to merge")
     p.add_argument("--hp-kinds", type=kinds(HP_KINDS, "HP kind"), default=list(HP_KINDS))
     p.add_argument("--lp-kinds", type=kinds(LP_KINDS, "LP kind"), default=list(DEFAULT_LP_KINDS))
     p.add_argument("--loads", type=kinds(tuple(LOADS), "load"), default=list(LOADS))
@@ -1031,15 +1030,10 @@ def main(argv=None):
     if args.merge:
         raws = []
         for d in args.merge:
-            # records keep large raw files gzipped (raw.json.gz); either is read
-            path = os.path.join(d, "raw.json")
-            if not os.path.exists(path) and os.path.exists(path + ".gz"):
-                path += ".gz"
-            try:
-                with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
-                    raws.append(json.load(f))
-            except (OSError, ValueError, EOFError) as e:
-                fail(f"cannot read {path}: {e}", 2)
+            try:  # records keep large raw files compressed (raw.json.xz, raw.json.gz)
+                raws.append(raw_record.load(d))
+            except raw_record.RawRecordError as e:
+                fail(str(e), 2)
         problems = [p for r in raws for p in policy_problems(r)]
         if problems:
             fail("an invocation's partition setup did not run the partition policy, no verdict:\n  " + "\n  ".join(problems))

@@ -2,25 +2,21 @@
 or more matrix invocations: median, mean, p90 and p99 in ms, pooled over the rounds, and each
 setup's ratio to hp_alone's in the same cell. What a lower process leaves ahead of a job shows
 here first, before the queueing of a loaded HP magnifies it into latency.
-    python3 -m bench.gpu.service_tails DIR [DIR ...]     (each with raw.json or raw.json.gz)
+    python3 -m bench.gpu.service_tails DIR [DIR ...]     (each with raw.json, raw.json.xz or raw.json.gz)
 """
 import collections
-import gzip
-import json
-import os
 import statistics
 import sys
 
+from bench.gpu import raw_record
 from bench.gpu.stats import nearest_rank
 
 
 def load(folder):
-    for name, opener in (("raw.json", open), ("raw.json.gz", gzip.open)):
-        path = os.path.join(folder, name)
-        if os.path.exists(path):
-            with opener(path, "rt") as f:
-                return json.load(f)
-    raise SystemExit(f"service_tails: no raw.json or raw.json.gz in {folder}: give a matrix invocation's folder")
+    try:
+        return raw_record.load(folder)
+    except raw_record.RawRecordError as e:
+        raise SystemExit(f"service_tails: {e}")
 
 
 def tails(folders):

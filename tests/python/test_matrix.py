@@ -507,31 +507,40 @@ def test_guarded_depth_learns_on_a_segment_of_its_own_made_with_guard_depth(tmp_
     assert {"guarded", "guarded_depth"} <= set(cell["setups"]) and not any(s.endswith("_learn") for s in cell["setups"])
 
 
-def test_merge_reads_a_gzipped_raw_record_like_a_plain_one(tmp_path):
-    """Records keep large raw files gzipped: --merge of a folder with raw.json.gz gives the verdict a
-    folder with raw.json gives."""
+def test_merge_reads_a_compressed_raw_record_like_a_plain_one(tmp_path):
+    """Records keep large raw files compressed: --merge of a folder with raw.json.xz or raw.json.gz
+    gives the verdict a folder with raw.json gives; a damaged one is named, exit 2."""
     import gzip
-    plain, zipped = tmp_path / "plain", tmp_path / "zipped"
-    plain.mkdir(), zipped.mkdir()
+    import lzma
+    plain, zipped, xzed = tmp_path / "plain", tmp_path / "zipped", tmp_path / "xzed"
+    plain.mkdir(), zipped.mkdir(), xzed.mkdir()
     raw = synthetic_raw(slow=1.02, lp_share=0.6)
     (plain / "raw.json").write_text(json.dumps(raw))
     with gzip.open(zipped / "raw.json.gz", "wt") as f:
         json.dump(raw, f)
+    with lzma.open(xzed / "raw.json.xz", "wt") as f:
+        json.dump(raw, f)
     outs = []
-    for d in (plain, zipped):
+    for d in (plain, zipped, xzed):
         out = tmp_path / f"out-{d.name}"
         r = subprocess.run([sys.executable, "-m", "bench.gpu.matrix", "--merge", str(d), "--out", str(out)], cwd=ROOT,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120,
                            env=dict(os.environ, MPLBACKEND="Agg"))
         assert r.returncode == 0, r.stdout
         outs.append(json.loads((out / "matrix.json").read_text())["cells"])
-    assert outs[0] == outs[1]
-    bad = tmp_path / "bad"
-    bad.mkdir()
-    (bad / "raw.json.gz").write_bytes(b"not gzip")
-    r = subprocess.run([sys.executable, "-m", "bench.gpu.matrix", "--merge", str(bad), "--out", str(tmp_path / "o")],
+    assert outs[0] == outs[1] == outs[2]
+    for name, junk in (("raw.json.gz", b"not gzip"), ("raw.json.xz", b"not xz")):
+        bad = tmp_path / f"bad-{name}"
+        bad.mkdir()
+        (bad / name).write_bytes(junk)
+        r = subprocess.run([sys.executable, "-m", "bench.gpu.matrix", "--merge", str(bad), "--out", str(tmp_path / "o")],
+                           cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60)
+        assert r.returncode == 2 and "cannot read" in r.stdout and name in r.stdout, r.stdout
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    r = subprocess.run([sys.executable, "-m", "bench.gpu.matrix", "--merge", str(empty), "--out", str(tmp_path / "o")],
                        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60)
-    assert r.returncode == 2 and "cannot read" in r.stdout and "raw.json.gz" in r.stdout
+    assert r.returncode == 2 and "no raw.json, raw.json.xz or raw.json.gz in" in r.stdout, r.stdout
 
 
 def test_service_tails_pools_the_measured_rounds_and_compares_with_the_hp_alone(tmp_path, capsys):
