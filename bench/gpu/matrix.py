@@ -641,8 +641,10 @@ def learning_groups(args):
 def learn_guarded(args, procs, tools, raw, cell, group="guarded"):
     """Before a cell's rounds: forget what guarded learned beside the last pair (`expcontroller
     guard-reset`), then let it learn this pair: --learn-jobs HP jobs beside the LP, at --learn-load
-    (90 % by default; 0: the cell's own load, so that the HP's job times while learning are those
-    of the rounds: a host-bound HP's jobs are shorter back to back than after idle time).
+    (by default 0, the cell's own load, so that what the rule measures while learning is what the
+    rounds run: a host-bound HP's jobs are shorter back to back than after idle time, and on the
+    H100 arms passed at 90 % of the rate, the default until 2026-11-25, cost the launch-bound HP
+    1.05-1.065 of stop in the rounds at 25 %: bench/results/2026-11-25-mechanism-ceiling/).
     Recorded as setup "<setup>_learn" (guarded_learn, guarded_depth_learn) with the arm it chose (the verdict leaves it out: the rounds
     measure the policy as it runs once it has learned, and this segment what learning costs).
     Returns the LP's partition launches so far."""
@@ -967,8 +969,10 @@ def parse_args(argv):
     p.add_argument("--no-park", action="store_true",
                    help="with --pin: every HP worker stays on the HP's CPUs while it waits for its turn, the harness "
                         "still on its own (the plan of 2026-11-25 08:45-09:45 UTC; parking is then the only difference)")
-    p.add_argument("--learn-load", type=float, default=0.9,
-                   help="guarded: the load it learns at, a fraction of the HP's calibrated rate (0: the cell's load)")
+    p.add_argument("--learn-load", type=float, default=0.0,
+                   help="guarded: the load it learns at, a fraction of the HP's calibrated rate (0, the default: "
+                        "the cell's own load; 0.9 until 2026-11-25 16:30 UTC, when arms passed at 0.9 cost the "
+                        "launch-bound HP 5-6 %% in the rounds at 0.25)")
     p.add_argument("--partition-sms", type=int, default=16)
     p.add_argument("--auto-idle-us", type=int, default=None, metavar="US",
                    help="GPUYIELD_IDLE_US of the corun_auto_short setup's HP (1..10000000, default "

@@ -207,7 +207,8 @@ def test_merge_of_a_missing_folder_is_one_error(tmp_path):
     r = subprocess.run([sys.executable, "-m", "bench.gpu.matrix", "--merge", str(tmp_path / "none"), "--out",
                         str(tmp_path / "o")], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                        timeout=60)
-    assert r.returncode == 2 and "cannot read" in r.stdout and "raw.json" in r.stdout
+    assert r.returncode == 2 and "no raw.json, raw.json.xz or raw.json.gz in" in r.stdout and "none" in r.stdout
+    assert r.stdout.count("\n") == 1 and not (tmp_path / "o").exists()
 
 
 def test_dry_run_end_to_end_with_a_stand_in_backend(tmp_path):
@@ -352,6 +353,7 @@ def test_auto_idle_us_reaches_the_short_auto_hp_only_beside_the_default_one(tmp_
 
 
 def test_guarded_learns_at_the_set_load_or_the_cells_own():
+    assert matrix.parse_args(["--merge", "d", "--out", "x"]).learn_load == 0.0  # the default: the cell's own load
     args = argparse.Namespace(learn_load=0.0)
     assert matrix.learn_load(args, "poisson-25") == matrix.LOADS["poisson-25"]
     args.learn_load = 0.9
