@@ -6,6 +6,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tarfile
 import time
 
@@ -105,3 +106,31 @@ def test_a_terminated_run_still_packs_what_it_measured(tmp_path):
     with tarfile.open(out / "results.tgz") as tar:
         part = tar.extractfile("gy-results/smoke/part.txt")
         assert part.read() == b"measured\n"
+
+
+def test_call_size_counts_what_a_device_call_carries(tmp_path):
+    """bench/gpu/call_size.py: tracked + untracked-not-ignored + carried, ignored files left out;
+    exit 1 over the limit, 2 outside a checkout."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = lambda *a: subprocess.run(["git", "-C", str(repo), *a], check=True, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL)
+    git("init", "-q")
+    (repo / ".gitignore").write_text("ignored/\nbuild/\n")
+    (repo / "tracked.bin").write_bytes(b"t" * 3_000_000)
+    git("add", ".gitignore", "tracked.bin")
+    (repo / "new.bin").write_bytes(b"u" * 1_000_000)  # untracked, not ignored: carried
+    (repo / "ignored").mkdir()
+    (repo / "ignored" / "big.bin").write_bytes(b"i" * 5_000_000)  # ignored: not carried
+    (repo / "build").mkdir()
+    (repo / "build" / "lib.so").write_bytes(b"c" * 2_000_000)  # ignored but named in --carry
+    run = lambda *a: subprocess.run([sys.executable, "-m", "bench.gpu.call_size", "--root", str(repo), *a], cwd=ROOT,
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60)
+    r = run("--carry", "build", "--limit-mib", "6")
+    assert r.returncode == 0, r.stdout
+    assert "tracked 3.0 MB" in r.stdout and "untracked, not ignored 1.0 MB" in r.stdout and "(build) 2.0 MB" in r.stdout
+    assert "= 6.0 MB of 6 MiB" in r.stdout and "left" in r.stdout
+    r = run("--carry", "build", "ignored", "--limit-mib", "6")
+    assert r.returncode == 1 and "OVER by" in r.stdout and "refused" in r.stdout, r.stdout
+    r = run("--root", str(tmp_path / "nowhere"))
+    assert r.returncode == 2 and "not a git checkout" in r.stdout, r.stdout
