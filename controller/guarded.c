@@ -26,7 +26,8 @@
  * (between trials) the partition arms' windows reset, so the arm in force is tested again and
  * larger ones retried; when stop's recent median moves by more than a factor GY_GUARD_SHIFT from its
  * window's, the HP's speed changed: the windows start again around the new median and the arm in
- * force is measured again (shifted()).
+ * force is measured again (shifted()); the same when the HP's job rate (its mean cycle) moves by
+ * that factor (note_rate).
  *
  * The queue depth is the second dimension: what the lower processes may keep queued (their time:US
  * bound raised to 1000, 2000 or 4000 us) in the gap before an HP job, i.e. what the job finds ahead
@@ -605,6 +606,7 @@ static void start_over(struct gy_guard *g, enum gy_guard_reason why, struct gy_g
     }
     reset_window(&g->paired_stop);
     g->base_us = 0;
+    g->cycle_mean_us = g->cycles_counted = g->rate_ref_us = 0;
     g->ratio_p50_ppm = g->ratio_p99_ppm = 0; /* the last test was of another pair */
     g->z_milli = 0;
     g->trial = GY_GUARD_NO_ARM;
@@ -672,6 +674,51 @@ struct gy_guard_change gy_guard_reset(struct gy_guard *g)
     return c;
 }
 
+/* The HP's job rate moved by more than a factor GY_GUARD_SHIFT: what an arm costs the HP may move
+ * with it (on the H100 arms passed while the launch-bound HP ran at 0.9 of its rate cost it 1.05-1.065
+ * of stop at 0.25, bench/results/2026-11-25-mechanism-ceiling). As after a shift of its job time:
+ * the partition arms' windows and stop's paired window start again, the arm in force stays and is
+ * measured again, a trial ends; stop's own window stays (the fallback's baseline). */
+static void rate_shifted(struct gy_guard *g)
+{
+    for (uint32_t a = GY_ARM_STOP + 1; a < GY_GUARD_ARM_COUNT; a++)
+        reset_window(&g->arms[a]);
+    reset_window(&g->paired_stop);
+    g->trial = GY_GUARD_NO_ARM;
+    g->confirmed = 0;
+    reset_window(&g->depth_window); /* the depth in force stays, measured again */
+    g->depth_trial = 0;
+    g->depth_confirmed = 0;
+    publish_depth(g);
+    g->last_recheck = g->jobs;
+    if (g->in_force != GY_ARM_STOP)
+        g->reason = GY_GUARD_WHY_SHIFT; /* with stop in force, why it is stays the reason */
+}
+
+/* A counted cycle of `us`: the running mean of the HP's cycles; its reference is taken once
+ * 2 x GY_GUARD_RATE_CYCLES cycles were counted (again after each shift of the rate), and a mean
+ * more than GY_GUARD_SHIFT from it is a shift. Not while an arm is pinned (it is measured as it
+ * is, whatever the load). */
+static void note_rate(struct gy_guard *g, uint64_t us)
+{
+    int64_t u = us > UINT32_MAX ? UINT32_MAX : (int64_t)us, mean = g->cycle_mean_us;
+    g->cycle_mean_us = (uint32_t)(mean ? mean + (u - mean) / GY_GUARD_RATE_CYCLES : u);
+    if (g->cycles_counted < UINT32_MAX)
+        g->cycles_counted++;
+    if (!g->rate_ref_us) {
+        if (g->cycles_counted >= 2 * GY_GUARD_RATE_CYCLES)
+            g->rate_ref_us = g->cycle_mean_us ? g->cycle_mean_us : 1;
+        return;
+    }
+    double ratio = (double)g->cycle_mean_us / g->rate_ref_us;
+    if (g->pinned || (ratio <= GY_GUARD_SHIFT && ratio * GY_GUARD_SHIFT >= 1.0))
+        return;
+    g->rate_ref_us = 0;
+    g->cycles_counted = 0;
+    if (g->base_us)
+        rate_shifted(g);
+}
+
 void gy_guard_cycle(struct gy_guard *g, enum gy_guard_arm arm, uint64_t now_ns, uint64_t lp_launches)
 {
     if (g->cycle_arm < GY_GUARD_ARM_COUNT && now_ns > g->cycle_start_ns && lp_launches >= g->cycle_start_work) {
@@ -686,6 +733,7 @@ void gy_guard_cycle(struct gy_guard *g, enum gy_guard_arm arm, uint64_t now_ns, 
             g->cycle_us[a] += (uint32_t)us;
             if (g->cycle_us[a] > GY_GUARD_CYCLE_HORIZON_US)
                 g->cycle_work[a] /= 2, g->cycle_us[a] /= 2;
+            note_rate(g, us);
         }
     }
     g->cycle_arm = (unsigned)arm < GY_GUARD_ARM_COUNT ? (uint32_t)arm : GY_GUARD_NO_ARM;

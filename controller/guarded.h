@@ -44,6 +44,7 @@
 #define GY_GUARD_GROSS_STRIKES 3    /* ... counts as this many drops in a row (the first backoff 4 x) */
 #define GY_GUARD_RECHECK_JOBS 8000  /* windows of the partition arms reset this often (between trials) */
 #define GY_GUARD_SHIFT 2.0          /* stop's recent median this factor above or below its window's: re-base */
+#define GY_GUARD_RATE_CYCLES 32     /* the HP's mean cycle (its job rate) is a running mean over about this many */
 #define GY_GUARD_CYCLE_MAX_BASES 64 /* a cycle longer than this many of stop's median jobs is not counted */
 #define GY_GUARD_CYCLE_MAX_NS 1000000000ull /* ... and before there is a median, one over a second */
 #define GY_GUARD_CYCLE_HORIZON_US 120000000u /* an arm's cycle sums halve past 2 minutes of cycles */

@@ -51,7 +51,7 @@ enum { GY_GUARD_DEPTH_COUNT = 0 GY_GUARD_DEPTHS(GY_GUARD_DEPTH_ONE) };
     X(KEPT, "kept", "kept: a tried arm gave the LP no more over whole cycles, or nothing in its jobs") \
     X(REJECTED, "rejected", "the tried arm missed the bound of stop (p50 or p99)")                 \
     X(FALLBACK, "fallback", "fallback: the arm's recent jobs left the bound of stop")              \
-    X(SHIFT, "shift", "shift: the HP's job time moved by a factor over 2; measured again from there") \
+    X(SHIFT, "shift", "shift: the HP's job time or job rate moved by a factor over 2; measured again from there") \
     X(RECHECK, "recheck", "re-check: windows reset after the periodic interval; kept while within the bound") \
     X(FORCED, "forced", "forced by gy_guard_force (tests, operators)")                              \
     X(RESET, "reset", "reset by an operator (expcontroller guard-reset): learning again from stop")
@@ -124,10 +124,16 @@ struct gy_guard {
      * passes GY_GUARD_CYCLE_HORIZON_US (they age by time, apart from the job windows; 32 bits
      * each: the segment stays under 64 KiB). */
     uint32_t cycle_arm;
+    /* The HP's job rate, for a load shift (guarded.c, note_rate): a running mean of the counted
+     * cycles' lengths in microseconds, how many were counted since it was last taken as the
+     * reference (saturating), and that reference (0: not taken yet). In what was padding. */
+    uint32_t cycle_mean_us;
     uint64_t cycle_start_ns;
     uint64_t cycle_start_work;
     uint32_t cycle_work[GY_GUARD_ARM_COUNT];
     uint32_t cycle_us[GY_GUARD_ARM_COUNT];
+    uint32_t cycles_counted;
+    uint32_t rate_ref_us;
 };
 
 #endif

@@ -48,10 +48,11 @@ struct pair {
  * grow, as on a real segment. */
 #define GAP_BASES 2.0
 static uint64_t sim_now_ns = 1000000000ull, sim_lp_launches;
+static double sim_gap_bases = GAP_BASES; /* a test of a load change sets another; fresh() restores it */
 
 static void simulate_cycle(const struct pair *p, enum gy_guard_arm arm, uint64_t job_ns)
 {
-    double gap_ms = GAP_BASES * p->base_ms, alone_per_ms = 0;
+    double gap_ms = sim_gap_bases * p->base_ms, alone_per_ms = 0;
     for (int a = 0; a < GY_GUARD_ARM_COUNT; a++)
         alone_per_ms = fmax(alone_per_ms, p->lp_per_ms[a]);
     double launches = p->lp_per_ms[arm] * (double)job_ns / 1e6 + alone_per_ms * gap_ms - p->gap_loss[arm];
@@ -126,6 +127,7 @@ static struct gy_guard *fresh(uint64_t seed)
     gy_guard_init(&g);
     gy_guard_configure(&g, GY_GUARD_DEFAULT_EPS_P50, GY_GUARD_DEFAULT_EPS_P99, GY_GUARD_DEFAULT_STOP_SHARE, seed);
     noise_state = seed * 0x9e3779b97f4a7c15ull + 1;
+    sim_gap_bases = GAP_BASES;
     return &g;
 }
 
@@ -753,6 +755,48 @@ TEST(a_shift_of_the_hp_time_rebases_the_windows_and_measures_the_arm_again)
 /* A host-bound HP whose job time wanders (a BERT HP between 3.2 and 5.3 ms on the H100, medians of
  * 64 jobs): a trial compares jobs of the same time, so the wandering falls on both sides and a
  * costless arm still passes; it is no shift (that would cut every trial short). */
+/* The HP's job rate drops by a factor 3 (its gaps from 2 to 8 of its jobs) and the arm in force,
+ * costless before, now costs it 4 %, hidden in 10 % noise (on the H100 arms passed at 0.9 of the
+ * launch-bound HP's rate cost it 1.05-1.065 of stop at 0.25). The rate shift starts the arm's
+ * window again and its test shows it out; without the shift the same cost, in a window of
+ * thousands of costless jobs and under the fallback's threshold, stayed in force through 6 000 jobs
+ * in three seeds of four (with it: dropped after 700-2 800). */
+static uint64_t jobs_until_dropped(uint64_t seed, double gap_after, bool *shift_seen)
+{
+    struct gy_guard *g = fresh(seed);
+    struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
+    simulate(g, &costless, SETTLE_JOBS, &r);
+    *shift_seen = false;
+    if (g->in_force != TOP) {
+        CHECK(false, "seed %llu: not promoted first: %s", (unsigned long long)seed, gy_guard_arm_name(g->in_force));
+        return 0;
+    }
+    struct pair p = {10.0, EVERY_PARTITION(1.04), LOGNORMAL10, LP_PER_MS, {0}, {0}, {0}};
+    uint64_t recheck = g->last_recheck, j = 0;
+    sim_gap_bases = gap_after;
+    for (; j < 6000 && g->in_force == TOP; j++) {
+        simulate(g, &p, 1, &r);
+        if (g->last_recheck != recheck && g->reason == GY_GUARD_WHY_SHIFT)
+            *shift_seen = true;
+    }
+    return j;
+}
+
+TEST(a_shift_of_the_hp_job_rate_measures_the_arm_in_force_again)
+{
+    uint64_t with = 0, without = 0;
+    for (uint64_t seed = 1; seed <= 4; seed++) {
+        bool shift = false, none = false;
+        uint64_t a = jobs_until_dropped(seed, 8.0, &shift), b = jobs_until_dropped(seed, GAP_BASES, &none);
+        CHECK(shift && a < 6000, "seed %llu: rate shift %s, the costly arm dropped after %llu jobs", (unsigned long long)seed,
+              shift ? "seen" : "not seen", (unsigned long long)a);
+        CHECK(!none, "seed %llu: a shift without a change of rate", (unsigned long long)seed);
+        with += a, without += b;
+    }
+    CHECK(2 * with < without, "jobs until the costly arm was dropped: %llu with the rate shift, %llu without",
+          (unsigned long long)with, (unsigned long long)without);
+}
+
 TEST(a_wandering_hp_time_is_no_shift_and_costless_arms_still_pass)
 {
     unsigned promoted = 0;
