@@ -676,11 +676,14 @@ struct gy_guard_change gy_guard_reset(struct gy_guard *g)
 
 /* The HP's job rate moved by more than a factor GY_GUARD_SHIFT: what an arm costs the HP may move
  * with it (on the H100 arms passed while the launch-bound HP ran at 0.9 of its rate cost it 1.05-1.065
- * of stop at 0.25, bench/results/2026-11-25-mechanism-ceiling). As after a shift of its job time:
- * the partition arms' windows and stop's paired window start again, the arm in force stays and is
- * measured again, a trial ends; stop's own window stays (the fallback's baseline). */
+ * of stop at 0.25, bench/results/2026-11-25-mechanism-ceiling), and what it gives the LP over a
+ * cycle moves with the gaps. As after a shift of its job time: the partition arms' windows and
+ * stop's paired window start again, the arm in force stays and is measured again, a trial ends;
+ * stop's own window stays (the fallback's baseline). Every arm's cycle sums start again too. */
 static void rate_shifted(struct gy_guard *g)
 {
+    memset(g->cycle_work, 0, sizeof g->cycle_work);
+    memset(g->cycle_us, 0, sizeof g->cycle_us);
     for (uint32_t a = GY_ARM_STOP + 1; a < GY_GUARD_ARM_COUNT; a++)
         reset_window(&g->arms[a]);
     reset_window(&g->paired_stop);
