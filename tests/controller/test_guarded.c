@@ -773,11 +773,15 @@ static uint64_t jobs_until_dropped(uint64_t seed, double gap_after, bool *shift_
     }
     struct pair p = {10.0, EVERY_PARTITION(1.04), LOGNORMAL10, LP_PER_MS, {0}, {0}, {0}};
     uint64_t recheck = g->last_recheck, j = 0;
+    uint32_t stop_cycles_before = g->cycle_us[GY_ARM_STOP];
     sim_gap_bases = gap_after;
     for (; j < 6000 && g->in_force == TOP; j++) {
         simulate(g, &p, 1, &r);
-        if (g->last_recheck != recheck && g->reason == GY_GUARD_WHY_SHIFT)
-            *shift_seen = true;
+        if (!*shift_seen && g->last_recheck != recheck && g->reason == GY_GUARD_WHY_SHIFT) {
+            *shift_seen = true; /* the cycle sums start again with the windows */
+            CHECK(g->cycle_us[GY_ARM_STOP] < stop_cycles_before / 4, "seed %llu: stop's cycles %u us after the shift, "
+                  "%u before", (unsigned long long)seed, g->cycle_us[GY_ARM_STOP], stop_cycles_before);
+        }
     }
     return j;
 }
