@@ -623,6 +623,19 @@ static void start_over(struct gy_guard *g, enum gy_guard_reason why, struct gy_g
     publish_depth(g);
 }
 
+/* After a shift (the HP's job time or job rate) the windows start again: a trial ends, the arm and
+ * the depth in force stay and are measured again, and the periodic re-check counts from here. */
+static void measure_again(struct gy_guard *g)
+{
+    g->trial = GY_GUARD_NO_ARM;
+    g->confirmed = 0;
+    reset_window(&g->depth_window); /* the depth in force stays, measured again */
+    g->depth_trial = 0;
+    g->depth_confirmed = 0;
+    publish_depth(g);
+    g->last_recheck = g->jobs;
+}
+
 /* Stop's recent median far from its window's: the HP's own speed changed (another input, or a
  * host-bound HP's CPU: on the H100 the launch-bound HP ran whole segments at 5 or at 11 ms a job).
  * The windows start again around the new median (stop's last 16 jobs are its first samples); the
@@ -653,13 +666,7 @@ static bool shifted(struct gy_guard *g)
     w->recent_n = GY_GUARD_RECENT;
     for (uint32_t i = 0; i < GY_GUARD_RECENT; i++)
         bin_sample(g, w, kept[i]), bin_sample(g, &g->paired_stop, kept[i]);
-    g->trial = GY_GUARD_NO_ARM;
-    g->confirmed = 0;
-    reset_window(&g->depth_window); /* the depth in force stays, measured again */
-    g->depth_trial = 0;
-    g->depth_confirmed = 0;
-    publish_depth(g);
-    g->last_recheck = g->jobs;
+    measure_again(g);
     g->reason = GY_GUARD_WHY_SHIFT;
     return true;
 }
@@ -687,13 +694,7 @@ static void rate_shifted(struct gy_guard *g)
     for (uint32_t a = GY_ARM_STOP + 1; a < GY_GUARD_ARM_COUNT; a++)
         reset_window(&g->arms[a]);
     reset_window(&g->paired_stop);
-    g->trial = GY_GUARD_NO_ARM;
-    g->confirmed = 0;
-    reset_window(&g->depth_window); /* the depth in force stays, measured again */
-    g->depth_trial = 0;
-    g->depth_confirmed = 0;
-    publish_depth(g);
-    g->last_recheck = g->jobs;
+    measure_again(g);
     if (g->in_force != GY_ARM_STOP)
         g->reason = GY_GUARD_WHY_SHIFT; /* with stop in force, why it is stays the reason */
 }
