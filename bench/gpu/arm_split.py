@@ -16,7 +16,7 @@ rounds (stats.ratio_two_stage): give every invocation of one configuration at on
 import collections
 import sys
 
-from bench.gpu.service_tails import load
+from bench.gpu import raw_record
 from bench.gpu.stats import nearest_rank, percentile_of, ratio_two_stage
 
 FIELDS = ("svc_ms", "launch_ms", "launch_cpu_ms", "rest_ms")
@@ -26,7 +26,7 @@ def split(folders):
     """{(hp, lp, load): {(setup, arm): {field: [values]}}} over the measured rounds of every folder."""
     out = collections.defaultdict(lambda: collections.defaultdict(lambda: collections.defaultdict(list)))
     for folder in folders:
-        for seg in load(folder)["segments"]:
+        for seg in raw_record.load_or_exit(folder, "arm_split")["segments"]:
             r = seg.get("hp_result") or {}
             if seg.get("round", -1) < 0 or not r.get("ok") or not r.get("launch_ms"):
                 continue  # learning, LP-only or failed segments, and runs from before launch_ms
@@ -46,7 +46,7 @@ def round_blocks(folders):
     the invocation-then-round bootstrap, one round's arm jobs with the stop jobs of its segment."""
     out = collections.defaultdict(lambda: [[] for _ in folders])
     for i, folder in enumerate(folders):
-        for seg in load(folder)["segments"]:
+        for seg in raw_record.load_or_exit(folder, "arm_split")["segments"]:
             r = seg.get("hp_result") or {}
             if seg.get("round", -1) < 0 or not r.get("ok") or not r.get("arms"):
                 continue
@@ -80,7 +80,7 @@ def host(folders):
     from bench.gpu.matrix import SETUP
     acc = collections.defaultdict(lambda: collections.defaultdict(lambda: collections.defaultdict(list)))
     for folder in folders:
-        raw = load(folder)
+        raw = raw_record.load_or_exit(folder, "arm_split")
         cpus = raw.get("cpus") or {}
         for seg in raw["segments"]:
             if seg.get("round", -1) < 0 or not seg.get("host") or seg["setup"] not in SETUP:

@@ -27,13 +27,13 @@ import functools
 import sys
 
 from bench.gpu.matrix_worker import units_inside
-from bench.gpu.service_tails import load as load_raw
+from bench.gpu import raw_record
 from bench.gpu.stats import rate_of, ratio_two_stage
 
 
 @functools.lru_cache(maxsize=None)
 def load(folder):
-    return load_raw(folder)  # a folder's raw.json is read once (it is tens of MB)
+    return raw_record.load_or_exit(folder, "lp_cycles")  # a folder's raw.json is read once (tens of MB)
 
 
 def units_in_window(first, done, lo, hi):

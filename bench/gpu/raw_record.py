@@ -30,3 +30,12 @@ def load(folder):
             return json.load(f)
     except (OSError, ValueError, EOFError, lzma.LZMAError) as e:
         raise RawRecordError(f"cannot read {path}: {e}") from e
+
+
+def load_or_exit(folder, tool):
+    """load() for a command-line tool: a missing or unreadable record ends it with one line naming
+    the tool (exit 1)."""
+    try:
+        return load(folder)
+    except RawRecordError as e:
+        raise SystemExit(f"{tool}: {e}")

@@ -13,10 +13,7 @@ from bench.gpu.stats import nearest_rank
 
 
 def load(folder):
-    try:
-        return raw_record.load(folder)
-    except raw_record.RawRecordError as e:
-        raise SystemExit(f"service_tails: {e}")
+    return raw_record.load_or_exit(folder, "service_tails")
 
 
 def tails(folders):

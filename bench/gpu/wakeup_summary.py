@@ -11,7 +11,7 @@ import collections
 import re
 import sys
 
-from bench.gpu.service_tails import load
+from bench.gpu import raw_record
 
 LINE = re.compile(r"^\s*(?P<comm>.*?)-(?P<pid>\d+)\s+\[(?P<cpu>\d+)\]\s+\S+\s+(?P<ts>\d+\.\d+): "
                   r"(?P<event>ipi_send_cpu|ipi_send_cpumask|sched_wakeup): (?P<rest>.*)$")
@@ -76,7 +76,7 @@ def main(argv):
     if len(argv) != 3:
         raise SystemExit(__doc__.strip().splitlines()[-3].strip())
     trace, folder, offset = argv[0], argv[1], float(argv[2])
-    raw = load(folder)
+    raw = raw_record.load_or_exit(folder, "wakeup_summary")
     if not any(k.endswith("_hp") for k in (raw.get("cpus") or {})):
         raise SystemExit(f"wakeup_summary: {folder}'s raw.json names no HP CPUs: run the matrix with --pin")
     with open(trace, errors="replace") as f:
