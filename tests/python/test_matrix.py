@@ -892,3 +892,54 @@ def test_the_learning_hp_says_each_change_of_arm_and_no_other_hp_is_verbose():
     assert env("guarded", "hp")["GPUYIELD_VERBOSE"] == "1" and env("guardeddepth", "hp")["GPUYIELD_VERBOSE"] == "1"
     assert "GPUYIELD_VERBOSE" not in env("corun", "hp") and "GPUYIELD_VERBOSE" not in env("arm-partition16", "hp")
     assert env("corun", "lp")["GPUYIELD_VERBOSE"] == "1" and env("guarded", "lp")["GPUYIELD_VERBOSE"] == "1"
+
+
+def _report_folder(tmp_path, name, cells, hp_kinds, segments):
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "matrix.json").write_text(json.dumps({"cells": cells, "hp_kinds": hp_kinds}))
+    (folder / "raw.json").write_text(json.dumps({"segments": segments}))
+    return str(folder)
+
+
+def test_matrix_report_gives_each_cells_setups_the_guarded_end_state_and_the_targets_counted(tmp_path, capsys):
+    from bench.gpu import matrix_report
+
+    def row(p50, ci, p99, lp, share, hp_ok, lp_ok=None):
+        r = {"hp_jobs": 100, "hp_p50_ratio": {"value": p50, "ci": ci}, "hp_p99_ratio": {"value": p99},
+             "lp_throughput_ratio": {"value": lp}, "lp_share_of_left": share, "meets_hp_target": hp_ok}
+        if lp_ok is not None:
+            r["meets_lp_target"] = lp_ok
+        return r
+    cells = [{"hp": "small", "lp": "gemm", "load": "poisson-25", "gpu_time_left": 0.95,
+              "setups": {"corun": row(0.8, [0.7, 0.9], 1.0, 0.70, 0.74, True),
+                         "guarded": row(0.81, [0.7, 0.9], 1.0, 0.79, 0.83, True, True)}},
+             {"hp": "small", "lp": "gemm", "load": "poisson-60", "gpu_time_left": 0.85,
+              "setups": {"corun": row(0.9, [0.8, 1.0], 1.0, 0.40, 0.47, True),
+                         "guarded": row(1.1, [1.0, 1.2], 1.3, 0.35, 0.41, False, False)}},
+             {"hp": "gemm", "lp": "gemm", "load": "poisson-25", "gpu_time_left": 0.75,
+              "setups": {"corun": row(1.0, [1.0, 1.0], 1.0, 0.70, 0.93, True),
+                         "guarded": row(1.0, [1.0, 1.0], 1.0, 0.71, 0.94, True, True)}}]
+    kinds = {"small": {"svc_p50_ms": 4.0, "busy_ms": 0.3}, "gemm": {"svc_p50_ms": 4.0, "busy_ms": 3.9}}
+
+    def status(in_force, jobs, rnd):
+        return {"hp": "small", "lp": "gemm", "load": "poisson-25", "setup": "guarded", "round": rnd,
+                "guarded_status": {"guarded": {"in_force": in_force, "reason": "promoted", "trying": None,
+                                               "arms": {"stop": {"jobs": 900}, "partition:64": {"jobs": jobs},
+                                                        "partition:16": {"jobs": 0}}}}}
+    # the last round's status is the cell's end state, whatever order the segments were written in
+    folder = _report_folder(tmp_path, "a", cells, kinds, [status("partition:64", 500, 1), status("stop", 10, 0)])
+    assert matrix_report.main([folder]) == 0
+    out = capsys.readouterr().out
+    lines = {ln.split(" | ")[0]: ln for ln in out.splitlines() if ln.startswith("| ")}
+    first = lines["| small + gemm, poisson-25"]
+    assert "0.80 [0.70, 0.90] · 1.00 · LP 0.70 (0.74)" in first and "partition:64, promoted; 64: 500 |" in first
+    assert "✗HP ✗LP" in lines["| small + gemm, poisson-60"]
+    assert "- guarded: HP target in 2 of 3 cells; LP within 0.02 of corun's or above in 2 of 3" in out
+    # only the launch-bound HP (small) at the lower load counts for the LP target: 0.79 and 0.83 meet it
+    assert "launch-bound HPs at the lower load: LP >= 0.60 of alone in 1 of 1, >= 0.8 of the time left in 1 of 1" in out
+    assert ">= 0.8 of the time left in 0 of 1" in out  # corun's 0.74
+    # a folder without matrix.json is one error naming it
+    (tmp_path / "empty").mkdir()
+    assert matrix_report.main([str(tmp_path / "empty")]) == 1
+    assert "empty/matrix.json" in capsys.readouterr().err

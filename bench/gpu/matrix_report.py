@@ -1,0 +1,174 @@
+"""The cell table of a matrix record, in Markdown, from what the runs wrote: per cell the HP p50
+ratio with its interval, the p99 ratio, the LP's throughput ratio and its share of the GPU time the
+HP leaves, for each named setup; beside guarded, the arm in force at the cell's end, why, and how
+many HP jobs each arm other than stop ran on the cell's guarded segment (learning and rounds).
+Then per setup the issue's targets counted over the cells, the launch-bound HPs' LP target among
+them. Give every folder of one record at once (each one matrix invocation: matrix.json, and
+raw.json, raw.json.xz or raw.json.gz for the guarded states):
+    python3 -m bench.gpu.matrix_report DIR [DIR ...] [--setups corun,guarded]
+A cell measured in two folders is listed from each (merge invocations with `matrix --merge`)."""
+import argparse
+import json
+import os
+import sys
+
+from bench.gpu import matrix, raw_record
+
+# Issue 26's LP target where the HP leaves most of the GPU idle inside its job (launch-bound):
+# at the lower load the LP keeps this much of its alone throughput and of the GPU time left.
+LAUNCH_BOUND_BUSY = 0.5  # an HP kind is launch-bound when the GPU is busy under this share of its job
+TARGET_LP_ALONE, TARGET_LP_SHARE = 0.60, 0.8
+
+
+class ReportError(Exception):
+    pass
+
+
+def load_matrix(folder):
+    path = os.path.join(folder, "matrix.json")
+    try:
+        with open(path) as f:
+            m = json.load(f)
+    except (OSError, ValueError) as e:
+        raise ReportError(f"cannot read {path}: {e} (give the folder of a matrix invocation)") from e
+    if not isinstance(m, dict) or not isinstance(m.get("cells"), list):
+        raise ReportError(f"{path} has no list of cells: not a matrix.json")
+    return m
+
+
+def launch_bound_kinds(m):
+    """The HP kinds whose job keeps the GPU busy under LAUNCH_BOUND_BUSY of its service time."""
+    out = set()
+    for kind, v in (m.get("hp_kinds") or {}).items():
+        if v.get("svc_p50_ms") and v.get("busy_ms") is not None and v["busy_ms"] < LAUNCH_BOUND_BUSY * v["svc_p50_ms"]:
+            out.add(kind)
+    return out
+
+
+def guarded_states(raw):
+    """{(hp, lp, load): (in_force, reason, trying, {arm: jobs} for arms other than stop)} from the
+    status of each cell's last measured guarded segment."""
+    out = {}
+    last_round = {}
+    for seg in (raw or {}).get("segments", []):
+        st = ((seg.get("guarded_status") or {}).get("guarded"))
+        if seg.get("setup") != "guarded" or not st:
+            continue
+        key = (seg["hp"], seg["lp"], seg["load"])
+        if seg.get("round", -1) < last_round.get(key, -2):
+            continue
+        last_round[key] = seg.get("round", -1)
+        jobs = {a: v.get("jobs", 0) for a, v in (st.get("arms") or {}).items() if a != "stop" and v.get("jobs")}
+        out[key] = (st.get("in_force"), st.get("reason"), st.get("trying"), jobs)
+    return out
+
+
+def fmt_setup(row):
+    if not row or not row.get("hp_jobs"):
+        return "-"
+    p50, p99 = row.get("hp_p50_ratio") or {}, row.get("hp_p99_ratio") or {}
+    lp = (row.get("lp_throughput_ratio") or {}).get("value")
+    ci = p50.get("ci")
+    txt = "-" if p50.get("value") is None else f"{p50['value']:.2f}"
+    if ci:
+        txt += f" [{ci[0]:.2f}, {ci[1]:.2f}]"
+    txt += " · " + ("-" if p99.get("value") is None else f"{p99['value']:.2f}")
+    if lp is not None:
+        share = row.get("lp_share_of_left")
+        txt += f" · LP {lp:.2f}" + (f" ({share:.2f})" if share is not None else "")
+    if not row.get("meets_hp_target", True):
+        txt += " ✗HP"
+    if not row.get("meets_lp_target", True):
+        txt += " ✗LP"
+    return txt
+
+
+def fmt_state(state):
+    if not state:
+        return "-"
+    in_force, reason, trying, jobs = state
+    txt = f"{in_force}, {reason}"
+    if trying:
+        txt += f", {trying} in trial"
+    arms = ", ".join(f"{a.replace('partition:', '')}: {n}" for a, n in sorted(jobs.items(), key=lambda kv: -kv[1]))
+    return txt + ("; " + arms if arms else "; no other arm")
+
+
+def report(folders, setups):
+    lines, summary = [], {s: {"hp": [0, 0], "lp": [0, 0], "lb": [0, 0, 0]} for s in setups}
+    head = "| cell | GPU time left | " + " | ".join(setups) + (" | guarded at the end (arm, reason; HP jobs per arm) |"
+                                                            if "guarded" in setups else " |")
+    lines += [head, "|" + "---|" * (head.count("|") - 1)]
+    for folder in folders:
+        m = load_matrix(folder)
+        try:
+            states = guarded_states(raw_record.load(folder)) if "guarded" in setups else {}
+        except raw_record.RawRecordError:
+            states = {}  # the table without the guarded states: matrix.json alone still gives the cells
+        lb = launch_bound_kinds(m)
+        lower_load = min((c["load"] for c in m["cells"]), key=load_share, default=None)
+        for c in m["cells"]:
+            key = (c["hp"], c["lp"], c["load"])
+            left = c.get("gpu_time_left")
+            row = f"| {c['hp']} + {c['lp']}, {c['load']} | " + ("-" if left is None else f"{left:.2f}")
+            for s in setups:
+                r = c["setups"].get(s)
+                row += " | " + fmt_setup(r)
+                if not r or not r.get("hp_jobs"):
+                    continue
+                t = summary[s]
+                if "meets_hp_target" in r:
+                    t["hp"][0] += r["meets_hp_target"]
+                    t["hp"][1] += 1
+                if "meets_lp_target" in r:
+                    t["lp"][0] += r["meets_lp_target"]
+                    t["lp"][1] += 1
+                lp = (r.get("lp_throughput_ratio") or {}).get("value")
+                if c["hp"] in lb and c["load"] == lower_load and lp is not None:
+                    t["lb"][0] += lp >= TARGET_LP_ALONE
+                    t["lb"][1] += (r.get("lp_share_of_left") or 0) >= TARGET_LP_SHARE
+                    t["lb"][2] += 1
+            if "guarded" in setups:
+                row += " | " + fmt_state(states.get(key))
+            lines.append(row + " |")
+    lines.append("")
+    for s in setups:
+        t = summary[s]
+        if not t["hp"][1]:
+            continue
+        line = f"- {s}: HP target in {t['hp'][0]} of {t['hp'][1]} cells"
+        if t["lp"][1]:
+            line += f"; LP within {matrix.TARGET_LP_BELOW_CORUN:.2f} of corun's or above in {t['lp'][0]} of {t['lp'][1]}"
+        if t["lb"][2]:
+            line += (f"; launch-bound HPs at the lower load: LP >= {TARGET_LP_ALONE:.2f} of alone in {t['lb'][0]} of "
+                     f"{t['lb'][2]}, >= {TARGET_LP_SHARE:.1f} of the time left in {t['lb'][1]} of {t['lb'][2]}")
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def load_share(load):
+    """poisson-25 -> 25: the loads' order (an unknown name sorts last)."""
+    try:
+        return float(load.rsplit("-", 1)[1])
+    except (IndexError, ValueError):
+        return float("inf")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python3 -m bench.gpu.matrix_report", description=__doc__.split("\n")[0])
+    p.add_argument("folders", nargs="+", metavar="DIR")
+    p.add_argument("--setups", default="corun,guarded", help="comma-separated setups, one column each")
+    args = p.parse_args(argv)
+    setups = [s for s in args.setups.split(",") if s]
+    if not setups:
+        p.error("--setups: name at least one setup (e.g. corun,guarded)")
+    try:
+        print(report(args.folders, setups))
+    except ReportError as e:
+        print(f"matrix_report: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
