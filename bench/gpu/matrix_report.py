@@ -1,13 +1,14 @@
 """The cell table of a matrix record, in Markdown, from what the runs wrote: per cell the HP p50
 ratio with its interval, the p99 ratio, the LP's throughput ratio and its share of the GPU time the
 HP leaves, for each named setup; beside guarded, the arm in force at the cell's end, why, and how
-many HP jobs each arm other than stop ran on the cell's guarded segment (learning and rounds).
+many HP jobs of the cell (learning and rounds) each arm other than stop ran.
 Then per setup the issue's targets counted over the cells, the launch-bound HPs' LP target among
 them. Give every folder of one record at once (each one matrix invocation: matrix.json, and
 raw.json, raw.json.xz or raw.json.gz for the guarded states):
     python3 -m bench.gpu.matrix_report DIR [DIR ...] [--setups corun,guarded]
 A cell measured in two folders is listed from each (merge invocations with `matrix --merge`)."""
 import argparse
+import collections
 import json
 import os
 import sys
@@ -46,21 +47,23 @@ def launch_bound_kinds(m):
 
 
 def guarded_states(raw):
-    """{(hp, lp, load): (in_force, reason, trying, {arm: jobs} for arms other than stop)} from the
-    status of each cell's last measured guarded segment."""
-    out = {}
-    last_round = {}
+    """{(hp, lp, load): (in_force, reason, trying, {arm: jobs} for arms other than stop)}: the state
+    in the status of each cell's last measured guarded segment, and the arms of the HP jobs of the
+    cell's learning and rounds (the status counts jobs over the segment's life, and one guarded
+    segment serves every cell of an HP kind)."""
+    out, last_round = {}, {}
+    jobs = collections.defaultdict(collections.Counter)
     for seg in (raw or {}).get("segments", []):
-        st = ((seg.get("guarded_status") or {}).get("guarded"))
-        if seg.get("setup") != "guarded" or not st:
+        if seg.get("setup") not in ("guarded", "guarded_learn"):
             continue
         key = (seg["hp"], seg["lp"], seg["load"])
-        if seg.get("round", -1) < last_round.get(key, -2):
+        jobs[key].update(a for a in ((seg.get("hp_result") or {}).get("arms") or []) if a and a != "stop")
+        st = (seg.get("guarded_status") or {}).get("guarded")
+        if seg["setup"] != "guarded" or not st or seg.get("round", -1) < last_round.get(key, -2):
             continue
         last_round[key] = seg.get("round", -1)
-        jobs = {a: v.get("jobs", 0) for a, v in (st.get("arms") or {}).items() if a != "stop" and v.get("jobs")}
-        out[key] = (st.get("in_force"), st.get("reason"), st.get("trying"), jobs)
-    return out
+        out[key] = (st.get("in_force"), st.get("reason"), st.get("trying"))
+    return {k: v + (dict(jobs[k]),) for k, v in out.items()}
 
 
 def fmt_setup(row):

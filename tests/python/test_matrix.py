@@ -922,18 +922,22 @@ def test_matrix_report_gives_each_cells_setups_the_guarded_end_state_and_the_tar
                          "guarded": row(1.0, [1.0, 1.0], 1.0, 0.71, 0.94, True, True)}}]
     kinds = {"small": {"svc_p50_ms": 4.0, "busy_ms": 0.3}, "gemm": {"svc_p50_ms": 4.0, "busy_ms": 3.9}}
 
-    def status(in_force, jobs, rnd):
-        return {"hp": "small", "lp": "gemm", "load": "poisson-25", "setup": "guarded", "round": rnd,
+    def status(in_force, arms, rnd, setup="guarded"):
+        return {"hp": "small", "lp": "gemm", "load": "poisson-25", "setup": setup, "round": rnd,
+                "hp_result": {"arms": arms},
                 "guarded_status": {"guarded": {"in_force": in_force, "reason": "promoted", "trying": None,
-                                               "arms": {"stop": {"jobs": 900}, "partition:64": {"jobs": jobs},
-                                                        "partition:16": {"jobs": 0}}}}}
-    # the last round's status is the cell's end state, whatever order the segments were written in
-    folder = _report_folder(tmp_path, "a", cells, kinds, [status("partition:64", 500, 1), status("stop", 10, 0)])
+                                               "arms": {"stop": {"jobs": 900}, "partition:64": {"jobs": 4000}}}}}
+    # the last round's status is the cell's end state, whatever order the segments were written in;
+    # the arms' jobs are the cell's own (learning and rounds), not the segment's lifetime counts
+    folder = _report_folder(tmp_path, "a", cells, kinds, [
+        status("stop", ["stop"] * 3 + ["partition:64"] * 2, -1, "guarded_learn"),
+        status("partition:64", ["partition:64", "stop", "partition:16"], 1),
+        status("stop", ["partition:64"], 0)])
     assert matrix_report.main([folder]) == 0
     out = capsys.readouterr().out
     lines = {ln.split(" | ")[0]: ln for ln in out.splitlines() if ln.startswith("| ")}
     first = lines["| small + gemm, poisson-25"]
-    assert "0.80 [0.70, 0.90] · 1.00 · LP 0.70 (0.74)" in first and "partition:64, promoted; 64: 500 |" in first
+    assert "0.80 [0.70, 0.90] · 1.00 · LP 0.70 (0.74)" in first and "partition:64, promoted; 64: 4, 16: 1 |" in first
     assert "✗HP ✗LP" in lines["| small + gemm, poisson-60"]
     assert "- guarded: HP target in 2 of 3 cells; LP within 0.02 of corun's or above in 2 of 3" in out
     # only the launch-bound HP (small) at the lower load counts for the LP target: 0.79 and 0.83 meet it
