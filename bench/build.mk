@@ -4,6 +4,11 @@ $(O)/bench/gate-bench: $(O)/obj/bench/gate_bench.o $(CONTROLLER_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -o $@
 ALL += $(O)/bench/gate-bench
+# The guarded rule replayed on job times measured on the GPU (bench/guard_replay.py runs it).
+$(O)/bench/guard-replay: $(O)/obj/bench/guard_replay.o $(CONTROLLER_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ -o $@
+ALL += $(O)/bench/guard-replay
 
 # GPU benchmark programs: need nvcc; skipped (make.sh says so) without the CUDA toolkit, and not
 # built in the sanitizer variants.

@@ -142,3 +142,24 @@ double gy_guard_scale_z(const uint16_t *arm, uint32_t m, const uint16_t *stop, u
     double mn = (double)m * n;
     return (u - mn / 2) / root(mn * ((double)m + n + 1) / 12);
 }
+
+void gy_guard_block_u(const uint32_t *arm, uint32_t m, const uint32_t *stop, uint32_t k, uint32_t eps_ppm,
+                      int32_t *u2, uint32_t *var12)
+{
+    /* twice U, so that a tie (half a pair) stays whole: a job of the arm against stop's job times
+     * 1 + eps, compared as integers (microseconds x 10^6) */
+    int64_t twice = 0;
+    for (uint32_t i = 0; i < m; i++)
+        for (uint32_t j = 0; j < k; j++) {
+            uint64_t a = (uint64_t)arm[i] * 1000000u, s = (uint64_t)stop[j] * (1000000u + eps_ppm);
+            twice += a < s ? 2 : a == s ? 1 : 0;
+        }
+    *u2 = (int32_t)(twice - (int64_t)m * k);
+    *var12 = m * k * (m + k + 1);
+}
+
+double gy_guard_blocks_z(int64_t u2_sum, uint64_t var12_sum)
+{
+    /* z = sum(U - mk/2) / sqrt(sum mk(m+k+1)/12) = (u2_sum / 2) / sqrt(var12_sum / 12) */
+    return var12_sum ? (double)u2_sum / 2 / root((double)var12_sum / 12) : 0;
+}

@@ -36,6 +36,7 @@
                                        a look from this many jobs on (z < 0): futile, it ends there */
 #define GY_GUARD_P99_MIN_JOBS 256   /* a p99 is judged (so an arm passed) from this many jobs a window: its
                                        3rd slowest; of 32 it is the slowest, or none of the slow ones */
+#define GY_GUARD_LOOK_STEP 128     /* from GY_GUARD_P99_MIN_JOBS on, the full test looks this often */
 #define GY_GUARD_WINDOW_MAX 4096    /* a window's counts are halved here (it ages) */
 #define GY_GUARD_TRIAL_STOP_SHARE 0.5 /* the stop share while an arm is tried (at least) */
 #define GY_GUARD_BACKOFF_JOBS 500   /* a rejected or fallen-back arm is not tried again before */
@@ -71,6 +72,17 @@ int gy_guard_bins_for(double eps);
  * z >> 0: the arm's jobs are shorter than stop's times 1.01^shift (its whole distribution, not one
  * quantile); z << 0: longer. Ranks only, so any distribution of noise; ties make it conservative. */
 double gy_guard_scale_z(const uint16_t *arm, uint32_t m, const uint16_t *stop, uint32_t n, int shift);
+
+/* One block of the van Elteren test (Mann-Whitney within strata, summed): the m jobs of an arm's
+ * block against the k jobs of stop in the same stretch of time, U counting the pairs with the arm's
+ * job below stop's times 1 + eps_ppm / 10^6 (a tie half). *u2 = 2U - mk (its excess over no
+ * difference, doubled to stay whole), *var12 = mk(m+k+1) (12 x U's variance). Sums over blocks
+ * compare the arm with stop within each stretch only, so a drift of the HP's own speed between
+ * stretches is no noise to the test (m, k <= GY_GUARD_RECENT). */
+void gy_guard_block_u(const uint32_t *arm, uint32_t m, const uint32_t *stop, uint32_t k, uint32_t eps_ppm,
+                      int32_t *u2, uint32_t *var12);
+/* The standardized sum over blocks: z >> 0, the arm's jobs shorter than stop's times 1 + eps. */
+double gy_guard_blocks_z(int64_t u2_sum, uint64_t var12_sum);
 
 /* ---- the rule (guarded.c) ------------------------------------------------------------------- */
 

@@ -134,6 +134,13 @@ struct gy_guard {
     uint32_t cycle_us[GY_GUARD_ARM_COUNT];
     uint32_t cycles_counted;
     uint32_t rate_ref_us;
+    /* The window under test (a trial's, else the arm in force's) against stop block by block
+     * (gy_guard_block_u, guarded.c): sums over its blocks of GY_GUARD_RECENT jobs, each against
+     * stop's jobs of the same stretch of time; they start again with stop's paired window, and
+     * when another arm is under test. blocks_arm: whose they are (GY_GUARD_NO_ARM: none yet). */
+    uint32_t blocks_arm;
+    int32_t blocks_u2;
+    uint32_t blocks_var12;
 };
 
 #endif

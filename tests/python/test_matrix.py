@@ -947,3 +947,47 @@ def test_matrix_report_gives_each_cells_setups_the_guarded_end_state_and_the_tar
     (tmp_path / "empty").mkdir()
     assert matrix_report.main([str(tmp_path / "empty")]) == 1
     assert "empty/matrix.json" in capsys.readouterr().err
+
+
+def test_guard_replay_promotes_a_costless_arm_on_a_measured_trace_and_never_a_costly_one(tmp_path, capsys):
+    import random
+    from bench import guard_replay
+    build = os.environ.get("BUILD", os.path.join(ROOT, "build"))
+    rng = random.Random(3)
+    svc = [4.0 * rng.lognormvariate(0, 0.05) for _ in range(900)]
+    seg = {"hp": "small", "lp": "gemm", "load": "poisson-25", "setup": "guarded_learn", "round": -1,
+           "hp_result": {"ok": True, "svc_ms": svc + [9.9] * 100, "arms": ["stop"] * 900 + ["partition:64"] * 100}}
+    short = dict(seg, lp="graph", hp_result={"ok": True, "svc_ms": svc[:100], "arms": ["stop"] * 100})
+    (tmp_path / "raw.json").write_text(json.dumps({"segments": [seg, short]}))
+    # only the stop jobs make the trace (the arm's 9.9 ms jobs are left out), and a short trace no cell
+    assert [(name, len(t)) for name, t in guard_replay.traces([str(tmp_path)])] == [("small + gemm, poisson-25", 900)]
+    assert guard_replay.main(["--build", build, str(tmp_path), "--costs", "1,1.5", "--jobs", "2000", "--runs", "4"]) == 0
+    row = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("| small + gemm")][0]
+    cells = [c.strip() for c in row.split("|")[1:-1]]
+    assert cells[1] == "900" and cells[3] == "0/4"
+    assert int(cells[2].split("/")[0]) >= 3, row  # a costless arm in 5 % noise: promoted in most runs
+    # a folder with no learning long enough is one error, not an empty table
+    (tmp_path / "none").mkdir()
+    (tmp_path / "none" / "raw.json").write_text(json.dumps({"segments": [short]}))
+    assert guard_replay.main(["--build", build, str(tmp_path / "none")]) == 1
+    assert "no guarded learning" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        guard_replay.main(["--build", str(tmp_path), str(tmp_path)])  # no guard-replay there
+    assert "no " in capsys.readouterr().err
+
+
+def test_guard_replay_refuses_a_bad_trace_or_argument_with_one_line(tmp_path):
+    binary = os.path.join(os.environ.get("BUILD", os.path.join(ROOT, "build")), "bench", "guard-replay")
+    bad = tmp_path / "bad.txt"
+    bad.write_text("4000\n" * 40 + "4.5 ms\n")
+    good = tmp_path / "good.txt"
+    good.write_text("4000\n" * 40)
+    for args, message in (([str(bad), "1", "10", "1"], "not a job time"),
+                          ([str(tmp_path / "missing.txt"), "1", "10", "1"], "cannot open"),
+                          ([str(good), "0.9", "10", "1"], "COST must be"),
+                          ([str(good), "1", "0", "1"], "JOBS and RUNS"),
+                          ([str(good), "1"], "four arguments")):
+        out = subprocess.run([binary] + args, capture_output=True, text=True)
+        assert out.returncode == 2 and message in out.stderr and not out.stdout, (args, out.stderr)
+    out = subprocess.run([binary, str(good), "1", "100", "2"], capture_output=True, text=True)
+    assert out.returncode == 0 and "of 2 runs" in out.stdout

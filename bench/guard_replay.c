@@ -1,0 +1,118 @@
+/* The guarded rule (controller/guarded.c) replayed on an HP's measured job times: a trace of stop
+ * jobs from the GPU, in the order they ran, stands for the HP under every arm, each partition arm's
+ * jobs multiplied by COST. So a COST of 1 is an arm that costs the HP nothing, with the HP's real
+ * noise (its drift between stretches of jobs included, which synthetic noise lacks); 1.03 one that
+ * costs 3 %. Each run starts at another point of the trace (wrapping round) with another seed.
+ * The LP launches at 340 per ms in the gaps, and during the HP's jobs at the rate the test fixtures
+ * give each arm (none under stop), so that an arm within the bound is worth promoting.
+ *   guard-replay TRACE COST JOBS RUNS
+ * TRACE: one job time in microseconds a line. Prints one line: runs in which a partition arm was
+ * promoted, in force at the end, the median job of the first promotion, the share of jobs on arms. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "guarded.h"
+
+#define MAX_TRACE 1000000
+#define GAP_LAUNCHES_PER_MS 340.0
+static const double job_launches_per_ms[GY_GUARD_ARM_COUNT] = {0, 100, 180, 240, 240, 300, 340, 340};
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int usage(const char *why)
+{
+    fprintf(stderr, "guard-replay: %s\nusage: guard-replay TRACE COST JOBS RUNS (TRACE: a job time in us a line; "
+                    "COST: the arms' factor, 1 to 4; JOBS, RUNS: 1 to 10000000)\n", why);
+    return 2;
+}
+
+static int parse_count(const char *text, long *out)
+{
+    char *end;
+    errno = 0;
+    *out = strtol(text, &end, 10);
+    return errno || *end || *out < 1 || *out > 10000000 ? -1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 5)
+        return usage("four arguments");
+    char *end;
+    double cost = strtod(argv[2], &end);
+    long jobs, runs;
+    if (*end || !(cost >= 1 && cost <= 4))
+        return usage("COST must be a number from 1 to 4");
+    if (parse_count(argv[3], &jobs) || parse_count(argv[4], &runs))
+        return usage("JOBS and RUNS must be whole numbers from 1 to 10000000");
+    FILE *f = fopen(argv[1], "r");
+    if (!f) {
+        fprintf(stderr, "guard-replay: cannot open %s: %s\n", argv[1], strerror(errno));
+        return 2;
+    }
+    static uint32_t trace[MAX_TRACE], sorted[MAX_TRACE];
+    long n = 0;
+    unsigned long v;
+    while (n < MAX_TRACE && fscanf(f, "%lu", &v) == 1)
+        trace[n++] = v > 0 && v < UINT32_MAX ? (uint32_t)v : 1;
+    int bad = !feof(f) && n < MAX_TRACE;
+    fclose(f);
+    if (bad || n < 2 * GY_GUARD_RECENT) {
+        fprintf(stderr, "guard-replay: %s: %s\n", argv[1],
+                bad ? "not a job time (whole microseconds) on every line" : "fewer than 32 job times");
+        return 2;
+    }
+    memcpy(sorted, trace, n * sizeof *trace);
+    qsort(sorted, n, sizeof *sorted, cmp_u32);
+    double gap_ms = 3.0 * sorted[n / 2] / 1000.0; /* a job's median and 3 of it idle: a quarter load */
+
+    long promoted = 0, at_end = 0, on_arms = 0;
+    long *first = calloc(runs, sizeof *first);
+    if (!first)
+        return 2;
+    for (long r = 0; r < runs; r++) {
+        static struct gy_guard g;
+        gy_guard_init(&g);
+        gy_guard_configure(&g, GY_GUARD_DEFAULT_EPS_P50, GY_GUARD_DEFAULT_EPS_P99, GY_GUARD_DEFAULT_STOP_SHARE,
+                           0x5eed + (uint64_t)r);
+        uint64_t now_ns = 1000000000ull, lp = 0;
+        long start = r * n / runs;
+        first[r] = -1;
+        for (long j = 0; j < jobs; j++) {
+            uint32_t depth;
+            enum gy_guard_arm arm = gy_guard_pick(&g, &depth);
+            gy_guard_cycle(&g, arm, now_ns, lp);
+            uint64_t ns = (uint64_t)(trace[(start + j) % n] * (arm == GY_ARM_STOP ? 1.0 : cost) * 1000.0);
+            now_ns += ns + (uint64_t)(gap_ms * 1e6);
+            lp += (uint64_t)(job_launches_per_ms[arm] * ns / 1e6 + GAP_LAUNCHES_PER_MS * gap_ms);
+            on_arms += arm != GY_ARM_STOP;
+            struct gy_guard_change c =
+                gy_guard_record(&g, arm, depth, ns, (uint64_t)(job_launches_per_ms[arm] * ns / 1e6));
+            if (c.changed && c.to != GY_ARM_STOP && first[r] < 0)
+                first[r] = j;
+        }
+        promoted += first[r] >= 0;
+        at_end += g.in_force != GY_ARM_STOP;
+    }
+    /* the median first promotion over the runs that promoted */
+    long k = 0;
+    for (long r = 0; r < runs; r++)
+        if (first[r] >= 0)
+            first[k++] = first[r];
+    for (long i = 1; i < k; i++) /* insertion sort: a few hundred runs */
+        for (long j = i; j > 0 && first[j - 1] > first[j]; j--) {
+            long t = first[j];
+            first[j] = first[j - 1], first[j - 1] = t;
+        }
+    printf("cost %.3f: promoted in %ld of %ld runs, in force at the end in %ld, first promotion at job %ld "
+           "(median), %.1f %% of jobs on partition arms\n",
+           cost, promoted, runs, at_end, k ? first[(k - 1) / 2] : -1L, 100.0 * on_arms / ((double)jobs * runs));
+    free(first);
+    return 0;
+}

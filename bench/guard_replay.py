@@ -1,0 +1,87 @@
+"""The guarded rule replayed on the HP's job times of matrix records (CPU only): per cell, the stop
+jobs of its guarded learning (in the order they ran) stand for the HP under every arm, the arms'
+jobs multiplied by each cost; how often, in a learning of --jobs jobs, a partition arm was promoted
+(it should be for a cost of 1, and never for one over the bound), and when. `guard-replay` (built
+from bench/guard_replay.c) runs the rule itself; a build of another commit replays that rule.
+    python3 -m bench.guard_replay --build BUILD DIR [DIR ...] [--costs 1,1.02,1.03] [--jobs 2000] [--runs 40]
+Each DIR a matrix invocation's folder (raw.json, raw.json.xz or raw.json.gz)."""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+from bench.gpu import raw_record
+
+LINE = re.compile(r"promoted in (\d+) of (\d+) runs, in force at the end in (\d+), first promotion at job (-?\d+)")
+MIN_STOP_JOBS = 256  # a shorter trace repeats itself within one learning
+
+
+def traces(folders):
+    """[(cell name, [stop job microseconds in order])] from each cell's guarded learning."""
+    out = []
+    for folder in folders:
+        for seg in raw_record.load_or_exit(folder, "guard_replay")["segments"]:
+            r = seg.get("hp_result") or {}
+            if seg.get("setup") != "guarded_learn" or not r.get("ok") or not r.get("arms"):
+                continue
+            stop = [round(ms * 1000) for ms, arm in zip(r["svc_ms"], r["arms"]) if arm == "stop"]
+            if len(stop) >= MIN_STOP_JOBS:
+                out.append((f"{seg['hp']} + {seg['lp']}, {seg['load']}", stop))
+    return out
+
+
+def replay(binary, trace, cost, jobs, runs):
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+        f.write("\n".join(str(max(1, us)) for us in trace))
+    try:
+        out = subprocess.run([binary, f.name, f"{cost}", str(jobs), str(runs)], capture_output=True, text=True,
+                             check=False)
+    finally:
+        os.unlink(f.name)
+    m = LINE.search(out.stdout)
+    if out.returncode or not m:
+        raise RuntimeError(f"{binary} failed (exit {out.returncode}): {out.stderr.strip() or out.stdout.strip()}")
+    return tuple(int(x) for x in m.groups())
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python3 -m bench.guard_replay", description=__doc__.split("\n")[0])
+    p.add_argument("--build", required=True, help="a build folder with bench/guard-replay")
+    p.add_argument("folders", nargs="+", metavar="DIR")
+    p.add_argument("--costs", default="1,1.02,1.03")
+    p.add_argument("--jobs", type=int, default=2000, help="jobs a learning lasts (the matrix's --learn-jobs)")
+    p.add_argument("--runs", type=int, default=40, help="runs per cell and cost, each from another point of the trace")
+    args = p.parse_args(argv)
+    binary = os.path.join(args.build, "bench", "guard-replay")
+    if not os.access(binary, os.X_OK):
+        p.error(f"no {binary}: build it (make -f build.mk O=BUILD all)")
+    try:
+        costs = [float(c) for c in args.costs.split(",")]
+    except ValueError:
+        p.error(f"--costs {args.costs}: numbers separated by commas (e.g. 1,1.02,1.03)")
+    if not costs or any(not 1 <= c <= 4 for c in costs) or args.jobs < 1 or args.runs < 1:
+        p.error("--costs from 1 to 4, --jobs and --runs at least 1")
+    cells = traces(args.folders)
+    if not cells:
+        print(f"guard_replay: no guarded learning with {MIN_STOP_JOBS} stop jobs or more in {' '.join(args.folders)}",
+              file=sys.stderr)
+        return 1
+    print(f"| cell | stop jobs | " + " | ".join(f"cost {c:g}: promoted (median first job)" for c in costs) + " |")
+    print("|---|---|" + "---|" * len(costs))
+    total = {c: [0, 0] for c in costs}
+    for name, trace in cells:
+        row = f"| {name} | {len(trace)}"
+        for c in costs:
+            promoted, runs, _, first = replay(binary, trace, c, args.jobs, args.runs)
+            total[c][0] += promoted
+            total[c][1] += runs
+            row += f" | {promoted}/{runs}" + (f" ({first})" if promoted else "")
+        print(row + " |")
+    print("| all | | " + " | ".join(f"{t[0]}/{t[1]} ({t[0] / t[1]:.0%})" for t in total.values()) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
