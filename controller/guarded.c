@@ -8,7 +8,7 @@
  * GY_GUARD_MIN_JOBS samples.
  *   Promotion is slow and distribution-free: at 32, 64, 128, 256 samples of the arm's window and
  *   every 128 from there, a Mann-Whitney rank test must show the arm's jobs shorter than stop's
- *   times (1 + eps_p50) at one-sided 1 % (z >= 2.33): for the window under test block by block
+ *   times (1 + eps_p50) at one-sided 0.6 % (z >= 2.5): for the window under test block by block
  *   (van Elteren: each block of 16 of its jobs against stop's jobs of the same stretch, so that a
  *   drift of the HP's own speed is no noise; add_block), else over every (arm job, stop job) pair
  *   of the windows. And the arm's p99 must be within
@@ -531,8 +531,7 @@ static bool recent_out(struct gy_guard *g, const struct gy_guard_window *w)
  * them): into the block sums, against stop's jobs of the same stretch (those of its last 16 that
  * ended since the block began). On the H100 an HP's job times drift (consecutive jobs of the
  * launch-bound HP or FasterRCNN 720p correlate at 0.3-0.66): compared block by block the drift
- * falls out, and in replays of those jobs as a costless arm the test passed after half the jobs
- * (bench/results/2026-11-25-matrix-current). Halved with the windows' age, so the sums fit. */
+ * falls out (replays: is_look). Halved with the windows' age, so the sums fit. */
 static void add_block(struct gy_guard *g, uint32_t arm)
 {
     const struct gy_guard_window *w = &g->arms[arm];
@@ -795,11 +794,12 @@ void gy_guard_cycle(struct gy_guard *g, enum gy_guard_arm arm, uint64_t now_ns, 
 }
 
 /* The full test runs at 32, 64, 128, 256 samples of the arm's window and every GY_GUARD_LOOK_STEP
- * from there: few looks while the p99 cannot pass yet (below GY_GUARD_P99_MIN_JOBS), then one per
- * 128, each at one-sided 1 %. In replays of the H100's stop jobs (time-correlated, 9 cells) as an
- * arm, a costless one passed within 2 000 jobs in 82 % of runs against 46 % with looks at powers of
- * 2 only (a trial waited for 1 024 jobs of its arm between its last two), one costing exactly the
- * bound in 4 % against 2 %, one costing 3 % in none of 360 (bench/results/2026-11-25-matrix-current). */
+ * from there (few looks while the p99 cannot pass yet, below GY_GUARD_P99_MIN_JOBS), each at
+ * GY_GUARD_LOOK_Z. Replayed on the H100's measured stop jobs (bench/guard_replay.py: 113 cells of
+ * the records since 2026-11-21, 20 learnings of 2 000 jobs each), with the blocks a costless arm
+ * passed in 75 % of learnings against 54 % with looks at powers of 2 only, over whole windows, at
+ * z 2.33 (a trial waited 1 024 of its jobs between its last two looks); one costing exactly the
+ * bound in 2.7 % (2.4 %), 3 % in 6 of 2 260 (1), 5 % in none (bench/results/2026-11-25-matrix-current). */
 static bool is_look(uint32_t n)
 {
     return n >= GY_GUARD_MIN_JOBS &&

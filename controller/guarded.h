@@ -29,7 +29,7 @@
 
 /* The rule's constants (guarded.c says why each). */
 #define GY_GUARD_MIN_JOBS 32        /* samples stop needs before a trial; the first look of an arm */
-#define GY_GUARD_LOOK_Z 2.33        /* a look passes at z >= this (one-sided 1 %) */
+#define GY_GUARD_LOOK_Z 2.5         /* a look passes at z >= this (one-sided 0.6 %: a look every 128 jobs) */
 #define GY_GUARD_OUT_Z 3.09         /* ... and shows the arm out of the bound at z <= -this (0.1 %) */
 #define GY_GUARD_TRIAL_MAX 2048     /* an arm not within the bound after this many jobs is rejected */
 #define GY_GUARD_FUTILE_JOBS 256    /* ... and one whose jobs are more often over the bound than under it at
