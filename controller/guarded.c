@@ -869,6 +869,37 @@ static void record_depth(struct gy_guard *g, uint64_t duration_ns, struct gy_gua
     }
 }
 
+/* The fast fallback's drop. A gross cost does not go away by itself (a GPU-bound HP's jobs were
+ * 1.08-1.73x stop's on 16 SMs beside every LP on the H100, bench/results/2026-11-25-matrix-refresh),
+ * and each retrial costs the HP such jobs: it counts as GY_GUARD_GROSS_STRIKES drops. */
+static void drop_out(struct gy_guard *g, uint32_t arm, bool gross, struct gy_guard_change *c)
+{
+    bool tried = arm == g->trial;
+    if (gross && g->strikes[arm] < UINT32_MAX - GY_GUARD_GROSS_STRIKES)
+        g->strikes[arm] += GY_GUARD_GROSS_STRIKES - 1;
+    drop(g, arm, GY_GUARD_WHY_FALLBACK, c);
+    if (gross && tried)
+        back_off_below(g, arm);
+}
+
+/* The first job of a retrial of an arm dropped GY_GUARD_GROSS_STRIKES times in a row (once for a
+ * gross cost) over stop's p99 (or the longest of its last 16, if longer) by the gross margin: out
+ * at once, not after a block of 16. On the H100 the GEMM HP's retrials of 64 SMs (1.79x stop's jobs) came back after
+ * the 2 000 jobs of a cell's learning, and the block of 16 in its measured rounds put its p99 at
+ * 2.44 of alone against corun's 0.97 (bench/results/2026-11-25-matrix-current). A costless arm's
+ * job passes unless it is one of stop's slowest 1 % by 8 % more. */
+static bool probe_out(struct gy_guard *g, uint64_t duration_ns)
+{
+    struct stop_baseline b = baseline(g);
+    double us = duration_ns / 1e3, margin = 1.0 + GY_GUARD_GROSS_EPS * (g->eps_p50_ppm / 1e6);
+    double slow = b.p99 > b.recent_max ? b.p99 : b.recent_max;
+    if (!(b.recent_median > 0) || us <= slow * margin)
+        return false;
+    g->ratio_p50_ppm = ppm(us / b.recent_median);
+    g->ratio_p99_ppm = ppm(us / slow);
+    return true;
+}
+
 struct gy_guard_change gy_guard_record(struct gy_guard *g, enum gy_guard_arm arm, uint32_t depth_us,
                                        uint64_t duration_ns, uint64_t lp_work)
 {
@@ -912,17 +943,13 @@ struct gy_guard_change gy_guard_record(struct gy_guard *g, enum gy_guard_arm arm
         back_off_every_arm(g);
         return c;
     }
+    if (arm == g->trial && g->arms[arm].n == 1 && g->strikes[arm] >= GY_GUARD_GROSS_STRIKES &&
+        probe_out(g, duration_ns)) {
+        drop_out(g, arm, true, &c);
+        return c;
+    }
     if (recent_out(g, &g->arms[arm])) {
-        /* A gross cost does not go away by itself (a GPU-bound HP's jobs were 1.08-1.73x stop's on
-         * 16 SMs beside every LP on the H100, bench/results/2026-11-25-matrix-refresh), and each
-         * retrial costs the HP a block of such jobs: it counts as GY_GUARD_GROSS_STRIKES drops. */
-        bool gross = g->ratio_p50_ppm >= ppm(1.0 + GY_GUARD_GROSS_EPS * (g->eps_p50_ppm / 1e6));
-        bool tried = arm == g->trial;
-        if (gross && g->strikes[arm] < UINT32_MAX - GY_GUARD_GROSS_STRIKES)
-            g->strikes[arm] += GY_GUARD_GROSS_STRIKES - 1;
-        drop(g, arm, GY_GUARD_WHY_FALLBACK, &c);
-        if (gross && tried)
-            back_off_below(g, arm);
+        drop_out(g, arm, g->ratio_p50_ppm >= ppm(1.0 + GY_GUARD_GROSS_EPS * (g->eps_p50_ppm / 1e6)), &c);
         return c;
     }
     const struct gy_guard_window *w = &g->arms[arm];

@@ -736,18 +736,26 @@ TEST(a_trial_a_little_over_the_bound_ends_at_its_first_futile_look)
 {
     struct pair p = {10.0, EVERY_PARTITION(1.04), LOGNORMAL10, LP_PER_MS, {0}, {0}, {0}};
     uint64_t trial_jobs = 0, longest = 0;
-    unsigned trials = 0;
+    unsigned trials = 0, held = 0;
     for (uint64_t seed = 1; seed <= 20; seed++) {
         struct gy_guard *g = fresh(seed);
         struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
         for (unsigned j = 0; j < 6000 && !g->strikes[GY_ARM_P16]; j++)
             simulate(g, &p, 1, &r);
-        CHECK(g->strikes[GY_ARM_P16] >= 1 && r.promotions_costly == 0,
+        /* 16 SMs are tried once 64 failed, unless 64 was dropped as grossly over (a block's median
+         * 8 % over stop's: in this noise now and then) and holds the smaller arms back */
+        bool held_back = g->strikes[FIRST] >= GY_GUARD_GROSS_STRIKES && g->backoff_until[GY_ARM_P16] > g->jobs;
+        CHECK((g->strikes[GY_ARM_P16] >= 1 || held_back) && r.promotions_costly == 0,
               "seed %llu: 16 SMs at 1.04 not dropped in 6000 jobs, or promoted", (unsigned long long)seed);
+        if (held_back && !g->strikes[GY_ARM_P16]) {
+            held++;
+            continue;
+        }
         trial_jobs += r.jobs_on[GY_ARM_P16];
         longest = r.jobs_on[GY_ARM_P16] > longest ? r.jobs_on[GY_ARM_P16] : longest;
         trials++;
     }
+    CHECK(held <= 2, "in %u of 20 seeds 64 SMs held 16 back", held);
     CHECK(trial_jobs <= 300ull * trials && longest <= 512, "the trials of an arm at 1.04 ran %llu jobs on average, "
           "the longest %llu: expected most to end at the look of 256", (unsigned long long)(trial_jobs / trials),
           (unsigned long long)longest);
@@ -1034,7 +1042,8 @@ TEST(a_gross_cost_backs_off_longer_from_the_first_drop)
     struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
     simulate(g, &costly, 20000, &r);
     uint64_t on_partitions = jobs_on_partitions(&r, GY_ARM_P16);
-    CHECK(on_partitions > 0 && on_partitions <= 64, "%llu of 20000 jobs on a partition costing 1.5x",
+    /* the first trial's block of 16, then one job a retrial (probe_out): not a block each */
+    CHECK(on_partitions > 0 && on_partitions <= GY_GUARD_RECENT + 3, "%llu of 20000 jobs on a partition costing 1.5x",
           (unsigned long long)on_partitions);
     struct pair small_cost = {10.0, EVERY_PARTITION(1.05), TIGHT, LP_PER_MS, {0}, {0}, {0}};
     g = fresh(44);
