@@ -795,11 +795,11 @@ void gy_guard_cycle(struct gy_guard *g, enum gy_guard_arm arm, uint64_t now_ns, 
 
 /* The full test runs at 32, 64, 128, 256 samples of the arm's window and every GY_GUARD_LOOK_STEP
  * from there (few looks while the p99 cannot pass yet, below GY_GUARD_P99_MIN_JOBS), each at
- * GY_GUARD_LOOK_Z. Replayed on the H100's measured stop jobs (bench/guard_replay.py: 113 cells of
+ * GY_GUARD_LOOK_Z. Replayed on the H100's measured stop jobs (bench/guard_replay.py: 137 cells of
  * the records since 2026-11-21, 20 learnings of 2 000 jobs each), with the blocks a costless arm
- * passed in 75 % of learnings against 54 % with looks at powers of 2 only, over whole windows, at
+ * passed in 74 % of learnings against 53 % with looks at powers of 2 only, over whole windows, at
  * z 2.33 (a trial waited 1 024 of its jobs between its last two looks); one costing exactly the
- * bound in 2.7 % (2.4 %), 3 % in 6 of 2 260 (1), 5 % in none (bench/results/2026-11-25-matrix-current). */
+ * bound in 2.5 % (2.4 %), 3 % in 8 of 2 740 (2), 5 % in none (bench/results/2026-11-25-matrix-current). */
 static bool is_look(uint32_t n)
 {
     return n >= GY_GUARD_MIN_JOBS &&
