@@ -882,12 +882,15 @@ static void drop_out(struct gy_guard *g, uint32_t arm, bool gross, struct gy_gua
         back_off_below(g, arm);
 }
 
-/* The first job of a retrial of an arm dropped GY_GUARD_GROSS_STRIKES times in a row (once for a
- * gross cost) over stop's p99 (or the longest of its last 16, if longer) by the gross margin: out
- * at once, not after a block of 16. On the H100 the GEMM HP's retrials of 64 SMs (1.79x stop's jobs) came back after
- * the 2 000 jobs of a cell's learning, and the block of 16 in its measured rounds put its p99 at
- * 2.44 of alone against corun's 0.97 (bench/results/2026-11-25-matrix-current). A costless arm's
- * job passes unless it is one of stop's slowest 1 % by 8 % more. */
+/* A job among the first GY_GUARD_PROBE_JOBS of a retrial of an arm dropped GY_GUARD_GROSS_STRIKES
+ * times in a row (once for a gross cost) over stop's p99 (or the longest of its last 16, if
+ * longer) by the gross margin: out at once, not after a block of 16. On the H100 the GEMM HP's
+ * retrials of 64 SMs (1.79x stop's jobs) came back after the 2 000 jobs of a cell's learning, and
+ * the block of 16 in its measured rounds put its p99 at 2.44 of alone against corun's 0.97; with
+ * the first job alone probed, that job (5.23 ms; hypothesis: the LP not yet on its partition) passed and the
+ * next 15 ran at 6.2-6.8 (bench/results/2026-11-25-matrix-current, calls 4 and 6). A costless arm's
+ * job is out only if it is one of stop's slowest 1 % by 8 % more. */
+
 static bool probe_out(struct gy_guard *g, uint64_t duration_ns)
 {
     struct stop_baseline b = baseline(g);
@@ -943,7 +946,7 @@ struct gy_guard_change gy_guard_record(struct gy_guard *g, enum gy_guard_arm arm
         back_off_every_arm(g);
         return c;
     }
-    if (arm == g->trial && g->arms[arm].n == 1 && g->strikes[arm] >= GY_GUARD_GROSS_STRIKES &&
+    if (arm == g->trial && g->arms[arm].n <= GY_GUARD_PROBE_JOBS && g->strikes[arm] >= GY_GUARD_GROSS_STRIKES &&
         probe_out(g, duration_ns)) {
         drop_out(g, arm, true, &c);
         return c;

@@ -1055,6 +1055,32 @@ TEST(a_gross_cost_backs_off_longer_from_the_first_drop)
           (unsigned long long)g->backoff_until[FIRST], (unsigned long long)g->jobs);
 }
 
+/* A retrial on probation (after a gross drop) is judged job by job over its first
+ * GY_GUARD_PROBE_JOBS: on the H100 the first job of a GEMM HP's retrial ran at stop's time and the
+ * next ones at 1.8x; the retrial ends at the first slow one, not after a block of 16. */
+TEST(a_retrial_on_probation_ends_at_its_first_slow_job)
+{
+    struct gy_guard *g = fresh(45);
+    struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
+    for (unsigned j = 0; j < 6000 && !g->strikes[FIRST]; j++)
+        simulate(g, &costly, 1, &r); /* the first trial: a block at 1.5x, dropped as gross */
+    REQUIRE(g->strikes[FIRST] >= GY_GUARD_GROSS_STRIKES, "64 SMs dropped as gross (%u strikes)", g->strikes[FIRST]);
+    uint32_t strikes = g->strikes[FIRST];
+    unsigned on_arm = 0;
+    for (unsigned j = 0; j < 20000 && g->strikes[FIRST] == strikes; j++) {
+        uint32_t depth;
+        enum gy_guard_arm arm = gy_guard_pick(g, &depth);
+        gy_guard_cycle(g, arm, sim_now_ns, sim_lp_launches);
+        /* the retrial's first job at stop's time, every later one at 1.8x */
+        double f = arm == GY_ARM_STOP || on_arm++ == 0 ? 1.0 : 1.8;
+        uint64_t ns = (uint64_t)(10e6 * f * (1.0 + 0.005 * (2 * uniform01() - 1)));
+        simulate_cycle(&costly, arm, ns);
+        gy_guard_record(g, arm, depth, ns, (uint64_t)(100 * ns / 1e6));
+    }
+    CHECK(g->strikes[FIRST] > strikes && on_arm == 2, "the retrial ran %u jobs (strikes %u -> %u)", on_arm, strikes,
+          g->strikes[FIRST]);
+}
+
 TEST(an_operator_reset_forgets_what_was_learned_and_learns_again)
 {
     struct gy_guard *g = fresh(37);
