@@ -991,3 +991,28 @@ def test_guard_replay_refuses_a_bad_trace_or_argument_with_one_line(tmp_path):
         assert out.returncode == 2 and message in out.stderr and not out.stdout, (args, out.stderr)
     out = subprocess.run([binary, str(good), "1", "100", "2"], capture_output=True, text=True)
     assert out.returncode == 0 and "of 2 runs" in out.stdout
+
+
+def test_learned_vs_rounds_compares_a_promoted_arm_in_learning_and_in_each_round(tmp_path, capsys):
+    from bench.gpu import learned_vs_rounds
+
+    def seg(setup, rnd, svc, arms, in_force=None, lp="gemm"):
+        s = {"hp": "small", "lp": lp, "load": "poisson-25", "setup": setup, "round": rnd,
+             "hp_result": {"ok": True, "svc_ms": svc, "arms": arms}}
+        if in_force:
+            s["guarded_status"] = {"guarded": {"in_force": in_force}}
+        return s
+    learn = seg("guarded_learn", -1, [4.0] * 100 + [4.0] * 100, ["stop"] * 100 + ["partition:64"] * 100,
+                "partition:64")
+    r0 = seg("guarded", 0, [4.0] * 10 + [4.2] * 20, ["stop"] * 10 + ["partition:64"] * 20)
+    r1 = seg("guarded", 1, [4.0] * 10 + [4.0] * 20, ["stop"] * 10 + ["partition:64"] * 20)
+    kept_stop = seg("guarded_learn", -1, [4.0] * 200, ["stop"] * 200, "stop", lp="graph")
+    corun = dict(seg("corun", 0, [9.0] * 30, ["stop"] * 30), setup="corun")
+    (tmp_path / "raw.json").write_text(json.dumps({"segments": [learn, r0, r1, kept_stop, corun]}))
+    rows = learned_vs_rounds.cells(json.loads((tmp_path / "raw.json").read_text()), 800)
+    assert rows == [("small", "gemm", "poisson-25", "partition:64", 1.0, [1.05, 1.0])]
+    assert learned_vs_rounds.main([str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "| partition:64 | 1.000 | 1.050 1.000 | 1.025 |" in out and "above the learning's in 1 of 1" in out
+    with pytest.raises(SystemExit):
+        learned_vs_rounds.main([str(tmp_path), "--tail", "10"])
