@@ -72,7 +72,7 @@ expect cli_guard_depth_needs_guarded 2 "^expcontroller: --guard-depth goes with 
 expect cli_guard_depth_not_for_status 2 "^expcontroller: --guard-depth goes with 'create' or 'serve', not 'status'" "$EXP" status --name "$TAG" --guard-depth
 check cli_guard_bad_values_made_nothing test ! -e "/dev/shm${NAME}"
 expect cli_create_guarded 0 "^$NAME\$" "$EXP" create --name "$TAG" --policy guarded --guard-p50 0.03 --guard-p99 0.08
-expect cli_status_guarded_table 0 "guarded: arm in force stop \(start: .*bound p50 \+3.0 %, p99 \+8.0 %.*within at >= 2.33, from 256 jobs a window" "$EXP" status --name "$TAG"
+expect cli_status_guarded_table 0 "guarded: arm in force stop \(start: .*bound p50 \+3.0 %, p99 \+8.0 %.*within at >= 2.50, from 256 jobs a window" "$EXP" status --name "$TAG"
 expect cli_status_guarded_json 0 '^ok$' bash -c "\"$EXP\" status --name $TAG --json | \"$PYTHON\" -c 'import json,sys; g=json.load(sys.stdin)[\"guarded\"]; assert g[\"in_force\"]==\"stop\" and g[\"reason\"]==\"start\" and g[\"eps_p50\"]==0.03 and g[\"eps_p99\"]==0.08 and list(g[\"arms\"])==[\"stop\",\"partition:16\",\"partition:32\",\"partition:64\",\"disjoint:64\",\"partition:96\",\"partition:120\",\"disjoint:120\"], g; print(\"ok\")'"
 expect cli_status_guard_depth_off 0 '^ok$' bash -c "\"$EXP\" status --name $TAG --json | \"$PYTHON\" -c 'import json,sys; d=json.load(sys.stdin)[\"guarded\"][\"queue_depth\"]; assert d[\"on\"] is False and d[\"in_force_us\"]==0, d; print(\"ok\")'"
 expect cli_create_guard_depth 0 "^/gpuyield-[0-9]*-${TAG}d\$" "$EXP" create --name "${TAG}d" --policy guarded --guard-depth
