@@ -5,10 +5,14 @@
  * costs 3 %. Each run starts at another point of the trace (wrapping round) with another seed.
  * The LP launches at 340 per ms in the gaps, and during the HP's jobs at the rate the test fixtures
  * give each arm (none under stop), so that an arm within the bound is worth promoting.
- *   guard-replay TRACE COST JOBS RUNS
- * TRACE: one job time in microseconds a line. Prints one line: runs in which a partition arm was
- * promoted, in force at the end, the median job of the first promotion, the share of jobs on arms. */
+ *   guard-replay TRACE COST JOBS RUNS [in-force]
+ * TRACE: one job time in microseconds a line. With `in-force` the cost falls only on the jobs of an
+ * arm in force (its trial ran costless): how long the rule takes to drop an arm that costs more
+ * once promoted than its learning showed. Prints one line: runs in which a partition arm was
+ * promoted, in force at the end, the median job of the first promotion, the share of jobs on arms,
+ * and the runs in which the promoted arm was dropped again, the median jobs from promotion to drop. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,10 +29,21 @@ static int cmp_u32(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+static long median(long *v, long n) /* of the first n (sorted in place: a few hundred runs), -1 for none */
+{
+    for (long i = 1; i < n; i++)
+        for (long j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            long t = v[j];
+            v[j] = v[j - 1], v[j - 1] = t;
+        }
+    return n ? v[(n - 1) / 2] : -1;
+}
+
 static int usage(const char *why)
 {
-    fprintf(stderr, "guard-replay: %s\nusage: guard-replay TRACE COST JOBS RUNS (TRACE: a job time in us a line; "
-                    "COST: the arms' factor, 1 to 4; JOBS, RUNS: 1 to 10000000)\n", why);
+    fprintf(stderr, "guard-replay: %s\nusage: guard-replay TRACE COST JOBS RUNS [in-force] (TRACE: a job time in us a "
+                    "line; COST: the arms' factor, 1 to 4; JOBS, RUNS: 1 to 10000000; in-force: the cost only once "
+                    "in force)\n", why);
     return 2;
 }
 
@@ -42,8 +57,9 @@ static int parse_count(const char *text, long *out)
 
 int main(int argc, char **argv)
 {
-    if (argc != 5)
-        return usage("four arguments");
+    if (argc != 5 && !(argc == 6 && strcmp(argv[5], "in-force") == 0))
+        return usage("four arguments, and `in-force` or nothing after them");
+    bool in_force_only = argc == 6;
     char *end;
     double cost = strtod(argv[2], &end);
     long jobs, runs;
@@ -73,8 +89,8 @@ int main(int argc, char **argv)
     double gap_ms = 3.0 * sorted[n / 2] / 1000.0; /* a job's median and 3 of it idle: a quarter load */
 
     long promoted = 0, at_end = 0, on_arms = 0;
-    long *first = calloc(runs, sizeof *first);
-    if (!first)
+    long *first = calloc(runs, sizeof *first), *dropped = calloc(runs, sizeof *dropped);
+    if (!first || !dropped)
         return 2;
     for (long r = 0; r < runs; r++) {
         static struct gy_guard g;
@@ -83,12 +99,13 @@ int main(int argc, char **argv)
                            0x5eed + (uint64_t)r);
         uint64_t now_ns = 1000000000ull, lp = 0;
         long start = r * n / runs;
-        first[r] = -1;
+        first[r] = dropped[r] = -1;
         for (long j = 0; j < jobs; j++) {
             uint32_t depth;
             enum gy_guard_arm arm = gy_guard_pick(&g, &depth);
             gy_guard_cycle(&g, arm, now_ns, lp);
-            uint64_t ns = (uint64_t)(trace[(start + j) % n] * (arm == GY_ARM_STOP ? 1.0 : cost) * 1000.0);
+            bool costs = arm != GY_ARM_STOP && (!in_force_only || (arm == g.in_force && arm != g.trial));
+            uint64_t ns = (uint64_t)(trace[(start + j) % n] * (costs ? cost : 1.0) * 1000.0);
             now_ns += ns + (uint64_t)(gap_ms * 1e6);
             lp += (uint64_t)(job_launches_per_ms[arm] * ns / 1e6 + GAP_LAUNCHES_PER_MS * gap_ms);
             on_arms += arm != GY_ARM_STOP;
@@ -96,23 +113,24 @@ int main(int argc, char **argv)
                 gy_guard_record(&g, arm, depth, ns, (uint64_t)(job_launches_per_ms[arm] * ns / 1e6));
             if (c.changed && c.to != GY_ARM_STOP && first[r] < 0)
                 first[r] = j;
+            else if (c.changed && c.to == GY_ARM_STOP && first[r] >= 0 && dropped[r] < 0)
+                dropped[r] = j - first[r];
         }
         promoted += first[r] >= 0;
         at_end += g.in_force != GY_ARM_STOP;
     }
-    /* the median first promotion over the runs that promoted */
-    long k = 0;
-    for (long r = 0; r < runs; r++)
+    long k = 0, d = 0;
+    for (long r = 0; r < runs; r++) {
         if (first[r] >= 0)
             first[k++] = first[r];
-    for (long i = 1; i < k; i++) /* insertion sort: a few hundred runs */
-        for (long j = i; j > 0 && first[j - 1] > first[j]; j--) {
-            long t = first[j];
-            first[j] = first[j - 1], first[j - 1] = t;
-        }
-    printf("cost %.3f: promoted in %ld of %ld runs, in force at the end in %ld, first promotion at job %ld "
-           "(median), %.1f %% of jobs on partition arms\n",
-           cost, promoted, runs, at_end, k ? first[(k - 1) / 2] : -1L, 100.0 * on_arms / ((double)jobs * runs));
+        if (dropped[r] >= 0)
+            dropped[d++] = dropped[r];
+    }
+    printf("cost %.3f%s: promoted in %ld of %ld runs, in force at the end in %ld, first promotion at job %ld "
+           "(median), %.1f %% of jobs on partition arms; dropped after promotion in %ld, %ld jobs after it (median)\n",
+           cost, in_force_only ? " once in force" : "", promoted, runs, at_end, median(first, k),
+           100.0 * on_arms / ((double)jobs * runs), d, median(dropped, d));
+    free(dropped);
     free(first);
     return 0;
 }

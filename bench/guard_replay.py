@@ -1,9 +1,12 @@
 """The guarded rule replayed on the HP's job times of matrix records (CPU only): per cell, the stop
 jobs of its guarded learning (in the order they ran) stand for the HP under every arm, the arms'
 jobs multiplied by each cost; how often, in a learning of --jobs jobs, a partition arm was promoted
-(it should be for a cost of 1, and never for one over the bound), and when. `guard-replay` (built
-from bench/guard_replay.c) runs the rule itself; a build of another commit replays that rule.
+(it should be for a cost of 1, and never for one over the bound), and when. With --in-force-only the
+cost falls only on an arm's jobs once it is in force (its trial costless): in how many runs and how
+many jobs after its promotion the rule dropped it again. `guard-replay` (built from
+bench/guard_replay.c) runs the rule itself; a build of another commit replays that rule.
     python3 -m bench.guard_replay --build BUILD DIR [DIR ...] [--costs 1,1.02,1.03] [--jobs 2000] [--runs 40]
+                                  [--in-force-only]
 Each DIR a matrix invocation's folder (raw.json, raw.json.xz or raw.json.gz)."""
 import argparse
 import os
@@ -14,7 +17,8 @@ import tempfile
 
 from bench.gpu import raw_record
 
-LINE = re.compile(r"promoted in (\d+) of (\d+) runs, in force at the end in (\d+), first promotion at job (-?\d+)")
+LINE = re.compile(r"promoted in (\d+) of (\d+) runs, in force at the end in (\d+), first promotion at job (-?\d+)"
+                  r".*dropped after promotion in (\d+), (-?\d+) jobs after it")
 MIN_STOP_JOBS = 256  # a shorter trace repeats itself within one learning
 
 
@@ -32,12 +36,12 @@ def traces(folders):
     return out
 
 
-def replay(binary, trace, cost, jobs, runs):
+def replay(binary, trace, cost, jobs, runs, in_force_only=False):
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
         f.write("\n".join(str(max(1, us)) for us in trace))
     try:
-        out = subprocess.run([binary, f.name, f"{cost}", str(jobs), str(runs)], capture_output=True, text=True,
-                             check=False)
+        out = subprocess.run([binary, f.name, f"{cost}", str(jobs), str(runs)] + (["in-force"] if in_force_only else []),
+                             capture_output=True, text=True, check=False)
     finally:
         os.unlink(f.name)
     m = LINE.search(out.stdout)
@@ -53,6 +57,8 @@ def main(argv=None):
     p.add_argument("--costs", default="1,1.02,1.03")
     p.add_argument("--jobs", type=int, default=2000, help="jobs a learning lasts (the matrix's --learn-jobs)")
     p.add_argument("--runs", type=int, default=40, help="runs per cell and cost, each from another point of the trace")
+    p.add_argument("--in-force-only", action="store_true",
+                   help="the cost only on an arm's jobs once in force: does the rule drop it again, and when")
     args = p.parse_args(argv)
     binary = os.path.join(args.build, "bench", "guard-replay")
     if not os.access(binary, os.X_OK):
@@ -68,18 +74,23 @@ def main(argv=None):
         print(f"guard_replay: no guarded learning with {MIN_STOP_JOBS} stop jobs or more in {' '.join(args.folders)}",
               file=sys.stderr)
         return 1
-    print(f"| cell | stop jobs | " + " | ".join(f"cost {c:g}: promoted (median first job)" for c in costs) + " |")
+    what = "promoted, dropped again (median jobs after)" if args.in_force_only else "promoted (median first job)"
+    print(f"| cell | stop jobs | " + " | ".join(f"cost {c:g}: {what}" for c in costs) + " |")
     print("|---|---|" + "---|" * len(costs))
     total = {c: [0, 0] for c in costs}
     for name, trace in cells:
         row = f"| {name} | {len(trace)}"
         for c in costs:
-            promoted, runs, _, first = replay(binary, trace, c, args.jobs, args.runs)
-            total[c][0] += promoted
-            total[c][1] += runs
-            row += f" | {promoted}/{runs}" + (f" ({first})" if promoted else "")
+            promoted, runs, _, first, dropped, after = replay(binary, trace, c, args.jobs, args.runs, args.in_force_only)
+            total[c][0] += dropped if args.in_force_only else promoted
+            total[c][1] += promoted if args.in_force_only else runs
+            if args.in_force_only:
+                row += f" | {promoted}/{runs}, {dropped}" + (f" ({after})" if dropped else "")
+            else:
+                row += f" | {promoted}/{runs}" + (f" ({first})" if promoted else "")
         print(row + " |")
-    print("| all | | " + " | ".join(f"{t[0]}/{t[1]} ({t[0] / t[1]:.0%})" for t in total.values()) + " |")
+    # over every cell: the runs that promoted (or, --in-force-only, the promoted ones dropped again)
+    print("| all | | " + " | ".join(f"{t[0]}/{t[1]} ({t[0] / t[1]:.0%})" if t[1] else "-" for t in total.values()) + " |")
     return 0
 
 

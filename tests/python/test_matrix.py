@@ -966,6 +966,12 @@ def test_guard_replay_promotes_a_costless_arm_on_a_measured_trace_and_never_a_co
     cells = [c.strip() for c in row.split("|")[1:-1]]
     assert cells[1] == "900" and cells[3] == "0/4"
     assert int(cells[2].split("/")[0]) >= 3, row  # a costless arm in 5 % noise: promoted in most runs
+    # an arm costless in its trial and 1.5x once in force: promoted, then dropped again in every run
+    assert guard_replay.main(["--build", build, str(tmp_path), "--costs", "1.5", "--jobs", "4000", "--runs", "4",
+                              "--in-force-only"]) == 0
+    row = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("| small + gemm")][0]
+    promoted, dropped = row.split("|")[3].strip().split(", ")
+    assert int(promoted.split("/")[0]) >= 3 and dropped.startswith(promoted.split("/")[0] + " ("), row
     # a folder with no learning long enough is one error, not an empty table
     (tmp_path / "none").mkdir()
     (tmp_path / "none" / "raw.json").write_text(json.dumps({"segments": [short]}))
@@ -986,7 +992,8 @@ def test_guard_replay_refuses_a_bad_trace_or_argument_with_one_line(tmp_path):
                           ([str(tmp_path / "missing.txt"), "1", "10", "1"], "cannot open"),
                           ([str(good), "0.9", "10", "1"], "COST must be"),
                           ([str(good), "1", "0", "1"], "JOBS and RUNS"),
-                          ([str(good), "1"], "four arguments")):
+                          ([str(good), "1"], "four arguments"),
+                          ([str(good), "1", "10", "1", "in-forc"], "four arguments")):
         out = subprocess.run([binary] + args, capture_output=True, text=True)
         assert out.returncode == 2 and message in out.stderr and not out.stdout, (args, out.stderr)
     out = subprocess.run([binary, str(good), "1", "100", "2"], capture_output=True, text=True)
