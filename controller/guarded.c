@@ -562,8 +562,9 @@ static void add_block(struct gy_guard *g, uint32_t arm)
 static int test_window(struct gy_guard *g, const struct gy_guard_window *w, double eps_p50, bool by_blocks)
 {
     const struct gy_guard_window *s = &g->paired_stop;
-    double z = by_blocks && g->blocks_var12 ? gy_guard_blocks_z(g->blocks_u2, g->blocks_var12)
-                                            : gy_guard_scale_z(w->bins, w->n, s->bins, s->n, gy_guard_bins_for(eps_p50));
+    double z = by_blocks && g->blocks_var12
+                   ? gy_guard_blocks_z(g->blocks_u2, g->blocks_var12)
+                   : gy_guard_scale_z(w->bins, w->n, s->bins, s->n, gy_guard_bins_for(eps_p50));
     unsigned p99 = gy_guard_bin_quantile(w->bins, w->n, 0.99), stop_p99 = gy_guard_bin_quantile(s->bins, s->n, 0.99);
     double median = gy_guard_bin_us(gy_guard_bin_quantile(w->bins, w->n, 0.5), g->base_us);
     double stop_median = gy_guard_bin_us(gy_guard_bin_quantile(s->bins, s->n, 0.5), g->base_us);
@@ -887,10 +888,9 @@ static void drop_out(struct gy_guard *g, uint32_t arm, bool gross, struct gy_gua
  * longer) by the gross margin: out at once, not after a block of 16. On the H100 the GEMM HP's
  * retrials of 64 SMs (1.79x stop's jobs) came back after the 2 000 jobs of a cell's learning, and
  * the block of 16 in its measured rounds put its p99 at 2.44 of alone against corun's 0.97; with
- * the first job alone probed, that job (5.23 ms; hypothesis: the LP not yet on its partition) passed and the
- * next 15 ran at 6.2-6.8 (bench/results/2026-11-25-matrix-current, calls 4 and 6). A costless arm's
- * job is out only if it is one of stop's slowest 1 % by 8 % more. */
-
+ * the first job alone probed, that job (5.23 ms; hypothesis: the LP not yet on its partition)
+ * passed and the next 15 ran at 6.2-6.8 (bench/results/2026-11-25-matrix-current, calls 4 and 6).
+ * A costless arm's job is out only if it is one of stop's slowest 1 % by 8 % more. */
 static bool probe_out(struct gy_guard *g, uint64_t duration_ns)
 {
     struct stop_baseline b = baseline(g);
