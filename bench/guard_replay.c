@@ -29,13 +29,15 @@ static int cmp_u32(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static long median(long *v, long n) /* of the first n (sorted in place: a few hundred runs), -1 for none */
+static int cmp_long(const void *a, const void *b)
 {
-    for (long i = 1; i < n; i++)
-        for (long j = i; j > 0 && v[j - 1] > v[j]; j--) {
-            long t = v[j];
-            v[j] = v[j - 1], v[j - 1] = t;
-        }
+    long x = *(const long *)a, y = *(const long *)b;
+    return x < y ? -1 : x > y;
+}
+
+static long median(long *v, long n) /* of the first n (sorted in place), -1 for none */
+{
+    qsort(v, n, sizeof *v, cmp_long);
     return n ? v[(n - 1) / 2] : -1;
 }
 

@@ -870,6 +870,9 @@ static void record_depth(struct gy_guard *g, uint64_t duration_ns, struct gy_gua
     }
 }
 
+/* A job or block this far over stop's is a gross cost (GY_GUARD_GROSS_EPS x eps_p50). */
+static double gross_margin(const struct gy_guard *g) { return 1.0 + GY_GUARD_GROSS_EPS * (g->eps_p50_ppm / 1e6); }
+
 /* The fast fallback's drop. A gross cost does not go away by itself (a GPU-bound HP's jobs were
  * 1.08-1.73x stop's on 16 SMs beside every LP on the H100, bench/results/2026-11-25-matrix-refresh),
  * and each retrial costs the HP such jobs: it counts as GY_GUARD_GROSS_STRIKES drops. */
@@ -894,7 +897,7 @@ static void drop_out(struct gy_guard *g, uint32_t arm, bool gross, struct gy_gua
 static bool probe_out(struct gy_guard *g, uint64_t duration_ns)
 {
     struct stop_baseline b = baseline(g);
-    double us = duration_ns / 1e3, margin = 1.0 + GY_GUARD_GROSS_EPS * (g->eps_p50_ppm / 1e6);
+    double us = duration_ns / 1e3, margin = gross_margin(g);
     double slow = b.p99 > b.recent_max ? b.p99 : b.recent_max;
     if (!(b.recent_median > 0) || us <= slow * margin)
         return false;
@@ -952,7 +955,7 @@ struct gy_guard_change gy_guard_record(struct gy_guard *g, enum gy_guard_arm arm
         return c;
     }
     if (recent_out(g, &g->arms[arm])) {
-        drop_out(g, arm, g->ratio_p50_ppm >= ppm(1.0 + GY_GUARD_GROSS_EPS * (g->eps_p50_ppm / 1e6)), &c);
+        drop_out(g, arm, g->ratio_p50_ppm >= ppm(gross_margin(g)), &c);
         return c;
     }
     const struct gy_guard_window *w = &g->arms[arm];

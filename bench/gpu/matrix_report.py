@@ -109,7 +109,7 @@ def report(folders, setups):
         except raw_record.RawRecordError:
             states = {}  # the table without the guarded states: matrix.json alone still gives the cells
         lb = launch_bound_kinds(m)
-        lower_load = min((c["load"] for c in m["cells"]), key=load_share, default=None)
+        lower_load = min((c["load"] for c in m["cells"]), key=lambda ld: matrix.LOADS.get(ld, float("inf")), default=None)
         for c in m["cells"]:
             key = (c["hp"], c["lp"], c["load"])
             left = c.get("gpu_time_left")
@@ -147,14 +147,6 @@ def report(folders, setups):
                      f"{t['lb'][2]}, >= {TARGET_LP_SHARE:.1f} of the time left in {t['lb'][1]} of {t['lb'][2]}")
         lines.append(line)
     return "\n".join(lines)
-
-
-def load_share(load):
-    """poisson-25 -> 25: the loads' order (an unknown name sorts last)."""
-    try:
-        return float(load.rsplit("-", 1)[1])
-    except (IndexError, ValueError):
-        return float("inf")
 
 
 def main(argv=None):
