@@ -109,7 +109,8 @@ def report(folders, setups):
         except raw_record.RawRecordError:
             states = {}  # the table without the guarded states: matrix.json alone still gives the cells
         lb = launch_bound_kinds(m)
-        lower_load = min((c["load"] for c in m["cells"]), key=lambda ld: matrix.LOADS.get(ld, float("inf")), default=None)
+        lower_load = min((c["load"] for c in m["cells"]), key=lambda ld: matrix.LOADS.get(ld, float("inf")),
+                         default=None)
         for c in m["cells"]:
             key = (c["hp"], c["lp"], c["load"])
             left = c.get("gpu_time_left")
