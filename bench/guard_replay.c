@@ -10,7 +10,9 @@
  * arm in force (its trial ran costless): how long the rule takes to drop an arm that costs more
  * once promoted than its learning showed. Prints one line: runs in which a partition arm was
  * promoted, in force at the end, the median job of the first promotion, the share of jobs on arms,
- * and the runs in which the promoted arm was dropped again, the median jobs from promotion to drop. */
+ * the HP's time over the trace's (what the arms' costs added to its jobs, all runs together), the
+ * LP's launches over what it would have launched with stop on every job (what the arms gave it), and
+ * the runs in which the promoted arm was dropped again, the median jobs from promotion to drop. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -91,6 +93,8 @@ int main(int argc, char **argv)
     double gap_ms = 3.0 * sorted[n / 2] / 1000.0; /* a job's median and 3 of it idle: a quarter load */
 
     long promoted = 0, at_end = 0, on_arms = 0;
+    double traced_us = 0, ran_us = 0; /* the trace's job times, and the same jobs as they ran */
+    double lp_total = 0, lp_stop = 0;  /* the LP's launches, and those it would have made under stop */
     long *first = calloc(runs, sizeof *first), *dropped = calloc(runs, sizeof *dropped);
     if (!first || !dropped)
         return 2;
@@ -110,7 +114,11 @@ int main(int argc, char **argv)
             uint64_t ns = (uint64_t)(trace[(start + j) % n] * (costs ? cost : 1.0) * 1000.0);
             now_ns += ns + (uint64_t)(gap_ms * 1e6);
             lp += (uint64_t)(job_launches_per_ms[arm] * ns / 1e6 + GAP_LAUNCHES_PER_MS * gap_ms);
+            lp_total += job_launches_per_ms[arm] * ns / 1e6 + GAP_LAUNCHES_PER_MS * gap_ms;
+            lp_stop += GAP_LAUNCHES_PER_MS * gap_ms;
             on_arms += arm != GY_ARM_STOP;
+            traced_us += trace[(start + j) % n];
+            ran_us += ns / 1000.0;
             struct gy_guard_change c =
                 gy_guard_record(&g, arm, depth, ns, (uint64_t)(job_launches_per_ms[arm] * ns / 1e6));
             if (c.changed && c.to != GY_ARM_STOP && first[r] < 0)
@@ -129,9 +137,11 @@ int main(int argc, char **argv)
             dropped[d++] = dropped[r];
     }
     printf("cost %.3f%s: promoted in %ld of %ld runs, in force at the end in %ld, first promotion at job %ld "
-           "(median), %.1f %% of jobs on partition arms; dropped after promotion in %ld, %ld jobs after it (median)\n",
+           "(median), %.1f %% of jobs on partition arms, HP time +%.2f %% over the trace's, LP launches +%.2f %% over "
+           "stop's; dropped after promotion in %ld, %ld jobs after it (median)\n",
            cost, in_force_only ? " once in force" : "", promoted, runs, at_end, median(first, k),
-           100.0 * on_arms / ((double)jobs * runs), d, median(dropped, d));
+           100.0 * on_arms / ((double)jobs * runs), 100.0 * (ran_us / traced_us - 1.0),
+           100.0 * (lp_total / lp_stop - 1.0), d, median(dropped, d));
     free(dropped);
     free(first);
     return 0;

@@ -3,7 +3,10 @@ jobs of its guarded learning (in the order they ran) stand for the HP under ever
 jobs multiplied by each cost; how often, in a learning of --jobs jobs, a partition arm was promoted
 (it should be for a cost of 1, and never for one over the bound), and when. With --in-force-only the
 cost falls only on an arm's jobs once it is in force (its trial costless): in how many runs and how
-many jobs after its promotion the rule dropped it again. `guard-replay` (built from
+many jobs after its promotion the rule dropped it again. The last row gives, per cost, the two axes: the
+share of jobs on partition arms and the LP's launches over what it would have launched with stop on
+every job (what the LP got), and the HP's job time over the trace's (what the arms' costs added to
+it), means over the cells. `guard-replay` (built from
 bench/guard_replay.c) runs the rule itself; a build of another commit replays that rule.
     python3 -m bench.guard_replay --build BUILD DIR [DIR ...] [--costs 1,1.02,1.03] [--jobs 2000] [--runs 40]
                                   [--in-force-only]
@@ -18,6 +21,8 @@ import tempfile
 from bench.gpu import raw_record
 
 LINE = re.compile(r"promoted in (\d+) of (\d+) runs, in force at the end in (\d+), first promotion at job (-?\d+)"
+                  r".*, ([\d.]+) % of jobs on partition arms, HP time \+(-?[\d.]+) % over the trace's,"
+                  r" LP launches \+(-?[\d.]+) % over stop's"
                   r".*dropped after promotion in (\d+), (-?\d+) jobs after it")
 MIN_STOP_JOBS = 256  # a shorter trace repeats itself within one learning
 
@@ -26,7 +31,11 @@ def traces(folders):
     """[(cell name, [stop job microseconds in order])] from each cell's guarded learning."""
     out = []
     for folder in folders:
-        for seg in raw_record.load_or_exit(folder, "guard_replay")["segments"]:
+        record = raw_record.load_or_exit(folder, "guard_replay")
+        if not isinstance(record, dict) or not isinstance(record.get("segments"), list):
+            raise SystemExit(f"guard_replay: {folder}: its raw record has no list of segments "
+                             "(not a matrix invocation's): leave it out")
+        for seg in record["segments"]:
             r = seg.get("hp_result") or {}
             if seg.get("setup") != "guarded_learn" or not r.get("ok") or not r.get("arms"):
                 continue
@@ -47,7 +56,10 @@ def replay(binary, trace, cost, jobs, runs, in_force_only=False):
     m = LINE.search(out.stdout)
     if out.returncode or not m:
         raise RuntimeError(f"{binary} failed (exit {out.returncode}): {out.stderr.strip() or out.stdout.strip()}")
-    return tuple(int(x) for x in m.groups())
+    g = m.groups()
+    # (promoted, runs, in force at the end, first promotion, % of jobs on arms, HP time + %, LP + %, dropped,
+    #  jobs after)
+    return tuple(int(x) for x in g[:4]) + tuple(float(x) for x in g[4:7]) + tuple(int(x) for x in g[7:])
 
 
 def main(argv=None):
@@ -78,12 +90,18 @@ def main(argv=None):
     print(f"| cell | stop jobs | " + " | ".join(f"cost {c:g}: {what}" for c in costs) + " |")
     print("|---|---|" + "---|" * len(costs))
     total = {c: [0, 0] for c in costs}
+    # per cell: the share of jobs on partition arms, the HP's time over the trace, the LP's launches over stop's
+    on_arms, hp_over, lp_over = ({c: [] for c in costs} for _ in range(3))
     for name, trace in cells:
         row = f"| {name} | {len(trace)}"
         for c in costs:
-            promoted, runs, _, first, dropped, after = replay(binary, trace, c, args.jobs, args.runs, args.in_force_only)
+            promoted, runs, _, first, arms_pct, over_pct, lp_pct, dropped, after = replay(
+                binary, trace, c, args.jobs, args.runs, args.in_force_only)
             total[c][0] += dropped if args.in_force_only else promoted
             total[c][1] += promoted if args.in_force_only else runs
+            on_arms[c].append(arms_pct)
+            hp_over[c].append(over_pct)
+            lp_over[c].append(lp_pct)
             if args.in_force_only:
                 row += f" | {promoted}/{runs}, {dropped}" + (f" ({after})" if dropped else "")
             else:
@@ -91,6 +109,11 @@ def main(argv=None):
         print(row + " |")
     # over every cell: the runs that promoted (or, --in-force-only, the promoted ones dropped again)
     print("| all | | " + " | ".join(f"{t[0]}/{t[1]} ({t[0] / t[1]:.0%})" if t[1] else "-" for t in total.values()) + " |")
+    # the two axes over every cell (means of the cells'): what the LP got (jobs on arms, its launches over
+    # stop's), what the HP paid (its time over the trace's)
+    print("| jobs on arms, LP over stop's, HP time over the trace (means of cells) | | " +
+          " | ".join(f"{sum(on_arms[c]) / len(cells):.1f} %, LP +{sum(lp_over[c]) / len(cells):.2f} %, "
+                     f"HP +{sum(hp_over[c]) / len(cells):.2f} %" for c in costs) + " |")
     return 0
 
 
