@@ -218,6 +218,12 @@ static int lp_cycle_verdict(const struct gy_guard *g, uint32_t arm, uint32_t tha
 
 static bool backing_off(const struct gy_guard *g, uint32_t arm) { return g->jobs < g->backoff_until[arm]; }
 
+bool gy_guard_on_confirmation(const struct gy_guard *g)
+{
+    return valid_arm(g->in_force) && g->in_force != GY_ARM_STOP && !g->confirmed &&
+           g->reason == GY_GUARD_WHY_PROMOTED && !g->pinned && g->arms[g->in_force].n <= GY_GUARD_CONFIRM_JOBS;
+}
+
 /* The next partition arm to try above `arm`, the largest within the bound so far, or
  * GY_GUARD_NO_ARM: from stop the middle one (64 SMs), then the largest; below a larger arm that was
  * dropped and still backs off, the one halfway to it (a bisection: 16 below a failed 64 from stop,
@@ -372,7 +378,7 @@ enum gy_guard_arm gy_guard_pick(struct gy_guard *g, uint32_t *depth_us)
      * baseline to look at, and a costly arm would run unchecked. One trial at a time, the arms
      * first: a depth is tried with the arm in force once no larger arm is to be tried. */
     if (!valid_arm(g->trial) && !g->depth_trial && !g->pinned && g->base_us &&
-        g->arms[GY_ARM_STOP].n >= GY_GUARD_MIN_JOBS) {
+        g->arms[GY_ARM_STOP].n >= GY_GUARD_MIN_JOBS && !gy_guard_on_confirmation(g)) {
         start_trial(g, next_arm(g, g->in_force));
         /* a depth only when asked for, on top of an arm measured within the bound (not one
          * measured again) */
@@ -977,11 +983,23 @@ struct gy_guard_change gy_guard_record(struct gy_guard *g, enum gy_guard_arm arm
     bool full = w->n >= GY_GUARD_TRIAL_MAX || futile(g, w);
     if (arm == g->trial && verdict > 0) {
         uint32_t before = g->in_force;
-        g->strikes[arm] = 0; /* within the bound: it costs nothing */
+        bool gave = progress(g, arm) > 0;
         if (lp_cycle_verdict(g, arm, before) > 0) {
+            /* In force on confirmation: its window and stop's paired one start again, and its
+             * first GY_GUARD_CONFIRM_JOBS jobs in force are judged as a trial's (a futile look
+             * drops it) before a larger arm is tried; its strikes go once it passes the full test.
+             * The arms promoted are those whose trial looked good, and an arm's cost in force can
+             * differ from its trial's (stop at half the jobs then, a quarter now): on the H100, in
+             * 5 of 7 cells where a partition was promoted, its jobs in the measured rounds cost the
+             * HP 1.6-4.5 % more than in its learning's last 800 jobs
+             * (bench/results/2026-11-25-matrix-current, learned_vs_rounds.md), while an arm in
+             * force goes only when shown out of the bound, 2 000-5 000 jobs later in the replay. */
+            g->trial = GY_GUARD_NO_ARM;
             set_in_force(g, arm, GY_GUARD_WHY_PROMOTED, &c);
-            g->confirmed = 1;
+            reset_window(&g->arms[arm]);
+            reset_paired(g);
         } else {
+            g->strikes[arm] = 0; /* within the bound: it costs nothing */
             g->reason = GY_GUARD_WHY_KEPT;
             g->backoff_until[arm] = g->jobs + GY_GUARD_RECHECK_JOBS; /* no use before the workload changes */
         }
@@ -989,13 +1007,25 @@ struct gy_guard_change gy_guard_record(struct gy_guard *g, enum gy_guard_arm arm
          * every arm) gains nothing from a larger one, and a trial costs the HP: none until the
          * next re-check. On the H100 a BERT HP beside a graph LP lost 22 % a job in a trial of 120
          * SMs that could not have given the LP anything. */
-        if (progress(g, arm) > 0)
-            start_trial(g, next_arm(g, arm));
-        else
+        if (!gave)
             g->trial = GY_GUARD_NO_ARM, back_off_every_arm(g);
+        else if (!gy_guard_on_confirmation(g))
+            start_trial(g, next_arm(g, arm));
     } else if (arm == g->in_force && !g->confirmed && verdict > 0) {
         g->confirmed = 1;
         g->strikes[arm] = 0;
+    } else if (arm == g->in_force && gy_guard_on_confirmation(g) &&
+               (verdict < 0 || (futile(g, w) && g->paired_stop.n >= GY_GUARD_CONFIRM_FUTILE_STOP_JOBS))) {
+        /* Its jobs in force were more often over the bound than under it (futile): out, as a trial
+         * would be. Replayed on the H100's measured stop jobs (bench/guard_replay.py, 145 cells, 10
+         * runs of 10 000 jobs each; bench/results/2026-11-28-confirmation-replay): an arm costless
+         * in its trial and 3 % over stop once in force added 0.43 % to the HP's mean job time
+         * against 0.74 % without the confirmation, at 5 % 0.39 against 0.52; a costless one gave
+         * the LP 19.2 % more launches than stop on every job would have, against 20.5 % (larger
+         * arms tried later). A confirmation until the full test passed again (about 1 000 jobs:
+         * the p99 needs 256 of stop's) protected the HP no better (0.44, 0.39) and cost the LP
+         * more (18.4 %). */
+        drop(g, arm, GY_GUARD_WHY_REJECTED, &c);
     } else if (verdict < 0 || (verdict == 0 && full && arm == g->trial)) {
         /* A trial not within after GY_GUARD_TRIAL_MAX jobs, or futile, is rejected; the arm in force, measured
          * again after a re-check, goes only when shown out (it passed once; its window is not

@@ -34,6 +34,10 @@
 #define GY_GUARD_TRIAL_MAX 2048     /* an arm not within the bound after this many jobs is rejected */
 #define GY_GUARD_FUTILE_JOBS 256    /* ... and one whose jobs are more often over the bound than under it at
                                        a look from this many jobs on (z < 0): futile, it ends there */
+#define GY_GUARD_CONFIRM_JOBS 512   /* a promoted arm's first jobs in force, on confirmation: judged as a
+                                       trial's (a futile look drops it), no larger arm tried meanwhile */
+#define GY_GUARD_CONFIRM_FUTILE_STOP_JOBS 128 /* ... futile there once stop's paired window holds this
+                                       many too (it gets a quarter of the jobs then) */
 #define GY_GUARD_P99_MIN_JOBS 256   /* a p99 is judged (so an arm passed) from this many jobs a window: its
                                        3rd slowest; of 32 it is the slowest, or none of the slow ones */
 #define GY_GUARD_LOOK_STEP 128     /* from GY_GUARD_P99_MIN_JOBS on, the full test looks this often */
@@ -124,6 +128,10 @@ void gy_guard_force(struct gy_guard *g, enum gy_guard_arm arm);
 /* Whether the rule may try queue depths for the lower processes between HP jobs (off by default:
  * on the H100 a GPU-bound HP paid for the trials; see docs/guarded.md); off drops any in force. */
 void gy_guard_set_depth(struct gy_guard *g, bool on);
+/* A promoted arm is on confirmation (guarded.c) for its first GY_GUARD_CONFIRM_JOBS jobs in force
+ * (a fresh window and a fresh paired one for stop): a look that finds them futile drops it, and no
+ * larger arm is tried meanwhile, so that its jobs in force are the ones measured. */
+bool gy_guard_on_confirmation(const struct gy_guard *g);
 /* Forget what was learned (the lower workload changed): every window and backoff cleared, stop in
  * force, reason RESET; settings, random state and job counts kept. */
 struct gy_guard_change gy_guard_reset(struct gy_guard *g);

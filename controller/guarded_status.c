@@ -23,10 +23,11 @@ int gy_guarded_json(const struct gy_guard *g, char *buf, size_t len)
          gy_guard_arm_name((enum gy_guard_arm)g->in_force), gy_guard_reason_name((enum gy_guard_reason)g->reason),
          gy_guard_reason_text((enum gy_guard_reason)g->reason));
     EMIT(g->trial < GY_GUARD_ARM_COUNT ? "\"%s\"" : "null", trial_name(g));
-    EMIT(", \"confirmed\": %s, \"pinned\": %s, \"jobs\": %llu, \"changes\": %u, \"eps_p50\": %.6g, \"eps_p99\": %.6g, "
+    EMIT(", \"confirmed\": %s, \"on_confirmation\": %s, \"pinned\": %s, \"jobs\": %llu, \"changes\": %u, \"eps_p50\": %.6g, \"eps_p99\": %.6g, "
          "\"stop_share\": %.6g, \"last_ratio_p50\": %.6g, \"last_ratio_p99\": %.6g, \"last_z\": %.3f, "
          "\"base_ms\": %.3f, \"arms\": {",
-         g->confirmed ? "true" : "false", g->pinned ? "true" : "false", (unsigned long long)g->jobs, g->changes,
+         g->confirmed ? "true" : "false", gy_guard_on_confirmation(g) ? "true" : "false", g->pinned ? "true" : "false",
+         (unsigned long long)g->jobs, g->changes,
          g->eps_p50_ppm / 1e6,
          g->eps_p99_ppm / 1e6, g->stop_share_ppm / 1e6, g->ratio_p50_ppm / 1e6, g->ratio_p99_ppm / 1e6,
          g->z_milli / 1e3, g->base_us / 1e3);
@@ -50,9 +51,10 @@ int gy_guarded_json(const struct gy_guard *g, char *buf, size_t len)
 
 void gy_guarded_print(FILE *to, const struct gy_guard *g)
 {
-    fprintf(to, "guarded: arm in force %s%s%s (%s); trying %s; %llu jobs, %u changes; bound p50 +%.1f %%, p99 +%.1f %%, "
+    fprintf(to, "guarded: arm in force %s%s%s%s (%s); trying %s; %llu jobs, %u changes; bound p50 +%.1f %%, p99 +%.1f %%, "
                 "stop share %.2f; last test z %.2f (within at >= %.2f, from %u jobs a window)\n",
             gy_guard_arm_name((enum gy_guard_arm)g->in_force), g->confirmed ? ", confirmed" : "",
+            gy_guard_on_confirmation(g) ? ", on confirmation (measured again in force before a larger arm)" : "",
             g->pinned ? ", pinned until a guard-reset" : "", gy_guard_reason_text((enum gy_guard_reason)g->reason), trial_name(g), (unsigned long long)g->jobs,
             g->changes, g->eps_p50_ppm / 1e4, g->eps_p99_ppm / 1e4, g->stop_share_ppm / 1e6, g->z_milli / 1e3,
             GY_GUARD_LOOK_Z, GY_GUARD_P99_MIN_JOBS);

@@ -62,7 +62,10 @@ def guarded_states(raw):
         if seg["setup"] != "guarded" or not st or seg.get("round", -1) < last_round.get(key, -2):
             continue
         last_round[key] = seg.get("round", -1)
-        out[key] = (st.get("in_force"), st.get("reason"), st.get("trying"))
+        reason = st.get("reason")
+        if st.get("on_confirmation"):  # promoted, measured again in force (since 2026-11-28)
+            reason = f"{reason} (on confirmation)"
+        out[key] = (st.get("in_force"), reason, st.get("trying"))
     return {k: v + (dict(jobs[k]),) for k, v in out.items()}
 
 

@@ -4,6 +4,7 @@ backend (sleeping units, no torch, no GPU, no MPS)."""
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -943,6 +944,12 @@ def test_matrix_report_gives_each_cells_setups_the_guarded_end_state_and_the_tar
     # only the launch-bound HP (small) at the lower load counts for the LP target: 0.79 and 0.83 meet it
     assert "launch-bound HPs at the lower load: LP >= 0.60 of alone in 1 of 1, >= 0.8 of the time left in 1 of 1" in out
     assert ">= 0.8 of the time left in 0 of 1" in out  # corun's 0.74
+    # an arm promoted and still on confirmation in force says so
+    on_confirmation = status("partition:64", ["partition:64"], 1)
+    on_confirmation["guarded_status"]["guarded"]["on_confirmation"] = True
+    folder = _report_folder(tmp_path, "b", cells, kinds, [on_confirmation])
+    assert matrix_report.main([folder]) == 0
+    assert "partition:64, promoted (on confirmation); 64: 1 |" in capsys.readouterr().out
     # a folder without matrix.json is one error naming it
     (tmp_path / "empty").mkdir()
     assert matrix_report.main([str(tmp_path / "empty")]) == 1
@@ -962,9 +969,16 @@ def test_guard_replay_promotes_a_costless_arm_on_a_measured_trace_and_never_a_co
     # only the stop jobs make the trace (the arm's 9.9 ms jobs are left out), and a short trace no cell
     assert [(name, len(t)) for name, t in guard_replay.traces([str(tmp_path)])] == [("small + gemm, poisson-25", 900)]
     assert guard_replay.main(["--build", build, str(tmp_path), "--costs", "1,1.5", "--jobs", "2000", "--runs", "4"]) == 0
-    row = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("| small + gemm")][0]
+    out = capsys.readouterr().out
+    row = [ln for ln in out.splitlines() if ln.startswith("| small + gemm")][0]
     cells = [c.strip() for c in row.split("|")[1:-1]]
     assert cells[1] == "900" and cells[3] == "0/4"
+    # the two axes per cost: jobs on partition arms, and the HP's time over the trace (the arms' cost)
+    axes = [ln for ln in out.splitlines() if ln.startswith("| jobs on arms")][0]
+    costless, costly = [re.fullmatch(r"([\d.]+) %, LP \+(-?[\d.]+) %, HP \+(-?[\d.]+) %", c.strip()).groups()
+                        for c in axes.split("|")[3:5]]
+    assert float(costless[0]) > 10 and float(costless[1]) > 0 and costless[2] == "0.00", axes
+    assert float(costly[2]) > 0, axes  # its trials' jobs cost the HP
     assert int(cells[2].split("/")[0]) >= 3, row  # a costless arm in 5 % noise: promoted in most runs
     # an arm costless in its trial and 1.5x once in force: promoted, then dropped again in every run
     assert guard_replay.main(["--build", build, str(tmp_path), "--costs", "1.5", "--jobs", "4000", "--runs", "4",
@@ -977,6 +991,11 @@ def test_guard_replay_promotes_a_costless_arm_on_a_measured_trace_and_never_a_co
     (tmp_path / "none" / "raw.json").write_text(json.dumps({"segments": [short]}))
     assert guard_replay.main(["--build", build, str(tmp_path / "none")]) == 1
     assert "no guarded learning" in capsys.readouterr().err
+    # a raw record that is not a matrix invocation's (no segments) is named, not a traceback
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "raw.json").write_text(json.dumps({"runs": []}))
+    with pytest.raises(SystemExit, match="other: its raw record has no list of segments"):
+        guard_replay.main(["--build", build, str(tmp_path / "other")])
     with pytest.raises(SystemExit):
         guard_replay.main(["--build", str(tmp_path), str(tmp_path)])  # no guard-replay there
     assert "no " in capsys.readouterr().err
