@@ -965,6 +965,13 @@ struct gy_guard_change gy_guard_record(struct gy_guard *g, enum gy_guard_arm arm
         return c;
     }
     const struct gy_guard_window *w = &g->arms[arm];
+    if (arm == g->in_force && arm != GY_ARM_STOP && !g->confirmed && g->reason == GY_GUARD_WHY_PROMOTED &&
+        w->n > GY_GUARD_CONFIRM_JOBS) {
+        /* through its confirmation without a futile look: it passed its trial and its first jobs
+         * in force, so a depth may be tried on it (gy_guard_pick) and its strikes go */
+        g->confirmed = 1;
+        g->strikes[arm] = 0;
+    }
     if (!is_look(w->n) || g->paired_stop.n < GY_GUARD_MIN_JOBS)
         return c;
     if (arm == g->trial && w->n >= GY_GUARD_LP_FUTILE_JOBS && lp_cycle_verdict(g, arm, g->in_force) < 0) {
@@ -987,7 +994,7 @@ struct gy_guard_change gy_guard_record(struct gy_guard *g, enum gy_guard_arm arm
         if (lp_cycle_verdict(g, arm, before) > 0) {
             /* In force on confirmation: its window and stop's paired one start again, and its
              * first GY_GUARD_CONFIRM_JOBS jobs in force are judged as a trial's (a futile look
-             * drops it) before a larger arm is tried; its strikes go once it passes the full test.
+             * drops it) before a larger arm is tried; its strikes go once it is through.
              * The arms promoted are those whose trial looked good, and an arm's cost in force can
              * differ from its trial's (stop at half the jobs then, a quarter now): on the H100, in
              * 5 of 7 cells where a partition was promoted, its jobs in the measured rounds cost the

@@ -79,7 +79,8 @@ struct gy_guard {
     uint32_t in_force;         /* enum gy_guard_arm: what a job gets when it is not a stop sample */
     uint32_t trial;            /* enum gy_guard_arm being tried, or GY_GUARD_NO_ARM */
     uint32_t reason;           /* enum gy_guard_reason of in_force */
-    uint32_t confirmed;        /* 1 once in_force passed the full test on its current window */
+    uint32_t confirmed;        /* 1 once in_force passed the full test on its current window, or its
+                                  trial and then its confirmation in force (guarded.c) */
     uint32_t pinned;           /* 1: in_force was forced (gy_guard_force) and stays until a reset */
     /* Settings (ppm), set by the creator: epsilons of the bound, the share of stop samples. */
     uint32_t eps_p50_ppm;

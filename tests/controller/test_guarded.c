@@ -625,9 +625,10 @@ TEST(a_costless_arm_is_confirmed_in_force_before_a_larger_one_is_tried)
     int j = 0;
     for (; j < 4000 && gy_guard_on_confirmation(g); j++)
         simulate(g, &costless, 1, &during);
-    CHECK(g->in_force == FIRST && g->reason == GY_GUARD_WHY_PROMOTED && g->arms[FIRST].n == GY_GUARD_CONFIRM_JOBS + 1,
-          "after %d jobs on confirmation: %s in force (%s), its window %u", j, gy_guard_arm_name(g->in_force),
-          gy_guard_reason_text(g->reason), g->arms[FIRST].n);
+    CHECK(g->in_force == FIRST && g->reason == GY_GUARD_WHY_PROMOTED && g->arms[FIRST].n == GY_GUARD_CONFIRM_JOBS + 1 &&
+              g->confirmed,
+          "after %d jobs on confirmation: %s in force (%s), its window %u, confirmed %u", j,
+          gy_guard_arm_name(g->in_force), gy_guard_reason_text(g->reason), g->arms[FIRST].n, g->confirmed);
     CHECK(jobs_on_partitions(&during, FIRST + 1) == 0 && g->paired_stop.n >= GY_GUARD_CONFIRM_FUTILE_STOP_JOBS,
           "%llu jobs on larger arms during the confirmation; stop's paired window %u",
           (unsigned long long)jobs_on_partitions(&during, FIRST + 1), g->paired_stop.n);
@@ -635,7 +636,7 @@ TEST(a_costless_arm_is_confirmed_in_force_before_a_larger_one_is_tried)
     double share = (double)during.jobs_on[GY_ARM_STOP] / j;
     CHECK(share > 0.18 && share < 0.32, "stop share %.2f on confirmation", share);
     gy_guarded_json(g, text, sizeof text);
-    CHECK(strstr(text, "\"on_confirmation\": false,"), "%s", text);
+    CHECK(strstr(text, "\"confirmed\": true, \"on_confirmation\": false,"), "%s", text);
     simulate(g, &costless, 4, &r);
     CHECK(g->trial == TOP, "tried after the confirmation: %s",
           g->trial < GY_GUARD_ARM_COUNT ? gy_guard_arm_name(g->trial) : "none");
