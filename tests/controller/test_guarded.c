@@ -621,6 +621,13 @@ TEST(a_costless_arm_is_confirmed_in_force_before_a_larger_one_is_tried)
     static char text[8192];
     gy_guarded_json(g, text, sizeof text);
     CHECK(strstr(text, "\"confirmed\": false, \"on_confirmation\": true,"), "%s", text);
+    FILE *table = fmemopen(text, sizeof text, "w"); /* what expcontroller status prints */
+    REQUIRE(table);
+    gy_guarded_print(table, g);
+    fclose(table);
+    CHECK(strstr(text, "guarded: arm in force partition:64, on confirmation (measured again in force before a larger arm) "
+                       "(promoted:"),
+          "%s", text);
     struct run during = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
     int j = 0;
     for (; j < 4000 && gy_guard_on_confirmation(g); j++)
