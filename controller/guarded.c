@@ -592,9 +592,14 @@ static int test_window(struct gy_guard *g, const struct gy_guard_window *w, doub
  * its test can tell, and half the HP's jobs pay its cost meanwhile: on the H100 a 16-SM arm that
  * cost a FasterRCNN 720p HP about 3 % a job stayed in trial for the whole learning and the
  * measured rounds, and the HP's p50 interval reached 1.061 (bench/results/2026-11-24-guarded-v3).
- * With 10 % lognormal noise an arm costing 4 % is futile at 256 jobs (against 256 of stop's) in
- * about 98 % of trials, a costless one in about 2 %; with 25 % noise 82 % and 17 % (simulated): a
- * costless arm that a noisy HP could not show within the bound is tried again after the backoff. */
+ * From 128 jobs since 2026-11-28 (256 before): in 10 % lognormal noise the first trial of an arm
+ * costing 4 % ran 134 of its jobs on average (239 from 256), while a costless arm's first trial was
+ * rejected in 8.5 % of runs (4 %), in 25 % noise 60 % (56 %) (simulated, 200 seeds); replayed on
+ * the H100's measured stop jobs (145 cells, 2 000-job learnings,
+ * bench/results/2026-11-28-confirmation-replay) the trials of arms costing 5 % / 7 % added 0.91 %
+ * / 0.85 % to the HP's mean job time (1.14 / 1.07 from 256), and a costless arm gave the LP +13.3 %
+ * launches over stop (+13.7 %): a costless arm that a noisy HP could not show within the bound is
+ * tried again after the backoff. */
 static bool futile(const struct gy_guard *g, const struct gy_guard_window *w)
 {
     return w->n >= GY_GUARD_FUTILE_JOBS && g->z_milli < 0;

@@ -32,7 +32,7 @@
 #define GY_GUARD_LOOK_Z 2.5         /* a look passes at z >= this (one-sided 0.6 %: a look every 128 jobs) */
 #define GY_GUARD_OUT_Z 3.09         /* ... and shows the arm out of the bound at z <= -this (0.1 %) */
 #define GY_GUARD_TRIAL_MAX 2048     /* an arm not within the bound after this many jobs is rejected */
-#define GY_GUARD_FUTILE_JOBS 256    /* ... and one whose jobs are more often over the bound than under it at
+#define GY_GUARD_FUTILE_JOBS 128    /* ... and one whose jobs are more often over the bound than under it at
                                        a look from this many jobs on (z < 0): futile, it ends there */
 #define GY_GUARD_CONFIRM_JOBS 512   /* a promoted arm's first jobs in force, on confirmation: judged as a
                                        trial's (a futile look drops it), no larger arm tried meanwhile */
