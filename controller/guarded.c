@@ -220,10 +220,17 @@ static int lp_cycle_verdict(const struct gy_guard *g, uint32_t arm, uint32_t tha
 
 static bool backing_off(const struct gy_guard *g, uint32_t arm) { return g->jobs < g->backoff_until[arm]; }
 
-bool gy_guard_on_confirmation(const struct gy_guard *g)
+/* A partition put in force by a trial that passed, not confirmed yet: on confirmation for its first
+ * GY_GUARD_CONFIRM_JOBS jobs in force, confirmed once through them. */
+static bool promoted_unconfirmed(const struct gy_guard *g)
 {
     return valid_arm(g->in_force) && g->in_force != GY_ARM_STOP && !g->confirmed &&
-           g->reason == GY_GUARD_WHY_PROMOTED && !g->pinned && g->arms[g->in_force].n <= GY_GUARD_CONFIRM_JOBS;
+           g->reason == GY_GUARD_WHY_PROMOTED && !g->pinned;
+}
+
+bool gy_guard_on_confirmation(const struct gy_guard *g)
+{
+    return promoted_unconfirmed(g) && g->arms[g->in_force].n <= GY_GUARD_CONFIRM_JOBS;
 }
 
 /* The next partition arm to try above `arm`, the largest within the bound so far, or
@@ -972,8 +979,7 @@ struct gy_guard_change gy_guard_record(struct gy_guard *g, enum gy_guard_arm arm
         return c;
     }
     const struct gy_guard_window *w = &g->arms[arm];
-    if (arm == g->in_force && arm != GY_ARM_STOP && !g->confirmed && g->reason == GY_GUARD_WHY_PROMOTED &&
-        w->n > GY_GUARD_CONFIRM_JOBS) {
+    if (arm == g->in_force && promoted_unconfirmed(g) && w->n > GY_GUARD_CONFIRM_JOBS) {
         /* through its confirmation without a futile look: it passed its trial and its first jobs
          * in force, so a depth may be tried on it (gy_guard_pick) and its strikes go */
         g->confirmed = 1;
