@@ -26,8 +26,8 @@
  * (lp_cycle_verdict), on confirmation for its first GY_GUARD_CONFIRM_JOBS jobs in force (fresh
  * windows; a futile look drops it; no larger arm tried meanwhile). Not its launches during the
  * HP's jobs: on the H100 16 SMs gave a GEMM LP 881 launches/s there against stop's none, yet 0.96
- * of stop's over whole cycles, its backlog of slow
- * kernels costing it more after each job (bench/results/2026-11-25-lp-cycles). Every GY_GUARD_RECHECK_JOBS jobs
+ * of stop's over whole cycles, its backlog of slow kernels costing it more after each job
+ * (bench/results/2026-11-25-lp-cycles). Every GY_GUARD_RECHECK_JOBS jobs
  * (between trials) the partition arms' windows reset, so the arm in force is tested again and
  * larger ones retried; when stop's recent median moves by more than a factor GY_GUARD_SHIFT from its
  * window's, the HP's speed changed: the windows start again around the new median and the arm in
