@@ -1042,3 +1042,35 @@ def test_learned_vs_rounds_compares_a_promoted_arm_in_learning_and_in_each_round
     assert "| partition:64 | 1.000 | 1.050 1.000 | 1.025 |" in out and "above the learning's in 1 of 1" in out
     with pytest.raises(SystemExit):
         learned_vs_rounds.main([str(tmp_path), "--tail", "10"])
+
+
+def test_round_ratios_gives_each_round_its_own_denominators_and_counts_jobs_off_stop(tmp_path, capsys):
+    from bench.gpu import round_ratios
+
+    def seg(setup, rnd, lat=None, arms=None, lp=None):
+        s = {"hp": "gemm", "lp": "resnet50train", "load": "poisson-60", "setup": setup, "round": rnd}
+        if lat is not None:
+            s["hp_result"] = {"ok": True, "lat_ms": lat, "svc_ms": [v / 2 for v in lat], "arms": arms}
+        if lp is not None:
+            s["lp_result"] = {"counted": lp, "counted_secs": 2.0}
+        return s
+    raw = {"segments": [
+        seg("guarded_learn", -1, [50.0] * 4, ["partition:64"] * 4),  # learning: not a round
+        seg("hp_alone", 0, [4.0, 4.0, 6.0]), seg("lp_alone", 0, lp=100),
+        seg("corun", 0, [4.0, 5.0, 6.0], lp=40),
+        seg("guarded", 0, [4.4, 4.4, 6.0], ["stop", "partition:64", "partition:64"], lp=50),
+        seg("hp_alone", 1, [8.0, 8.0]), seg("lp_alone", 1, lp=200),
+        seg("guarded", 1, [8.0, 16.0], ["stop", "stop"], lp=20)]}
+    (tmp_path / "raw.json").write_text(json.dumps(raw))
+    cell = round_ratios.rounds(raw)[("gemm", "resnet50train", "poisson-60")]
+    assert sorted(cell) == [0, 1]
+    g0, c0, g1 = cell[0]["setups"]["guarded"], cell[0]["setups"]["corun"], cell[1]["setups"]["guarded"]
+    assert g0["lat_ratio"] == pytest.approx(1.1) and g0["off_stop"] == 2 and g0["lp_ratio"] == pytest.approx(0.5)
+    assert c0["lat_ratio"] == pytest.approx(1.25) and c0["off_stop"] == 0 and c0["lp_ratio"] == pytest.approx(0.4)
+    assert g1["lat_ratio"] == pytest.approx(1.0) and g1["lp_ratio"] == pytest.approx(0.1)  # round 1's own alone
+    assert cell[1]["alone_svc_p50_ms"] == 4.0
+    assert round_ratios.main([str(tmp_path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "2 of 3 off stop" in out[1] and "off stop" not in out[2] and "guarded 1.000 svc" in out[2]
+    with pytest.raises(SystemExit, match="round_ratios: no raw.json"):
+        round_ratios.main([str(tmp_path / "missing")])
