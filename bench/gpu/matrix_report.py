@@ -105,6 +105,10 @@ def report(folders, setups):
     head = "| cell | GPU time left | " + " | ".join(setups) + (" | guarded at the end (arm, reason; HP jobs per arm) |"
                                                             if "guarded" in setups else " |")
     lines += [head, "|" + "---|" * (head.count("|") - 1)]
+    # the lower load of the cells of every folder named: one invocation may hold only the higher
+    # load's cells (a record split across device calls by load)
+    lower_load = min((c["load"] for f in folders for c in load_matrix(f)["cells"]),
+                     key=lambda ld: matrix.LOADS.get(ld, float("inf")), default=None)
     for folder in folders:
         m = load_matrix(folder)
         try:
@@ -112,8 +116,6 @@ def report(folders, setups):
         except raw_record.RawRecordError:
             states = {}  # the table without the guarded states: matrix.json alone still gives the cells
         lb = launch_bound_kinds(m)
-        lower_load = min((c["load"] for c in m["cells"]), key=lambda ld: matrix.LOADS.get(ld, float("inf")),
-                         default=None)
         for c in m["cells"]:
             key = (c["hp"], c["lp"], c["load"])
             left = c.get("gpu_time_left")

@@ -950,6 +950,14 @@ def test_matrix_report_gives_each_cells_setups_the_guarded_end_state_and_the_tar
     folder = _report_folder(tmp_path, "b", cells, kinds, [on_confirmation])
     assert matrix_report.main([folder]) == 0
     assert "partition:64, promoted (on confirmation); 64: 1 |" in capsys.readouterr().out
+    # a folder of the higher load's cells alone, reported with one of the lower load: the lower load
+    # is the lowest of all folders named, so the 60 % cell does not count for the LP target
+    high = _report_folder(tmp_path, "c", [cells[1]], kinds, [])
+    assert matrix_report.main([folder, high]) == 0
+    out = capsys.readouterr().out
+    assert "launch-bound HPs at the lower load: LP >= 0.60 of alone in 1 of 1" in out
+    assert matrix_report.main([high]) == 0  # alone, its load is the lower one
+    assert "LP >= 0.60 of alone in 0 of 1" in capsys.readouterr().out
     # a folder without matrix.json is one error naming it
     (tmp_path / "empty").mkdir()
     assert matrix_report.main([str(tmp_path / "empty")]) == 1
