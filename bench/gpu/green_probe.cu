@@ -7,8 +7,10 @@
 // wait for green-stream work, and which group sizes cuDevSmResourceSplitByCount returns.
 // Prints one JSON object; exit 1 when a fact the hook relies on does not hold, 2 on bad usage.
 // Whether a graph launched on the green stream is confined is reported, not required: the hook
-// never sends a graph to the partition (on the H100, driver 580, it ran on all 132 SMs), so the
-// policy holds either way.
+// never sends a graph to the partition (on the H100, driver 580, a graph instantiated in the primary
+// context ran on all 132 SMs), so the policy holds either way. Two other ways are reported beside
+// it (the graph instantiated again with the green context current; a graph captured on the green
+// stream): if one is confined, a lower process's graphs could run in the partition too.
 #include <cuda.h>
 #include <cuda_runtime.h>
 
@@ -113,6 +115,76 @@ static int read_across(CUstream first, CUstream second, bool wait, int value, in
     int got = 0;
     CHECK_CUDA(cudaMemcpy(&got, out, sizeof got, cudaMemcpyDeviceToHost));
     return got;
+}
+
+// A graph launched on the green stream by one of the ways below: each step's result code (0: it
+// worked) and the SMs its kernel ran on (empty when a step failed).
+struct graph_variant {
+    CUresult make_rc, instantiate_rc, launch_rc, sync_rc;
+    std::set<unsigned> sms;
+};
+
+static graph_variant launch_variant(CUresult make_rc, CUresult instantiate_rc, CUgraphExec exec, CUstream green,
+                                    const recorded &r)
+{
+    graph_variant v{make_rc, instantiate_rc, CUDA_ERROR_NOT_READY, CUDA_ERROR_NOT_READY, {}};
+    if (make_rc != CUDA_SUCCESS || instantiate_rc != CUDA_SUCCESS)
+        return v;
+    CHECK_CUDA(cudaMemset(r.starts, 0, r.blocks * sizeof *r.starts));
+    v.launch_rc = cuGraphLaunch(exec, green);
+    v.sync_rc = v.launch_rc == CUDA_SUCCESS ? cuStreamSynchronize(green) : CUDA_ERROR_NOT_READY;
+    if (v.launch_rc == CUDA_SUCCESS && v.sync_rc == CUDA_SUCCESS)
+        v.sms = sm_set(r);
+    return v;
+}
+
+// (a) `graph` (captured in the primary context) instantiated with the green context current.
+static graph_variant graph_in_green_ctx(CUgreenCtx green_ctx, cudaGraph_t graph, CUstream green, const recorded &r)
+{
+    CUcontext as_ctx = nullptr;
+    CUresult make_rc = cuCtxFromGreenCtx(&as_ctx, green_ctx);
+    CUgraphExec exec = nullptr;
+    CUresult inst_rc = CUDA_ERROR_NOT_READY;
+    if (make_rc == CUDA_SUCCESS && (make_rc = cuCtxPushCurrent(as_ctx)) == CUDA_SUCCESS) {
+        inst_rc = cuGraphInstantiate(&exec, (CUgraph)graph, 0);
+        CUcontext popped;
+        CHECK_CU(cuCtxPopCurrent(&popped));
+    }
+    graph_variant v = launch_variant(make_rc, inst_rc, exec, green, r);
+    if (exec)
+        CHECK_CU(cuGraphExecDestroy(exec));
+    return v;
+}
+
+// (b) a graph captured from a cuLaunchKernel on the green stream, instantiated in the primary context.
+static graph_variant graph_captured_on_green(CUfunction fn, int blocks, void **params, CUstream green,
+                                             const recorded &r)
+{
+    CUgraph graph = nullptr;
+    CUgraphExec exec = nullptr;
+    CUresult make_rc = cuStreamBeginCapture(green, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+    if (make_rc == CUDA_SUCCESS) {
+        CUresult launch_rc = cuLaunchKernel(fn, blocks, 1, 1, 128, 1, 1, 0, green, params, nullptr);
+        make_rc = cuStreamEndCapture(green, &graph);
+        if (make_rc == CUDA_SUCCESS)
+            make_rc = launch_rc;
+    }
+    CUresult inst_rc = make_rc == CUDA_SUCCESS ? cuGraphInstantiate(&exec, graph, 0) : CUDA_ERROR_NOT_READY;
+    graph_variant v = launch_variant(make_rc, inst_rc, exec, green, r);
+    if (exec)
+        CHECK_CU(cuGraphExecDestroy(exec));
+    if (graph)
+        CHECK_CU(cuGraphDestroy(graph));
+    return v;
+}
+
+static void print_variant(const char *key, const graph_variant &v, const std::set<unsigned> &green_sms)
+{
+    bool in = !v.sms.empty() && subset(v.sms, green_sms);
+    std::printf(" \"%s\": {\"make_rc\": %d, \"instantiate_rc\": %d, \"launch_rc\": %d, \"sync_rc\": %d, "
+                "\"runs\": %s, \"distinct_sms\": %zu, \"in_partition\": %s},\n",
+                key, (int)v.make_rc, (int)v.instantiate_rc, (int)v.launch_rc, (int)v.sync_rc,
+                v.sms.empty() ? "false" : "true", v.sms.size(), in ? "true" : "false");
 }
 
 // Seconds a synchronize call took while a long spin kernel ran on the green stream.
@@ -231,6 +303,14 @@ int main(int argc, char **argv)
     CHECK_CUDA(cudaStreamSynchronize(ordinary));
     std::set<unsigned> graph_ordinary_sms = sm_set(r);
 
+    // Two ways a lower process's graphs might be confined, for the hook to build on if one holds:
+    // (a) the same graph instantiated again with the green context current (a twin exec the hook
+    // could make at a graph's instantiation), launched on the green stream;
+    graph_variant twin = graph_in_green_ctx(green_ctx, graph, green, r);
+    // (b) a graph captured from launches on the green stream itself, instantiated in the primary
+    // context and launched on the green stream.
+    graph_variant captured = graph_captured_on_green(fn, blocks, params, green, r);
+
     // Events both ways; without the wait the reader overtakes the writer (the check can fail).
     int *flag, *out;
     CHECK_CUDA(cudaMalloc(&flag, sizeof *flag));
@@ -268,6 +348,8 @@ int main(int argc, char **argv)
                 "\"same_graph_ordinary_stream_distinct_sms\": %zu},\n",
                 (int)graph_rc, graph_sms.empty() ? "false" : "true", graph_sms.size(),
                 in_partition_graph ? "true" : "false", graph_ordinary_sms.size());
+    print_variant("cuGraphLaunch_green_instantiated_in_green_ctx", twin, launch_sms);
+    print_variant("cuGraphLaunch_green_captured_on_green", captured, launch_sms);
     std::printf(" \"events\": {\"green_waits_ordinary_read\": %d, \"ordinary_waits_green_read\": %d, "
                 "\"expected\": [11, 22], \"no_wait_read\": %d, \"order\": %s},\n",
                 green_after_ordinary, ordinary_after_green, unordered, events_order ? "true" : "false");
