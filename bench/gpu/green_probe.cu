@@ -8,9 +8,10 @@
 // Prints one JSON object; exit 1 when a fact the hook relies on does not hold, 2 on bad usage.
 // Whether a graph launched on the green stream is confined is reported, not required: the hook
 // never sends a graph to the partition (on the H100, driver 580, a graph instantiated in the primary
-// context ran on all 132 SMs), so the policy holds either way. Two other ways are reported beside
+// context ran on all 132 SMs), so the policy holds either way. Three other ways are reported beside
 // it (the graph instantiated again with the green context current; a graph captured on the green
-// stream): if one is confined, a lower process's graphs could run in the partition too.
+// stream; a clone whose kernel nodes name the green context): if one is confined, a lower
+// process's graphs could run in the partition too.
 #include <cuda.h>
 #include <cuda_runtime.h>
 
@@ -178,6 +179,61 @@ static graph_variant graph_captured_on_green(CUfunction fn, int blocks, void **p
     return v;
 }
 
+// What the kernel nodes of a graph captured from a runtime launch hold: a CUfunction (bound to the
+// primary context) or a CUkernel (context-independent, run in the node's ctx).
+struct node_facts {
+    int nodes, kernel_nodes, func_set, kern_set;
+};
+
+// (c) `graph` cloned, each kernel node given the green context as its ctx (and a CUkernel: the
+// node's own, or the one the runtime has for `symbol` when the node holds a CUfunction).
+static graph_variant graph_nodes_in_green_ctx(CUgreenCtx green_ctx, cudaGraph_t graph, const void *symbol,
+                                              CUstream green, const recorded &r, node_facts *facts)
+{
+    CUcontext as_ctx = nullptr;
+    CUgraph clone = nullptr;
+    CUgraphExec exec = nullptr;
+    CUresult make_rc = cuCtxFromGreenCtx(&as_ctx, green_ctx);
+    if (make_rc == CUDA_SUCCESS)
+        make_rc = cuGraphClone(&clone, (CUgraph)graph);
+    size_t n = 0;
+    if (make_rc == CUDA_SUCCESS)
+        make_rc = cuGraphGetNodes(clone, nullptr, &n);
+    std::vector<CUgraphNode> nodes(n);
+    if (make_rc == CUDA_SUCCESS && n)
+        make_rc = cuGraphGetNodes(clone, nodes.data(), &n);
+    facts->nodes = (int)n;
+    for (size_t i = 0; make_rc == CUDA_SUCCESS && i < n; i++) {
+        CUgraphNodeType type;
+        if ((make_rc = cuGraphNodeGetType(nodes[i], &type)) != CUDA_SUCCESS || type != CU_GRAPH_NODE_TYPE_KERNEL)
+            continue;
+        facts->kernel_nodes++;
+        CUDA_KERNEL_NODE_PARAMS p;
+        if ((make_rc = cuGraphKernelNodeGetParams(nodes[i], &p)) != CUDA_SUCCESS)
+            break;
+        facts->func_set += p.func != nullptr;
+        facts->kern_set += p.kern != nullptr;
+        if (!p.kern) {
+            cudaKernel_t k = nullptr;
+            if (cudaGetKernel(&k, symbol) != cudaSuccess) {
+                make_rc = CUDA_ERROR_NOT_FOUND;
+                break;
+            }
+            p.kern = (CUkernel)k;
+        }
+        p.func = nullptr;
+        p.ctx = as_ctx;
+        make_rc = cuGraphKernelNodeSetParams(nodes[i], &p);
+    }
+    CUresult inst_rc = make_rc == CUDA_SUCCESS ? cuGraphInstantiate(&exec, clone, 0) : CUDA_ERROR_NOT_READY;
+    graph_variant v = launch_variant(make_rc, inst_rc, exec, green, r);
+    if (exec)
+        CHECK_CU(cuGraphExecDestroy(exec));
+    if (clone)
+        CHECK_CU(cuGraphDestroy(clone));
+    return v;
+}
+
 static void print_variant(const char *key, const graph_variant &v, const std::set<unsigned> &green_sms)
 {
     bool in = !v.sms.empty() && subset(v.sms, green_sms);
@@ -310,6 +366,11 @@ int main(int argc, char **argv)
     // (b) a graph captured from launches on the green stream itself, instantiated in the primary
     // context and launched on the green stream.
     graph_variant captured = graph_captured_on_green(fn, blocks, params, green, r);
+    // (c) the primary context's graph cloned, each kernel node's context set to the green context
+    // (a kernel node runs in its `ctx` when it names a CUkernel, not a CUfunction).
+    node_facts facts{};
+    graph_variant retargeted = graph_nodes_in_green_ctx(green_ctx, graph, (const void *)gy_record_spin_kernel,
+                                                        green, r, &facts);
 
     // Events both ways; without the wait the reader overtakes the writer (the check can fail).
     int *flag, *out;
@@ -350,6 +411,9 @@ int main(int argc, char **argv)
                 in_partition_graph ? "true" : "false", graph_ordinary_sms.size());
     print_variant("cuGraphLaunch_green_instantiated_in_green_ctx", twin, launch_sms);
     print_variant("cuGraphLaunch_green_captured_on_green", captured, launch_sms);
+    print_variant("cuGraphLaunch_green_nodes_set_to_green_ctx", retargeted, launch_sms);
+    std::printf(" \"captured_kernel_node\": {\"nodes\": %d, \"kernel_nodes\": %d, \"func_set\": %d, \"kern_set\": %d},\n",
+                facts.nodes, facts.kernel_nodes, facts.func_set, facts.kern_set);
     std::printf(" \"events\": {\"green_waits_ordinary_read\": %d, \"ordinary_waits_green_read\": %d, "
                 "\"expected\": [11, 22], \"no_wait_read\": %d, \"order\": %s},\n",
                 green_after_ordinary, ordinary_after_green, unordered, events_order ? "true" : "false");
