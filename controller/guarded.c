@@ -51,6 +51,7 @@
 
 #define FALLBACK_CONF 0.999
 #define P99_OUT_OF_RECENT 4 /* of a block of 16 above the p99 bound: clearly out (1 % expected) */
+#define PROBE_JOINT_OUT 3   /* of a probed retrial's first 4 jobs over stop's p90 and gross margin: out */
 #define BLOCKS_VAR12_AGE (256u * GY_GUARD_RECENT * GY_GUARD_RECENT * (2 * GY_GUARD_RECENT + 1))
 
 #define ARM_ROW(suffix, name, sms, disjoint) {name, sms},
@@ -926,6 +927,41 @@ static bool probe_out(struct gy_guard *g, uint64_t duration_ns)
     return true;
 }
 
+/* The first GY_GUARD_PROBE_JOBS jobs of a retrial on probation together: out when
+ * PROBE_JOINT_OUT of them are over stop's p90 and over the median of stop's jobs of the same stretch
+ * (its last GY_GUARD_RECENT jobs of the guard, at least 2) by the gross margin. A costless arm's
+ * jobs are 3 of 4 over stop's p90 in under 0.4 % of retrials; the same stretch's stop jobs carry a
+ * drift of the HP's speed. On the H200 a GEMM HP's 64-SM retrial ran its block of 16 at 1.16x of
+ * stop's jobs in a measured round at 60 % load (p50 1.05 of alone there), none of them over stop's
+ * p99 x 1.08 (its p99 was 1.17x its median): probe_out cannot see such a cost, this look can
+ * (bench/results/2026-11-29-h200-matrix). */
+static bool probe_joint_out(struct gy_guard *g, const struct gy_guard_window *w)
+{
+    const struct gy_guard_window *stop = &g->arms[GY_ARM_STOP];
+    if (!g->base_us || !stop->n || w->recent_n < GY_GUARD_PROBE_JOBS)
+        return false;
+    uint32_t during[GY_GUARD_RECENT], scratch[GY_GUARD_RECENT], k = 0;
+    for (uint32_t i = 0; i < stop->recent_n; i++)
+        if (g->stop_recent_job[i] + GY_GUARD_RECENT >= g->jobs)
+            during[k++] = stop->recent[i];
+    if (k < 2)
+        return false; /* no stop job beside it to tell a cost from the HP's speed: its block decides */
+    double median = gy_guard_order_stat(during, k, (k + 1) / 2, scratch);
+    double p90 = gy_guard_bin_us(gy_guard_bin_quantile(stop->bins, stop->n, 0.9), g->base_us);
+    double line = median * gross_margin(g);
+    line = p90 > line ? p90 : line;
+    uint32_t over = 0, first[GY_GUARD_PROBE_JOBS];
+    for (uint32_t i = 0; i < GY_GUARD_PROBE_JOBS; i++) {
+        first[i] = w->recent[(w->head + GY_GUARD_RECENT - 1 - i) % GY_GUARD_RECENT];
+        over += first[i] > line;
+    }
+    if (over < PROBE_JOINT_OUT)
+        return false;
+    g->ratio_p50_ppm = ppm(gy_guard_order_stat(first, GY_GUARD_PROBE_JOBS, GY_GUARD_PROBE_JOBS / 2, scratch) / median);
+    g->ratio_p99_ppm = ppm(scratch[GY_GUARD_PROBE_JOBS - 1] / p90);
+    return true;
+}
+
 struct gy_guard_change gy_guard_record(struct gy_guard *g, enum gy_guard_arm arm, uint32_t depth_us,
                                        uint64_t duration_ns, uint64_t lp_work)
 {
@@ -970,7 +1006,7 @@ struct gy_guard_change gy_guard_record(struct gy_guard *g, enum gy_guard_arm arm
         return c;
     }
     if (arm == g->trial && g->arms[arm].n <= GY_GUARD_PROBE_JOBS && g->strikes[arm] >= GY_GUARD_GROSS_STRIKES &&
-        probe_out(g, duration_ns)) {
+        (probe_out(g, duration_ns) || (g->arms[arm].n == GY_GUARD_PROBE_JOBS && probe_joint_out(g, &g->arms[arm])))) {
         drop_out(g, arm, true, &c);
         return c;
     }

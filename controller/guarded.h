@@ -47,7 +47,7 @@
 #define GY_GUARD_MAX_DOUBLINGS 5    /* ... and twice as long each time in a row, up to 32 x */
 #define GY_GUARD_GROSS_EPS 4        /* a fallback block over stop's median by 4 x eps_p50 (8 %) or more: */
 #define GY_GUARD_GROSS_STRIKES 3    /* ... counts as this many drops in a row (the first backoff 4 x) */
-#define GY_GUARD_PROBE_JOBS 4       /* a retrial after GROSS_STRIKES drops: its first jobs are judged one by one */
+#define GY_GUARD_PROBE_JOBS 4       /* a retrial after GROSS_STRIKES drops: its first jobs are judged one by one, then together */
 #define GY_GUARD_RECHECK_JOBS 8000  /* windows of the partition arms reset this often (between trials) */
 #define GY_GUARD_SHIFT 2.0          /* stop's recent median this factor above or below its window's: re-base */
 #define GY_GUARD_RATE_CYCLES 32     /* the HP's mean cycle (its job rate) is a running mean over about this many */
