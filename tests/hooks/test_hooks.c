@@ -522,43 +522,59 @@ TEST(event_mode_bounds_the_same_when_its_waits_block_at_once)
 static void check_time_bound_at(const char *mode, uint32_t depth_us, int steady_min, int steady_limit,
                                 int max_sync_points)
 {
-    struct setup s;
-    REQUIRE(setup_begin(&s, "timebound", 2000000000ull));
-    if (depth_us) { /* the guarded policy's queue depth between HP jobs, as its rule publishes it */
-        gy_shm seg;
-        gy_err err;
-        REQUIRE(gy_open(s.tag, &seg, &err) == 0, "gy_open %s: %s", s.tag, err.msg);
-        atomic_store(&seg.seg->guard.queue_us, depth_us);
-        gy_close(&seg);
-    }
-    char shm[96], mode_env[64];
-    snprintf(shm, sizeof shm, "GPUYIELD_SHM=%s", s.tag);
-    snprintf(mode_env, sizeof mode_env, "GPUYIELD_MODE=%s", mode);
-    /* 150 kernels of 1 ms on one stream, then 150 on the per-thread stream (learned anew). Kernels
-     * this long keep the launching thread ahead of the GPU under TSan on a loaded machine: a
-     * thread that falls behind times its own launches (100 us kernels under TSan and two busy
-     * CPUs were learned as long). */
-    const char *env[] = {shm, mode_env, NULL}, *args[] = {"bound", "1000", "150", NULL};
-    struct worker w;
-    if (spawn(&s, &w, env, args)) {
-        CHECK(wait_exit(&w) == 0, "%s", mode);
-        struct fake_log log;
-        if (read_log(&s, &log)) {
-            CHECK(fake_log_count_pid(&log, w.pid) == 300, "%s: %d kernels", mode, fake_log_count_pid(&log, w.pid));
-            int all = max_outstanding(&log, w.pid), steady = max_outstanding_between(&log, w.pid, 60, 150);
-            CHECK(steady >= steady_min && steady <= steady_limit,
-                  "%s: %d kernels of 1 ms queued once learned, expected %d..%d", mode, steady, steady_min,
-                  steady_limit);
-            CHECK(all <= steady_limit, "%s: %d queued at some submit (before anything was learned?), limit %d", mode,
-                  all, steady_limit);
-            fake_log_free(&log);
+    /* The floor (steady_min) needs the launching thread ahead of the GPU, which a machine busy with
+     * other work can deny for a whole run (seen once: 4 queued where 5 were due, two CPUs shared
+     * with a build): a run that misses only the floor is run once more. The ceiling and the rest
+     * are checked on every run. */
+    for (int attempt = 0; attempt < 2; attempt++) {
+        struct setup s;
+        REQUIRE(setup_begin(&s, "timebound", 2000000000ull));
+        if (depth_us) { /* the guarded policy's queue depth between HP jobs, as its rule publishes it */
+            gy_shm seg;
+            gy_err err;
+            REQUIRE(gy_open(s.tag, &seg, &err) == 0, "gy_open %s: %s", s.tag, err.msg);
+            atomic_store(&seg.seg->guard.queue_us, depth_us);
+            gy_close(&seg);
         }
-        struct counters c;
-        if (max_sync_points && read_counters(&w, 0, &c))
-            CHECK((int)c.sync_points <= max_sync_points, "%s: %llu sync points for 300 kernels, expected <= %d (groups "
-                  "too small)", mode, c.sync_points, max_sync_points);
+        char shm[96], mode_env[64];
+        snprintf(shm, sizeof shm, "GPUYIELD_SHM=%s", s.tag);
+        snprintf(mode_env, sizeof mode_env, "GPUYIELD_MODE=%s", mode);
+        /* 150 kernels of 1 ms on one stream, then 150 on the per-thread stream (learned anew).
+         * Kernels this long keep the launching thread ahead of the GPU under TSan on a loaded
+         * machine: a thread that falls behind times its own launches (100 us kernels under TSan and
+         * two busy CPUs were learned as long). */
+        const char *env[] = {shm, mode_env, NULL}, *args[] = {"bound", "1000", "150", NULL};
+        struct worker w;
+        bool floor_missed = false;
+        if (spawn(&s, &w, env, args)) {
+            CHECK(wait_exit(&w) == 0, "%s", mode);
+            struct fake_log log;
+            if (read_log(&s, &log)) {
+                CHECK(fake_log_count_pid(&log, w.pid) == 300, "%s: %d kernels", mode, fake_log_count_pid(&log, w.pid));
+                int all = max_outstanding(&log, w.pid), steady = max_outstanding_between(&log, w.pid, 60, 150);
+                floor_missed = steady < steady_min && attempt == 0;
+                if (floor_missed)
+                    fprintf(stderr, "  %s: %d kernels of 1 ms queued once learned, under %d: once more\n", mode,
+                            steady, steady_min);
+                else
+                    CHECK(steady >= steady_min && steady <= steady_limit,
+                          "%s: %d kernels of 1 ms queued once learned, expected %d..%d", mode, steady, steady_min,
+                          steady_limit);
+                CHECK(steady <= steady_limit, "%s: %d kernels of 1 ms queued once learned, limit %d", mode, steady,
+                      steady_limit);
+                CHECK(all <= steady_limit, "%s: %d queued at some submit (before anything was learned?), limit %d",
+                      mode, all, steady_limit);
+                fake_log_free(&log);
+            }
+            struct counters c;
+            if (max_sync_points && read_counters(&w, 0, &c))
+                CHECK((int)c.sync_points <= max_sync_points, "%s: %llu sync points for 300 kernels, expected <= %d "
+                      "(groups too small)", mode, c.sync_points, max_sync_points);
+        }
+        setup_end(&s);
+        if (!floor_missed)
+            return;
     }
-    setup_end(&s);
 }
 
 static void check_time_bound(const char *mode, int steady_min, int steady_limit, int max_sync_points)
