@@ -157,19 +157,11 @@ static graph_variant graph_in_green_ctx(CUgreenCtx green_ctx, cudaGraph_t graph,
     return v;
 }
 
-// (b) a graph captured from a cuLaunchKernel on the green stream, instantiated in the primary context.
-static graph_variant graph_captured_on_green(CUfunction fn, int blocks, void **params, CUstream green,
-                                             const recorded &r)
+// A graph made here (make_rc: how that went), instantiated with the primary context current,
+// launched on the green stream; the graph and its exec destroyed after.
+static graph_variant run_own_graph(CUresult make_rc, CUgraph graph, CUstream green, const recorded &r)
 {
-    CUgraph graph = nullptr;
     CUgraphExec exec = nullptr;
-    CUresult make_rc = cuStreamBeginCapture(green, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
-    if (make_rc == CUDA_SUCCESS) {
-        CUresult launch_rc = cuLaunchKernel(fn, blocks, 1, 1, 128, 1, 1, 0, green, params, nullptr);
-        make_rc = cuStreamEndCapture(green, &graph);
-        if (make_rc == CUDA_SUCCESS)
-            make_rc = launch_rc;
-    }
     CUresult inst_rc = make_rc == CUDA_SUCCESS ? cuGraphInstantiate(&exec, graph, 0) : CUDA_ERROR_NOT_READY;
     graph_variant v = launch_variant(make_rc, inst_rc, exec, green, r);
     if (exec)
@@ -177,6 +169,21 @@ static graph_variant graph_captured_on_green(CUfunction fn, int blocks, void **p
     if (graph)
         CHECK_CU(cuGraphDestroy(graph));
     return v;
+}
+
+// (b) a graph captured from a cuLaunchKernel on the green stream, instantiated in the primary context.
+static graph_variant graph_captured_on_green(CUfunction fn, int blocks, void **params, CUstream green,
+                                             const recorded &r)
+{
+    CUgraph graph = nullptr;
+    CUresult make_rc = cuStreamBeginCapture(green, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+    if (make_rc == CUDA_SUCCESS) {
+        CUresult launch_rc = cuLaunchKernel(fn, blocks, 1, 1, 128, 1, 1, 0, green, params, nullptr);
+        make_rc = cuStreamEndCapture(green, &graph);
+        if (make_rc == CUDA_SUCCESS)
+            make_rc = launch_rc;
+    }
+    return run_own_graph(make_rc, graph, green, r);
 }
 
 // What the kernel nodes of a graph captured from a runtime launch hold: a CUfunction (bound to the
@@ -192,7 +199,6 @@ static graph_variant graph_nodes_in_green_ctx(CUgreenCtx green_ctx, cudaGraph_t 
 {
     CUcontext as_ctx = nullptr;
     CUgraph clone = nullptr;
-    CUgraphExec exec = nullptr;
     CUresult make_rc = cuCtxFromGreenCtx(&as_ctx, green_ctx);
     if (make_rc == CUDA_SUCCESS)
         make_rc = cuGraphClone(&clone, (CUgraph)graph);
@@ -225,13 +231,7 @@ static graph_variant graph_nodes_in_green_ctx(CUgreenCtx green_ctx, cudaGraph_t 
         p.ctx = as_ctx;
         make_rc = cuGraphKernelNodeSetParams(nodes[i], &p);
     }
-    CUresult inst_rc = make_rc == CUDA_SUCCESS ? cuGraphInstantiate(&exec, clone, 0) : CUDA_ERROR_NOT_READY;
-    graph_variant v = launch_variant(make_rc, inst_rc, exec, green, r);
-    if (exec)
-        CHECK_CU(cuGraphExecDestroy(exec));
-    if (clone)
-        CHECK_CU(cuGraphDestroy(clone));
-    return v;
+    return run_own_graph(make_rc, clone, green, r);
 }
 
 static void print_variant(const char *key, const graph_variant &v, const std::set<unsigned> &green_sms)
