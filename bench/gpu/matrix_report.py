@@ -107,10 +107,10 @@ def report(folders, setups):
     lines += [head, "|" + "---|" * (head.count("|") - 1)]
     # the lower load of the cells of every folder named: one invocation may hold only the higher
     # load's cells (a record split across device calls by load)
-    lower_load = min((c["load"] for f in folders for c in load_matrix(f)["cells"]),
+    matrices = [load_matrix(f) for f in folders]
+    lower_load = min((c["load"] for m in matrices for c in m["cells"]),
                      key=lambda ld: matrix.LOADS.get(ld, float("inf")), default=None)
-    for folder in folders:
-        m = load_matrix(folder)
+    for folder, m in zip(folders, matrices):
         try:
             states = guarded_states(raw_record.load(folder)) if "guarded" in setups else {}
         except raw_record.RawRecordError:
