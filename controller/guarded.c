@@ -502,6 +502,17 @@ static double bound(double stop_value, uint32_t eps_ppm) { return stop_value * (
  * higher), so that a change of the HP's speed (a host-bound HP after idle time) is not taken for a
  * cost of the arm. A costly arm (the 1.7x of a GPU-bound HP beside a GEMM LP) is out after a block
  * or two; a small cost is left to the full test. */
+/* Stop's recent durations of jobs that began at or after the guard's job `since`, into out. */
+static uint32_t stop_jobs_since(const struct gy_guard *g, uint64_t since, uint32_t *out)
+{
+    const struct gy_guard_window *stop = &g->arms[GY_ARM_STOP];
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < stop->recent_n; i++)
+        if (g->stop_recent_job[i] >= since)
+            out[k++] = stop->recent[i];
+    return k;
+}
+
 static bool recent_out(struct gy_guard *g, const struct gy_guard_window *w)
 {
     uint32_t scratch[GY_GUARD_RECENT], l, u;
@@ -513,7 +524,7 @@ static bool recent_out(struct gy_guard *g, const struct gy_guard_window *w)
     double p99 = b->p99 > b->recent_max ? b->p99 : b->recent_max;
     /* stop's median: the larger of its last 16 jobs' (a speed change of the HP shows there first)
      * and its paired window's (16 jobs alone are noisy: a low one dropped costless arms) */
-    const struct gy_guard_window *paired = &g->paired_stop, *stop = &g->arms[GY_ARM_STOP];
+    const struct gy_guard_window *paired = &g->paired_stop;
     double median = b->recent_median;
     if (g->base_us && paired->n >= GY_GUARD_MIN_JOBS) {
         double m = gy_guard_bin_us(gy_guard_bin_quantile(paired->bins, paired->n, 0.5), g->base_us);
@@ -522,10 +533,7 @@ static bool recent_out(struct gy_guard *g, const struct gy_guard_window *w)
     /* ... and of stop's jobs during this block (at least 3, else no decision on this block): the
      * HP's speed right now, when it changed since stop's last 16 (stop gets a quarter of the jobs:
      * its last 16 lag behind a block, and a block slow all through looked like a 2x cost) */
-    uint32_t during[GY_GUARD_RECENT], k = 0;
-    for (uint32_t i = 0; i < stop->recent_n; i++)
-        if (g->stop_recent_job[i] >= w->block_start)
-            during[k++] = stop->recent[i];
+    uint32_t during[GY_GUARD_RECENT], k = stop_jobs_since(g, w->block_start, during);
     if (k < 3)
         return false; /* too few to tell the arm from a change of the HP's speed: the next block */
     uint32_t m = gy_guard_order_stat(during, k, (k + 1) / 2, scratch);
@@ -940,10 +948,8 @@ static bool probe_joint_out(struct gy_guard *g, const struct gy_guard_window *w)
     const struct gy_guard_window *stop = &g->arms[GY_ARM_STOP];
     if (!g->base_us || !stop->n || w->recent_n < GY_GUARD_PROBE_JOBS)
         return false;
-    uint32_t during[GY_GUARD_RECENT], scratch[GY_GUARD_RECENT], k = 0;
-    for (uint32_t i = 0; i < stop->recent_n; i++)
-        if (g->stop_recent_job[i] + GY_GUARD_RECENT >= g->jobs)
-            during[k++] = stop->recent[i];
+    uint32_t during[GY_GUARD_RECENT], scratch[GY_GUARD_RECENT];
+    uint32_t k = stop_jobs_since(g, g->jobs > GY_GUARD_RECENT ? g->jobs - GY_GUARD_RECENT : 0, during);
     if (k < 2)
         return false; /* no stop job beside it to tell a cost from the HP's speed: its block decides */
     double median = gy_guard_order_stat(during, k, (k + 1) / 2, scratch);
