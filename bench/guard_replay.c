@@ -113,8 +113,9 @@ int main(int argc, char **argv)
             bool costs = arm != GY_ARM_STOP && (!in_force_only || (arm == g.in_force && arm != g.trial));
             uint64_t ns = (uint64_t)(trace[(start + j) % n] * (costs ? cost : 1.0) * 1000.0);
             now_ns += ns + (uint64_t)(gap_ms * 1e6);
-            lp += (uint64_t)(job_launches_per_ms[arm] * ns / 1e6 + GAP_LAUNCHES_PER_MS * gap_ms);
-            lp_total += job_launches_per_ms[arm] * ns / 1e6 + GAP_LAUNCHES_PER_MS * gap_ms;
+            double cycle_lp = job_launches_per_ms[arm] * ns / 1e6 + GAP_LAUNCHES_PER_MS * gap_ms;
+            lp += (uint64_t)cycle_lp;
+            lp_total += cycle_lp;
             lp_stop += GAP_LAUNCHES_PER_MS * gap_ms;
             on_arms += arm != GY_ARM_STOP;
             traced_us += trace[(start + j) % n];

@@ -493,15 +493,6 @@ static struct stop_baseline baseline(const struct gy_guard *g)
 
 static double bound(double stop_value, uint32_t eps_ppm) { return stop_value * (1.0 + eps_ppm / 1e6); }
 
-/* The last GY_GUARD_RECENT jobs of `arm` clearly out of the bound of stop? Looked at once per
- * block of GY_GUARD_RECENT jobs, not at every job (overlapping looks at a noisy HP would find a
- * lucky miss of a costless arm sooner or later), at a level that a costless arm passes: the
- * block's median's 99.9 % lower bound above the p50 bound, or 4 of its 16 above the p99 bound
- * (1 % expected there). Against stop's recent jobs (the largest median of its last 16, of its
- * paired window and of its jobs during the block; its p99, or the maximum of its last 16 when
- * higher), so that a change of the HP's speed (a host-bound HP after idle time) is not taken for a
- * cost of the arm. A costly arm (the 1.7x of a GPU-bound HP beside a GEMM LP) is out after a block
- * or two; a small cost is left to the full test. */
 /* Stop's recent durations of jobs that began at or after the guard's job `since`, into out. */
 static uint32_t stop_jobs_since(const struct gy_guard *g, uint64_t since, uint32_t *out)
 {
@@ -513,6 +504,15 @@ static uint32_t stop_jobs_since(const struct gy_guard *g, uint64_t since, uint32
     return k;
 }
 
+/* The last GY_GUARD_RECENT jobs of `arm` clearly out of the bound of stop? Looked at once per
+ * block of GY_GUARD_RECENT jobs, not at every job (overlapping looks at a noisy HP would find a
+ * lucky miss of a costless arm sooner or later), at a level that a costless arm passes: the
+ * block's median's 99.9 % lower bound above the p50 bound, or 4 of its 16 above the p99 bound
+ * (1 % expected there). Against stop's recent jobs (the largest median of its last 16, of its
+ * paired window and of its jobs during the block; its p99, or the maximum of its last 16 when
+ * higher), so that a change of the HP's speed (a host-bound HP after idle time) is not taken for a
+ * cost of the arm. A costly arm (the 1.7x of a GPU-bound HP beside a GEMM LP) is out after a block
+ * or two; a small cost is left to the full test. */
 static bool recent_out(struct gy_guard *g, const struct gy_guard_window *w)
 {
     uint32_t scratch[GY_GUARD_RECENT], l, u;

@@ -557,9 +557,8 @@ static void check_time_bound_at(const char *mode, uint32_t depth_us, int steady_
                     fprintf(stderr, "  %s: %d kernels of 1 ms queued once learned, under %d: once more\n", mode,
                             steady, steady_min);
                 else
-                    CHECK(steady >= steady_min && steady <= steady_limit,
-                          "%s: %d kernels of 1 ms queued once learned, expected %d..%d", mode, steady, steady_min,
-                          steady_limit);
+                    CHECK(steady >= steady_min, "%s: %d kernels of 1 ms queued once learned, expected at least %d",
+                          mode, steady, steady_min);
                 CHECK(steady <= steady_limit, "%s: %d kernels of 1 ms queued once learned, limit %d", mode, steady,
                       steady_limit);
                 CHECK(all <= steady_limit, "%s: %d queued at some submit (before anything was learned?), limit %d",
