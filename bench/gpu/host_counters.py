@@ -61,3 +61,11 @@ def delta(before, after, seconds):
                     "intr_per_s": round(d["intr"] / seconds, 1),
                     "intr_top": {src: round(n / seconds, 1) for n, src in top}}
     return out
+
+
+def busiest_cpus_of(source, snapshot, share=0.1):
+    """The CPUs (numbers) that served at least `share` of `source`'s interrupts in a read()
+    snapshot (counts since boot): for "nvidia", the CPUs the GPU's interrupts land on."""
+    counts = {int(cpu[3:]): c.get("by_source", {}).get(source, 0) for cpu, c in snapshot.items()}
+    total = sum(counts.values())
+    return sorted(cpu for cpu, n in counts.items() if total and n >= share * total)

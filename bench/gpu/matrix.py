@@ -186,7 +186,7 @@ def window_s(args, rate):
 
 # ---- the processes ------------------------------------------------------------------------------
 
-def cpu_plan(keys, cpus):
+def cpu_plan(keys, cpus, irq_cpus=()):
     """--pin: {(group, role): CPUs}, plus TOOLS_KEY: the first two CPUs, and IDLE_HP_KEY. Every HP
     worker on the same two CPUs (the third and fourth) while it runs, the LP workers on the rest,
     and the harness with what it starts (the MPS daemon and its server, expcontroller, nvidia-smi)
@@ -199,14 +199,21 @@ def cpu_plan(keys, cpus):
     setup, the plain one included, runs on the same cores and never beside another busy thread: a
     host-bound HP's speed is then the same for every setup it is compared across (on the H100
     machine, with each HP worker on CPUs of its own, the launch-bound HP's service time differed by
-    up to 40 % between setups of one round; hypothesis: the cores, not the setups). None when there
-    are too few CPUs."""
-    cpus = sorted(cpus)
-    if len(cpus) < 5:
-        return None
-    plan = {k: (cpus[2:4] if k[1] == "hp" else cpus[4:]) for k in keys}
-    plan[TOOLS_KEY] = cpus[:2]
-    plan[IDLE_HP_KEY] = cpus[4:]
+    up to 40 % between setups of one round; hypothesis: the cores, not the setups). `irq_cpus`,
+    the CPUs the GPU's interrupts land on, go to the harness too when 5 others are left: on the
+    H200 (2026-11-29, call 1) one group's LP worker ran a thread on the CPU taking ~3 000 nvidia
+    interrupts a second in every round, its units 7-18 % slower than the other group's even with
+    the GPU to itself, which made that setup look worse than it was. None when there are too few
+    CPUs."""
+    irq = sorted(set(irq_cpus) & set(cpus))
+    others = sorted(set(cpus) - set(irq))
+    if len(others) < 5:
+        others, irq = sorted(cpus), []
+        if len(others) < 5:
+            return None
+    plan = {k: (others[2:4] if k[1] == "hp" else others[4:]) for k in keys}
+    plan[TOOLS_KEY] = sorted(others[:2] + irq)
+    plan[IDLE_HP_KEY] = others[4:]
     return plan
 
 
@@ -482,7 +489,8 @@ def run(args):
            "args": {k: v for k, v in vars(args).items() if k != "merge"}, "hp_kinds": {}, "segments": []}
     # a worker for each group and role some setup runs (an LP-only setup's group has no HP worker)
     keys = sorted({(SETUP[s][0], role) for s in all_setups for role in SETUP[s][1]})
-    pins = cpu_plan(keys, os.sched_getaffinity(0)) if args.pin else {}
+    irq_cpus = host_counters.busiest_cpus_of("nvidia", host_counters.read()) if args.pin else []
+    pins = cpu_plan(keys, os.sched_getaffinity(0), irq_cpus) if args.pin else {}
     if pins is None:
         fail(f"--pin: {len(os.sched_getaffinity(0))} CPUs are too few (5 needed: two for the harness, two for the "
              f"HP workers, the rest for the LP workers); run without --pin")
@@ -491,6 +499,8 @@ def run(args):
     if raw["cpus"]:
         os.sched_setaffinity(0, tool_cpus)  # before anything is started: the MPS daemon and server inherit it
     raw.setdefault("cpus", {}).update({f"{g}_{role}": list(c) for (g, role), c in pins.items()})
+    if pins:
+        raw["gpu_irq_cpus"] = irq_cpus
     tools, procs = Tools(args), {}
     started = time.monotonic()
     try:

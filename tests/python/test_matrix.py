@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from bench.gpu import matrix, stats
+from bench.gpu import host_counters, matrix, stats
 from bench.gpu.matrix_worker import arrivals, units_inside
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -369,6 +369,31 @@ def test_pinning_puts_every_hp_worker_on_the_same_two_cpus_and_the_lps_on_the_re
     assert plan[("plain", "lp")] == plan[("corun", "lp")] == list(range(4, 16))
     assert plan[matrix.TOOLS_KEY] == [0, 1]  # the harness, the MPS daemon and expcontroller off the HP's cores
     assert matrix.cpu_plan(keys, set(range(5))) is not None and matrix.cpu_plan(keys, set(range(4))) is None
+
+
+def test_the_cpus_taking_the_gpus_interrupts_go_to_the_harness_not_to_a_worker():
+    keys = [("corun", "hp"), ("corun", "lp"), ("guarded", "hp"), ("guarded", "lp")]
+    plan = matrix.cpu_plan(keys, set(range(16)), irq_cpus=[14])
+    workers = [c for k in keys for c in plan[k]] + plan[matrix.IDLE_HP_KEY]
+    assert 14 not in workers and plan[matrix.TOOLS_KEY] == [0, 1, 14]
+    assert plan[("corun", "hp")] == [2, 3] and plan[("guarded", "lp")] == [4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15]
+    # too few CPUs besides it: the plan without it, as before
+    assert matrix.cpu_plan(keys, set(range(5)), irq_cpus=[3])[("corun", "hp")] == [2, 3]
+    assert matrix.cpu_plan(keys, set(range(8)), irq_cpus=[30]) == matrix.cpu_plan(keys, set(range(8)))
+
+
+def test_the_gpus_interrupt_cpus_are_read_from_proc_interrupts(tmp_path):
+    stat = tmp_path / "stat"
+    stat.write_text("cpu 1 2 3 4 5 6 7 8\n" + "".join(f"cpu{i} 1 0 1 10 0 0 0 0\n" for i in range(4)))
+    intr = tmp_path / "interrupts"
+    intr.write_text("           CPU0       CPU1       CPU2       CPU3\n"
+                    " 24:          3          0       9000          5   PCI-MSI 1-edge      nvidia\n"
+                    " 25:         70         80         90        100   PCI-MSI 2-edge      virtio0-req.0\n"
+                    "LOC:       1000       1000       1000       1000   Local timer interrupts\n")
+    snap = host_counters.read(str(stat), str(intr))
+    assert host_counters.busiest_cpus_of("nvidia", snap) == [2]
+    assert host_counters.busiest_cpus_of("virtio0-req.0", snap) == [0, 1, 2, 3]
+    assert host_counters.busiest_cpus_of("nvidia", {}) == []
 
 
 def test_an_arm_setup_runs_on_a_guarded_segment_of_its_own_with_the_arm_pinned(tmp_path):
@@ -1082,3 +1107,15 @@ def test_round_ratios_gives_each_round_its_own_denominators_and_counts_jobs_off_
     assert "2 of 3 off stop" in out[1] and "off stop" not in out[2] and "guarded 1.000 svc" in out[2]
     with pytest.raises(SystemExit, match="round_ratios: no raw.json"):
         round_ratios.main([str(tmp_path / "missing")])
+
+
+def test_round_ratios_gives_the_lps_unit_after_the_window_and_the_gpu_interrupt_cpus_load():
+    from bench.gpu import round_ratios
+    seg = {"seconds": 1.0, "lp_result": {"done_ms": [900, 960, 1000, 1040, 1085, 1125]},
+           "host": {"cpu3": {"busy": 0.05, "intr_top": {"nvidia": 10.0}},
+                    "cpu14": {"busy": 0.37, "intr_top": {"nvidia": 3000.0, "LOC": 100.0}},
+                    "cpu5": {"busy": 0.9, "intr_top": {"LOC": 200.0}}}}
+    assert round_ratios.lp_tail_ms(seg) == 40  # units begun after 1 000 ms: 45 and 40 -> the lower median
+    assert round_ratios.irq_cpu_busy(seg) == 0.37  # the CPU with the most nvidia interrupts, not the busiest
+    assert round_ratios.lp_tail_ms({"seconds": 2.0, "lp_result": {"done_ms": [900, 1000]}}) is None
+    assert round_ratios.irq_cpu_busy({"host": {"cpu0": {"busy": 0.5, "intr_top": {"LOC": 1.0}}}}) is None
