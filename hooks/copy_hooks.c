@@ -24,7 +24,7 @@
             return call;                                                                             \
         gy_client_note_context();                                                                    \
         struct gy_partition_route route;                                                             \
-        gy_gate_enter(normalized, false, &route);                                                    \
+        gy_gate_enter(normalized, NULL, &route);                                                    \
         if (route.green)                                                                             \
             target = route.green;                                                                    \
         gy_cu_result rc = call;                                                                      \

@@ -66,6 +66,20 @@ typedef struct {
 #define GY_CU_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH 4
 #define GY_CU_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY 8
 
+/* CUDA_KERNEL_NODE_PARAMS_v2: a kernel node's launch, read and written back whole by
+ * graph_twin.c, which changes only func, kern and ctx (the node's context). */
+typedef struct gy_cu_kernel *gy_cu_kernel;
+typedef struct {
+    gy_cu_function func;
+    unsigned int gridDimX, gridDimY, gridDimZ;
+    unsigned int blockDimX, blockDimY, blockDimZ;
+    unsigned int sharedMemBytes;
+    void **kernelParams;
+    void **extra;
+    gy_cu_kernel kern;
+    gy_cu_context ctx;
+} gy_cu_kernel_node_params;
+
 /* CUDA_GRAPH_INSTANTIATE_PARAMS: only flags is read. */
 typedef struct {
     uint64_t flags;
@@ -162,6 +176,9 @@ typedef gy_cu_result (*gy_pfn_graph_get_edges_v2)(gy_cu_graph, gy_cu_graph_node 
 typedef gy_cu_result (*gy_pfn_graph_node_get_type)(gy_cu_graph_node, int *);
 typedef gy_cu_result (*gy_pfn_graph_node_find_in_clone)(gy_cu_graph_node *, gy_cu_graph_node, gy_cu_graph);
 typedef gy_cu_result (*gy_pfn_graph_destroy_node)(gy_cu_graph_node);
+typedef gy_cu_result (*gy_pfn_kernel_node_params)(gy_cu_graph_node, gy_cu_kernel_node_params *);
+typedef gy_cu_result (*gy_pfn_kernel_node_set_params)(gy_cu_graph_node, const gy_cu_kernel_node_params *);
+typedef gy_cu_result (*gy_pfn_ctx_from_green_ctx)(gy_cu_context *, gy_cu_green_ctx);
 /* Calls that change an instantiated graph in place (graph_split.c stops cutting such a graph). */
 typedef gy_cu_result (*gy_pfn_exec_update_v2)(gy_cu_graph_exec, gy_cu_graph, void *);
 typedef gy_cu_result (*gy_pfn_exec_update_v1)(gy_cu_graph_exec, gy_cu_graph, gy_cu_graph_node *, int *);

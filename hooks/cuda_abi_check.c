@@ -44,6 +44,18 @@ _Static_assert(__builtin_types_compatible_p(__typeof__(&cuLaunchKernel),
 _Static_assert(__builtin_types_compatible_p(__typeof__(&cuGraphLaunch), CUresult (*)(CUgraphExec, CUstream)),
                "cuGraphLaunch signature");
 
+/* A kernel node's parameters, read and written back by graph_twin.c. */
+_Static_assert(sizeof(gy_cu_kernel_node_params) == sizeof(CUDA_KERNEL_NODE_PARAMS_v2), "kernel node params size");
+SAME_OFFSET(gy_cu_kernel_node_params, CUDA_KERNEL_NODE_PARAMS_v2, sharedMemBytes);
+SAME_OFFSET(gy_cu_kernel_node_params, CUDA_KERNEL_NODE_PARAMS_v2, kernelParams);
+SAME_OFFSET(gy_cu_kernel_node_params, CUDA_KERNEL_NODE_PARAMS_v2, kern);
+SAME_OFFSET(gy_cu_kernel_node_params, CUDA_KERNEL_NODE_PARAMS_v2, ctx);
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cuGraphKernelNodeSetParams_v2),
+                                            CUresult (*)(CUgraphNode, const CUDA_KERNEL_NODE_PARAMS_v2 *)),
+               "cuGraphKernelNodeSetParams_v2 signature");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cuCtxFromGreenCtx), CUresult (*)(CUcontext *, CUgreenCtx)),
+               "cuCtxFromGreenCtx signature");
+
 /* Green contexts (partition.c). */
 _Static_assert(sizeof(gy_cu_dev_resource) == sizeof(CUdevResource), "CUdevResource size");
 _Static_assert(offsetof(gy_cu_dev_resource, u.sm_count) == offsetof(CUdevResource, sm.smCount), "smCount moved");

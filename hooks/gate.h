@@ -9,7 +9,8 @@
 #include "guarded.h"
 #include "partition.h"
 
-/* The gate for a launch or an async copy on `stream` (normalized), on the device of the thread's
+/* The gate for a launch or an async copy on `stream` (normalized; graph: the exec of a graph
+ * launch, else NULL), on the device of the thread's
  * context (gy_client_note_context first): its auto job opened if due (auto_jobs.h), then open, or
  * a partition stream to send it to (route->green), or wait for the job's end. Open to a process
  * above priority 0 while the open jobs' guarded arm is disjoint: the HP's launch goes to its
@@ -17,9 +18,10 @@
  * processes only; lower ones, at 0, never load it). A stream that owes a join is joined before work that
  * runs on it. seq_cst on `entered` pairs with the job's seq_cst store of the gate word: either the
  * helper sees this launch in `entered`, or this launch sees the gate closed. */
-static inline void gy_gate_enter(gy_cu_stream stream, bool graph, struct gy_partition_route *route)
+static inline void gy_gate_enter(gy_cu_stream stream, gy_cu_graph_exec graph, struct gy_partition_route *route)
 {
     route->green = NULL;
+    route->twin = NULL;
     route->pass = false;
     atomic_fetch_add_explicit(&gy_client.entered, 1, memory_order_seq_cst);
     gy_mark_inflight(&gy_client.shm);

@@ -1,13 +1,17 @@
-/* The life of an instantiated graph, as graph_split.c needs to see it: instantiated (a copy of its
- * graph kept where this process cuts graphs), changed in place (launched whole from then on),
- * destroyed. Each hook calls the real function of its own exact name first. */
+/* The life of an instantiated graph, as graph_split.c and graph_twin.c need to see it:
+ * instantiated (a copy of its graph kept where this process cuts graphs or makes twins), changed
+ * in place (launched whole and without a twin from then on), destroyed. Each hook calls the real
+ * function of its own exact name first. */
 #include "graph_split.h"
+#include "graph_twin.h"
 #include "hook_functions.h"
 
 static gy_cu_result instantiated(gy_cu_result rc, gy_cu_graph_exec *exec, gy_cu_graph graph, unsigned long long flags)
 {
-    if (rc == GY_CUDA_SUCCESS && exec)
+    if (rc == GY_CUDA_SUCCESS && exec) {
         gy_graph_split_instantiated(*exec, graph, flags);
+        gy_graph_twin_instantiated(*exec, graph, flags);
+    }
     return rc;
 }
 
@@ -46,6 +50,7 @@ GY_EXPORT gy_cu_result cuGraphExecDestroy(gy_cu_graph_exec exec)
     if (!real)
         return GY_CUDA_ERROR_NOT_INITIALIZED;
     gy_graph_split_destroyed(exec);
+    gy_graph_twin_destroyed(exec);
     return real(exec);
 }
 
@@ -58,6 +63,7 @@ GY_EXPORT gy_cu_result cuGraphExecDestroy(gy_cu_graph_exec exec)
         if (!real)                                                                                     \
             return GY_CUDA_ERROR_NOT_INITIALIZED;                                                      \
         gy_graph_split_changed(exec);                                                                  \
+        gy_graph_twin_changed(exec);                                                                   \
         return real args;                                                                              \
     }
 

@@ -24,6 +24,7 @@
 #include "client.h"
 #include "config.h"
 #include "graph_split.h"
+#include "graph_twin.h"
 #include "join.h"
 
 #define BUCKETS 256
@@ -89,8 +90,10 @@ static void free_shape(struct shape *s)
 {
     gy_pfn_graph_exec_destroy destroy_exec = (gy_pfn_graph_exec_destroy)gy_real(GY_FN_GRAPH_EXEC_DESTROY);
     for (unsigned i = 0; i < s->count && destroy_exec; i++)
-        if (s->parts[i])
+        if (s->parts[i]) {
+            gy_graph_twin_destroyed(s->parts[i]);
             destroy_exec(s->parts[i]);
+        }
     free(s->parts), free(s->node_part), free(s->ns), free(s);
 }
 
@@ -434,6 +437,8 @@ static bool make_part(struct gy_split_exec *e, struct graph_view *v, const unsig
     }
     v->failed = "cuGraphInstantiateWithFlags (a part)";
     ok = ok && (v->rc = instantiate(exec, g, e->flags)) == GY_CUDA_SUCCESS;
+    if (ok)
+        gy_graph_twin_instantiated(*exec, g, e->flags); /* each part may have twins of its own */
     destroy(g);
     return ok;
 }

@@ -31,7 +31,7 @@ static bool wait_for_gate_or_partition(void)
     return !turned && gy_word_allows(gy_thread_gate, allowed_at);
 }
 
-void gy_partition_gate_closed(gy_cu_stream stream, bool graph, struct gy_partition_route *route)
+void gy_partition_gate_closed(gy_cu_stream stream, gy_cu_graph_exec graph, struct gy_partition_route *route)
 {
     for (;;) {
         if (!route->stopped) { /* not guarded's stop: wait for the job's end, as before */

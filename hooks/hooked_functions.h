@@ -131,6 +131,10 @@
     X(cuGraphGetEdges, GY_FN_GRAPH_GET_EDGES, gy_pfn_graph_get_edges)                                  \
     X(cuGraphNodeGetType, GY_FN_GRAPH_NODE_GET_TYPE, gy_pfn_graph_node_get_type)                       \
     X(cuGraphNodeFindInClone, GY_FN_GRAPH_NODE_FIND_IN_CLONE, gy_pfn_graph_node_find_in_clone)         \
-    X(cuGraphDestroyNode, GY_FN_GRAPH_DESTROY_NODE, gy_pfn_graph_destroy_node)
+    X(cuGraphDestroyNode, GY_FN_GRAPH_DESTROY_NODE, gy_pfn_graph_destroy_node)                          \
+    /* A graph's twin inside a partition (graph_twin.c). */                                          \
+    X(cuGraphKernelNodeGetParams_v2, GY_FN_KERNEL_NODE_GET_PARAMS, gy_pfn_kernel_node_params)           \
+    X(cuGraphKernelNodeSetParams_v2, GY_FN_KERNEL_NODE_SET_PARAMS, gy_pfn_kernel_node_set_params)       \
+    X(cuCtxFromGreenCtx, GY_FN_CTX_FROM_GREEN_CTX, gy_pfn_ctx_from_green_ctx)
 
 #endif

@@ -7,6 +7,7 @@
 #include "stderr_line.h"
 #include "auto_jobs.h"
 #include "drain_helper.h"
+#include "graph_twin.h"
 #include "join.h"
 #include "partition.h"
 
@@ -27,6 +28,7 @@ static void before_fork(void)
 {
     pthread_mutex_lock(&join_lock);
     gy_partition_fork_prepare();
+    gy_graph_twin_fork_prepare(); /* taken under the partition lock, never the other way */
     gy_auto_fork_prepare();
     gy_client_fork_prepare();
 }
@@ -35,6 +37,7 @@ static void after_fork_parent(void)
 {
     gy_client_fork_parent();
     gy_auto_fork_parent();
+    gy_graph_twin_fork_parent();
     gy_partition_fork_parent();
     pthread_mutex_unlock(&join_lock);
 }
@@ -45,6 +48,7 @@ static void after_fork_child(void)
 {
     gy_client_fork_child();
     gy_auto_fork_child();
+    gy_graph_twin_fork_child();
     gy_partition_fork_child();
     pthread_mutex_unlock(&join_lock);
 }

@@ -7,8 +7,8 @@
  * stream of its stream instead of waiting (partition.h). The partition stream has its own queue
  * bound, applied after the launch (no wait under the partition lock): without it a lower process
  * queued hundreds of ms of work on a few SMs during a short job, and after the job every launch of
- * its stream waited for that backlog. Graph launches are never redirected: they wait; a lower
- * process may launch a long graph as parts (graph_split.h). */
+ * its stream waited for that backlog. A graph launch goes to the partition stream as its twin
+ * (graph_twin.h), or waits; a lower process may launch a long graph as parts (graph_split.h). */
 #include "gate.h"
 #include "graph_split.h"
 #include "hook_functions.h"
@@ -28,9 +28,8 @@ static inline void launch_epilogue(gy_cu_stream stream, struct gy_stream_state *
 static inline gy_cu_stream plain_stream(gy_cu_stream s) { return s ? s : GY_CU_STREAM_LEGACY; }
 static inline gy_cu_stream ptsz_stream(gy_cu_stream s) { return s ? s : GY_CU_STREAM_PER_THREAD; }
 
-/* `call` launches on `target`: the user's stream argument, or the partition stream. cost_ns: the
- * unit's GPU time where known (a timed graph part), else 0. */
-#define GATED_CALL(user_stream, stream_for_bound, graph, cost_ns, call)                             \
+/* A kernel launch: `call` launches on `target`, the user's stream argument or the partition stream. */
+#define GATED_CALL(user_stream, stream_for_bound, call)                                              \
     do {                                                                                             \
         gy_cu_stream target = user_stream;                                                           \
         if (!real)                                                                                   \
@@ -39,33 +38,33 @@ static inline gy_cu_stream ptsz_stream(gy_cu_stream s) { return s ? s : GY_CU_ST
             return call;                                                                             \
         gy_cu_stream bound_stream = stream_for_bound;                                                \
         gy_client_note_context(); /* first: the queue bound keys default streams by context */      \
-        struct gy_stream_state *bound = gy_bound_before(bound_stream, graph, cost_ns);               \
+        struct gy_stream_state *bound = gy_bound_before(bound_stream, false, 0);                     \
         struct gy_partition_route route;                                                             \
-        gy_gate_enter(bound_stream, graph, &route);                                                  \
+        gy_gate_enter(bound_stream, NULL, &route);                                                   \
         if (route.green) {                                                                           \
             target = route.green;                                                                    \
             gy_cu_result rc = call;                                                                  \
             gy_partition_launched(&route, rc == GY_CUDA_SUCCESS, false);                             \
-            gy_gate_leave(rc == GY_CUDA_SUCCESS, graph);                                             \
+            gy_gate_leave(rc == GY_CUDA_SUCCESS, false);                                             \
             if (rc == GY_CUDA_SUCCESS) /* the partition's queue is bounded too (outside the lock) */ \
-                gy_bound_launched(target, graph);                                                    \
+                gy_bound_launched(target, false);                                                    \
             return rc;                                                                               \
         }                                                                                            \
         gy_cu_result rc = call;                                                                      \
-        launch_epilogue(bound_stream, bound, rc, graph);                                             \
+        launch_epilogue(bound_stream, bound, rc, false);                                             \
         return rc;                                                                                   \
     } while (0)
 
 GY_EXPORT gy_cu_result cuLaunchKernel(GY_LAUNCH_ARGS, void **params, void **extra)
 {
     gy_pfn_launch_kernel real = (gy_pfn_launch_kernel)gy_real(GY_FN_LAUNCH_KERNEL);
-    GATED_CALL(stream, plain_stream(stream), false, 0, real(f, gx, gy, gz, bx, by, bz, shmem, target, params, extra));
+    GATED_CALL(stream, plain_stream(stream), real(f, gx, gy, gz, bx, by, bz, shmem, target, params, extra));
 }
 
 GY_EXPORT gy_cu_result cuLaunchKernel_ptsz(GY_LAUNCH_ARGS, void **params, void **extra)
 {
     gy_pfn_launch_kernel real = (gy_pfn_launch_kernel)gy_real(GY_FN_LAUNCH_KERNEL_PTSZ);
-    GATED_CALL(stream, ptsz_stream(stream), false, 0, real(f, gx, gy, gz, bx, by, bz, shmem, target, params, extra));
+    GATED_CALL(stream, ptsz_stream(stream), real(f, gx, gy, gz, bx, by, bz, shmem, target, params, extra));
 }
 
 /* cuLaunchKernelEx sent elsewhere: the same configuration with another stream. */
@@ -86,7 +85,7 @@ GY_EXPORT gy_cu_result cuLaunchKernelEx(const gy_cu_launch_config *config, gy_cu
     if (!config && real)
         return real(config, f, params, extra); /* the driver reports the bad argument */
     gy_cu_launch_config copy;
-    GATED_CALL(config->hStream, plain_stream(config->hStream), false, 0,
+    GATED_CALL(config->hStream, plain_stream(config->hStream),
                real(config_on(config, target, &copy), f, params, extra));
 }
 
@@ -97,20 +96,20 @@ GY_EXPORT gy_cu_result cuLaunchKernelEx_ptsz(const gy_cu_launch_config *config, 
     if (!config && real)
         return real(config, f, params, extra);
     gy_cu_launch_config copy;
-    GATED_CALL(config->hStream, ptsz_stream(config->hStream), false, 0,
+    GATED_CALL(config->hStream, ptsz_stream(config->hStream),
                real(config_on(config, target, &copy), f, params, extra));
 }
 
 GY_EXPORT gy_cu_result cuLaunchCooperativeKernel(GY_LAUNCH_ARGS, void **params)
 {
     gy_pfn_launch_cooperative real = (gy_pfn_launch_cooperative)gy_real(GY_FN_LAUNCH_COOPERATIVE);
-    GATED_CALL(stream, plain_stream(stream), false, 0, real(f, gx, gy, gz, bx, by, bz, shmem, target, params));
+    GATED_CALL(stream, plain_stream(stream), real(f, gx, gy, gz, bx, by, bz, shmem, target, params));
 }
 
 GY_EXPORT gy_cu_result cuLaunchCooperativeKernel_ptsz(GY_LAUNCH_ARGS, void **params)
 {
     gy_pfn_launch_cooperative real = (gy_pfn_launch_cooperative)gy_real(GY_FN_LAUNCH_COOPERATIVE_PTSZ);
-    GATED_CALL(stream, ptsz_stream(stream), false, 0, real(f, gx, gy, gz, bx, by, bz, shmem, target, params));
+    GATED_CALL(stream, ptsz_stream(stream), real(f, gx, gy, gz, bx, by, bz, shmem, target, params));
 }
 
 /* A graph launch (the graph whole, or one part) through the gate and the bound; timed between two
@@ -126,11 +125,32 @@ static gy_cu_result launch_timed(gy_pfn_graph_launch real, gy_cu_graph_exec exec
     return rc;
 }
 
+/* GATED_CALL's path for a graph: inside a partition its twin runs in its place, untimed (a timing
+ * handed to this launch is given back unsampled: its events would time the user's stream). */
 static gy_cu_result gated_graph(gy_pfn_graph_launch real, gy_cu_graph_exec exec, gy_cu_stream stream,
                                 gy_cu_stream normalized, struct gy_graph_plan *plan, unsigned unit)
 {
-    double cost_ns = plan->part_ns ? plan->part_ns[unit] : 0;
-    GATED_CALL(stream, normalized, true, cost_ns, launch_timed(real, exec, target, normalized, plan, unit));
+    if (!real)
+        return GY_CUDA_ERROR_NOT_INITIALIZED;
+    if (!gy_client_gated())
+        return launch_timed(real, exec, stream, normalized, plan, unit);
+    gy_client_note_context();
+    struct gy_stream_state *bound = gy_bound_before(normalized, true, plan->part_ns ? plan->part_ns[unit] : 0);
+    struct gy_partition_route route;
+    gy_gate_enter(normalized, exec, &route);
+    if (route.green) {
+        if (plan->timing)
+            gy_graph_split_time_end(plan, unit, normalized, false);
+        gy_cu_result rc = real(route.twin, route.green);
+        gy_partition_launched(&route, rc == GY_CUDA_SUCCESS, false);
+        gy_gate_leave(rc == GY_CUDA_SUCCESS, true);
+        if (rc == GY_CUDA_SUCCESS)
+            gy_bound_launched(route.green, true);
+        return rc;
+    }
+    gy_cu_result rc = launch_timed(real, exec, stream, normalized, plan, unit);
+    launch_epilogue(normalized, bound, rc, true);
+    return rc;
 }
 
 /* In a process that cuts graphs, a long graph is launched as its parts, each through the gate:

@@ -9,6 +9,7 @@
 #include "client.h"
 #include "config.h"
 #include "driver.h"
+#include "graph_twin.h"
 #include "guarded.h"
 #include "partition.h"
 
@@ -372,7 +373,7 @@ static bool route_locked(gy_cu_context ctx, gy_cu_stream stream, unsigned asked,
     return true;
 }
 
-bool gy_partition_route(gy_cu_stream stream, bool graph, struct gy_partition_route *route)
+bool gy_partition_route(gy_cu_stream stream, gy_cu_graph_exec graph, struct gy_partition_route *route)
 {
     *route = (struct gy_partition_route){0};
     if (!partitioning_policy())
@@ -380,7 +381,7 @@ bool gy_partition_route(gy_cu_stream stream, bool graph, struct gy_partition_rou
     /* Guarded: the arm the open jobs give (one load, slow path only); stop waits as under corun. */
     unsigned size = 0;
     if (gy_get_policy(&gy_client.shm) == GY_POLICY_GUARDED && (size = gy_guarded_current(&gy_client.shm)) == GY_ARM_STOP) {
-        route->stopped = !graph; /* a graph waits under every arm */
+        route->stopped = true; /* a graph too: it may have a twin for the partition the arm turns to */
         return false;
     }
     pthread_mutex_lock(&lock);
@@ -400,21 +401,28 @@ bool gy_partition_route(gy_cu_stream stream, bool graph, struct gy_partition_rou
             goto block; /* gy_client_block() returns at once and counts no wait */
         blocked_at_epoch = epoch;
     }
-    /* A graph is not confined by a green stream: on the H100 (driver 580) a graph instantiated in
-     * the primary context and launched on a 16-SM green stream ran on all 132 SMs
-     * (bench/results/2026-11-23-partition/partition_probe.json). So graphs wait for the job. */
-    if (graph)
-        goto block;
     /* a disjoint arm's lower side is its partition twin's: the same K SMs and partition stream */
     unsigned slot = gy_guard_arm_lower_twin((enum gy_guard_arm)size);
-    if (route_locked(gy_thread_context, stream, gy_guard_arm_sms((enum gy_guard_arm)slot), false, slot, route))
+    unsigned sms = gy_guard_arm_sms((enum gy_guard_arm)slot);
+    /* A graph is not confined by a green stream: on the H100 and the H200 (driver 580) a graph
+     * instantiated in the primary context and launched on a 16-SM green stream ran on all 132 SMs
+     * (bench/results/2026-11-23-partition/, 2026-11-29-h200-graph-green/). Its twin, whose kernel
+     * nodes name the green context, goes there instead; a graph without one waits for the job. */
+    if (graph) {
+        struct green *g = gy_thread_context ? green_for_locked(gy_thread_context, sms, false) : NULL;
+        if (!g || !(route->twin = gy_graph_twin_for(graph, g->handle)))
+            goto block;
+    }
+    if (route_locked(gy_thread_context, stream, sms, false, slot, route))
         return true; /* the lock stays held until the launch is in */
+    route->twin = NULL;
 block:
     pthread_mutex_unlock(&lock);
     return false;
 }
 
-bool gy_partition_confine(enum gy_guard_arm arm, gy_cu_stream stream, bool graph, struct gy_partition_route *route)
+bool gy_partition_confine(enum gy_guard_arm arm, gy_cu_stream stream, gy_cu_graph_exec graph,
+                          struct gy_partition_route *route)
 {
     *route = (struct gy_partition_route){0};
     pthread_mutex_lock(&lock);

@@ -20,6 +20,7 @@
 struct CUctx_st {
     int id;
     int device; /* physical index (devices.c) */
+    struct CUgreenCtx_st *green; /* cuCtxFromGreenCtx's view of a green context, else NULL */
 };
 
 struct CUfunc_st {
@@ -39,6 +40,10 @@ struct CUgraphNode_st {
     uint64_t ns;
     unsigned kernels;                /* kernels it runs: 1, a child graph's, 0 for an event node */
     const struct CUgraphNode_st *of; /* the node it was cloned from, or NULL */
+    /* A kernel node's launch: its context (NULL: the one it was captured or added in) and whether
+     * it holds a CUkernel (captured kernel nodes do, as on the real driver). */
+    CUcontext ctx;
+    bool has_kern;
 };
 
 struct fk_edge {
@@ -53,9 +58,13 @@ struct CUgraph_st {
     unsigned n_edges, edges_cap;
 };
 
+/* green: every kernel node of the graph named this green context's view: its launch runs inside
+ * those SMs on any stream. Otherwise it runs on the whole device even on a green stream (what the
+ * H100 and the H200 do with a graph instantiated in the primary context). */
 struct CUgraphExec_st {
     uint64_t total_ns;
     unsigned kernels, nodes;
+    struct CUgreenCtx_st *green;
 };
 
 /* Append a node to a capture, after the node captured before it (fk_lock held). */
@@ -64,6 +73,7 @@ void fk_capture_node_locked(struct CUgraph_st *graph, CUgraphNodeType type, uint
 /* A green context: a share of the SMs; its streams are logged with ids from FK_GREEN_STREAM_IDS. */
 struct CUgreenCtx_st {
     unsigned sms;
+    struct CUctx_st as_ctx; /* what cuCtxFromGreenCtx gives */
 };
 #define FK_GREEN_STREAM_IDS 1000000ull
 #define FK_DEVICE_SMS 132u
@@ -122,7 +132,11 @@ bool fk_any_capturing_locked(void);
 /* When work put on s now may start at the earliest: its tail, and under the legacy stream's
  * rules the legacy stream's tail (a blocking stream) or every blocking stream's (the legacy one). */
 uint64_t fk_ordered_tail_locked(struct CUstream_st *s);
-/* Run one unit of work on a stream now (fk_lock held): logs it, returns CUDA_SUCCESS. */
+/* Run one unit of work on a stream now (fk_lock held): logs it, returns CUDA_SUCCESS. It runs
+ * inside the stream's green context's SMs, if any; fk_submit_in_locked: inside `green`'s (NULL:
+ * the whole device), whatever the stream. */
 CUresult fk_submit_locked(struct CUstream_st *s, uint64_t duration_ns, enum fk_kind kind, const char *name);
+CUresult fk_submit_in_locked(struct CUstream_st *s, const struct CUgreenCtx_st *green, uint64_t duration_ns,
+                             enum fk_kind kind, const char *name);
 
 #endif

@@ -84,6 +84,18 @@ typedef enum {
     CU_GRAPH_NODE_TYPE_MEM_ALLOC = 10,
     CU_GRAPH_NODE_TYPE_MEM_FREE = 11,
 } CUgraphNodeType;
+typedef struct CUkern_st *CUkernel;
+/* A kernel node's launch, laid out as in cuda.h. */
+typedef struct {
+    CUfunction func;
+    unsigned int gridDimX, gridDimY, gridDimZ;
+    unsigned int blockDimX, blockDimY, blockDimZ;
+    unsigned int sharedMemBytes;
+    void **kernelParams;
+    void **extra;
+    CUkernel kern;
+    CUcontext ctx;
+} CUDA_KERNEL_NODE_PARAMS_v2;
 typedef struct {
     unsigned long long flags;
     CUstream hUploadStream;
@@ -166,6 +178,7 @@ CUresult cuDevResourceGenerateDesc(CUdevResourceDesc *desc, CUdevResource *resou
 CUresult cuGreenCtxCreate(CUgreenCtx *green, CUdevResourceDesc desc, CUdevice dev, unsigned int flags);
 CUresult cuGreenCtxStreamCreate(CUstream *stream, CUgreenCtx green, unsigned int flags, int priority);
 CUresult cuGreenCtxDestroy(CUgreenCtx green);
+CUresult cuCtxFromGreenCtx(CUcontext *ctx, CUgreenCtx green);
 CUresult cuModuleLoadData(CUmodule *module, const void *image);
 /* name "spin_us:<N>" or "spin_us:<N>/<tag>": a kernel that runs N microseconds (the tag only names it in
  * the log). */
@@ -204,6 +217,8 @@ CUresult cuGraphGetEdges_v2(CUgraph graph, CUgraphNode *from, CUgraphNode *to, C
 CUresult cuGraphNodeGetType(CUgraphNode node, CUgraphNodeType *type);
 CUresult cuGraphNodeFindInClone(CUgraphNode *node, CUgraphNode original, CUgraph clone);
 CUresult cuGraphDestroyNode(CUgraphNode node);
+CUresult cuGraphKernelNodeGetParams_v2(CUgraphNode node, CUDA_KERNEL_NODE_PARAMS_v2 *params);
+CUresult cuGraphKernelNodeSetParams_v2(CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS_v2 *params);
 /* Test-only: add a node of `type` lasting `ns` after `after` (NULL: no dependency). */
 CUresult fkGraphAddNode(CUgraphNode *node, CUgraph graph, CUgraphNode after, CUgraphNodeType type, unsigned long long ns);
 /* type: 0 a full dependency, else a programmatic edge (its data is not default: a query of the

@@ -27,7 +27,8 @@ static struct CUgraphNode_st *add_node(struct CUgraph_st *g, CUgraphNodeType typ
     struct CUgraphNode_st *node = calloc(1, sizeof *node);
     if (!node)
         abort();
-    *node = (struct CUgraphNode_st){.graph = g, .type = type, .ns = ns, .kernels = kernels};
+    *node = (struct CUgraphNode_st){
+        .graph = g, .type = type, .ns = ns, .kernels = kernels, .has_kern = type == CU_GRAPH_NODE_TYPE_KERNEL};
     g->nodes = grow(g->nodes, &g->cap, g->n + 1, sizeof *g->nodes);
     g->nodes[g->n++] = node;
     return node;
@@ -83,10 +84,19 @@ FK_EXPORT CUresult fkGraphAddEdge(CUgraph graph, CUgraphNode from, CUgraphNode t
 static void exec_from(struct CUgraphExec_st *e, const struct CUgraph_st *g)
 {
     *e = (struct CUgraphExec_st){.nodes = g->n};
+    bool all_green = true;
     for (unsigned i = 0; i < g->n; i++) {
-        e->total_ns += g->nodes[i]->ns;
-        e->kernels += g->nodes[i]->kernels;
+        const struct CUgraphNode_st *node = g->nodes[i];
+        e->total_ns += node->ns;
+        e->kernels += node->kernels;
+        if (node->type != CU_GRAPH_NODE_TYPE_KERNEL && !node->kernels)
+            continue;
+        struct CUgreenCtx_st *green = node->type == CU_GRAPH_NODE_TYPE_KERNEL && node->ctx ? node->ctx->green : NULL;
+        all_green = all_green && green && (!e->green || e->green == green);
+        e->green = green;
     }
+    if (!all_green)
+        e->green = NULL;
 }
 
 /* FAKECUDA_INSTANTIATE_LIMIT=N: the process's instantiations after the N-th fail (out of memory),
@@ -151,7 +161,10 @@ FK_EXPORT CUresult cuGraphClone(CUgraph *clone, CUgraph original)
     pthread_mutex_lock(&fk_lock);
     for (unsigned i = 0; i < original->n; i++) {
         const struct CUgraphNode_st *o = original->nodes[i];
-        add_node(g, o->type, o->ns, o->kernels)->of = o;
+        struct CUgraphNode_st *copy = add_node(g, o->type, o->ns, o->kernels);
+        copy->of = o;
+        copy->ctx = o->ctx;
+        copy->has_kern = o->has_kern;
     }
     for (unsigned e = 0; e < original->n_edges; e++) {
         unsigned from = 0, to = 0;
@@ -257,4 +270,29 @@ FK_EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec exec, CUgraph graph, void *r
 FK_EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec exec, CUgraphNode node, const void *params)
 {
     return exec && node && params ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* A kernel node's launch as CUDA_KERNEL_NODE_PARAMS_v2: a fake CUkernel where the node holds one. */
+FK_EXPORT CUresult cuGraphKernelNodeGetParams_v2(CUgraphNode node, CUDA_KERNEL_NODE_PARAMS_v2 *params)
+{
+    if (!node || !params || node->type != CU_GRAPH_NODE_TYPE_KERNEL)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&fk_lock);
+    *params = (CUDA_KERNEL_NODE_PARAMS_v2){.func = (CUfunction)node, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
+                                           .blockDimX = 1, .blockDimY = 1, .blockDimZ = 1,
+                                           .kern = node->has_kern ? (CUkernel)node : NULL, .ctx = node->ctx};
+    pthread_mutex_unlock(&fk_lock);
+    return CUDA_SUCCESS;
+}
+
+/* As the driver: a launch needs a CUfunction or a CUkernel; the context given becomes the node's. */
+FK_EXPORT CUresult cuGraphKernelNodeSetParams_v2(CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS_v2 *params)
+{
+    if (!node || !params || node->type != CU_GRAPH_NODE_TYPE_KERNEL || (!params->func && !params->kern))
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&fk_lock);
+    node->ctx = params->ctx;
+    node->has_kern = params->kern != NULL;
+    pthread_mutex_unlock(&fk_lock);
+    return CUDA_SUCCESS;
 }

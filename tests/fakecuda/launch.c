@@ -34,6 +34,12 @@ static void push_end_locked(struct CUstream_st *s, uint64_t end)
 
 CUresult fk_submit_locked(struct CUstream_st *s, uint64_t duration_ns, enum fk_kind kind, const char *name)
 {
+    return fk_submit_in_locked(s, s->green, duration_ns, kind, name);
+}
+
+CUresult fk_submit_in_locked(struct CUstream_st *s, const struct CUgreenCtx_st *green, uint64_t duration_ns,
+                             enum fk_kind kind, const char *name)
+{
     uint64_t now = fk_now_ns();
     unsigned outstanding = outstanding_locked(s, now);
     uint64_t after = fk_ordered_tail_locked(s);
@@ -41,11 +47,11 @@ CUresult fk_submit_locked(struct CUstream_st *s, uint64_t duration_ns, enum fk_k
         after = now;
     /* A green context's SMs are its own: its streams run beside the rest of the device (and each
      * other), ordered only by their own tails and the events they wait on. */
-    uint64_t start = s->green ? after : fk_device_reserve(after, duration_ns);
+    uint64_t start = green ? after : fk_device_reserve(after, duration_ns);
     uint64_t end = start + duration_ns;
     s->tail = end;
     push_end_locked(s, end);
-    fk_log_kernel(s->id, now, start, end, outstanding, kind, name, s->green ? s->green->sms : 0);
+    fk_log_kernel(s->id, now, start, end, outstanding, kind, name, green ? green->sms : 0);
     return CUDA_SUCCESS;
 }
 
@@ -133,7 +139,7 @@ static CUresult graph_launch(CUgraphExec exec, CUstream handle, bool ptsz)
     } else if (s) {
         char name[32];
         snprintf(name, sizeof name, "graph:%u", exec->kernels);
-        rc = fk_submit_locked(s, exec->total_ns, FK_GRAPH, name);
+        rc = fk_submit_in_locked(s, exec->green, exec->total_ns, FK_GRAPH, name); /* the nodes' context rules */
     }
     pthread_mutex_unlock(&fk_lock);
     return rc;

@@ -350,7 +350,16 @@ FK_EXPORT CUresult cuGreenCtxCreate(CUgreenCtx *green, CUdevResourceDesc desc, C
     if (!g)
         abort();
     g->sms = desc->sms;
+    g->as_ctx = (struct CUctx_st){.id = -1, .device = dev, .green = g};
     *green = g;
+    return CUDA_SUCCESS;
+}
+
+FK_EXPORT CUresult cuCtxFromGreenCtx(CUcontext *ctx, CUgreenCtx green)
+{
+    if (!ctx || !green)
+        return CUDA_ERROR_INVALID_VALUE;
+    *ctx = &green->as_ctx;
     return CUDA_SUCCESS;
 }
 

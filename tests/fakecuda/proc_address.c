@@ -47,6 +47,11 @@ static const struct entry entries[] = {
     E("cuGraphExecDestroy", 10000, cuGraphExecDestroy, NULL),
     E("cuGraphExecUpdate", 12000, cuGraphExecUpdate_v2, NULL),
     E("cuGraphExecKernelNodeSetParams", 12000, cuGraphExecKernelNodeSetParams_v2, NULL),
+    E("cuGraphKernelNodeGetParams", 12000, cuGraphKernelNodeGetParams_v2, NULL),
+    E("cuGraphKernelNodeSetParams", 12000, cuGraphKernelNodeSetParams_v2, NULL),
+#ifndef FK_OLD_DRIVER /* green contexts are the newer driver's */
+    E("cuCtxFromGreenCtx", 12050, cuCtxFromGreenCtx, NULL),
+#endif
     E("cuStreamBeginCapture", 10000, cuStreamBeginCapture, cuStreamBeginCapture_ptsz),
     E("cuStreamBeginCapture", 10010, cuStreamBeginCapture_v2, cuStreamBeginCapture_v2_ptsz),
     E("cuStreamEndCapture", 10000, cuStreamEndCapture, cuStreamEndCapture_ptsz),

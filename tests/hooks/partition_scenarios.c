@@ -207,8 +207,16 @@ static void *launch_graph(void *arg)
     return NULL;
 }
 
+/* Has the launch thread returned within `ms`? */
+static bool returned_within(struct graph_launch *g, int ms)
+{
+    for (int i = 0; i < ms && !atomic_load(&g->returned); i++)
+        usleep(1000);
+    return atomic_load(&g->returned);
+}
+
 /* One stream across a job, every use that must see the redirected kernels, the legacy stream,
- * a wait between streams, a capture (left alone) and a graph. */
+ * a wait between streams, a capture (left alone) and a graph (sent as its twin). */
 static void scenario_order(void)
 {
     hp_start();
@@ -253,8 +261,8 @@ static void scenario_order(void)
     CU(run("c0", s3));
     CU(cuStreamEndCapture(s3, &graph));
     CU(cuGraphInstantiateWithFlags(&exec, graph, 0));
-    /* A graph is not redirected (a green stream does not confine its kernels on the H100): its
-     * launch waits for the job's end, then runs on s1 after everything s1 sent to the partition. */
+    /* A green stream does not confine a graph's kernels: the graph goes to s1's partition stream
+     * as its twin (its kernel node naming the green context), after what s1 sent there, at once. */
     struct graph_launch gl = {.exec = exec, .stream = s1};
     CU(cuCtxGetCurrent(&gl.ctx));
     pthread_t graph_thread;
@@ -270,9 +278,8 @@ static void scenario_order(void)
     else
         CU(((CUresult(*)(CUcontext))fn)(NULL));
     uint64_t t_ctx = gy_now_ns();
-    usleep(200 * 1000);
-    if (atomic_load(&gl.returned))
-        fail("a graph launched during the job returned before the job ended (rc %d)", (int)gl.rc);
+    if (!returned_within(&gl, 2000))
+        fail("a graph with a twin launched during the job waited for the job's end");
     hp_do('e');
     pthread_join(graph_thread, NULL);
     CU(gl.rc);
@@ -285,7 +292,10 @@ static void scenario_order(void)
     for (size_t i = 0; i < sizeof redirected / sizeof *redirected; i++)
         expect_green(redirected[i], true);
     expect_green("b0", false), expect_green("b1", false), expect_green("a0", false);
-    expect_green("#graph", false);
+    expect_green("#graph", true);
+    const struct fake_kernel *twin = find("#graph");
+    if (twin && twin->green_sms != 16)
+        fail("the graph's twin ran on %u SMs, not inside the 16 of the partition", twin->green_sms);
     const char *s1_order[] = {"b0", "b1", "d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7", "k0", "#graph", "a0"};
     for (size_t i = 1; i < sizeof s1_order / sizeof *s1_order; i++)
         expect_after(s1_order[i], s1_order[i - 1]);
@@ -305,9 +315,97 @@ static void scenario_order(void)
     uint64_t launches;
     char state[80];
     own_status(&launches, state, sizeof state);
-    if (launches != 12 || strcmp(state, "active") != 0)
-        fail("status: %llu launches sent to the partition (expected 12), partition '%s' (expected active)",
+    if (launches != 13 || strcmp(state, "active") != 0)
+        fail("status: %llu launches sent to the partition (expected 13), partition '%s' (expected active)",
              (unsigned long long)launches, state);
+    fake_log_free(&the_log);
+}
+
+/* A graph captured on s: one tagged kernel. */
+static CUgraph captured(const char *tag, CUstream s)
+{
+    CUgraph graph = NULL;
+    CU(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CU(run(tag, s));
+    CU(cuStreamEndCapture(s, &graph));
+    return graph;
+}
+
+static CUgraphNode first_node(CUgraph graph)
+{
+    CUgraphNode node = NULL;
+    size_t n = 1;
+    CU(cuGraphGetNodes(graph, &node, &n));
+    return node;
+}
+
+/* Graphs during a job: one with a twin runs inside the partition at once (twice: one twin made);
+ * those that cannot have one (a kernel node without a CUkernel, a memory node, a graph changed in
+ * place after instantiation) wait for the job's end and run on their own streams. */
+static void scenario_graphs(void)
+{
+    hp_start();
+    cuda_init();
+    CUstream s[4];
+    for (int i = 0; i < 4; i++)
+        CU(cuStreamCreate(&s[i], 0));
+    CUgraphExec twinned, no_kern, with_memory, changed;
+    CU(cuGraphInstantiateWithFlags(&twinned, captured("g0", s[0]), 0));
+    CUgraph g1 = captured("g1", s[1]);
+    CUDA_KERNEL_NODE_PARAMS_v2 p;
+    CU(cuGraphKernelNodeGetParams_v2(first_node(g1), &p));
+    p.kern = NULL; /* a CUfunction only, as a node added by hand may hold */
+    CU(cuGraphKernelNodeSetParams_v2(first_node(g1), &p));
+    CU(cuGraphInstantiateWithFlags(&no_kern, g1, 0));
+    CUgraph g2 = captured("g2", s[2]);
+    CUgraphNode alloc;
+    CU(fkGraphAddNode(&alloc, g2, first_node(g2), CU_GRAPH_NODE_TYPE_MEM_ALLOC, 0));
+    CU(cuGraphInstantiateWithFlags(&with_memory, g2, 0));
+    CUgraph g3 = captured("g3", s[3]);
+    CU(cuGraphInstantiateWithFlags(&changed, g3, 0));
+    CU(cuGraphKernelNodeGetParams_v2(first_node(g3), &p));
+    CU(cuGraphExecKernelNodeSetParams_v2(changed, first_node(g3), &p));
+    struct graph_launch gl[5] = {{.exec = twinned, .stream = s[0]}, {.exec = twinned, .stream = s[0]},
+                                 {.exec = no_kern, .stream = s[1]}, {.exec = with_memory, .stream = s[2]},
+                                 {.exec = changed, .stream = s[3]}};
+    pthread_t threads[5];
+    hp_do('b');
+    for (int i = 0; i < 5; i++) {
+        CU(cuCtxGetCurrent(&gl[i].ctx));
+        pthread_create(&threads[i], NULL, launch_graph, &gl[i]);
+        if (i < 2 && !returned_within(&gl[i], 2000))
+            fail("launch %d of a graph with a twin waited for the job's end", i);
+    }
+    usleep(200 * 1000);
+    for (int i = 2; i < 5; i++)
+        if (atomic_load(&gl[i].returned))
+            fail("graph launch %d (no twin possible) returned before the job ended (rc %d)", i, (int)gl[i].rc);
+    uint64_t t_end = gy_now_ns();
+    hp_do('e');
+    for (int i = 0; i < 5; i++) {
+        pthread_join(threads[i], NULL);
+        CU(gl[i].rc);
+    }
+    CU(cuCtxSynchronize());
+    hp_stop();
+
+    read_the_log();
+    int green = 0, own = 0;
+    for (int i = 0; i < the_log.n; i++) {
+        const struct fake_kernel *k = &the_log.kernels[i];
+        if (k->pid != getpid() || strcmp(k->kind, "graph") != 0)
+            continue;
+        if (k->stream >= GREEN_IDS && k->green_sms == 16 && k->start < t_end)
+            green++;
+        else if (k->stream < GREEN_IDS && k->green_sms == 0 && k->submit >= t_end)
+            own++;
+        else
+            fail("a graph ran on stream %llu (%u SMs of a green context) submitted at %llu, the job ended at %llu",
+                 (unsigned long long)k->stream, k->green_sms, (unsigned long long)k->submit, (unsigned long long)t_end);
+    }
+    if (green != 2 || own != 3)
+        fail("%d graph launches ran as twins inside the partition (expected 2), %d after the job on their own "
+             "streams (expected 3)", green, own);
     fake_log_free(&the_log);
 }
 
@@ -601,6 +699,8 @@ int partition_scenario(const char *what, int argc, char **argv)
     (void)argc, (void)argv;
     if (strcmp(what, "partition") == 0)
         scenario_order();
+    else if (strcmp(what, "partition_graphs") == 0)
+        scenario_graphs();
     else if (strcmp(what, "partition_copies") == 0)
         scenario_copies();
     else if (strcmp(what, "partition_threads") == 0)

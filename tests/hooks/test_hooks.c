@@ -1842,6 +1842,17 @@ TEST(partition_keeps_each_stream_in_order_across_a_job)
     free(err);
 }
 
+TEST(partition_runs_a_graph_as_its_twin_inside_the_partition_or_waits)
+{
+    char *err = run_partition(true, "partition_graphs", NULL, 0);
+    CHECK(err && count_matching_lines(err, "runs inside the partition as a twin") == 1, "one twin made: %s",
+          err ? err : "");
+    CHECK(err && count_matching_lines(err, "has no twin inside the partition (a kernel node without a CUkernel") == 1 &&
+              count_matching_lines(err, "has no twin inside the partition (a child graph, memory or conditional") == 1,
+          "the graphs without a twin said why: %s", err ? err : "");
+    free(err);
+}
+
 TEST(partition_sends_async_copies_with_the_kernels_without_waiting)
 {
     free(run_partition(true, "partition_copies", NULL, 0));
