@@ -69,3 +69,37 @@ def busiest_cpus_of(source, snapshot, share=0.1):
     counts = {int(cpu[3:]): c.get("by_source", {}).get(source, 0) for cpu, c in snapshot.items()}
     total = sum(counts.values())
     return sorted(cpu for cpu, n in counts.items() if total and n >= share * total)
+
+
+def cpu_list(text):
+    """The CPUs of a kernel CPU list ("14", "0-3,8"), as a sorted list; [] if it does not parse."""
+    cpus = set()
+    try:
+        for part in text.strip().split(","):
+            lo, _, hi = part.partition("-")
+            cpus.update(range(int(lo), int(hi or lo) + 1))
+    except ValueError:
+        return []
+    return sorted(cpus)
+
+
+def gpu_irq_cpus(interrupts="/proc/interrupts", irq_dir="/proc/irq", stat="/proc/stat"):
+    """The CPUs the GPU's (nvidia) interrupts are delivered to: the kernel's effective affinity of
+    each nvidia interrupt line where it names a few CPUs, else the CPUs that served most of them
+    since boot (on the H200 machine, a fresh boot's count pointed at CPU 0 while every interrupt
+    of the workload went to CPU 14: the affinity is what holds now)."""
+    targets = set()
+    try:
+        with open(interrupts) as f:
+            f.readline()
+            for line in f:
+                words = line.split()
+                if words and words[0].rstrip(":").isdigit() and words[-1].startswith("nvidia"):
+                    with open(f"{irq_dir}/{words[0].rstrip(':')}/effective_affinity_list") as a:
+                        targets.update(cpu_list(a.read()))
+    except OSError:
+        targets = set()
+    snapshot = read(stat, interrupts)
+    if targets and len(targets) <= max(2, len(snapshot) // 4):
+        return sorted(targets)
+    return busiest_cpus_of("nvidia", snapshot)

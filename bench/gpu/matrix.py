@@ -489,7 +489,7 @@ def run(args):
            "args": {k: v for k, v in vars(args).items() if k != "merge"}, "hp_kinds": {}, "segments": []}
     # a worker for each group and role some setup runs (an LP-only setup's group has no HP worker)
     keys = sorted({(SETUP[s][0], role) for s in all_setups for role in SETUP[s][1]})
-    irq_cpus = host_counters.busiest_cpus_of("nvidia", host_counters.read()) if args.pin else []
+    irq_cpus = host_counters.gpu_irq_cpus() if args.pin else []
     pins = cpu_plan(keys, os.sched_getaffinity(0), irq_cpus) if args.pin else {}
     if pins is None:
         fail(f"--pin: {len(os.sched_getaffinity(0))} CPUs are too few (5 needed: two for the harness, two for the "

@@ -394,6 +394,15 @@ def test_the_gpus_interrupt_cpus_are_read_from_proc_interrupts(tmp_path):
     assert host_counters.busiest_cpus_of("nvidia", snap) == [2]
     assert host_counters.busiest_cpus_of("virtio0-req.0", snap) == [0, 1, 2, 3]
     assert host_counters.busiest_cpus_of("nvidia", {}) == []
+    # the interrupt line's effective affinity wins over the counts since boot
+    irq = tmp_path / "irq" / "24"
+    irq.mkdir(parents=True)
+    (irq / "effective_affinity_list").write_text("3\n")
+    assert host_counters.gpu_irq_cpus(str(intr), str(tmp_path / "irq"), str(stat)) == [3]
+    (irq / "effective_affinity_list").write_text("0-3\n")  # no narrow target: the counts
+    assert host_counters.gpu_irq_cpus(str(intr), str(tmp_path / "irq"), str(stat)) == [2]
+    assert host_counters.gpu_irq_cpus(str(intr), str(tmp_path / "none"), str(stat)) == [2]
+    assert host_counters.cpu_list("0-2,8") == [0, 1, 2, 8] and host_counters.cpu_list("x") == []
 
 
 def test_an_arm_setup_runs_on_a_guarded_segment_of_its_own_with_the_arm_pinned(tmp_path):
