@@ -18,7 +18,7 @@
 
 struct twin {
     gy_cu_green_ctx green;
-    gy_cu_graph_exec exec; /* NULL: making it failed (not tried again) */
+    gy_cu_graph_exec exec;
 };
 
 struct entry {
@@ -181,16 +181,18 @@ static gy_cu_graph_exec make_twin(const struct entry *e, gy_cu_green_ctx green)
         failed = "cuGraphInstantiateWithFlags (the twin)", twin = NULL;
     if (g)
         destroy(g);
-    if (gy_config()->verbose) {
-        if (failed)
-            fprintf(stderr, "gpuyield: pid %d: a CUDA graph has no twin inside the partition (%s: %d): it waits for "
-                            "higher jobs\n",
-                    (int)getpid(), failed, rc);
-        else
-            fprintf(stderr, "gpuyield: pid %d: a CUDA graph runs inside the partition as a twin whose kernel nodes "
-                            "name its green context\n",
-                    (int)getpid());
-    }
+    /* Once per graph that cannot have one (its copy goes: never tried again), once per process
+     * for the first made (a graph cut into 51 parts makes 51 twins per partition size). */
+    static bool told_made;
+    if (gy_config()->verbose && failed)
+        fprintf(stderr, "gpuyield: pid %d: a CUDA graph has no twin inside the partition (%s: %d): it waits for "
+                        "higher jobs\n",
+                (int)getpid(), failed, rc);
+    else if (gy_config()->verbose && !told_made)
+        fprintf(stderr, "gpuyield: pid %d: a CUDA graph runs inside the partition as a twin whose kernel nodes "
+                        "name its green context (each graph's twin made at its first launch into a partition)\n",
+                (int)getpid());
+    told_made = told_made || !failed;
     return twin;
 }
 
@@ -207,10 +209,10 @@ gy_cu_graph_exec gy_graph_twin_for(gy_cu_graph_exec exec, gy_cu_green_ctx green)
             i++;
         if (i < e->ntwins)
             twin = e->twins[i].exec;
-        else if (i < MAX_TWINS) {
-            twin = make_twin(e, green);
+        else if (i < MAX_TWINS && (twin = make_twin(e, green)) != NULL)
             e->twins[e->ntwins++] = (struct twin){green, twin};
-        }
+        else if (i < MAX_TWINS)
+            release(e); /* what failed for one green context fails for the others: no twin from now on */
     }
     pthread_mutex_unlock(&lock);
     return twin;

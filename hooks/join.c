@@ -10,6 +10,7 @@
 #include "graph_twin.h"
 #include "join.h"
 #include "partition.h"
+#include "trace_ranges.h"
 
 static pthread_mutex_t join_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t fork_handlers_once = PTHREAD_ONCE_INIT;
@@ -105,6 +106,7 @@ bool gy_client_join_slow(void)
     if (phase == GY_PHASE_JOIN) {
         if (gy_register(&gy_client.shm, gy_client.priority, &err))
             die("cannot register in the segment named by GPUYIELD_SHM", err.msg);
+        gy_ranges_init();
         gy_drain_helper_start();
         gy_auto_start();
         gy_partition_check_static();

@@ -6,6 +6,8 @@
 
 #include <stdint.h>
 
+/* Once, at the join (NVTX's own first-call setup is not thread-safe). */
+void gy_ranges_init(void);
 /* A thread's nested range: pushed and popped by the same thread. */
 void gy_range_push(const char *name);
 void gy_range_pop(void);
