@@ -146,6 +146,16 @@ static void expect_sms(const char *tag, unsigned sms)
         fail("%s ran on a stream of %u green SMs (0: its own stream), expected %u", tag, k->green_sms, sms);
 }
 
+/* The n-th graph launch of this process in the log (0-based, in the order they ran). */
+static const struct fake_kernel *nth_graph(int n)
+{
+    for (int i = 0; i < the_log.n; i++)
+        if (the_log.kernels[i].pid == getpid() && strcmp(the_log.kernels[i].kind, "graph") == 0 && n-- == 0)
+            return &the_log.kernels[i];
+    fail("graph launch %d is not in the log", n);
+    return NULL;
+}
+
 static void expect_after(const char *later, const char *earlier)
 {
     const struct fake_kernel *a = find(later), *b = find(earlier);
@@ -211,10 +221,17 @@ static void scenario_guarded(void)
     hp_start();
     CUstream s = cuda_ready();
     CU(run("before", s));
+    CUgraph graph;
+    CUgraphExec exec;
+    CU(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CU(run("captured", s));
+    CU(cuStreamEndCapture(s, &graph));
+    CU(cuGraphInstantiateWithFlags(&exec, graph, 0));
 
     /* Each partition arm in force: a job's launches go to a green context of that many SMs, one
      * context per size, each made at its first use (disjoint:64's lower side is partition:64's);
-     * after the job, back on the stream, in order. */
+     * a graph launch goes there as its twin for that size; after the job, back on the stream, in
+     * order. */
     static const enum gy_guard_arm arms[] = {GY_ARM_P16, GY_ARM_P64, GY_ARM_D64, GY_ARM_P32, GY_ARM_P16};
     char prev[16] = "before";
     uint64_t partition_launches = 0;
@@ -228,15 +245,21 @@ static void scenario_guarded(void)
         snprintf(in0, sizeof in0, "in%zu_0", i), snprintf(in1, sizeof in1, "in%zu_1", i);
         snprintf(after, sizeof after, "after%zu", i);
         CU(run(in0, s));
+        CU(cuGraphLaunch(exec, s));
         CU(run(in1, s));
-        partition_launches += 2;
+        partition_launches += 3;
         hp_send('e');
         hp_ended();
         CU(run(after, s));
         CU(cuStreamSynchronize(s));
         fake_log_read(getenv("FAKECUDA_LOG"), &the_log);
-        unsigned sms = gy_guard_arm_sms(arms[i]);
+        unsigned sms = gy_guard_arm_sms(gy_guard_arm_lower_twin(arms[i]));
         expect_sms(in0, sms), expect_sms(in1, sms), expect_sms(after, 0);
+        const struct fake_kernel *twin = nth_graph((int)i), *k0 = find(in0), *k1 = find(in1);
+        if (twin && (twin->green_sms != sms || (k0 && twin->start < k0->end) || (k1 && k1->start < twin->end)))
+            fail("job %zu: the graph ran on %u green SMs (expected %u as its twin), from %llu to %llu, between %s "
+                 "and %s",
+                 i, twin->green_sms, sms, (unsigned long long)twin->start, (unsigned long long)twin->end, in0, in1);
         expect_after(in0, prev), expect_after(in1, in0), expect_after(after, in1);
         fake_log_free(&the_log);
         snprintf(prev, sizeof prev, "%s", after);

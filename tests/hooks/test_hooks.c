@@ -1976,6 +1976,10 @@ TEST(guarded_sends_launches_to_the_arms_partition_and_holds_them_under_stop)
     for (int i = 0; i < 3; i++)
         CHECK(stderr_text && count_matching_lines(stderr_text, sizes[i]) == 1, "'%s': stderr: %s", sizes[i],
               stderr_text ? stderr_text : "");
+    /* the graph's twins (one per size) made without a failure, said once */
+    CHECK(stderr_text && count_matching_lines(stderr_text, "runs inside the partition as a twin") == 1 &&
+              count_matching_lines(stderr_text, "no twin") == 0,
+          "stderr: %s", stderr_text ? stderr_text : "");
     free(stderr_text);
 }
 
