@@ -273,16 +273,24 @@ static uint32_t next_arm(const struct gy_guard *g, uint32_t arm)
 /* A gross cost in the trial of `arm` (the middle one, tried first) says the HP needs what the LP
  * takes there: the partitions between the one in force and it back off as long as it does, so that
  * a GPU-bound HP pays one block per retrial, not one for 64 SMs and another for 16 (the GEMM HP on
- * the H100: 1.75x of stop on 16 SMs, 1.86x on 64; FasterRCNN 720p 1.08-1.25x on 16). Their strikes
- * stay: they were not measured. Not after an arm in force falls back: the HP changed, and the
- * smaller arms are tried again as before. */
+ * the H100: 1.75x of stop on 16 SMs, 1.86x on 64; FasterRCNN 720p 1.08-1.25x on 16). And their
+ * next trial is on probation as a gross arm's retrial is (its first jobs probed, probe_out and
+ * probe_joint_out): on the H200 the GEMM HP's first 16-SM trial after 64 SMs failed grossly ran
+ * its block of 16 at 1.14x of stop inside a measured round at 60 % load (p50 1.09 of alone there,
+ * bench/results/2026-11-29-h200-graph-twins, call C). A costless arm is rarely dropped by the probe
+ * and its strikes go once it is within the bound. Not after an arm in force falls back: the HP
+ * changed, and the smaller arms are tried again as before. */
 static void back_off_below(struct gy_guard *g, uint32_t arm)
 {
     unsigned floor = valid_arm(g->in_force) ? arm_rows[g->in_force].sms : 0;
     for (uint32_t a = GY_ARM_STOP + 1; a < GY_GUARD_ARM_COUNT; a++)
         if (!gy_guard_arm_disjoint((enum gy_guard_arm)a) && arm_rows[a].sms > floor &&
-            arm_rows[a].sms < arm_rows[arm].sms && g->backoff_until[a] < g->backoff_until[arm])
-            g->backoff_until[a] = g->backoff_until[arm];
+            arm_rows[a].sms < arm_rows[arm].sms) {
+            if (g->backoff_until[a] < g->backoff_until[arm])
+                g->backoff_until[a] = g->backoff_until[arm];
+            if (g->strikes[a] < GY_GUARD_GROSS_STRIKES)
+                g->strikes[a] = GY_GUARD_GROSS_STRIKES;
+        }
 }
 
 /* No partition is tried before the next re-check: the LP gains nothing from any size (its jobs
