@@ -46,17 +46,24 @@ done
 if mps_start "$MPS_DIR" graph-split &&
     "$B/bin/expcontroller" create --name "$TWIN_TAG" --policy guarded --mps-pipe "$MPS_DIR/pipe" >> "$OUTDIR/create.txt" 2>&1 &&
     "$B/bin/expcontroller" guard-force --name "$TWIN_TAG" --arm partition:16 >> "$OUTDIR/create.txt" 2>&1; then
-    # The job ends by itself after HOLD_S (150): a graph with no twin waits for it, and would
-    # otherwise wait for ever; the report then names it ("no twin").
+    # The job must be one of the pinned arm (guarded still gives stop to a share of the jobs):
+    # begun again until it is. It ends by itself after HOLD_S (150): a graph with no twin waits
+    # for it, and would otherwise wait for ever; the report then names it ("no twin").
     "$PY" -c 'import gpuyield, signal, sys, time
-seg = gpuyield.connect(sys.argv[1]); seg.register(priority=1); job = seg.begin(priority=1)
-print("job open", flush=True)
-signal.signal(signal.SIGTERM, lambda *a: (seg.end(job), sys.exit(0)))
-time.sleep(float(sys.argv[2])); seg.end(job); print("job ended", flush=True)' "$TWIN_TAG" "${HOLD_S:-150}" \
+seg = gpuyield.connect(sys.argv[1]); seg.register(priority=1)
+for _ in range(200):
+    job = seg.begin(priority=1)
+    if job.guarded_arm == "partition:16":
+        break
+    seg.end(1)
+print("job open, arm", job.guarded_arm, flush=True)
+signal.signal(signal.SIGTERM, lambda *a: (seg.end(1), sys.exit(0)))
+time.sleep(float(sys.argv[2])); seg.end(1); print("job ended", flush=True)' "$TWIN_TAG" "${HOLD_S:-150}" \
         > "$OUTDIR/holder.txt" 2>&1 &
     HOLDER=$!
     for _ in $(seq 50); do grep -q "job open" "$OUTDIR/holder.txt" 2> /dev/null && break; sleep 0.2; done
-    grep -q "job open" "$OUTDIR/holder.txt" || { echo "the job holder did not start: $(cat "$OUTDIR/holder.txt")"; rc=1; }
+    grep -q "job open, arm partition:16" "$OUTDIR/holder.txt" ||
+        { echo "the job holder has no job of arm partition:16: $(cat "$OUTDIR/holder.txt")"; rc=1; }
     for run in 1 2; do probe twin "$run" "$TWIN_TAG"; done
     grep -q "job ended" "$OUTDIR/holder.txt" && { echo "graph-split: the job ended (HOLD_S) before the twin runs did"; rc=1; }
     "$B/bin/expcontroller" status --name "$TWIN_TAG" --json > "$OUTDIR/twin_status.json" 2>&1
