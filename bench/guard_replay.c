@@ -2,7 +2,10 @@
  * jobs from the GPU, in the order they ran, stands for the HP under every arm, each partition arm's
  * jobs multiplied by COST. So a COST of 1 is an arm that costs the HP nothing, with the HP's real
  * noise (its drift between stretches of jobs included, which synthetic noise lacks); 1.03 one that
- * costs 3 %. Each run starts at another point of the trace (wrapping round) with another seed.
+ * costs 3 %. COST may also give each size its own factor, SMS=F pairs joined by '/' (16=1/64=1.5:
+ * 16 SMs free, 64 SMs 1.5x, every size not named 1; a disjoint arm goes by its SMs), as a GPU-bound
+ * HP that needs what a larger partition takes. Each run starts at another point of the trace
+ * (wrapping round) with another seed.
  * The LP launches at 340 per ms in the gaps, and during the HP's jobs at the rate the test fixtures
  * give each arm (none under stop), so that an arm within the bound is worth promoting.
  *   guard-replay TRACE COST JOBS RUNS [in-force]
@@ -46,8 +49,8 @@ static long median(long *v, long n) /* of the first n (sorted in place), -1 for 
 static int usage(const char *why)
 {
     fprintf(stderr, "guard-replay: %s\nusage: guard-replay TRACE COST JOBS RUNS [in-force] (TRACE: a job time in us a "
-                    "line; COST: the arms' factor, 1 to 4; JOBS, RUNS: 1 to 10000000; in-force: the cost only once "
-                    "in force)\n", why);
+                    "line; COST: the arms' factor, 1 to 4, or SMS=F pairs joined by '/' (16=1/64=1.5); JOBS, RUNS: "
+                    "1 to 10000000; in-force: the cost only once in force)\n", why);
     return 2;
 }
 
@@ -59,16 +62,48 @@ static int parse_count(const char *text, long *out)
     return errno || *end || *out < 1 || *out > 10000000 ? -1 : 0;
 }
 
+/* COST: one factor for every arm, or SMS=F pairs joined by '/' (sizes not named: 1). -1 if bad. */
+static int parse_costs(const char *text, double cost[GY_GUARD_ARM_COUNT])
+{
+    char *end;
+    for (int a = 0; a < GY_GUARD_ARM_COUNT; a++)
+        cost[a] = 1.0;
+    if (!strchr(text, '=')) {
+        double all = strtod(text, &end);
+        if (*end || end == text || !(all >= 1 && all <= 4))
+            return -1;
+        for (int a = GY_ARM_STOP + 1; a < GY_GUARD_ARM_COUNT; a++)
+            cost[a] = all;
+        return 0;
+    }
+    for (const char *p = text; *p;) {
+        errno = 0;
+        long sms = strtol(p, &end, 10);
+        if (errno || end == p || *end != '=')
+            return -1;
+        double f = strtod(end + 1, &end);
+        if (!(f >= 1 && f <= 4) || (*end && *end != '/'))
+            return -1;
+        bool named = false;
+        for (int a = GY_ARM_STOP + 1; a < GY_GUARD_ARM_COUNT; a++)
+            if ((long)gy_guard_arm_sms((enum gy_guard_arm)a) == sms)
+                cost[a] = f, named = true;
+        if (!named)
+            return -1;
+        p = *end ? end + 1 : end;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 5 && !(argc == 6 && strcmp(argv[5], "in-force") == 0))
         return usage("four arguments, and `in-force` or nothing after them");
     bool in_force_only = argc == 6;
-    char *end;
-    double cost = strtod(argv[2], &end);
+    double cost[GY_GUARD_ARM_COUNT];
     long jobs, runs;
-    if (*end || !(cost >= 1 && cost <= 4))
-        return usage("COST must be a number from 1 to 4");
+    if (parse_costs(argv[2], cost))
+        return usage("COST must be a number from 1 to 4, or SMS=F pairs of the arms' sizes joined by '/'");
     if (parse_count(argv[3], &jobs) || parse_count(argv[4], &runs))
         return usage("JOBS and RUNS must be whole numbers from 1 to 10000000");
     FILE *f = fopen(argv[1], "r");
@@ -92,7 +127,7 @@ int main(int argc, char **argv)
     qsort(sorted, n, sizeof *sorted, cmp_u32);
     double gap_ms = 3.0 * sorted[n / 2] / 1000.0; /* a job's median and 3 of it idle: a quarter load */
 
-    long promoted = 0, at_end = 0, on_arms = 0;
+    long promoted = 0, at_end = 0, on_arms = 0, ends_in[GY_GUARD_ARM_COUNT] = {0};
     double traced_us = 0, ran_us = 0; /* the trace's job times, and the same jobs as they ran */
     double lp_total = 0, lp_stop = 0;  /* the LP's launches, and those it would have made under stop */
     long *first = calloc(runs, sizeof *first), *dropped = calloc(runs, sizeof *dropped);
@@ -111,7 +146,7 @@ int main(int argc, char **argv)
             enum gy_guard_arm arm = gy_guard_pick(&g, &depth);
             gy_guard_cycle(&g, arm, now_ns, lp);
             bool costs = arm != GY_ARM_STOP && (!in_force_only || (arm == g.in_force && arm != g.trial));
-            uint64_t ns = (uint64_t)(trace[(start + j) % n] * (costs ? cost : 1.0) * 1000.0);
+            uint64_t ns = (uint64_t)(trace[(start + j) % n] * (costs ? cost[arm] : 1.0) * 1000.0);
             now_ns += ns + (uint64_t)(gap_ms * 1e6);
             double cycle_lp = job_launches_per_ms[arm] * ns / 1e6 + GAP_LAUNCHES_PER_MS * gap_ms;
             lp += (uint64_t)cycle_lp;
@@ -129,6 +164,8 @@ int main(int argc, char **argv)
         }
         promoted += first[r] >= 0;
         at_end += g.in_force != GY_ARM_STOP;
+        if (g.in_force < GY_GUARD_ARM_COUNT)
+            ends_in[g.in_force]++;
     }
     long k = 0, d = 0;
     for (long r = 0; r < runs; r++) {
@@ -137,12 +174,16 @@ int main(int argc, char **argv)
         if (dropped[r] >= 0)
             dropped[d++] = dropped[r];
     }
-    printf("cost %.3f%s: promoted in %ld of %ld runs, in force at the end in %ld, first promotion at job %ld "
+    printf("cost %s%s: promoted in %ld of %ld runs, in force at the end in %ld, first promotion at job %ld "
            "(median), %.1f %% of jobs on partition arms, HP time +%.2f %% over the trace's, LP launches +%.2f %% over "
-           "stop's; dropped after promotion in %ld, %ld jobs after it (median)\n",
-           cost, in_force_only ? " once in force" : "", promoted, runs, at_end, median(first, k),
+           "stop's; dropped after promotion in %ld, %ld jobs after it (median); in force at the end by SMs:",
+           argv[2], in_force_only ? " once in force" : "", promoted, runs, at_end, median(first, k),
            100.0 * on_arms / ((double)jobs * runs), 100.0 * (ran_us / traced_us - 1.0),
            100.0 * (lp_total / lp_stop - 1.0), d, median(dropped, d));
+    for (int a = GY_ARM_STOP + 1; a < GY_GUARD_ARM_COUNT; a++)
+        if (ends_in[a])
+            printf(" %u:%ld", gy_guard_arm_sms((enum gy_guard_arm)a), ends_in[a]);
+    printf("\n");
     free(dropped);
     free(first);
     return 0;

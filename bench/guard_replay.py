@@ -6,8 +6,10 @@ cost falls only on an arm's jobs once it is in force (its trial costless): in ho
 many jobs after its promotion the rule dropped it again. The last row gives, per cost, the two axes: the
 share of jobs on partition arms and the LP's launches over what it would have launched with stop on
 every job (what the LP got), and the HP's job time over the trace's (what the arms' costs added to
-it), means over the cells. `guard-replay` (built from
-bench/guard_replay.c) runs the rule itself; a build of another commit replays that rule.
+it), means over the cells. A cost may give each size its own factor: SMS=F pairs joined by '/'
+(16=1/64=1.5: 16 SMs free, 64 SMs 1.5x, sizes not named 1), as for a GPU-bound HP that needs what a
+larger partition takes. The last row counts, per cost, the runs that ended with each size in force.
+`guard-replay` (built from bench/guard_replay.c) runs the rule itself; a build of another commit replays that rule.
     python3 -m bench.guard_replay --build BUILD DIR [DIR ...] [--costs 1,1.02,1.03] [--jobs 2000] [--runs 40]
                                   [--in-force-only]
 Each DIR a matrix invocation's folder (raw.json, raw.json.xz or raw.json.gz)."""
@@ -23,7 +25,9 @@ from bench.gpu import raw_record
 LINE = re.compile(r"promoted in (\d+) of (\d+) runs, in force at the end in (\d+), first promotion at job (-?\d+)"
                   r".*, ([\d.]+) % of jobs on partition arms, HP time \+(-?[\d.]+) % over the trace's,"
                   r" LP launches \+(-?[\d.]+) % over stop's"
-                  r".*dropped after promotion in (\d+), (-?\d+) jobs after it")
+                  r".*dropped after promotion in (\d+), (-?\d+) jobs after it.*in force at the end by SMs:(.*)$",
+                  re.M)
+PROFILE = re.compile(r"^\d+=[\d.]+(/\d+=[\d.]+)*$")
 MIN_STOP_JOBS = 256  # a shorter trace repeats itself within one learning
 
 
@@ -58,15 +62,17 @@ def replay(binary, trace, cost, jobs, runs, in_force_only=False):
         raise RuntimeError(f"{binary} failed (exit {out.returncode}): {out.stderr.strip() or out.stdout.strip()}")
     g = m.groups()
     # (promoted, runs, in force at the end, first promotion, % of jobs on arms, HP time + %, LP + %, dropped,
-    #  jobs after)
-    return tuple(int(x) for x in g[:4]) + tuple(float(x) for x in g[4:7]) + tuple(int(x) for x in g[7:])
+    #  jobs after, {SMs: runs that ended with that size in force})
+    ends = {int(k): int(v) for k, v in (pair.split(":") for pair in g[9].split())}
+    return tuple(int(x) for x in g[:4]) + tuple(float(x) for x in g[4:7]) + tuple(int(x) for x in g[7:9]) + (ends,)
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python3 -m bench.guard_replay", description=__doc__.split("\n")[0])
     p.add_argument("--build", required=True, help="a build folder with bench/guard-replay")
     p.add_argument("folders", nargs="+", metavar="DIR")
-    p.add_argument("--costs", default="1,1.02,1.03")
+    p.add_argument("--costs", default="1,1.02,1.03",
+                   help="factors from 1 to 4, or per-size profiles (16=1/64=1.5), separated by commas")
     p.add_argument("--jobs", type=int, default=2000, help="jobs a learning lasts (the matrix's --learn-jobs)")
     p.add_argument("--runs", type=int, default=40, help="runs per cell and cost, each from another point of the trace")
     p.add_argument("--in-force-only", action="store_true",
@@ -75,28 +81,36 @@ def main(argv=None):
     binary = os.path.join(args.build, "bench", "guard-replay")
     if not os.access(binary, os.X_OK):
         p.error(f"no {binary}: build it (make -f build.mk O=BUILD all)")
-    try:
-        costs = [float(c) for c in args.costs.split(",")]
-    except ValueError:
-        p.error(f"--costs {args.costs}: numbers separated by commas (e.g. 1,1.02,1.03)")
-    if not costs or any(not 1 <= c <= 4 for c in costs) or args.jobs < 1 or args.runs < 1:
-        p.error("--costs from 1 to 4, --jobs and --runs at least 1")
+    costs = args.costs.split(",")
+    for c in costs:
+        try:
+            ok = PROFILE.match(c) and all(1 <= float(f.split("=")[1]) <= 4 for f in c.split("/")) or 1 <= float(c) <= 4
+        except ValueError:
+            ok = False
+        if not ok:
+            p.error(f"--costs {args.costs}: each a number from 1 to 4 or a profile of SMS=F pairs joined by '/' "
+                    f"(e.g. 1,1.03,16=1/64=1.5): not {c!r}")
+    if args.jobs < 1 or args.runs < 1:
+        p.error("--jobs and --runs at least 1")
     cells = traces(args.folders)
     if not cells:
         print(f"guard_replay: no guarded learning with {MIN_STOP_JOBS} stop jobs or more in {' '.join(args.folders)}",
               file=sys.stderr)
         return 1
     what = "promoted, dropped again (median jobs after)" if args.in_force_only else "promoted (median first job)"
-    print(f"| cell | stop jobs | " + " | ".join(f"cost {c:g}: {what}" for c in costs) + " |")
+    print(f"| cell | stop jobs | " + " | ".join(f"cost {c}: {what}" for c in costs) + " |")
     print("|---|---|" + "---|" * len(costs))
     total = {c: [0, 0] for c in costs}
     # per cell: the share of jobs on partition arms, the HP's time over the trace, the LP's launches over stop's
     on_arms, hp_over, lp_over = ({c: [] for c in costs} for _ in range(3))
+    ends = {c: {} for c in costs}  # SMs -> runs that ended with that size in force
     for name, trace in cells:
         row = f"| {name} | {len(trace)}"
         for c in costs:
-            promoted, runs, _, first, arms_pct, over_pct, lp_pct, dropped, after = replay(
+            promoted, runs, _, first, arms_pct, over_pct, lp_pct, dropped, after, ended = replay(
                 binary, trace, c, args.jobs, args.runs, args.in_force_only)
+            for sms, n in ended.items():
+                ends[c][sms] = ends[c].get(sms, 0) + n
             total[c][0] += dropped if args.in_force_only else promoted
             total[c][1] += promoted if args.in_force_only else runs
             on_arms[c].append(arms_pct)
@@ -114,6 +128,8 @@ def main(argv=None):
     print("| jobs on arms, LP over stop's, HP time over the trace (means of cells) | | " +
           " | ".join(f"{sum(on_arms[c]) / len(cells):.1f} %, LP +{sum(lp_over[c]) / len(cells):.2f} %, "
                      f"HP +{sum(hp_over[c]) / len(cells):.2f} %" for c in costs) + " |")
+    print("| in force at the end, runs by SMs | | " +
+          " | ".join(", ".join(f"{sms}: {n}" for sms, n in sorted(ends[c].items())) or "none" for c in costs) + " |")
     return 0
 
 

@@ -270,24 +270,29 @@ static uint32_t next_arm(const struct gy_guard *g, uint32_t arm)
     return next > from ? (uint32_t)ladder[next] : GY_GUARD_NO_ARM;
 }
 
-/* A gross cost in the trial of `arm` (the middle one, tried first) says the HP needs what the LP
- * takes there: the partitions between the one in force and it back off as long as it does, so that
- * a GPU-bound HP pays one block per retrial, not one for 64 SMs and another for 16 (the GEMM HP on
- * the H100: 1.75x of stop on 16 SMs, 1.86x on 64; FasterRCNN 720p 1.08-1.25x on 16). And their
- * next trial is on probation as a gross arm's retrial is (its first jobs probed, probe_out and
- * probe_joint_out): on the H200 the GEMM HP's first 16-SM trial after 64 SMs failed grossly ran
- * its block of 16 at 1.14x of stop inside a measured round at 60 % load (p50 1.09 of alone there,
- * bench/results/2026-11-29-h200-graph-twins, call C). A costless arm is rarely dropped by the probe
- * and its strikes go once it is within the bound. Not after an arm in force falls back: the HP
- * changed, and the smaller arms are tried again as before. */
+/* A gross cost in the trial of `arm` (the middle one, tried first) says the HP may need what the LP
+ * takes there. The partitions between the one in force and it back off once (GY_GUARD_BACKOFF_JOBS),
+ * not as long as it does, and go on probation as a gross arm's retrial does (their first jobs
+ * probed, probe_out and probe_joint_out): so the next trial is below it (next_arm's bisection), and
+ * costs a GPU-bound HP, gross on every size, at most GY_GUARD_PROBE_JOBS jobs, not a block (the GEMM
+ * HP on the H100: 1.75x of stop on 16 SMs, 1.86x on 64; on the H200 a first 16-SM trial after 64
+ * SMs failed grossly ran a block of 16 at 1.14x in a measured round at 60 % load,
+ * bench/results/2026-11-29-h200-graph-twins, call C). Until 2026-11-29 they backed off as long as
+ * the gross arm, whose retrial came first and failed again: replayed on 42 H200 cells with 16 and
+ * 32 SMs free and 64 or more at 1.5x, a small partition was promoted in 2 of 840 learnings of 8 000
+ * jobs; now in 755, the HP's time +0.12 % over its trace against +0.13 %
+ * (replay_probation_below_*.md there). A costless arm is rarely dropped by the probe and its strikes
+ * go once it is within the bound. Not after an arm in force falls back: the HP changed, and the
+ * smaller arms are tried again as before. */
 static void back_off_below(struct gy_guard *g, uint32_t arm)
 {
     unsigned floor = valid_arm(g->in_force) ? arm_rows[g->in_force].sms : 0;
+    uint64_t once = g->jobs + GY_GUARD_BACKOFF_JOBS;
     for (uint32_t a = GY_ARM_STOP + 1; a < GY_GUARD_ARM_COUNT; a++)
         if (!gy_guard_arm_disjoint((enum gy_guard_arm)a) && arm_rows[a].sms > floor &&
             arm_rows[a].sms < arm_rows[arm].sms) {
-            if (g->backoff_until[a] < g->backoff_until[arm])
-                g->backoff_until[a] = g->backoff_until[arm];
+            if (g->backoff_until[a] < once)
+                g->backoff_until[a] = once;
             if (g->strikes[a] < GY_GUARD_GROSS_STRIKES)
                 g->strikes[a] = GY_GUARD_GROSS_STRIKES;
         }

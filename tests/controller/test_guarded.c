@@ -293,11 +293,12 @@ TEST(a_partition_that_costs_the_hp_half_is_never_promoted)
               (unsigned long long)seed, r.changes, gy_guard_arm_name(g->in_force));
         CHECK(g->reason == GY_GUARD_WHY_REJECTED, "seed %llu: reason %s", (unsigned long long)seed,
               gy_guard_reason_text(g->reason));
-        /* each try of the middle arm is cut short by the early check, then backs off with the smaller
-         * ones (a gross cost): few costly jobs, none on another arm */
+        /* each try of the middle arm is cut short by the early check (a gross cost); the smaller ones
+         * are then tried on probation, each out at its first jobs: few costly jobs */
         uint64_t tried = jobs_on_partitions(&r, GY_ARM_P16);
-        CHECK(tried < 5000 / 20 && tried == r.jobs_on[FIRST], "seed %llu: %llu jobs on partitions (%llu on 64 SMs)",
-              (unsigned long long)seed, (unsigned long long)tried, (unsigned long long)r.jobs_on[FIRST]);
+        CHECK(tried < 5000 / 20 && tried - r.jobs_on[FIRST] <= 2 * GY_GUARD_PROBE_JOBS,
+              "seed %llu: %llu jobs on partitions (%llu on 64 SMs)", (unsigned long long)seed,
+              (unsigned long long)tried, (unsigned long long)r.jobs_on[FIRST]);
     }
 }
 
@@ -321,27 +322,33 @@ TEST(an_arm_that_costs_from_32_sms_on_stops_at_16)
           (unsigned long long)r.jobs_on[GY_ARM_P64], (unsigned long long)r.jobs_on[GY_ARM_P32]);
 }
 
-/* The price of trying the middle first: a gross cost there (>= 4 x eps_p50 over stop) holds the
- * smaller arms back as long as it backs off, even where 16 SMs would cost nothing (a GPU-bound HP
- * is gross on every size, and each retrial of a smaller one cost it another block on the H100).
- * With a cost over the bound but not gross, 16 is tried and kept (the test above). */
-TEST(a_gross_cost_on_the_middle_arm_holds_the_smaller_ones_back)
+/* A gross cost on the middle arm (>= 4 x eps_p50 over stop) sends the next trial below it: the
+ * smaller arms back off once, not as long as the gross one, and are tried on probation (each out at
+ * its first jobs if gross too), so where 16 SMs cost nothing they are found and kept. Until
+ * 2026-11-29 they backed off as long as the middle, whose retrial came first and failed again:
+ * 16 SMs were never tried in these 6 000 jobs (replayed on the H200's jobs with 16 and 32 SMs
+ * free and 64 or more at 1.5x: promoted in 2 of 840 learnings, now 755). */
+TEST(a_gross_cost_on_the_middle_arm_sends_the_next_trial_below_it)
 {
     struct pair p = costless;
     for (int a = GY_ARM_P32; a < GY_GUARD_ARM_COUNT; a++)
         p.cost[a] = 1.5;
     struct gy_guard *g = fresh(14);
     struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
-    simulate(g, &p, 6000, &r);
-    CHECK(g->in_force == GY_ARM_STOP && r.jobs_on[GY_ARM_P16] + r.jobs_on[GY_ARM_P32] == 0 &&
-              r.jobs_on[FIRST] > 0 && r.jobs_on[FIRST] <= 2 * 2 * GY_GUARD_RECENT,
-          "in force %s, jobs on 16 %llu, 32 %llu, 64 %llu (two trials of a block or two)", gy_guard_arm_name(g->in_force),
-          (unsigned long long)r.jobs_on[GY_ARM_P16], (unsigned long long)r.jobs_on[GY_ARM_P32],
-          (unsigned long long)r.jobs_on[FIRST]);
-    CHECK(g->backoff_until[GY_ARM_P16] == g->backoff_until[FIRST] && g->strikes[GY_ARM_P16] == GY_GUARD_GROSS_STRIKES,
+    for (unsigned j = 0; j < 6000 && !g->strikes[FIRST]; j++)
+        simulate(g, &p, 1, &r);
+    REQUIRE(g->strikes[FIRST] >= GY_GUARD_GROSS_STRIKES, "64 SMs dropped as gross (%u strikes)", g->strikes[FIRST]);
+    CHECK(g->backoff_until[GY_ARM_P16] == g->jobs + GY_GUARD_BACKOFF_JOBS &&
+              g->backoff_until[FIRST] > g->backoff_until[GY_ARM_P16] && g->strikes[GY_ARM_P16] == GY_GUARD_GROSS_STRIKES,
           "16 SMs back off until %llu (64: %llu) with %u strikes (on probation)",
           (unsigned long long)g->backoff_until[GY_ARM_P16], (unsigned long long)g->backoff_until[FIRST],
           g->strikes[GY_ARM_P16]);
+    simulate(g, &p, 6000, &r);
+    CHECK(g->in_force == GY_ARM_P16 && r.jobs_on[GY_ARM_P32] <= 2 * GY_GUARD_PROBE_JOBS &&
+              r.jobs_on[FIRST] <= 2 * 2 * GY_GUARD_RECENT,
+          "in force %s, jobs on 16 %llu, 32 %llu, 64 %llu", gy_guard_arm_name(g->in_force),
+          (unsigned long long)r.jobs_on[GY_ARM_P16], (unsigned long long)r.jobs_on[GY_ARM_P32],
+          (unsigned long long)r.jobs_on[FIRST]);
 }
 
 /* Below a middle arm dropped for a gross cost, a smaller arm's first trial is on probation: its
@@ -1207,8 +1214,9 @@ TEST(a_retrial_on_probation_ends_at_its_first_slow_job)
         uint32_t depth;
         enum gy_guard_arm arm = gy_guard_pick(g, &depth);
         gy_guard_cycle(g, arm, sim_now_ns, sim_lp_launches);
-        /* the retrial's first job at stop's time, every later one at 1.8x */
-        double f = arm == GY_ARM_STOP || on_arm++ == 0 ? 1.0 : 1.8;
+        /* the retrial's first job at stop's time, every later one at 1.8x (the smaller arms, tried
+         * on probation meanwhile, 1.8x too) */
+        double f = arm == GY_ARM_STOP || (arm == FIRST && on_arm++ == 0) ? 1.0 : 1.8;
         uint64_t ns = (uint64_t)(10e6 * f * (1.0 + 0.005 * (2 * uniform01() - 1)));
         simulate_cycle(&costly, arm, ns);
         gy_guard_record(g, arm, depth, ns, (uint64_t)(100 * ns / 1e6));
@@ -1575,7 +1583,8 @@ TEST(the_policy_row_is_there)
  * 16 jobs at 1.16x stop's in a measured round at 60 % load, its stop p99 1.17x its median, so no
  * single job was over p99 x 1.08): its first GY_GUARD_PROBE_JOBS jobs judged together end it there,
  * not after a block of 16. 50 seeds in the GEMM HP's noise (6 % from job to job): 47 retrials
- * ended within their first 4 jobs, 189 jobs in all (without the joint look 26, 457 jobs). */
+ * ended within their first 4 jobs, 189 jobs in all (without the joint look 26, 457 jobs); 46 and 210
+ * since the smaller arms are tried on probation between its retrials (2026-11-29 evening). */
 TEST(a_retrial_on_probation_a_little_over_the_gross_margin_ends_after_its_first_jobs)
 {
     struct pair moderate = {10.0, EVERY_PARTITION(1.16), LOGNORMAL6, LP_PER_MS, {0}, {0}, {0}};
@@ -1601,8 +1610,8 @@ TEST(a_retrial_on_probation_a_little_over_the_gross_margin_ends_after_its_first_
     REQUIRE(retrials >= 45, "only %u of 50 seeds reached a retrial on probation", retrials);
     CHECK(within * 10 >= retrials * 9, "the retrial ended within its first %d jobs in %u of %u",
           GY_GUARD_PROBE_JOBS, within, retrials);
-    CHECK(on_retrials <= (uint64_t)retrials * GY_GUARD_PROBE_JOBS, "%llu jobs in %u retrials",
-          (unsigned long long)on_retrials, retrials);
+    CHECK(on_retrials <= (uint64_t)retrials * GY_GUARD_PROBE_JOBS + retrials / 2, "%llu jobs in %u retrials (%u within)",
+          (unsigned long long)on_retrials, retrials, within);
 }
 
 /* The probation's joint look must not drop a costless arm by chance, whatever the HP's noise: its
