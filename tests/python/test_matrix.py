@@ -1054,11 +1054,36 @@ def test_guard_replay_refuses_a_bad_trace_or_argument_with_one_line(tmp_path):
                           ([str(good), "0.9", "10", "1"], "COST must be"),
                           ([str(good), "1", "0", "1"], "JOBS and RUNS"),
                           ([str(good), "1"], "four arguments"),
-                          ([str(good), "1", "10", "1", "in-forc"], "four arguments")):
+                          ([str(good), "1", "10", "1", "in-forc"], "four arguments"),
+                          ([str(good), "16=1/17=1.5", "10", "1"], "SMS=F pairs"),  # no arm of 17 SMs
+                          ([str(good), "16=1/64=0.5", "10", "1"], "SMS=F pairs"),
+                          ([str(good), "16=1,64=1.5", "10", "1"], "SMS=F pairs")):
         out = subprocess.run([binary] + args, capture_output=True, text=True)
         assert out.returncode == 2 and message in out.stderr and not out.stdout, (args, out.stderr)
     out = subprocess.run([binary, str(good), "1", "100", "2"], capture_output=True, text=True)
     assert out.returncode == 0 and "of 2 runs" in out.stdout
+
+
+def test_guard_replay_gives_each_size_its_own_cost(tmp_path, capsys):
+    """16 SMs free, every larger size 1.5x: the rule must end on 16 SMs (a size costing 1.5x never);
+    with every size 1.5x, on none."""
+    import random
+    from bench import guard_replay
+    build = os.environ.get("BUILD", os.path.join(ROOT, "build"))
+    rng = random.Random(5)
+    svc = [4.0 * rng.lognormvariate(0, 0.03) for _ in range(900)]
+    seg = {"hp": "small", "lp": "gemm", "load": "poisson-25", "setup": "guarded_learn", "round": -1,
+           "hp_result": {"ok": True, "svc_ms": svc, "arms": ["stop"] * 900}}
+    (tmp_path / "raw.json").write_text(json.dumps({"segments": [seg]}))
+    profile = "16=1/32=1.5/64=1.5/96=1.5/120=1.5"
+    assert guard_replay.main(["--build", build, str(tmp_path), "--costs", f"{profile},1.5", "--jobs", "8000",
+                              "--runs", "4"]) == 0
+    out = capsys.readouterr().out
+    ends = [ln for ln in out.splitlines() if ln.startswith("| in force at the end")][0].split("|")[3:5]
+    assert re.fullmatch(r"16: [34]", ends[0].strip()) and ends[1].strip() == "none", out
+    with pytest.raises(SystemExit):
+        guard_replay.main(["--build", build, str(tmp_path), "--costs", "16=1/64=x"])
+    assert "profile of SMS=F pairs" in capsys.readouterr().err
 
 
 def test_learned_vs_rounds_compares_a_promoted_arm_in_learning_and_in_each_round(tmp_path, capsys):
