@@ -24,6 +24,18 @@ static inline void launch_epilogue(gy_cu_stream stream, struct gy_stream_state *
         gy_bound_after(stream, bound);
 }
 
+/* Past a launch sent to the partition stream (route->green): counted, the partition lock released,
+ * and the partition's queue bounded too (outside the lock). */
+static inline gy_cu_result partition_epilogue(struct gy_partition_route *route, gy_cu_result rc, bool graph)
+{
+    gy_cu_stream green = route->green;
+    gy_partition_launched(route, rc == GY_CUDA_SUCCESS, false);
+    gy_gate_leave(rc == GY_CUDA_SUCCESS, graph);
+    if (rc == GY_CUDA_SUCCESS)
+        gy_bound_launched(green, graph);
+    return rc;
+}
+
 /* NULL is the legacy stream for the plain entry points, the per-thread one for _ptsz. */
 static inline gy_cu_stream plain_stream(gy_cu_stream s) { return s ? s : GY_CU_STREAM_LEGACY; }
 static inline gy_cu_stream ptsz_stream(gy_cu_stream s) { return s ? s : GY_CU_STREAM_PER_THREAD; }
@@ -43,12 +55,7 @@ static inline gy_cu_stream ptsz_stream(gy_cu_stream s) { return s ? s : GY_CU_ST
         gy_gate_enter(bound_stream, NULL, &route);                                                   \
         if (route.green) {                                                                           \
             target = route.green;                                                                    \
-            gy_cu_result rc = call;                                                                  \
-            gy_partition_launched(&route, rc == GY_CUDA_SUCCESS, false);                             \
-            gy_gate_leave(rc == GY_CUDA_SUCCESS, false);                                             \
-            if (rc == GY_CUDA_SUCCESS) /* the partition's queue is bounded too (outside the lock) */ \
-                gy_bound_launched(target, false);                                                    \
-            return rc;                                                                               \
+            return partition_epilogue(&route, call, false);                                          \
         }                                                                                            \
         gy_cu_result rc = call;                                                                      \
         launch_epilogue(bound_stream, bound, rc, false);                                             \
@@ -141,12 +148,7 @@ static gy_cu_result gated_graph(gy_pfn_graph_launch real, gy_cu_graph_exec exec,
     if (route.green) {
         if (plan->timing)
             gy_graph_split_time_end(plan, unit, normalized, false);
-        gy_cu_result rc = real(route.twin, route.green);
-        gy_partition_launched(&route, rc == GY_CUDA_SUCCESS, false);
-        gy_gate_leave(rc == GY_CUDA_SUCCESS, true);
-        if (rc == GY_CUDA_SUCCESS)
-            gy_bound_launched(route.green, true);
-        return rc;
+        return partition_epilogue(&route, real(route.twin, route.green), true);
     }
     gy_cu_result rc = launch_timed(real, exec, stream, normalized, plan, unit);
     launch_epilogue(normalized, bound, rc, true);
