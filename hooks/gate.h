@@ -20,8 +20,7 @@
  * helper sees this launch in `entered`, or this launch sees the gate closed. */
 static inline void gy_gate_enter(gy_cu_stream stream, gy_cu_graph_exec graph, struct gy_partition_route *route)
 {
-    route->green = NULL;
-    route->twin = NULL;
+    route->green = NULL; /* twin is read only with green, which the route functions set after zeroing it */
     route->pass = false;
     atomic_fetch_add_explicit(&gy_client.entered, 1, memory_order_seq_cst);
     gy_mark_inflight(&gy_client.shm);

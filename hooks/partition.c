@@ -415,7 +415,6 @@ bool gy_partition_route(gy_cu_stream stream, gy_cu_graph_exec graph, struct gy_p
     }
     if (route_locked(gy_thread_context, stream, sms, false, slot, route))
         return true; /* the lock stays held until the launch is in */
-    route->twin = NULL;
 block:
     pthread_mutex_unlock(&lock);
     return false;
