@@ -3,10 +3,11 @@
 # process (priority 0, time:500, on a corun segment) launched whole (GPUYIELD_GRAPH_SPLIT=off) and
 # in parts (auto), twice each (off, auto, off, auto); outputs compared bit for bit, replay times
 # side by side, and the hook's VERBOSE line of each cut graph. Then the twins (hooks/graph_twin.h),
-# twice: the same process on a guarded segment under its own MPS daemon, arm partition:16 pinned,
-# while a priority-1 process holds a job open the whole time, so that every graph launch goes to
-# the 16-SM partition as its twin (in parts: auto); outputs compared with off-1's, and the hook's
-# lines (a graph with no twin says why).
+# twice: the same process on a guarded segment under its own MPS daemon, arm partition:16 pinned;
+# it replays its graphs outside any job first (graph split times and cuts the long ones), then a
+# priority-1 process holds a job open while it measures, so that every launch of a part goes to
+# the 16-SM partition as that part's twin; outputs compared with off-1's, and the hook's lines (a
+# graph with no twin says why).
 #   bash bench/gpu/graph_split_check.sh BUILD OUTDIR
 set -u
 B=${1:?usage: graph_split_check.sh BUILD OUTDIR}
@@ -28,27 +29,21 @@ cleanup() {
 }
 trap cleanup EXIT
 rc=0
-probe() { # VARIANT RUN SEGMENT: one probe process, its files OUTDIR/VARIANT-RUN.{json,txt,err}
-    local split=$1
+probe() { # VARIANT RUN SEGMENT: one probe process, its files OUTDIR/VARIANT-RUN.{json,txt,err}; fails with it
+    local split=$1 ok=0
     [ "$1" = twin ] && split=auto
     env LD_PRELOAD="$B/lib/libgpuyield.so" GPUYIELD_SHM="$3" GPUYIELD_PRIORITY=0 GPUYIELD_MODE=time:500 \
         GPUYIELD_VERBOSE=1 GPUYIELD_GRAPH_SPLIT=$split \
         "$PY" bench/gpu/graph_split_probe.py "$OUTDIR/$1-$2.json" 30 \
-        > "$OUTDIR/$1-$2.txt" 2> "$OUTDIR/$1-$2.err" || { echo "probe $1 $2 failed"; tail -5 "$OUTDIR/$1-$2.err"; rc=1; }
+        > "$OUTDIR/$1-$2.txt" 2> "$OUTDIR/$1-$2.err" || { echo "probe $1 $2 failed"; tail -5 "$OUTDIR/$1-$2.err"; rc=1; ok=1; }
     echo "== $1 run $2"; cat "$OUTDIR/$1-$2.txt"; grep "^gpuyield" "$OUTDIR/$1-$2.err" | head -12
+    return $ok
 }
-for run in 1 2; do
-    for split in off auto; do
-        probe "$split" "$run" "$TAG"
-    done
-done
-# The twins: a guarded segment under MPS, partition:16 pinned, a job of priority 1 open throughout.
-if mps_start "$MPS_DIR" graph-split &&
-    "$B/bin/expcontroller" create --name "$TWIN_TAG" --policy guarded --mps-pipe "$MPS_DIR/pipe" >> "$OUTDIR/create.txt" 2>&1 &&
-    "$B/bin/expcontroller" guard-force --name "$TWIN_TAG" --arm partition:16 >> "$OUTDIR/create.txt" 2>&1; then
-    # The job must be one of the pinned arm (guarded still gives stop to a share of the jobs):
-    # begun again until it is. It ends by itself after HOLD_S (150): a graph with no twin waits
-    # for it, and would otherwise wait for ever; the report then names it ("no twin").
+# A priority-1 job of arm partition:16 held open on the twin segment (guarded still gives stop to a
+# share of the jobs with an arm pinned: begun again until it is). It ends by itself after HOLD_S
+# (150): a graph with no twin waits for it, and would otherwise wait for ever; the report then
+# names it ("no twin"). Its lines go to OUTDIR/holder-RUN.txt.
+start_holder() {
     "$PY" -c 'import gpuyield, signal, sys, time
 seg = gpuyield.connect(sys.argv[1]); seg.register(priority=1)
 for _ in range(200):
@@ -57,15 +52,41 @@ for _ in range(200):
         break
     seg.end(1)
 print("job open, arm", job.guarded_arm, flush=True)
-signal.signal(signal.SIGTERM, lambda *a: (seg.end(1), sys.exit(0)))
+signal.signal(signal.SIGTERM, lambda *a: (seg.end(1), print("job closed", flush=True), sys.exit(0)))
 time.sleep(float(sys.argv[2])); seg.end(1); print("job ended", flush=True)' "$TWIN_TAG" "${HOLD_S:-150}" \
-        > "$OUTDIR/holder.txt" 2>&1 &
+        > "$OUTDIR/holder-$1.txt" 2>&1 &
     HOLDER=$!
-    for _ in $(seq 50); do grep -q "job open" "$OUTDIR/holder.txt" 2> /dev/null && break; sleep 0.2; done
-    grep -q "job open, arm partition:16" "$OUTDIR/holder.txt" ||
-        { echo "the job holder has no job of arm partition:16: $(cat "$OUTDIR/holder.txt")"; rc=1; }
-    for run in 1 2; do probe twin "$run" "$TWIN_TAG"; done
-    grep -q "job ended" "$OUTDIR/holder.txt" && { echo "graph-split: the job ended (HOLD_S) before the twin runs did"; rc=1; }
+    for _ in $(seq 50); do grep -q "job open" "$OUTDIR/holder-$1.txt" 2> /dev/null && break; sleep 0.2; done
+    grep -q "job open, arm partition:16" "$OUTDIR/holder-$1.txt" ||
+        { echo "the job holder has no job of arm partition:16: $(cat "$OUTDIR/holder-$1.txt")"; rc=1; }
+}
+# One twin run: the probe warms its graphs up outside any job (graph split times and cuts the long
+# ones), then the job opens and the measured replays run inside it, as twins of the parts.
+twin_run() {
+    local ready=$OUTDIR/twin-$1.ready go=$OUTDIR/twin-$1.go
+    rm -f "$ready" "$go"
+    GY_PROBE_READY=$ready GY_PROBE_GO=$go probe twin "$1" "$TWIN_TAG" &
+    local prober=$!
+    for _ in $(seq 600); do [ -e "$ready" ] && break; kill -0 "$prober" 2> /dev/null || break; sleep 0.2; done
+    [ -e "$ready" ] || { echo "graph-split: twin run $1: the probe never said it was warm"; rc=1; }
+    start_holder "$1"
+    touch "$go"
+    wait "$prober" || rc=1
+    grep -q "job ended" "$OUTDIR/holder-$1.txt" && { echo "graph-split: the job ended (HOLD_S) before twin run $1 did"; rc=1; }
+    kill "$HOLDER" 2> /dev/null && wait "$HOLDER" 2> /dev/null
+    HOLDER=
+}
+for run in 1 2; do
+    for split in off auto; do
+        probe "$split" "$run" "$TAG"
+    done
+done
+# The twins: a guarded segment under MPS, partition:16 pinned, a job of priority 1 open through each
+# twin run's measured replays.
+if mps_start "$MPS_DIR" graph-split &&
+    "$B/bin/expcontroller" create --name "$TWIN_TAG" --policy guarded --mps-pipe "$MPS_DIR/pipe" >> "$OUTDIR/create.txt" 2>&1 &&
+    "$B/bin/expcontroller" guard-force --name "$TWIN_TAG" --arm partition:16 >> "$OUTDIR/create.txt" 2>&1; then
+    for run in 1 2; do twin_run "$run"; done
     "$B/bin/expcontroller" status --name "$TWIN_TAG" --json > "$OUTDIR/twin_status.json" 2>&1
 else
     echo "graph-split: no guarded segment under MPS for the twins: $(tail -3 "$OUTDIR/create.txt")"; rc=1
@@ -96,6 +117,11 @@ print(f"graphs cut per run: {cut}")
 uncut = cut["auto-1"] < 2 or cut["auto-2"] < 2 or cut["off-1"] or cut["off-2"]
 if uncut:
     print("NOT PROVEN: under auto the two long graphs were not both cut, or off cut one")
+# The twin runs warmed up outside the job: their long graphs were cut there, so the job's replays
+# ran as twins of the parts (since 2026-11-29 05:10; before, as twins of whole graphs)
+if any(cut.get(k, 0) < 2 for k in ("twin-1", "twin-2")):
+    uncut = True
+    print("NOT PROVEN: a twin run did not cut both long graphs before its job (its twins were of whole graphs)")
 # Equal twin outputs prove something only where twins ran: the line of the first one made, in each run
 # (a graph with no twin waited for the job, never ended: its probe would not have finished).
 untwinned = len(twins) < 2 or any(not v["made"] for v in twins.values())
