@@ -120,12 +120,13 @@ run_suites() {
         exit 1
     fi
     build_python_ext "$py"
-    local passed=0 failed=0 suite out p f before leaked
+    local passed=0 failed=0 suite out p f before leaked start=$SECONDS suite_start
     # Leftovers from an earlier run are not this run's leak; they are named at the end.
     before=$(ls /dev/shm 2>/dev/null | grep "^gpuyield-$(id -u)-test" || true)
     for suite in tests/suites/*.sh; do
         echo "== ${suite#tests/suites/}"
         out=$(mktemp)
+        suite_start=$SECONDS
         if ! ROOT="$ROOT" BUILD="$ROOT/build" PYTHON="$py" bash "$suite" 2>&1 | tee "$out"; then :; fi
         read -r p f < <(sed -n 's/^\([0-9][0-9]*\) passed, \([0-9][0-9]*\) failed.*$/\1 \2/p' "$out" | tail -n 1)
         if [ -z "${p:-}" ]; then
@@ -134,6 +135,8 @@ run_suites() {
         fi
         passed=$((passed + p)); failed=$((failed + f))
         rm -f "$out"; p=; f=
+        # CI must end within 15 minutes: each suite's share, so that a slow one shows
+        echo "-- ${suite#tests/suites/}: $((SECONDS - suite_start)) s (all so far $((SECONDS - start)) s)"
     done
     # Only a segment no live process made is a leak: another worktree's suites may be running.
     if ! leaked=$("$py" tests/lib/leaked_segments.py --except $before); then
