@@ -9,7 +9,9 @@ the rest longer: GPU side. Then, from runs with per-CPU host counters (since 202
 and the LP's CPUs per setup: busy share, share in interrupt handlers, share stolen by the
 hypervisor, interrupts per second. Last, per arm, its service-time ratio to stop per round and over
 all rounds with a 95 % interval that resamples the folders (each one invocation) and then their
-rounds (stats.ratio_two_stage): give every invocation of one configuration at once.
+rounds (stats.ratio_two_stage): give every invocation of one configuration at once. Where the
+workers recorded the CPU each job's launches ended on (since 2026-11-29 06:00 UTC), each setup's
+service median per launching CPU, and which CPUs share a core with it (raw.json cpu_siblings).
     python3 -m bench.gpu.arm_split DIR [DIR ...]     (each with raw.json, raw.json.xz or raw.json.gz of a matrix run
                                                      whose workers recorded launch_ms, since 2026-11-25)
 """
@@ -39,6 +41,33 @@ def split(folders):
                 rows["launch_cpu_ms"].append(r["launch_cpu_ms"][i])
                 rows["rest_ms"].append(svc - r["launch_ms"][i])
     return out
+
+
+def by_cpu(folders):
+    """({(hp, lp, load): {setup: {cpu: [svc]}}} over the measured rounds, {cpu: [its core's CPUs]}):
+    the HP's service time per CPU its launching thread ended its launches on."""
+    out = collections.defaultdict(lambda: collections.defaultdict(lambda: collections.defaultdict(list)))
+    siblings = {}
+    for folder in folders:
+        raw = raw_record.load_or_exit(folder, "arm_split")
+        siblings.update({int(c): s for c, s in (raw.get("cpu_siblings") or {}).items()})
+        for seg in raw["segments"]:
+            r = seg.get("hp_result") or {}
+            if seg.get("round", -1) < 0 or not r.get("ok") or not r.get("cpus"):
+                continue
+            for svc, cpu in zip(r["svc_ms"], r["cpus"]):
+                if cpu is not None:
+                    out[(seg["hp"], seg["lp"], seg["load"])][seg["setup"]][cpu].append(svc)
+    return out, siblings
+
+
+def cpu_line(setup, cpus, siblings):
+    """One setup's service medians per launching CPU, the CPUs sharing each one's core named."""
+    def shared(cpu):
+        others = [c for c in siblings.get(cpu, []) if c != cpu]
+        return f" (core shared with {','.join(map(str, others))})" if others else ""
+    return f"  svc by CPU, {setup:<11} " + "  ".join(
+        f"{cpu}: {nearest_rank(v, 50):.3f} ms x{len(v)}{shared(cpu)}" for cpu, v in sorted(cpus.items()))
 
 
 def round_blocks(folders):
@@ -115,6 +144,7 @@ def main(argv):
     if not argv:
         raise SystemExit(__doc__.strip().splitlines()[-2].strip())
     cells, ratios = split(argv), arm_ratios(argv)
+    cpus, siblings = by_cpu(argv)
     if not cells and not ratios:
         raise SystemExit("arm_split: no HP jobs with launch_ms or a guarded arm in " + " ".join(argv)
                          + ": a matrix run from before 2026-11-25 10:00 UTC has no launch_ms")
@@ -129,6 +159,8 @@ def main(argv):
                 rel = "   x stop: " + " ".join(f"{f[:-3]} {m[f] / s[f]:.3f}" for f in FIELDS if s[f] > 0)
             print(f"  {setup:<18} {arm:<14} {len(rows['svc_ms']):>5} jobs  " +
                   "  ".join(f"{f[:-3]} {m[f]:.3f}" for f in FIELDS) + rel)
+        for setup, per_cpu in sorted(cpus.get(cell, {}).items()):
+            print(cpu_line(setup, per_cpu, siblings))
         for setup, roles in sorted(host(argv).get(cell, {}).items()):
             print(f"  host, {setup:<12} " + "   ".join(
                 f"{role} CPUs: busy {v['busy']:.3f} irq {v['irq']:.4f} steal {v['steal']:.4f} "

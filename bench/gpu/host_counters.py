@@ -103,3 +103,22 @@ def gpu_irq_cpus(interrupts="/proc/interrupts", irq_dir="/proc/irq", stat="/proc
     if targets and len(targets) <= max(2, len(snapshot) // 4):
         return sorted(targets)
     return busiest_cpus_of("nvidia", snapshot)
+
+
+def cpu_siblings(sys_cpu="/sys/devices/system/cpu"):
+    """{cpu: [the CPUs sharing its core, itself included]} from each CPU's thread_siblings_list:
+    a launch-bound HP runs slower on a CPU whose sibling is busy (hypothesis for the HP workers'
+    speed moving 10-25 % between rounds on the H200). {} where the kernel does not say."""
+    import glob
+    import os
+    out = {}
+    for path in glob.glob(os.path.join(sys_cpu, "cpu[0-9]*", "topology", "thread_siblings_list")):
+        cpu = path.split(os.sep)[-3][3:]
+        try:
+            with open(path) as f:
+                siblings = cpu_list(f.read())
+        except OSError:
+            continue
+        if cpu.isdigit() and siblings:
+            out[int(cpu)] = siblings
+    return dict(sorted(out.items()))

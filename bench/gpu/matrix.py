@@ -501,6 +501,7 @@ def run(args):
     raw.setdefault("cpus", {}).update({f"{g}_{role}": list(c) for (g, role), c in pins.items()})
     if pins:
         raw["gpu_irq_cpus"] = irq_cpus
+    raw["cpu_siblings"] = {str(c): sib for c, sib in host_counters.cpu_siblings().items()}  # the HP's speed by CPU: arm_split
     tools, procs = Tools(args), {}
     started = time.monotonic()
     try:

@@ -20,7 +20,8 @@ process of the machine shares, so the harness can start an HP and an LP at the s
         lower processes' kernel and graph launches as the rule read them at the job's begin, None
         where it got no arm (two jobs' difference: what the rule charged to the first one's cycle);
         launch_ms: the job's first launch to its last one's return, launch_cpu_ms: the CPU time the
-        launching thread used meanwhile, so that a slower job can be told host-side from GPU-side)
+        launching thread used meanwhile, so that a slower job can be told host-side from GPU-side;
+        cpus: the CPU that thread was on at its last launch's return, None where unknown)
   {"cmd": "lp", "t0", "seconds", "count_from", "count_to", "unit_times"}
         LP: units back to back from t0 for `seconds`, then the GPU synchronised -> {"units", "secs",
         "counted", "counted_secs"}: the GPU work of units done in [count_from, count_to) (the HP's
@@ -36,6 +37,27 @@ import os
 import random
 import sys
 import time
+
+
+def _sched_getcpu():
+    """libc's sched_getcpu (Python has none), or None where it cannot be called."""
+    try:
+        import ctypes
+        fn = ctypes.CDLL(None, use_errno=True).sched_getcpu
+        fn.restype = ctypes.c_int
+        fn.argtypes = []
+        return fn
+    except (OSError, AttributeError):
+        return None
+
+
+_GETCPU = _sched_getcpu()
+
+
+def current_cpu():
+    """The CPU the calling thread runs on now, or None where the C library cannot say."""
+    cpu = _GETCPU() if _GETCPU else -1
+    return cpu if cpu >= 0 else None
 
 
 def log(msg):
@@ -109,7 +131,7 @@ class Worker:
 
     def hp(self, cmd):
         seg = self.marker() if cmd.get("mark") else None
-        lat, svc, start_ms, launch_ms, launch_cpu_ms, begin_us, end_us, arms, lp_launches = ([] for _ in range(9))
+        lat, svc, start_ms, launch_ms, launch_cpu_ms, begin_us, end_us, arms, lp_launches, cpus = ([] for _ in range(10))
         late = 0
         for arrival in arrivals(cmd["t0"], cmd["seconds"], cmd["rate"], cmd["seed"]):
             now = time.monotonic()
@@ -129,6 +151,7 @@ class Worker:
             cpu0, unit_start = time.thread_time(), time.monotonic()
             self.unit()
             launched, cpu1 = time.monotonic(), time.thread_time()
+            cpus.append(current_cpu())
             self.backend.sync()
             launch_ms.append((launched - unit_start) * 1e3)
             launch_cpu_ms.append((cpu1 - cpu0) * 1e3)
@@ -141,7 +164,7 @@ class Worker:
             lat.append((done - arrival) * 1e3)
             svc.append((done - start) * 1e3)
         return {"ok": True, "lat_ms": lat, "svc_ms": svc, "start_ms": start_ms, "launch_ms": launch_ms,
-                "launch_cpu_ms": launch_cpu_ms,
+                "launch_cpu_ms": launch_cpu_ms, "cpus": cpus,
                 "begin_us": begin_us, "end_us": end_us, "arms": arms, "lp_launches": lp_launches, "late": late}
 
     def lp(self, cmd):

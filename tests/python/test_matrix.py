@@ -243,6 +243,12 @@ def test_dry_run_end_to_end_with_a_stand_in_backend(tmp_path):
     assert all(0 <= l <= v for s in hp_segs for l, v in zip(s["hp_result"]["launch_ms"], s["hp_result"]["svc_ms"]))
     # every window's per-CPU host counters (Linux: /proc/stat), shares between 0 and 1
     assert all(s["host"] and all(0 <= c["busy"] <= 1 for c in s["host"].values()) for s in raw["segments"])
+    # the CPU each HP job's launches ended on, one a job, among the CPUs the machine has; its cores
+    allowed = os.sched_getaffinity(0)
+    assert all(len(s["hp_result"]["cpus"]) == len(s["hp_result"]["svc_ms"]) and
+               set(s["hp_result"]["cpus"]) <= allowed for s in hp_segs)
+    assert {int(c) for c in raw["cpu_siblings"]} >= allowed
+    assert all(int(c) in sib for c, sib in raw["cpu_siblings"].items())
     # each marked job's guarded arm (none here: corun, and no MPS)
     assert all(s["hp_result"]["arms"] == [None] * len(s["hp_result"]["lat_ms"]) for s in marked)
     assert all(s["hp_result"]["lp_launches"] == [None] * len(s["hp_result"]["lat_ms"]) for s in marked)
@@ -403,6 +409,17 @@ def test_the_gpus_interrupt_cpus_are_read_from_proc_interrupts(tmp_path):
     assert host_counters.gpu_irq_cpus(str(intr), str(tmp_path / "irq"), str(stat)) == [2]
     assert host_counters.gpu_irq_cpus(str(intr), str(tmp_path / "none"), str(stat)) == [2]
     assert host_counters.cpu_list("0-2,8") == [0, 1, 2, 8] and host_counters.cpu_list("x") == []
+
+
+def test_the_cpus_sharing_a_core_are_read_from_sysfs(tmp_path):
+    for cpu, siblings in ((0, "0,2"), (1, "1,3"), (2, "0,2"), (3, "1,3"), (4, "4")):
+        topo = tmp_path / f"cpu{cpu}" / "topology"
+        topo.mkdir(parents=True)
+        (topo / "thread_siblings_list").write_text(siblings + "\n")
+    (tmp_path / "cpufreq").mkdir()  # not a CPU
+    (tmp_path / "cpu5").mkdir()  # offline: no topology
+    assert host_counters.cpu_siblings(str(tmp_path)) == {0: [0, 2], 1: [1, 3], 2: [0, 2], 3: [1, 3], 4: [4]}
+    assert host_counters.cpu_siblings(str(tmp_path / "none")) == {}
 
 
 def test_an_arm_setup_runs_on_a_guarded_segment_of_its_own_with_the_arm_pinned(tmp_path):
@@ -692,6 +709,31 @@ def test_arm_split_gives_the_arms_ratio_per_round_and_over_invocations_with_an_i
     assert arm_split.arm_ratios(folders[:1])[0][4]["ci"] == [1.1, 1.1]  # one round: no spread to resample
     arm_split.main(folders)
     assert "svc x stop over 2 invocation(s), 3 rounds: 1.100 [1.000, 1.100]; rounds 1.100 1.100 1.000" in capsys.readouterr().out
+
+
+def test_arm_split_gives_each_setups_service_per_launching_cpu_and_its_core(tmp_path, capsys):
+    from bench.gpu import arm_split
+    def seg(setup, rnd, svc, cpus):
+        return {"hp": "bert", "lp": "gemm", "load": "poisson-25", "setup": setup, "round": rnd,
+                "hp_result": {"ok": True, "svc_ms": svc, "launch_ms": [v - 0.1 for v in svc],
+                              "launch_cpu_ms": [v - 0.1 for v in svc], "cpus": cpus}}
+    raw = {"cpu_siblings": {"3": [3, 11], "4": [4], "11": [3, 11]}, "segments": [
+        seg("corun", 0, [4.0, 4.2, 5.0], [3, 3, 4]),
+        seg("corun", 1, [4.4, 5.2], [3, 4]),
+        seg("guarded", 0, [6.0, 5.0], [4, None]),  # a job whose CPU is unknown: left out
+        seg("guarded", -1, [9.0], [3]),  # learning: left out
+        {"hp": "bert", "lp": "gemm", "load": "poisson-25", "setup": "hp_alone", "round": 0,
+         "hp_result": {"ok": True, "svc_ms": [3.0], "launch_ms": [2.9], "launch_cpu_ms": [2.9]}}]}  # before cpus
+    (tmp_path / "raw.json").write_text(json.dumps(raw))
+    cells, siblings = arm_split.by_cpu([str(tmp_path)])
+    assert siblings == {3: [3, 11], 4: [4], 11: [3, 11]}
+    cell = cells[("bert", "gemm", "poisson-25")]
+    assert set(cell) == {"corun", "guarded"}
+    assert cell["corun"] == {3: [4.0, 4.2, 4.4], 4: [5.0, 5.2]} and cell["guarded"] == {4: [6.0]}
+    arm_split.main([str(tmp_path)])
+    out = capsys.readouterr().out
+    assert "svc by CPU, corun       3: 4.200 ms x3 (core shared with 11)  4: 5.000 ms x2" in out
+    assert "svc by CPU, guarded     4: 6.000 ms x1" in out and "svc by CPU, hp_alone" not in out
 
 
 def test_arm_split_tells_host_side_from_gpu_side_per_arm_against_the_same_setups_stop_jobs(tmp_path, capsys):
