@@ -10,7 +10,7 @@ and the LP's CPUs per setup: busy share, share in interrupt handlers, share stol
 hypervisor, interrupts per second. Last, per arm, its service-time ratio to stop per round and over
 all rounds with a 95 % interval that resamples the folders (each one invocation) and then their
 rounds (stats.ratio_two_stage): give every invocation of one configuration at once. Where the
-workers recorded the CPU each job's launches ended on (since 2026-11-29 06:00 UTC), each setup's
+workers recorded the CPU each job's launches ended on (since 67244a4, 2026-11-29), each setup's
 service median per launching CPU, and which CPUs share a core with it (raw.json cpu_siblings).
     python3 -m bench.gpu.arm_split DIR [DIR ...]     (each with raw.json, raw.json.xz or raw.json.gz of a matrix run
                                                      whose workers recorded launch_ms, since 2026-11-25)
