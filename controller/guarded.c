@@ -135,6 +135,7 @@ void gy_guard_init(struct gy_guard *g)
 
 static uint64_t next_random(struct gy_guard *g);
 static void publish_depth(struct gy_guard *g);
+static bool is_look(uint32_t n);
 
 int gy_guard_configure(struct gy_guard *g, double eps_p50, double eps_p99, double stop_share, uint64_t seed)
 {
@@ -596,12 +597,17 @@ static void add_block(struct gy_guard *g, uint32_t arm)
  * stop's times 1 + eps_p50" at least GY_GUARD_LOOK_Z, and the arm's p99 bin within stop's p99 bin
  * times 1 + eps_p99 (an arm's p99 beyond the last bin: within only when stop's is beyond it too),
  * both windows holding GY_GUARD_P99_MIN_JOBS jobs. */
+static double window_z(const struct gy_guard *g, const struct gy_guard_window *w, double eps_p50, bool by_blocks)
+{
+    const struct gy_guard_window *s = &g->paired_stop;
+    return by_blocks && g->blocks_var12 ? gy_guard_blocks_z(g->blocks_u2, g->blocks_var12)
+                                        : gy_guard_scale_z(w->bins, w->n, s->bins, s->n, gy_guard_bins_for(eps_p50));
+}
+
 static int test_window(struct gy_guard *g, const struct gy_guard_window *w, double eps_p50, bool by_blocks)
 {
     const struct gy_guard_window *s = &g->paired_stop;
-    double z = by_blocks && g->blocks_var12
-                   ? gy_guard_blocks_z(g->blocks_u2, g->blocks_var12)
-                   : gy_guard_scale_z(w->bins, w->n, s->bins, s->n, gy_guard_bins_for(eps_p50));
+    double z = window_z(g, w, eps_p50, by_blocks);
     unsigned p99 = gy_guard_bin_quantile(w->bins, w->n, 0.99), stop_p99 = gy_guard_bin_quantile(s->bins, s->n, 0.99);
     double median = gy_guard_bin_us(gy_guard_bin_quantile(w->bins, w->n, 0.5), g->base_us);
     double stop_median = gy_guard_bin_us(gy_guard_bin_quantile(s->bins, s->n, 0.5), g->base_us);
@@ -616,6 +622,38 @@ static int test_window(struct gy_guard *g, const struct gy_guard_window *w, doub
     if (z <= -GY_GUARD_OUT_Z)
         return -1;
     return z >= GY_GUARD_LOOK_Z && p99_ok ? 1 : 0;
+}
+
+/* Status: where the trial stands. Its z as its next look would compute it (from the same sums);
+ * where that z is above 0 and the arm costs what its jobs so far say, z grows as the square root
+ * of its jobs, so it reaches GY_GUARD_LOOK_Z at about n (LOOK_Z / z)^2 of them (never before
+ * GY_GUARD_P99_MIN_JOBS), judged at the first look from there (is_look): a rough count for an operator wondering why guarded keeps stop (on the
+ * H200 a costless arm beside a launch-bound HP needed 1 000-3 000 HP jobs,
+ * bench/results/2026-11-29-h200-twins-long-learning). */
+bool gy_guard_trial_outlook(const struct gy_guard *g, struct gy_guard_outlook *out)
+{
+    *out = (struct gy_guard_outlook){.arm = GY_ARM_STOP, .more_jobs = -1};
+    if (g->trial >= GY_GUARD_ARM_COUNT)
+        return false;
+    const struct gy_guard_window *w = &g->arms[g->trial];
+    out->arm = (enum gy_guard_arm)g->trial;
+    out->jobs = w->n;
+    out->judged = g->base_us && w->n && g->paired_stop.n >= GY_GUARD_MIN_JOBS;
+    if (!out->judged)
+        return true;
+    out->z = window_z(g, w, g->eps_p50_ppm / 1e6, g->trial == g->blocks_arm);
+    if (out->z > 0) {
+        double need = w->n * (GY_GUARD_LOOK_Z / out->z) * (GY_GUARD_LOOK_Z / out->z);
+        need = need > GY_GUARD_P99_MIN_JOBS ? need : GY_GUARD_P99_MIN_JOBS;
+        out->beyond_cap = need > GY_GUARD_TRIAL_MAX;
+        /* the first look at or past that many jobs (and past its jobs now) decides */
+        uint64_t k = (uint64_t)need + ((double)(uint64_t)need < need); /* rounded up (no libm here) */
+        k = k > w->n ? k : w->n + 1;
+        while (!out->beyond_cap && !is_look((uint32_t)k))
+            k++;
+        out->more_jobs = (int64_t)(k - w->n);
+    }
+    return true;
 }
 
 /* After a test that could not tell: is the trial futile? From GY_GUARD_FUTILE_JOBS jobs on, a z

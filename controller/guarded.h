@@ -145,6 +145,16 @@ struct gy_guard_arm_stats {
     double lp_cycle_per_s; /* lower launches per second over its recent cycles (its job + the gap after) */
 };
 void gy_guard_arm_stats(const struct gy_guard *g, enum gy_guard_arm arm, struct gy_guard_arm_stats *out);
+/* Where the trial stands, for status (gy_guard_trial_outlook: false when no arm is tried). */
+struct gy_guard_outlook {
+    enum gy_guard_arm arm; /* the arm tried */
+    uint32_t jobs;         /* in its window */
+    bool judged;           /* a z could be computed (a base, its jobs, GY_GUARD_MIN_JOBS of stop's) */
+    double z;              /* as its next look would compute it; passes at GY_GUARD_LOOK_Z */
+    int64_t more_jobs;     /* of its own, at this trend, to pass; -1 where z <= 0 (no trend within) */
+    bool beyond_cap;       /* ... past GY_GUARD_TRIAL_MAX: the trial ends first unless the trend improves */
+};
+bool gy_guard_trial_outlook(const struct gy_guard *g, struct gy_guard_outlook *out);
 /* The depth window's (jobs of the depth tried, or with stop in force of the depth in force). */
 void gy_guard_depth_stats(const struct gy_guard *g, struct gy_guard_arm_stats *out);
 const char *gy_guard_arm_name(enum gy_guard_arm arm);  /* "stop", "partition:16", ...; "?" if unknown */

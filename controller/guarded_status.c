@@ -39,7 +39,19 @@ int gy_guarded_json(const struct gy_guard *g, char *buf, size_t len)
              a ? ", " : "", gy_guard_arm_name((enum gy_guard_arm)a), (unsigned long long)s.jobs, s.window, s.p50_ms,
              s.p99_ms, s.lp_per_s, s.lp_cycle_per_s, (unsigned long long)g->backoff_until[a]);
     }
-    EMIT("}, \"queue_depth\": {\"on\": %s, \"in_force_us\": %u, \"reason\": \"%s\", \"trying_us\": ",
+    EMIT("}, \"trial\": "); /* where the arm tried stands: gy_guard_trial_outlook */
+    struct gy_guard_outlook o;
+    if (!gy_guard_trial_outlook(g, &o)) {
+        EMIT("null");
+    } else {
+        EMIT("{\"arm\": \"%s\", \"jobs\": %u, \"passes_at_z\": %.2f, \"z_now\": ", gy_guard_arm_name(o.arm), o.jobs,
+             GY_GUARD_LOOK_Z);
+        EMIT(o.judged ? "%.3f" : "null", o.z);
+        EMIT(", \"more_jobs_estimate\": ");
+        EMIT(o.more_jobs >= 0 ? "%lld" : "null", (long long)o.more_jobs);
+        EMIT(", \"beyond_cap\": %s}", o.beyond_cap ? "true" : "false");
+    }
+    EMIT(", \"queue_depth\": {\"on\": %s, \"in_force_us\": %u, \"reason\": \"%s\", \"trying_us\": ",
          g->depth_on ? "true" : "false", g->depth_in_force, gy_guard_reason_name((enum gy_guard_reason)g->depth_reason));
     EMIT(g->depth_trial ? "%u" : "null", g->depth_trial);
     struct gy_guard_arm_stats d;
@@ -58,6 +70,20 @@ void gy_guarded_print(FILE *to, const struct gy_guard *g)
             g->pinned ? ", pinned until a guard-reset" : "", gy_guard_reason_text((enum gy_guard_reason)g->reason), trial_name(g), (unsigned long long)g->jobs,
             g->changes, g->eps_p50_ppm / 1e4, g->eps_p99_ppm / 1e4, g->stop_share_ppm / 1e6, g->z_milli / 1e3,
             GY_GUARD_LOOK_Z, GY_GUARD_P99_MIN_JOBS);
+    struct gy_guard_outlook o;
+    if (gy_guard_trial_outlook(g, &o)) {
+        fprintf(to, "guarded: trial of %s: %u of its jobs", gy_guard_arm_name(o.arm), o.jobs);
+        if (!o.judged)
+            fprintf(to, ", not judged yet (stop's paired window needs %u jobs)\n", GY_GUARD_MIN_JOBS);
+        else if (o.more_jobs < 0)
+            fprintf(to, ", z %.2f now: its jobs so far are not shorter than stop's + %.1f %% (ends when futile, from %u "
+                        "jobs)\n", o.z, g->eps_p50_ppm / 1e4, GY_GUARD_FUTILE_JOBS);
+        else
+            fprintf(to, ", z %.2f now (passes at %.2f, from %u jobs): at this trend about %lld more of its jobs%s\n", o.z,
+                    GY_GUARD_LOOK_Z, GY_GUARD_P99_MIN_JOBS, (long long)o.more_jobs,
+                    o.beyond_cap ? ", past its trial's cap: it ends first unless the trend improves"
+                                 : " (it gets at most half the HP's jobs while tried)");
+    }
     struct gy_guard_arm_stats d;
     gy_guard_depth_stats(g, &d);
     if (!g->depth_on) {

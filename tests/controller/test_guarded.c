@@ -695,6 +695,86 @@ TEST(a_costless_arm_is_confirmed_in_force_before_a_larger_one_is_tried)
           g->trial < GY_GUARD_ARM_COUNT ? gy_guard_arm_name(g->trial) : "none");
 }
 
+/* Status says where a trial stands (an operator wondering why guarded keeps stop): the z its next
+ * look would compute and, at that trend, about how many more of its jobs it needs: n (LOOK_Z / z)^2
+ * in all, never fewer than the p99's GY_GUARD_P99_MIN_JOBS; no count where z <= 0; none without a
+ * trial. Checked at every job of trials of a costless arm in tight and in 10 % noise, and of a
+ * costly one. */
+static unsigned check_outlook_through_trials(struct gy_guard *g, const struct pair *p, unsigned jobs, unsigned *counted)
+{
+    struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
+    unsigned judged = 0;
+    for (unsigned j = 0; j < jobs; j++) {
+        simulate(g, p, 1, &r);
+        struct gy_guard_outlook o;
+        if (!gy_guard_trial_outlook(g, &o)) {
+            CHECK(g->trial >= GY_GUARD_ARM_COUNT);
+            continue;
+        }
+        CHECK(o.arm == g->trial && o.jobs == g->arms[g->trial].n, "job %u: %s, %u jobs", j, gy_guard_arm_name(o.arm),
+              o.jobs);
+        if (!o.judged) {
+            CHECK(o.more_jobs == -1 && !o.beyond_cap, "job %u: not judged yet, yet a count %lld", j, (long long)o.more_jobs);
+            continue;
+        }
+        judged++;
+        if (o.z <= 0) {
+            CHECK(o.more_jobs == -1, "job %u: z %.2f, yet a count %lld", j, o.z, (long long)o.more_jobs);
+            continue;
+        }
+        double need = o.jobs * (GY_GUARD_LOOK_Z / o.z) * (GY_GUARD_LOOK_Z / o.z);
+        need = need > GY_GUARD_P99_MIN_JOBS ? need : GY_GUARD_P99_MIN_JOBS;
+        uint64_t at = o.jobs + (uint64_t)o.more_jobs; /* the look it is counted to */
+        bool a_look = (at & (at - 1)) == 0 || (at >= GY_GUARD_P99_MIN_JOBS && at % GY_GUARD_LOOK_STEP == 0);
+        CHECK(o.more_jobs >= 1 && at >= need - 1e-9 && o.beyond_cap == (need > GY_GUARD_TRIAL_MAX) &&
+                  (o.beyond_cap ? at < need + 1 : a_look && at < (need > o.jobs ? need : o.jobs) + GY_GUARD_LOOK_STEP + 1),
+              "job %u: %u jobs, z %.3f: %lld more (need %.1f)", j, o.jobs, o.z, (long long)o.more_jobs, need);
+        *counted += 1;
+    }
+    return judged;
+}
+
+TEST(status_says_how_far_a_trial_is_from_passing)
+{
+    static char text[8192];
+    struct gy_guard_outlook o;
+    struct gy_guard *g = fresh(7);
+    CHECK(!gy_guard_trial_outlook(g, &o), "no trial before the first job");
+    gy_guarded_json(g, text, sizeof text);
+    CHECK(strstr(text, "\"trial\": null, \"queue_depth\": {"), "%s", text);
+    unsigned counted = 0;
+    CHECK(check_outlook_through_trials(g, &costless, 1500, &counted) > 100 && counted > 100, "%u counted", counted);
+    static const struct pair noisy = {10.0, EVERY_PARTITION(1), LOGNORMAL10, LP_PER_MS, {0}, {0}, {0}};
+    unsigned noisy_counted = 0;
+    CHECK(check_outlook_through_trials(fresh(11), &noisy, 3000, &noisy_counted) > 100 && noisy_counted > 0,
+          "%u counted in noise", noisy_counted);
+    unsigned costly_counted = 0;
+    check_outlook_through_trials(fresh(13), &costly, 1500, &costly_counted);
+    CHECK(costly_counted == 0, "a trial of an arm at 1.5x stop was given %u counts", costly_counted);
+
+    /* in tight noise a costless arm's z is far past the look's: it waits only for the p99's jobs */
+    g = fresh(7);
+    struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
+    for (int j = 0; j < 2000 && !(g->trial == FIRST && g->arms[FIRST].n == 100); j++)
+        simulate(g, &costless, 1, &r);
+    REQUIRE(gy_guard_trial_outlook(g, &o) && o.arm == FIRST && o.jobs == 100 && o.judged, "trial %s, %u jobs",
+            gy_guard_arm_name(o.arm), o.jobs);
+    CHECK(o.z > GY_GUARD_LOOK_Z && o.more_jobs == GY_GUARD_P99_MIN_JOBS - 100, "z %.2f, %lld more", o.z,
+          (long long)o.more_jobs);
+    gy_guarded_json(g, text, sizeof text);
+    char want[160];
+    snprintf(want, sizeof want, "\"trial\": {\"arm\": \"partition:64\", \"jobs\": 100, \"passes_at_z\": 2.50, \"z_now\": %.3f, "
+             "\"more_jobs_estimate\": %d, \"beyond_cap\": false}, \"queue_depth\"", o.z, GY_GUARD_P99_MIN_JOBS - 100);
+    CHECK(strstr(text, want), "%s\nwanted %s", text, want);
+    FILE *table = fmemopen(text, sizeof text, "w");
+    REQUIRE(table);
+    gy_guarded_print(table, g);
+    fclose(table);
+    snprintf(want, sizeof want, "guarded: trial of partition:64: 100 of its jobs, z %.2f now (passes at 2.50, from %d jobs): "
+             "at this trend about %d more of its jobs", o.z, GY_GUARD_P99_MIN_JOBS, GY_GUARD_P99_MIN_JOBS - 100);
+    CHECK(strstr(text, want), "%s\nwanted %s", text, want);
+}
+
 /* ---- the statistic --------------------------------------------------------------------------- */
 
 TEST(the_bins_are_one_percent_wide_around_the_base)
