@@ -649,6 +649,17 @@ def learning_groups(args):
     return [g for g in LEARNING_GROUPS if any(SETUP[s][0] == g for s in args.setups)]
 
 
+def trial_outlook(guard):
+    """', trying ARM (N of its jobs, z Z now: about K more)' from status --json's guarded object, or ''."""
+    t = guard.get("trial")
+    if not t:
+        return ""
+    z = "not judged yet" if t.get("z_now") is None else f"z {t['z_now']:.2f} now"
+    more = t.get("more_jobs_estimate")
+    ahead = ("" if more is None else f": about {more} more of its jobs" + (", past its trial's cap" if t.get("beyond_cap") else ""))
+    return f", trying {t['arm']} ({t['jobs']} of its jobs, {z}{ahead})"
+
+
 def learn_guarded(args, procs, tools, raw, cell, group="guarded"):
     """Before a cell's rounds: forget what guarded learned beside the last pair (`expcontroller
     guard-reset`), then let it learn this pair: --learn-jobs HP jobs beside the LP, at --learn-load
@@ -675,7 +686,7 @@ def learn_guarded(args, procs, tools, raw, cell, group="guarded"):
     guard = seg["guarded_status"].get("guarded") or {}
     depth = (guard.get("queue_depth") or {}).get("in_force_us")
     print(f"matrix: {hp}+{lp} {load}: {setup} learned for {len(seg['hp_result']['lat_ms'])} jobs, in force: "
-          f"{guard.get('in_force')}, queue depth {depth} us", flush=True)
+          f"{guard.get('in_force')}, queue depth {depth} us{trial_outlook(guard)}", flush=True)
     return now["partition_launches"]
 
 

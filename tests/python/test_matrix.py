@@ -1195,3 +1195,18 @@ def test_round_ratios_gives_the_lps_unit_after_the_window_and_the_gpu_interrupt_
     assert round_ratios.irq_cpu_busy(seg) == 0.37  # the CPU with the most nvidia interrupts, not the busiest
     assert round_ratios.lp_tail_ms({"seconds": 2.0, "lp_result": {"done_ms": [900, 1000]}}) is None
     assert round_ratios.irq_cpu_busy({"host": {"cpu0": {"busy": 0.5, "intr_top": {"LOC": 1.0}}}}) is None
+
+
+def test_the_learning_line_says_where_the_trial_stands():
+    """After a cell's learning, the arm still tried and how far it is from passing (status --json's
+    guarded "trial"): so that a learning too short for that HP shows in the run's log."""
+    assert matrix.trial_outlook({"trial": None}) == "" and matrix.trial_outlook({}) == ""
+    t = {"arm": "partition:64", "jobs": 412, "z_now": 1.314, "passes_at_z": 2.5, "more_jobs_estimate": 716,
+         "beyond_cap": False}
+    assert matrix.trial_outlook({"trial": t}) == ", trying partition:64 (412 of its jobs, z 1.31 now: about 716 more of its jobs)"
+    t.update(z_now=0.2, more_jobs_estimate=63000, beyond_cap=True)
+    assert matrix.trial_outlook({"trial": t}).endswith("z 0.20 now: about 63000 more of its jobs, past its trial's cap)")
+    t.update(z_now=-0.5, more_jobs_estimate=None, beyond_cap=False)
+    assert matrix.trial_outlook({"trial": t}) == ", trying partition:64 (412 of its jobs, z -0.50 now)"
+    t.update(z_now=None)
+    assert matrix.trial_outlook({"trial": t}) == ", trying partition:64 (412 of its jobs, not judged yet)"
