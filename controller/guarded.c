@@ -592,11 +592,8 @@ static void add_block(struct gy_guard *g, uint32_t arm)
     g->blocks_var12 += var12;
 }
 
-/* The full test of `arm` against stop's jobs of the same time (paired_stop): -1 clearly out of the bound, 1
- * within it, 0 cannot tell yet. Within: Mann-Whitney's z for "the arm's jobs are shorter than
- * stop's times 1 + eps_p50" at least GY_GUARD_LOOK_Z, and the arm's p99 bin within stop's p99 bin
- * times 1 + eps_p99 (an arm's p99 beyond the last bin: within only when stop's is beyond it too),
- * both windows holding GY_GUARD_P99_MIN_JOBS jobs. */
+/* The full test's z: by the window's blocks (add_block) when asked and summed, else over the whole
+ * window against the paired one. */
 static double window_z(const struct gy_guard *g, const struct gy_guard_window *w, double eps_p50, bool by_blocks)
 {
     const struct gy_guard_window *s = &g->paired_stop;
@@ -604,6 +601,11 @@ static double window_z(const struct gy_guard *g, const struct gy_guard_window *w
                                         : gy_guard_scale_z(w->bins, w->n, s->bins, s->n, gy_guard_bins_for(eps_p50));
 }
 
+/* The full test of `arm` against stop's jobs of the same time (paired_stop): -1 clearly out of the bound, 1
+ * within it, 0 cannot tell yet. Within: Mann-Whitney's z for "the arm's jobs are shorter than
+ * stop's times 1 + eps_p50" at least GY_GUARD_LOOK_Z, and the arm's p99 bin within stop's p99 bin
+ * times 1 + eps_p99 (an arm's p99 beyond the last bin: within only when stop's is beyond it too),
+ * both windows holding GY_GUARD_P99_MIN_JOBS jobs. */
 static int test_window(struct gy_guard *g, const struct gy_guard_window *w, double eps_p50, bool by_blocks)
 {
     const struct gy_guard_window *s = &g->paired_stop;
@@ -627,9 +629,9 @@ static int test_window(struct gy_guard *g, const struct gy_guard_window *w, doub
 /* Status: where the trial stands. Its z as its next look would compute it (from the same sums);
  * where that z is above 0 and the arm costs what its jobs so far say, z grows as the square root
  * of its jobs, so it reaches GY_GUARD_LOOK_Z at about n (LOOK_Z / z)^2 of them (never before
- * GY_GUARD_P99_MIN_JOBS), judged at the first look from there (is_look): a rough count for an operator wondering why guarded keeps stop (on the
- * H200 a costless arm beside a launch-bound HP needed 1 000-3 000 HP jobs,
- * bench/results/2026-11-29-h200-twins-long-learning). */
+ * GY_GUARD_P99_MIN_JOBS), judged at the first look from there (is_look). A rough count for an
+ * operator wondering why guarded keeps stop: on the H200 a costless arm beside a launch-bound HP
+ * needed 1 000-3 000 HP jobs (bench/results/2026-11-29-h200-twins-long-learning). */
 bool gy_guard_trial_outlook(const struct gy_guard *g, struct gy_guard_outlook *out)
 {
     *out = (struct gy_guard_outlook){.arm = GY_ARM_STOP, .more_jobs = -1};
