@@ -118,7 +118,7 @@ uncut = cut["auto-1"] < 2 or cut["auto-2"] < 2 or cut["off-1"] or cut["off-2"]
 if uncut:
     print("NOT PROVEN: under auto the two long graphs were not both cut, or off cut one")
 # The twin runs warmed up outside the job: their long graphs were cut there, so the job's replays
-# ran as twins of the parts (since 2026-11-29 05:10; before, as twins of whole graphs)
+# ran as twins of the parts (since 9312079; before, as twins of whole graphs)
 if any(cut.get(k, 0) < 2 for k in ("twin-1", "twin-2")):
     uncut = True
     print("NOT PROVEN: a twin run did not cut both long graphs before its job (its twins were of whole graphs)")
