@@ -1210,3 +1210,75 @@ def test_the_learning_line_says_where_the_trial_stands():
     assert matrix.trial_outlook({"trial": t}) == ", trying partition:64 (412 of its jobs, z -0.50 now)"
     t.update(z_now=None)
     assert matrix.trial_outlook({"trial": t}) == ", trying partition:64 (412 of its jobs, not judged yet)"
+
+
+def test_hp_noise_separates_drift_from_job_to_job_noise_and_names_the_host_side():
+    """bench.gpu.hp_noise on synthetic learnings: a slow drift shows as lag-1 correlation and as
+    variance that blocks of 16 remove; a job time that is its launch CPU time shows r_cpu 1; the
+    rank test's job count follows 21 sd^2 in16 / ln(1 + eps)^2; only stop jobs of a learning count."""
+    import math
+    import random
+    from bench.gpu import hp_noise
+    rnd = random.Random(5)
+    n = 2048
+    # iid noise: no drift, so blocks keep about all the variance
+    iid = [4.0 * math.exp(rnd.gauss(0, 0.1)) for _ in range(n)]
+    # a level that steps every 64 jobs, plus small noise: consecutive jobs correlate, blocks remove most
+    levels = [math.exp(rnd.gauss(0, 0.2)) for _ in range(n // 64)]
+    drift = [4.0 * levels[i // 64] * math.exp(rnd.gauss(0, 0.03)) for i in range(n)]
+    start = [10.0 * i for i in range(n)]
+
+    def seg(svc, arms, setup="guarded_learn", cpu=None):
+        return {"hp": "small", "lp": "gemm", "load": "poisson-25", "setup": setup, "round": -1,
+                "hp_result": {"ok": True, "svc_ms": svc, "arms": arms, "start_ms": start,
+                              "launch_cpu_ms": cpu or [v * 0.9 for v in svc]}}
+    a = hp_noise.cell_noise(seg(iid, ["stop"] * n)["hp_result"], True, 0.02)
+    d = hp_noise.cell_noise(seg(drift, ["stop"] * n)["hp_result"], True, 0.02)
+    assert a["jobs_seen"] == n and abs(a["sd"] - 0.1) < 0.01 and abs(a["lag1"]) < 0.1 and a["in16"] > 0.85
+    assert d["lag1"] > 0.8 and d["in16"] < 0.2  # blocks take the drift out
+    assert a["r_cpu"] == pytest.approx(1.0) and a["r2_gap"] < 0.02  # the gap is regular here: explains nothing
+    assert a["jobs_needed"] == pytest.approx(21 * a["sd"] ** 2 * a["in16"] / math.log(1.02) ** 2)
+    assert d["jobs_needed"] < a["jobs_needed"] / 2
+    # a CPU time that does not follow the job time: no correlation
+    unrelated = hp_noise.cell_noise(seg(iid, ["stop"] * n, cpu=[rnd.uniform(1, 2) for _ in range(n)])["hp_result"],
+                                    True, 0.02)
+    assert abs(unrelated["r_cpu"]) < 0.1
+    # only the stop jobs of a learning: the arm's (slower) jobs are not the HP's own noise
+    arms = ["stop", "partition:64"] * (n // 2)
+    mixed = [v * (1.5 if arm != "stop" else 1.0) for v, arm in zip(iid, arms)]
+    m = hp_noise.cell_noise(seg(mixed, arms)["hp_result"], True, 0.02)
+    assert m["jobs_seen"] == n // 2 and m["sd"] < 0.12
+    # a job's time that depends on the idle gap before it: r2_gap sees it
+    st, svc, end = [], [], 0.0
+    for _ in range(n):
+        gap = rnd.choice([0.5, 20.0])  # idle before the job: a long one makes it slower
+        st.append(end + gap)
+        svc.append(4.0 * (1.3 if gap > 10 else 1.0) * math.exp(rnd.gauss(0, 0.02)))
+        end = st[-1] + svc[-1]
+    r = hp_noise.cell_noise({"svc_ms": svc, "arms": ["stop"] * n, "start_ms": st}, True, 0.02)
+    assert r["r2_gap"] > 0.9 and r["r_cpu"] is None
+
+
+def test_hp_noise_prints_a_row_per_segment_and_refuses_what_it_cannot_read(tmp_path, capsys):
+    from bench.gpu import hp_noise
+    svc = [4.0 + 0.01 * (i % 7) for i in range(300)]
+    raw = {"segments": [
+        {"hp": "small", "lp": "gemm", "load": "poisson-25", "setup": "guarded_learn", "round": -1,
+         "hp_result": {"ok": True, "svc_ms": svc, "arms": ["stop"] * 300}},
+        {"hp": "small", "lp": "gemm", "load": "poisson-25", "setup": "hp_alone", "round": 0,
+         "hp_result": {"ok": True, "svc_ms": svc[:100]}},
+        {"hp": "small", "lp": "gemm", "load": "poisson-25", "setup": "guarded_learn", "round": -1,
+         "hp_result": {"ok": False}}]}
+    (tmp_path / "raw.json").write_text(json.dumps(raw))
+    assert hp_noise.main([str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("| small + gemm, poisson-25 | -1 | 300 |") == 1 and "small: 1 segments" in out
+    assert hp_noise.main([str(tmp_path), "--setup", "hp_alone"]) == 1  # 100 jobs, under --min-jobs
+    assert "no hp_alone segment with 256" in capsys.readouterr().out
+    assert hp_noise.main([str(tmp_path), "--setup", "hp_alone", "--min-jobs", "64"]) == 0
+    assert "| 0 | 100 |" in capsys.readouterr().out
+    for bad in (["--eps", "0"], ["--min-jobs", "8"]):
+        with pytest.raises(SystemExit):
+            hp_noise.main([str(tmp_path)] + bad)
+    with pytest.raises(SystemExit, match="hp_noise: no raw.json"):
+        hp_noise.main([str(tmp_path / "missing")])
