@@ -117,7 +117,13 @@ int gy_guard_arm_parse(const char *text, enum gy_guard_arm *out)
     return -1;
 }
 
-static uint32_t ppm(double x) { return (uint32_t)(x * 1e6 + 0.5); }
+/* x in parts per million, saturated: a ratio of job times may be past 4 294 (an HP job stalled for
+ * seconds beside a 0.1 ms median), and a cast out of range is undefined (the guard_state fuzzer). */
+static uint32_t ppm(double x)
+{
+    double v = x * 1e6 + 0.5;
+    return v >= 4294967295.0 ? UINT32_MAX : v > 0 ? (uint32_t)v : 0; /* NaN: 0 */
+}
 
 void gy_guard_init(struct gy_guard *g)
 {
@@ -321,6 +327,57 @@ static int depth_index(uint32_t us)
     return -1;
 }
 
+/* The guard lives in the shared segment: a process that writes it wrongly (or a foreign one) can
+ * leave any bytes there. What the rule uses as an arm, a depth or a window's ring position must be
+ * in range, or it reads and writes past its arrays (the guard_state fuzz target: a status of a
+ * window holding "more than 16" recent jobs wrote past its stack). The rest is statistics: wrong
+ * ones can only make a wrong decision, which the bound and the fallback judge as any other. */
+static bool window_sane(const struct gy_guard_window *w)
+{
+    return w->head < GY_GUARD_RECENT && w->recent_n <= GY_GUARD_RECENT;
+}
+
+static bool arm_or_none(uint32_t arm) { return valid_arm(arm) || arm == GY_GUARD_NO_ARM; }
+
+static bool depth_or_own(uint32_t us) { return us == 0 || depth_index(us) >= 0; }
+
+bool gy_guard_sane(const struct gy_guard *g)
+{
+    if (!valid_arm(atomic_load_explicit(&g->current, memory_order_relaxed)) || !valid_arm(g->in_force) ||
+        !arm_or_none(g->trial) || !arm_or_none(g->blocks_arm) || !arm_or_none(g->cycle_arm) ||
+        g->reason >= GY_GUARD_REASON_COUNT || g->depth_reason >= GY_GUARD_REASON_COUNT ||
+        !depth_or_own(g->depth_in_force) || !depth_or_own(g->depth_trial) ||
+        !depth_or_own(atomic_load_explicit(&g->queue_us, memory_order_relaxed)) ||
+        g->eps_p50_ppm > GY_GUARD_MAX_EPS * 1e6 || g->eps_p99_ppm > GY_GUARD_MAX_EPS * 1e6 ||
+        g->stop_share_ppm > 1000000u || !window_sane(&g->paired_stop) || !window_sane(&g->depth_window))
+        return false;
+    for (uint32_t a = 0; a < GY_GUARD_ARM_COUNT; a++)
+        if (!window_sane(&g->arms[a]))
+            return false;
+    return true;
+}
+
+/* A guard found not sane starts over as a new one (stop in force, nothing learned), keeping its job
+ * count, its random state and its settings where those are in range: true when it did. */
+static bool recovered(struct gy_guard *g)
+{
+    if (gy_guard_sane(g))
+        return false;
+    bool settings = g->eps_p50_ppm <= GY_GUARD_MAX_EPS * 1e6 && g->eps_p99_ppm <= GY_GUARD_MAX_EPS * 1e6 &&
+                    g->stop_share_ppm <= 1000000u;
+    double eps_p50 = settings ? g->eps_p50_ppm / 1e6 : GY_GUARD_DEFAULT_EPS_P50;
+    double eps_p99 = settings ? g->eps_p99_ppm / 1e6 : GY_GUARD_DEFAULT_EPS_P99;
+    double share = settings ? g->stop_share_ppm / 1e6 : GY_GUARD_DEFAULT_STOP_SHARE;
+    uint64_t jobs = g->jobs, rng = g->rng;
+    uint32_t depth_on = g->depth_on == 1, changes = g->changes;
+    gy_guard_init(g);
+    gy_guard_configure(g, eps_p50, eps_p99, share, rng);
+    g->jobs = jobs;
+    g->depth_on = depth_on;
+    g->changes = changes + 1;
+    return true;
+}
+
 static bool depth_backing_off(const struct gy_guard *g, int i) { return g->jobs < g->depth_backoff_until[i]; }
 
 /* The next depth to try above the one in force, or 0: from the own bound the middle one (2000),
@@ -379,9 +436,8 @@ static void note_depth(struct gy_guard *g, uint32_t to, enum gy_guard_reason why
 
 enum gy_guard_arm gy_guard_pick(struct gy_guard *g, uint32_t *depth_us)
 {
+    recovered(g);
     g->jobs++;
-    if (!valid_arm(g->in_force))
-        g->in_force = GY_ARM_STOP;
     /* The periodic re-check waits for a trial to end: a noisy HP's trial may take thousands of
      * jobs, and cutting it would start it over for ever. */
     if (g->jobs - g->last_recheck >= GY_GUARD_RECHECK_JOBS && !valid_arm(g->trial) && !g->depth_trial &&
@@ -434,6 +490,7 @@ enum gy_guard_arm gy_guard_pick(struct gy_guard *g, uint32_t *depth_us)
 
 void gy_guard_forget(struct gy_guard *g, enum gy_guard_arm arm)
 {
+    recovered(g);
     if (valid_arm(arm) && g->open[arm])
         g->open[arm]--;
     publish_current(g);
@@ -635,7 +692,7 @@ static int test_window(struct gy_guard *g, const struct gy_guard_window *w, doub
 bool gy_guard_trial_outlook(const struct gy_guard *g, struct gy_guard_outlook *out)
 {
     *out = (struct gy_guard_outlook){.arm = GY_ARM_STOP, .more_jobs = -1};
-    if (g->trial >= GY_GUARD_ARM_COUNT)
+    if (g->trial >= GY_GUARD_ARM_COUNT || !gy_guard_sane(g))
         return false;
     const struct gy_guard_window *w = &g->arms[g->trial];
     out->arm = (enum gy_guard_arm)g->trial;
@@ -647,6 +704,7 @@ bool gy_guard_trial_outlook(const struct gy_guard *g, struct gy_guard_outlook *o
     if (out->z > 0) {
         double need = w->n * (GY_GUARD_LOOK_Z / out->z) * (GY_GUARD_LOOK_Z / out->z);
         need = need > GY_GUARD_P99_MIN_JOBS ? need : GY_GUARD_P99_MIN_JOBS;
+        need = need < 1e15 ? need : 1e15; /* a z near 0: no trend worth a count, and no cast out of range */
         out->beyond_cap = need > GY_GUARD_TRIAL_MAX;
         /* the first look at or past that many jobs (and past its jobs now) decides */
         uint64_t k = (uint64_t)need + ((double)(uint64_t)need < need); /* rounded up (no libm here) */
@@ -805,6 +863,7 @@ static bool shifted(struct gy_guard *g)
 struct gy_guard_change gy_guard_reset(struct gy_guard *g)
 {
     struct gy_guard_change c = {.changed = false};
+    recovered(g);
     start_over(g, GY_GUARD_WHY_RESET, &c);
     g->cycle_arm = GY_GUARD_NO_ARM; /* the cycles ran beside the workload that was forgotten */
     memset(g->cycle_work, 0, sizeof g->cycle_work);
@@ -856,6 +915,7 @@ static void note_rate(struct gy_guard *g, uint64_t us)
 
 void gy_guard_cycle(struct gy_guard *g, enum gy_guard_arm arm, uint64_t now_ns, uint64_t lp_launches)
 {
+    recovered(g);
     if (g->cycle_arm < GY_GUARD_ARM_COUNT && now_ns > g->cycle_start_ns && lp_launches >= g->cycle_start_work) {
         uint64_t ns = now_ns - g->cycle_start_ns;
         uint64_t cap = g->base_us ? (uint64_t)g->base_us * 1000u * GY_GUARD_CYCLE_MAX_BASES : GY_GUARD_CYCLE_MAX_NS;
@@ -1152,6 +1212,7 @@ struct gy_guard_change gy_guard_record(struct gy_guard *g, enum gy_guard_arm arm
 
 void gy_guard_set_depth(struct gy_guard *g, bool on)
 {
+    recovered(g);
     g->depth_on = on;
     if (on)
         return;
@@ -1166,6 +1227,7 @@ void gy_guard_force(struct gy_guard *g, enum gy_guard_arm arm)
     struct gy_guard_change ignored;
     if (!valid_arm(arm))
         return;
+    recovered(g);
     g->trial = GY_GUARD_NO_ARM;
     g->backoff_until[arm] = 0;
     g->strikes[arm] = 0;
@@ -1188,6 +1250,8 @@ void gy_guard_force(struct gy_guard *g, enum gy_guard_arm arm)
 void gy_guard_depth_stats(const struct gy_guard *g, struct gy_guard_arm_stats *out)
 {
     memset(out, 0, sizeof *out);
+    if (!gy_guard_sane(g))
+        return;
     const struct gy_guard_window *w = &g->depth_window;
     out->jobs = w->jobs;
     if (g->base_us && w->n) {
@@ -1200,7 +1264,7 @@ void gy_guard_depth_stats(const struct gy_guard *g, struct gy_guard_arm_stats *o
 void gy_guard_arm_stats(const struct gy_guard *g, enum gy_guard_arm arm, struct gy_guard_arm_stats *out)
 {
     memset(out, 0, sizeof *out);
-    if (!valid_arm(arm))
+    if (!valid_arm(arm) || !gy_guard_sane(g))
         return;
     const struct gy_guard_window *w = &g->arms[arm];
     out->jobs = w->jobs;

@@ -93,6 +93,11 @@ double gy_guard_blocks_z(int64_t u2_sum, uint64_t var12_sum);
 
 /* Defaults: stop in force, no trial yet (the first job starts the trial of 16). */
 void gy_guard_init(struct gy_guard *g);
+/* Whether every arm, depth, reason and window ring position in g is in range. The guard is in the
+ * shared segment, where another process may have left any bytes: a guard that is not sane is
+ * started over by the next of the functions below that changes it (stop in force, the settings
+ * kept), and reads as empty to those that only read it. */
+bool gy_guard_sane(const struct gy_guard *g);
 /* Settings; -1 when out of range (eps 0..GY_GUARD_MAX_EPS, share 0..1). */
 int gy_guard_configure(struct gy_guard *g, double eps_p50, double eps_p99, double stop_share, uint64_t seed);
 /* A job begins: the arm it gets (counts it in g->jobs and in g->open; sets g->current), and in

@@ -11,6 +11,7 @@
 #include "guarded.h"
 #include "shared_wait.h"
 #include "registry.h"
+#include "stderr_line.h"
 
 void gy_guarded_init_segment(struct gy_segment *seg) { gy_guard_init(&seg->guard); }
 
@@ -84,6 +85,11 @@ void gy_guarded_begin_locked(gy_shm *shm, gy_job *job)
      * without an end (a reaped process), and must not pin the arm. */
     if (jobs_in_progress_locked(seg) <= 1)
         memset(seg->guard.open, 0, sizeof seg->guard.open);
+    /* the pick starts a corrupt guard over (gy_guard_sane): say so once, where it happens */
+    if (!gy_guard_sane(&seg->guard))
+        gy_say("gpuyield: segment %s: its guarded state holds values out of range (written by another process?): "
+               "started over, stop in force until arms are measured again",
+               shm->name);
     job->guard_arm = (int)gy_guard_pick(&seg->guard, &job->guard_depth_us);
     struct lower_sums lower = lower_sums_locked(seg, job->priority);
     job->guard_lp_work = lower.partition;

@@ -9,6 +9,9 @@ NSIGHT_PARSER_LIB_OBJ := $(filter-out $(O)/obj/nsight-parser/main.o,$(patsubst %
 $(O)/fuzz/replay_segment_open: $(O)/obj/fuzz/segment_open_fuzz.o $(FUZZ_OBJ) $(CONTROLLER_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -o $@
+$(O)/fuzz/replay_guard_state: $(O)/obj/fuzz/guard_state_fuzz.o $(FUZZ_OBJ) $(CONTROLLER_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ -o $@
 $(O)/fuzz/replay_run_exp_config: $(O)/obj/fuzz/run_exp_config_fuzz.o $(FUZZ_OBJ) $(O)/obj/run_exp/config.o \
 		$(O)/obj/run_exp/image.o $(O)/obj/run_exp/models.o $(O)/obj/controller/policies.o
 	@mkdir -p $(dir $@)
@@ -17,4 +20,4 @@ $(O)/fuzz/replay_nsight_csv: $(O)/obj/fuzz/nsight_csv_fuzz.o $(FUZZ_OBJ) $(NSIGH
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -lsqlite3 -ljansson -lm -o $@
 
-ALL += $(O)/fuzz/replay_segment_open $(O)/fuzz/replay_run_exp_config $(O)/fuzz/replay_nsight_csv
+ALL += $(O)/fuzz/replay_segment_open $(O)/fuzz/replay_guard_state $(O)/fuzz/replay_run_exp_config $(O)/fuzz/replay_nsight_csv

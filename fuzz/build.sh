@@ -41,7 +41,7 @@ cd "$ROOT"
 compile controller controller/*.c
 compile run_exp run_exp/config.c run_exp/image.c run_exp/models.c
 compile nsight-parser $(ls nsight-parser/*.c | grep -v main.c)
-compile fuzz fuzz/segment_open_fuzz.c fuzz/run_exp_config_fuzz.c fuzz/nsight_csv_fuzz.c fuzz/fuzz_file.c
+compile fuzz fuzz/segment_open_fuzz.c fuzz/guard_state_fuzz.c fuzz/run_exp_config_fuzz.c fuzz/nsight_csv_fuzz.c fuzz/fuzz_file.c
 
 link() { # link TARGET OBJECTS... LIBS...
     local target=$1; shift
@@ -50,6 +50,7 @@ link() { # link TARGET OBJECTS... LIBS...
 }
 O=$OUT/obj
 link segment_open "$O/fuzz/segment_open_fuzz.o" "$O"/controller/*.o
+link guard_state "$O/fuzz/guard_state_fuzz.o" "$O"/controller/*.o
 link run_exp_config "$O/fuzz/run_exp_config_fuzz.o" "$O/fuzz/fuzz_file.o" "$O"/run_exp/*.o "$O/controller/policies.o" \
     -ljansson -lm
 link nsight_csv "$O/fuzz/nsight_csv_fuzz.o" "$O/fuzz/fuzz_file.o" "$O"/nsight-parser/*.o -lsqlite3 -ljansson -lm

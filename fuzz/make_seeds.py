@@ -40,6 +40,14 @@ put("segment_open", "bad_states", bytes([0x03 | (7 << 2)]) + segment(
 put("segment_open", "wrong_size", bytes([0x00]) + b"GPUYIELD" + bytes(100))
 put("segment_open", "unfixed_header", bytes([0x01]) + struct.pack("<QIIIi", 0x444C454959555047, 1, 16704, 0, 1))
 
+# ---- guard_state: the bytes of struct gy_guard from its start (guarded_layout.h), then job bytes ----
+# current, in_force, trial, reason, confirmed, pinned as u32: every arm and the reason out of range
+put("guard_state", "init_defaults", b"")  # the guard as gy_guard_init leaves it
+put("guard_state", "arms_out_of_range", struct.pack("<6I", 7, 200, 9999, 77, 1, 0))
+put("guard_state", "all_ones", b"\xff" * 7000)  # past the guard's size: its job bytes too
+# found_1, found_2: the fuzzer's first two findings (a window's recent_n past its ring; a ratio of
+# job times past 4 294 in ppm), kept as found
+
 # ---- run_exp_config: experiment files ----------------------------------------------------------
 for name in ("input.json", "3models.json", "input_controlevent.json"):
     shutil.copy(os.path.join(HERE, "..", "exp_configs", name), os.path.join(HERE, "corpus", "run_exp_config", name))

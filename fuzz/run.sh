@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # Fuzzes one target for a fixed time (not part of CI):
-#   fuzz/run.sh TARGET SECONDS [OUT_DIR]      TARGET: segment_open | run_exp_config | nsight_csv
+#   fuzz/run.sh TARGET SECONDS [OUT_DIR]      TARGET: segment_open | guard_state | run_exp_config | nsight_csv
 # Builds with fuzz/build.sh first if needed. Starts from the committed seeds (fuzz/corpus/TARGET),
 # grows a working corpus in OUT_DIR/work/TARGET (default build/fuzz), writes crashing inputs to
 # OUT_DIR/artifacts/, and ends with one line: target, seconds, executions, corpus size, outcome.
 # Exit status 0: nothing found; 1: a crash, leak, timeout or sanitizer report (see its artifact).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-usage() { echo "usage: fuzz/run.sh segment_open|run_exp_config|nsight_csv SECONDS [OUT_DIR]" >&2; exit 2; }
+usage() { echo "usage: fuzz/run.sh segment_open|guard_state|run_exp_config|nsight_csv SECONDS [OUT_DIR]" >&2; exit 2; }
 [ $# -ge 2 ] && [ $# -le 3 ] || usage
 TARGET=$1 SECONDS_BUDGET=$2
-case "$TARGET" in segment_open|run_exp_config|nsight_csv) ;; *) echo "fuzz/run.sh: unknown target '$TARGET'" >&2; usage ;; esac
+case "$TARGET" in segment_open|guard_state|run_exp_config|nsight_csv) ;; *) echo "fuzz/run.sh: unknown target '$TARGET'" >&2; usage ;; esac
 [[ "$SECONDS_BUDGET" =~ ^[1-9][0-9]*$ ]] || { echo "fuzz/run.sh: SECONDS must be a positive integer, got '$SECONDS_BUDGET'" >&2; usage; }
 OUT=${3:-$ROOT/build/fuzz}
 FUZZER=$OUT/${TARGET}_fuzzer

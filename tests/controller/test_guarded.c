@@ -261,6 +261,81 @@ TEST(settings_out_of_range_are_refused)
     CHECK(gy_guard_arm_parse("partition:48", &arm) == -1 && gy_guard_arm_parse(NULL, &arm) == -1);
 }
 
+/* ---- a guard left corrupt in the segment ------------------------------------------------------ */
+
+/* Each field the rule uses as an index or a ring position, set out of range after a learning:
+ * the functions that only read the guard read it as empty (no read or write past its arrays: the
+ * ASan/UBSan variants of this suite), the next that changes it starts it over with stop in force,
+ * its settings, job count and random state kept. Found by the guard_state fuzz target. */
+TEST(a_guard_with_an_index_out_of_range_starts_over_keeping_its_settings)
+{
+    struct run r = {0};
+    for (int field = 0; field < 9; field++) {
+        struct gy_guard *g = fresh(40 + (uint64_t)field);
+        REQUIRE(gy_guard_configure(g, 0.03, 0.07, 0.3, 40 + (uint64_t)field) == 0);
+        simulate(g, &costless, 1200, &r);
+        REQUIRE(gy_guard_sane(g), "field %d: sane after a learning", field);
+        uint64_t jobs = g->jobs;
+        switch (field) {
+        case 0: g->arms[GY_ARM_P64].recent_n = 1000; break;
+        case 1: g->arms[GY_ARM_STOP].head = GY_GUARD_RECENT; break;
+        case 2: g->paired_stop.recent_n = GY_GUARD_RECENT + 1; break;
+        case 3: g->in_force = GY_GUARD_ARM_COUNT; break;
+        case 4: g->trial = 99; break;
+        case 5: g->cycle_arm = 12; break;
+        case 6: g->reason = GY_GUARD_REASON_COUNT; break;
+        case 7: g->depth_in_force = 1234; break;
+        default: atomic_store(&g->current, 77u); break;
+        }
+        CHECK(!gy_guard_sane(g), "field %d: not sane", field);
+        struct gy_guard_arm_stats st;
+        struct gy_guard_outlook out;
+        gy_guard_arm_stats(g, GY_ARM_P64, &st);
+        CHECK(st.jobs == 0 && st.window == 0 && st.p50_ms == 0, "field %d: read as empty", field);
+        gy_guard_depth_stats(g, &st);
+        CHECK(st.jobs == 0 && !gy_guard_trial_outlook(g, &out), "field %d: no depth window, no trial", field);
+        enum gy_guard_arm arm = gy_guard_pick(g, NULL);
+        CHECK(gy_guard_sane(g) && g->in_force == GY_ARM_STOP && g->reason == GY_GUARD_WHY_START &&
+                  g->trial == GY_GUARD_NO_ARM && g->base_us == 0,
+              "field %d: started over with stop in force, nothing learned", field);
+        CHECK(arm < GY_GUARD_ARM_COUNT && g->jobs == jobs + 1 && g->eps_p50_ppm == 30000 && g->eps_p99_ppm == 70000 &&
+                  g->stop_share_ppm == 300000,
+              "field %d: the job count and the settings kept", field);
+        gy_guard_record(g, arm, 0, 10000000, 0);
+        simulate(g, &costless, 600, &r); /* and it learns again */
+        CHECK(g->arms[GY_ARM_STOP].n > 0 && g->base_us > 0, "field %d: learning again", field);
+    }
+    /* settings out of range too: the defaults */
+    struct gy_guard *g = fresh(50);
+    g->eps_p50_ppm = 5000000;
+    g->arms[GY_ARM_P16].recent_n = 17;
+    gy_guard_pick(g, NULL);
+    CHECK(gy_guard_sane(g) && g->eps_p50_ppm == 20000 && g->stop_share_ppm == 250000);
+}
+
+/* An HP job stalled for seconds beside a 100 us median is 10^5 times it: the ratios status shows
+ * saturate instead of a cast out of range (undefined: the UBSan variant), and the arm is out. */
+TEST(a_job_stalled_far_past_the_median_saturates_the_ratio_and_drops_the_arm)
+{
+    struct gy_guard *g = fresh(60);
+    gy_guard_force(g, GY_ARM_P16);
+    gy_guard_reset(g);
+    struct pair quick = costless;
+    quick.base_ms = 0.1;
+    struct run r = {0};
+    simulate(g, &quick, 400, &r); /* stop's base at 100 us, the middle arm in trial */
+    REQUIRE(g->base_us > 0 && g->base_us < 200 && g->trial < GY_GUARD_ARM_COUNT, "base %u us, trial %u",
+            g->base_us, g->trial);
+    enum gy_guard_arm tried = (enum gy_guard_arm)g->trial;
+    for (int j = 0; j < 64 && g->trial == tried; j++) {
+        enum gy_guard_arm arm = gy_guard_pick(g, NULL);
+        gy_guard_record(g, arm, 0, arm == tried ? 10000000000ull : 100000, 1000); /* 10 s against 100 us */
+    }
+    CHECK(g->trial != tried, "the stalled arm's trial ended");
+    CHECK(g->ratio_p50_ppm == UINT32_MAX || g->ratio_p99_ppm == UINT32_MAX, "ratios %u / %u ppm", g->ratio_p50_ppm,
+          g->ratio_p99_ppm);
+}
+
 /* ---- convergence ----------------------------------------------------------------------------- */
 
 TEST(a_costless_partition_converges_to_the_arm_with_most_lp_progress)
@@ -1647,6 +1722,48 @@ TEST(a_change_of_arm_is_one_verbose_line_from_the_process_that_made_it)
     struct gy_guard snap;
     gy_guarded_snapshot(&s.hp, &snap, &err);
     CHECK(snap.in_force == GY_ARM_STOP && snap.reason == GY_GUARD_WHY_FALLBACK);
+    close_pair(&s);
+}
+
+/* A segment whose guard another process left out of range: the HP's next job begins (one line on
+ * stderr, without GPUYIELD_VERBOSE), gets a valid arm, and the guard is sane again with stop in force;
+ * the status reads it all along. */
+TEST(a_corrupt_guard_in_the_segment_is_one_line_and_starts_over)
+{
+    struct seg_pair s;
+    REQUIRE(open_pair(&s, GY_POLICY_GUARDED, true));
+    run_jobs(&s.hp, 40, 0);
+    s.hp.seg->guard.arms[GY_ARM_STOP].recent_n = 4000;
+    s.hp.seg->guard.trial = 31;
+    static struct gy_status st;
+    static char json[65536];
+    gy_err err;
+    REQUIRE(gy_status_read(&s.hp, &st, &err) == 0);
+    CHECK(gy_status_json(&st, json, sizeof json) > 0 && strstr(json, "\"guarded\""), "the status reads it");
+    char path[] = "/tmp/gy-guarded-corrupt-XXXXXX";
+    int fd = mkstemp(path);
+    REQUIRE(fd >= 0);
+    fflush(stderr);
+    int saved = dup(2);
+    dup2(fd, 2);
+    run_jobs(&s.hp, 3, 0);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    char text[2048] = "";
+    ssize_t n = pread(fd, text, sizeof text - 1, 0);
+    text[n > 0 ? n : 0] = '\0';
+    close(fd);
+    unlink(path);
+    int lines = 0;
+    for (char *c = text; *c; c++)
+        lines += *c == '\n';
+    CHECK(lines == 1 && strstr(text, "its guarded state holds values out of range") && strstr(text, s.hp.name),
+          "stderr: %s", text);
+    struct gy_guard snap;
+    gy_guarded_snapshot(&s.hp, &snap, &err);
+    CHECK(gy_guard_sane(&snap) && snap.in_force == GY_ARM_STOP && snap.jobs >= 43, "in force %u, %llu jobs",
+          snap.in_force, (unsigned long long)snap.jobs);
     close_pair(&s);
 }
 

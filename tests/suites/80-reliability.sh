@@ -39,7 +39,7 @@ if command -v clang > /dev/null 2>&1; then
     else fail fuzz_build_clang "$(tail -n 15 "$fuzz_out.log")"; fi
     rm -rf "$fuzz_out" "$fuzz_out.log"
 fi
-for target in segment_open run_exp_config nsight_csv; do
+for target in segment_open guard_state run_exp_config nsight_csv; do
     replay "fuzz_replay_$target" "$BUILD/fuzz/replay_$target" "$ROOT/fuzz/corpus/$target"
     replay "fuzz_replay_${target}_asan" "$BUILD/asan/fuzz/replay_$target" "$ROOT/fuzz/corpus/$target"
 done
