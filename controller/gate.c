@@ -385,7 +385,9 @@ enum gy_wait_result gy_job_wait_drained(gy_shm *shm, gy_job *job, uint64_t slice
     return result;
 }
 
-int gy_job_exit(gy_shm *shm, gy_job *job, gy_err *err)
+int gy_job_exit(gy_shm *shm, gy_job *job, gy_err *err) { return gy_job_exit_at(shm, job, 0, err); }
+
+int gy_job_exit_at(gy_shm *shm, gy_job *job, uint64_t work_end_ns, gy_err *err)
 {
     if (!job->active)
         return gy_fail(err, EINVAL, "job of priority %d is not in progress: end() without a matching begin()",
@@ -394,6 +396,8 @@ int gy_job_exit(gy_shm *shm, gy_job *job, gy_err *err)
     struct gy_proc_slot *slot = gy_my_slot(shm);
     int p = job->priority;
     uint64_t ended = gy_now_ns(); /* guarded: the job's own duration, taken before the lock */
+    if (work_end_ns && work_end_ns < ended)
+        ended = work_end_ns > job->entered_ns ? work_end_ns : job->entered_ns;
     struct gy_guard_change change = {.changed = false};
     int d = job->device;
     if (gy_lock_and_recover(seg)) {

@@ -213,6 +213,10 @@ int gy_job_enter_on(gy_shm *shm, int priority, int device, uint64_t timeout_ns, 
 enum gy_wait_result gy_job_wait_drained(gy_shm *shm, gy_job *job, uint64_t slice_ns);
 /* Count the job out; lower launches resume once no job above them remains. */
 int gy_job_exit(gy_shm *shm, gy_job *job, gy_err *err);
+/* The same, for a caller that ends the job some time after its work completed (the hook's auto
+ * jobs close idle_us after their last launch): guarded records the job's duration up to
+ * work_end_ns (gy_now_ns's clock; 0, or past now: now; before the job's begin: its begin). */
+int gy_job_exit_at(gy_shm *shm, gy_job *job, uint64_t work_end_ns, gy_err *err);
 /* enter + wait to the end: the usual way to begin a job. */
 int gy_begin(gy_shm *shm, int priority, gy_job *job, gy_err *err);
 int gy_begin_on(gy_shm *shm, int priority, int device, gy_job *job, gy_err *err);

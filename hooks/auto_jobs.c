@@ -7,11 +7,14 @@
  * under corun and partition it returns at once), publish OPEN, step back in.
  *
  * Closing, in the closer thread, off the launch path: it samples `left` (every gated call that
- * reached the driver adds one), `entered` and `stepped_out` each poll. Once they have not moved
- * for idle_us it synchronizes the process's contexts (the work it queued has completed); if that
- * synchronize had to wait (work ran past the last launch), the idle time starts again from its
- * end. Then, under auto_lock: store CLOSING (seq_cst), read the counters again (seq_cst), and end
- * the jobs only if nothing moved, else put them back. A launch increments `entered` before it
+ * reached the driver adds one), `entered` and `stepped_out` each poll. At the first poll that finds
+ * them unmoved it synchronizes the process's contexts (the work it queued has completed): its
+ * return is when the job's work ended, within about two polls, the duration guarded records (not
+ * the close, idle_us later: a 300 us idle tail on a 1 ms request would hide a quarter of what an
+ * arm costs it); if that synchronize had to wait (work ran past the last launch), the idle time
+ * starts from its end. Once they have not moved for idle_us more, under auto_lock: store CLOSING
+ * (seq_cst), read the counters again (seq_cst), and end the jobs only if nothing moved, else put
+ * them back. A launch increments `entered` before it
  * loads the state (gy_auto_enter): either the closer sees it and keeps the job, or the launch
  * sees CLOSING and waits on auto_lock for the answer. */
 #include <linux/futex.h>
@@ -64,8 +67,9 @@ static int marked_covering_locked(int idx)
     return n;
 }
 
-/* Under auto_lock: end slot idx's auto job, counting how long it was open. */
-static void end_job_locked(int idx)
+/* Under auto_lock: end slot idx's auto job, counting how long it was open; its work ended at
+ * work_end_ns (0: now). */
+static void end_job_locked(int idx, uint64_t work_end_ns)
 {
     gy_err err;
     uint64_t open_ns = gy_now_ns() - jobs[idx].entered_ns;
@@ -76,7 +80,7 @@ static void end_job_locked(int idx)
     struct gy_proc_slot *slot = my_slot();
     if (slot)
         atomic_fetch_add_explicit(&slot->counters.auto_job_ns, open_ns, memory_order_relaxed);
-    if (gy_job_exit(&gy_client.shm, &jobs[idx], &err) != 0 && slot)
+    if (gy_job_exit_at(&gy_client.shm, &jobs[idx], work_end_ns, &err) != 0 && slot)
         atomic_fetch_sub_explicit(&slot->counters.auto_job_ns, open_ns, memory_order_relaxed);
 }
 
@@ -205,7 +209,7 @@ static void follow_marked_jobs_locked(void)
             continue;
         int marked = marked_covering_locked(i);
         if (state == GY_AUTO_OPEN && marked > 0) {
-            end_job_locked(i);
+            end_job_locked(i, 0);
             atomic_store_explicit(&gy_auto_states[i], GY_AUTO_COVERED, memory_order_seq_cst);
         } else if (state == GY_AUTO_COVERED && marked == 0) {
             atomic_store_explicit(&gy_auto_states[i], GY_AUTO_CLOSED, memory_order_seq_cst);
@@ -213,8 +217,9 @@ static void follow_marked_jobs_locked(void)
     }
 }
 
-/* Close every held slot if the process is still quiet since `since`; else leave them. */
-static void try_close(uint64_t since)
+/* Close every held slot if the process is still quiet since `since` (its work ended at
+ * work_end_ns); else leave them. */
+static void try_close(uint64_t since, uint64_t work_end_ns)
 {
     int before[SLOTS];
     pthread_mutex_lock(&auto_lock);
@@ -228,7 +233,7 @@ static void try_close(uint64_t since)
         if (before[i] < GY_AUTO_OPEN)
             continue;
         if (quiet && before[i] == GY_AUTO_OPEN)
-            end_job_locked(i);
+            end_job_locked(i, work_end_ns);
         atomic_store_explicit(&gy_auto_states[i], quiet ? GY_AUTO_CLOSED : before[i], memory_order_seq_cst);
     }
     pthread_mutex_unlock(&auto_lock);
@@ -237,8 +242,8 @@ static void try_close(uint64_t since)
 static void *closer_main(void *arg)
 {
     uint64_t generation = (uint64_t)(uintptr_t)arg;
-    uint64_t since = 0, active_at = 0, polls = 0;
-    bool synced = false; /* the contexts were synchronized with no launch since `since` */
+    uint64_t since = 0, active_at = 0, polls = 0, work_end = 0;
+    bool synced = false; /* the contexts were synchronized with no launch since `since`, at work_end */
     while (atomic_load(&gy_client.generation) == generation) {
         if (!any_held()) {
             uint32_t seen = atomic_load_explicit(&opened, memory_order_acquire);
@@ -246,7 +251,11 @@ static void *closer_main(void *arg)
                 struct timespec ts = {0, (long)WAIT_FOR_OPEN_NS};
                 syscall(SYS_futex, &opened, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
             }
-            since = ~0ull; /* the first poll after an opening counts as activity */
+            /* an opening (or the wait's timeout): the activity counts from here, so the first
+             * poll may find a burst already launched, and time its end a poll sooner */
+            since = sample().left;
+            active_at = gy_now_ns();
+            synced = false;
             continue;
         }
         sleep_ns(poll_ns);
@@ -263,9 +272,7 @@ static void *closer_main(void *arg)
             synced = false;
             continue;
         }
-        if (now - active_at < idle_ns)
-            continue;
-        if (!synced) {
+        if (!synced) { /* the first quiet poll: when does the work queued so far complete? */
             bool complete = synchronize_all();
             uint64_t done = gy_now_ns();
             if (!complete || !quiet_since(sample(), since)) {
@@ -273,12 +280,13 @@ static void *closer_main(void *arg)
                 continue;
             }
             synced = true;
-            if (done - now > poll_ns) { /* it had to wait: idle counts from the work's completion */
+            work_end = done;
+            if (done - now > poll_ns) /* it had to wait: idle counts from the work's completion */
                 active_at = done;
-                continue;
-            }
         }
-        try_close(since);
+        if (gy_now_ns() - active_at < idle_ns)
+            continue;
+        try_close(since, work_end);
     }
     return NULL;
 }

@@ -22,6 +22,7 @@
 
 #include "fake_log.h"
 #include "gpuyield.h"
+#include "guarded.h"
 #include "harness.h"
 
 extern char **environ;
@@ -1517,6 +1518,40 @@ TEST(auto_jobs_overlapping_bursts_of_threads_and_streams_are_one_job)
 {
     const char *args[] = {"auto_threads", "4", NULL};
     run_auto("autothreads", args, "100000", 0, 1, 150000000ull);
+}
+
+/* Under guarded an auto job's duration is its work's, not its close's: 12 bursts of 20 kernels of
+ * 200 us (4 ms of GPU work each), idle time 40 ms (polls every 10 ms). Recorded to the close, each
+ * job would be the burst, the idle time and a poll: 44 ms or more; to the first quiet poll's
+ * synchronize, within about two polls of the work's end. */
+TEST(auto_jobs_under_guarded_are_measured_to_their_work_not_to_their_close)
+{
+    struct setup s;
+    REQUIRE(setup_begin(&s, "autoguarded", 2000000000ull));
+    gy_shm shm;
+    gy_err err;
+    REQUIRE(gy_open(s.tag, &shm, &err) == 0, "gy_open: %s", err.msg);
+    gy_set_policy(&shm, GY_POLICY_GUARDED, true);
+    char shmv[96];
+    snprintf(shmv, sizeof shmv, "GPUYIELD_SHM=%s", s.tag);
+    const char *env[] = {shmv, "GPUYIELD_PRIORITY=1", "GPUYIELD_JOBS=auto", "GPUYIELD_IDLE_US=40000", NULL};
+    const char *args[] = {"auto_bursts", "1", "12", "20", "200", "0", "5", NULL};
+    struct worker w;
+    if (spawn(&s, &w, env, args)) {
+        CHECK(wait_exit(&w) == 0, "the auto worker failed");
+        struct gy_guard snap;
+        struct gy_guard_arm_stats stop;
+        REQUIRE(gy_guarded_snapshot(&shm, &snap, &err) == 0, "%s", err.msg);
+        gy_guard_arm_stats(&snap, GY_ARM_STOP, &stop);
+        CHECK(stop.jobs == 12, "%llu stop jobs recorded, expected 12", (unsigned long long)stop.jobs);
+        CHECK(stop.p50_ms >= 4.0 && stop.p50_ms < 24.0,
+              "the auto jobs' median %.2f ms: not their 4 ms of work (to within two polls of 10 ms), or their close",
+              stop.p50_ms);
+        if (gy_test_failures_in_current)
+            dump(&w);
+    }
+    gy_close(&shm);
+    setup_end(&s);
 }
 
 /* A marked job (gy_begin in a slot of the process's own) covers its launches: no auto job inside it;
