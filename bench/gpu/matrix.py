@@ -12,7 +12,9 @@ policy (corun, partition, guarded: the HP preloaded at priority 1 marking each j
 segment made with --mps-pipe, the LP preloaded at priority 0 with --lp-mode, both MPS clients, the
 LP at MPS client priority 1), markonly (cost cell only: the HP marking its jobs with no hook),
 corunauto and corunautoshort (as corun, each on a corun segment of its own, the HP marking nothing:
-GPUYIELD_JOBS=auto, at the hook's default idle time and at --auto-idle-us).
+GPUYIELD_JOBS=auto, at the hook's default idle time and at --auto-idle-us), guardedauto (as
+guarded, learning first, the HP marking nothing under GPUYIELD_JOBS=auto: guarded for an
+unmodified server; its HP results have no per-job arms, the segment's status has them).
 
 Load: Poisson arrivals at a share of the HP's alone capacity (poisson-25: 25 %, poisson-60), the
 rate set once per HP kind from its alone service time (median of --calib-jobs jobs, plain
@@ -97,6 +99,9 @@ SETUP = {
     # the same with GPUYIELD_IDLE_US=--auto-idle-us (corun_auto keeps the hook's default: 2000 until 2026-11-24 20:00 UTC, 300 since): two
     # idle times side by side in the same rounds, each on a corun segment of its own
     "corun_auto_short": ("corunautoshort", ("hp", "lp"), False),
+    # guarded for an unmodified server: the HP under GPUYIELD_JOBS=auto on a guarded segment of its
+    # own, learning before the rounds as guarded does (the auto jobs' durations are what it measures)
+    "guarded_auto": ("guardedauto", ("hp", "lp"), False),
     # issue 26's blocking LP waits: corun on a segment of its own, the LP's queue-bound waits
     # blocking at once (GPUYIELD_SPIN_US=0) instead of polling up to 1 ms first
     "corun_block": ("corunblock", ("hp", "lp"), True),
@@ -130,10 +135,10 @@ for _group, _mode in MODE_GROUPS.items():
     SETUP[f"lp_ctl@{_mode}"] = (_group, ("lp",), False)
 DEFAULT_SETUPS = ("hp_alone", "lp_alone", "nocontrol", "mps", "corun", "partition", "hp_ctl_alone")
 COST_SETUPS = ("hp_mps_alone", "hp_hook_alone", "hp_mark_alone")
-AUTO_GROUPS = ("corunauto", "corunautoshort")  # the HP under GPUYIELD_JOBS=auto, on a corun segment
+AUTO_GROUPS = ("corunauto", "corunautoshort", "guardedauto")  # the HP under GPUYIELD_JOBS=auto (corun segments, but guardedauto)
 POLICY_GROUPS = ("corun", "partition", "guarded", "guardeddepth", "corunblock", "corunwhole") + AUTO_GROUPS + tuple(ARM_GROUPS) + tuple(MODE_GROUPS)
 MPS_GROUPS = ("mps", "markonly") + POLICY_GROUPS
-LEARNING_GROUPS = {"guarded": "guarded", "guardeddepth": "guarded_depth"}  # group -> its setup; they learn first
+LEARNING_GROUPS = {"guarded": "guarded", "guardeddepth": "guarded_depth", "guardedauto": "guarded_auto"}  # group -> its setup; they learn first
 GUARDED_GROUPS = tuple(LEARNING_GROUPS) + tuple(ARM_GROUPS)  # segments of policy guarded (their status has arms)
 PARTITIONING_GROUPS = ("partition",) + GUARDED_GROUPS
 AUTO_IDLE_US_DEFAULT = 300  # corun_auto_short's GPUYIELD_IDLE_US unless --auto-idle-us says
@@ -405,8 +410,8 @@ class Tools:
 
     def create_segment(self, group):
         """The segment of a hooked group (its own: setups never share one), under the group's policy."""
-        policy = ("corun" if group in AUTO_GROUPS + ("corunblock", "corunwhole") + tuple(MODE_GROUPS)
-                  else "guarded" if group in GUARDED_GROUPS else group)
+        policy = ("guarded" if group in GUARDED_GROUPS
+                  else "corun" if group in AUTO_GROUPS + ("corunblock", "corunwhole") + tuple(MODE_GROUPS) else group)
         name = f"{self.tag}-{group}"
         words = ["create", "--name", name, "--policy", policy] + (["--guard-depth"] if group == "guardeddepth" else [])
         if self.mps_dirs:
@@ -678,7 +683,7 @@ def learn_guarded(args, procs, tools, raw, cell, group="guarded"):
     rate = learn_load(args, load) / (raw["hp_kinds"][hp]["svc_p50_ms"] / 1000.0)
     seconds = args.learn_jobs / rate
     seg = {"hp": hp, "lp": lp, "load": load, "setup": f"{setup}_learn", "round": -1, "rate": rate, "seconds": seconds}
-    seg.update(run_window(args, procs, group, ("hp", "lp"), rate, seconds, args.seed, True, 0.3,
+    seg.update(run_window(args, procs, group, ("hp", "lp"), rate, seconds, args.seed, SETUP[setup][2], 0.3,
                           f"{hp}+{lp} {setup} learning"))
     now = tools.lp_state(group)
     seg["guarded_status"] = now["segment"]
@@ -841,7 +846,7 @@ def write_outputs(raws, out):
         print(f"matrix: no plots ({e})")
 
 
-SUMMARY_SETUPS = (("nocontrol", "mps", "corun", "corun_whole", "corun_block", "partition", "guarded", "guarded_depth", "corun_auto",
+SUMMARY_SETUPS = (("nocontrol", "mps", "corun", "corun_whole", "corun_block", "partition", "guarded", "guarded_depth", "guarded_auto", "corun_auto",
                    "corun_auto_short", "hp_ctl_alone", "lp_mps_alone", "lp_ctl_alone", "lp_whole_alone", "lp_block_alone")
                   + tuple(f"arm:{a}" for a in GUARD_ARMS) + tuple(f"{k}@{m}" for m in LP_MODE_VARIANTS
                                                                  for k in ("corun", "lp_ctl")))

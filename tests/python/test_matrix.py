@@ -544,6 +544,31 @@ def test_mode_variants_run_the_lp_under_their_bound_on_a_corun_segment_of_their_
     assert "hp_p50_ratio" in cell["setups"]["corun@time:2000"] and "hp_p50_ratio" not in cell["setups"]["lp_ctl@none"]
 
 
+def test_guarded_auto_runs_an_unmarked_hp_on_a_guarded_segment_that_learns_first(tmp_path):
+    """guarded_auto: guarded for an unmodified server. Its HP preloaded under GPUYIELD_JOBS=auto and
+    marking nothing, on a guarded segment of its own (not corun's, as the other auto setups), learning
+    before the rounds as guarded does (guarded_auto_learn, left out of the verdict)."""
+    assert matrix.SETUP["guarded_auto"] == ("guardedauto", ("hp", "lp"), False)
+    args = argparse.Namespace(build="/b", lp_mode="time:500", partition_sms=16)
+    segments = {"guardedauto": "s-ga"}
+    hp = matrix.group_env(args, "guardedauto", "hp", segments, ("/pipe", "/log"))
+    lp = matrix.group_env(args, "guardedauto", "lp", segments, ("/pipe", "/log"))
+    assert hp["GPUYIELD_JOBS"] == "auto" and hp["GPUYIELD_PRIORITY"] == "1" and hp["GPUYIELD_SHM"] == "s-ga"
+    assert hp["GPUYIELD_VERBOSE"] == "1"  # its changes of arm, in order, as guarded's HP
+    assert "GPUYIELD_JOBS" not in lp and lp["GPUYIELD_PARTITION_SMS"] == "16" and lp["CUDA_MPS_CLIENT_PRIORITY"] == "1"
+    out = tmp_path / "m"
+    r = short_dry_run(out, "--hp-kinds", "gemm", "--lp-kinds", "gemm", "--setups",
+                      "hp_alone,lp_alone,guarded_auto", "--learn-jobs", "20", "--learn-load", "0")
+    assert r.returncode == 0, r.stdout
+    raw = json.loads((out / "raw.json").read_text())
+    learn = [s for s in raw["segments"] if s["setup"] == "guarded_auto_learn"]
+    assert len(learn) == 1 and "guarded" in learn[0]["guarded_status"]  # a guarded segment's status
+    auto = [s for s in raw["segments"] if s["setup"] in ("guarded_auto", "guarded_auto_learn")]
+    assert auto and all(not s["hp_result"]["begin_us"] for s in auto)  # nothing marked
+    cell = json.loads((out / "matrix.json").read_text())["cells"][0]
+    assert "guarded_auto" in cell["setups"] and "guarded_auto_learn" not in cell["setups"]
+
+
 def test_guarded_depth_learns_on_a_segment_of_its_own_made_with_guard_depth(tmp_path):
     """guarded_depth: a guarded segment created with --guard-depth, learning before the rounds beside
     guarded's own learning (setups guarded_learn and guarded_depth_learn, left out of the verdict)."""
