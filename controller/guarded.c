@@ -358,11 +358,11 @@ bool gy_guard_sane(const struct gy_guard *g)
 }
 
 /* A guard found not sane starts over as a new one (stop in force, nothing learned), keeping its job
- * count, its random state and its settings where those are in range: true when it did. */
-static bool recovered(struct gy_guard *g)
+ * count, its random state and its settings where those are in range. */
+static void start_over_if_not_sane(struct gy_guard *g)
 {
     if (gy_guard_sane(g))
-        return false;
+        return;
     bool settings = g->eps_p50_ppm <= GY_GUARD_MAX_EPS * 1e6 && g->eps_p99_ppm <= GY_GUARD_MAX_EPS * 1e6 &&
                     g->stop_share_ppm <= 1000000u;
     double eps_p50 = settings ? g->eps_p50_ppm / 1e6 : GY_GUARD_DEFAULT_EPS_P50;
@@ -375,7 +375,6 @@ static bool recovered(struct gy_guard *g)
     g->jobs = jobs;
     g->depth_on = depth_on;
     g->changes = changes + 1;
-    return true;
 }
 
 static bool depth_backing_off(const struct gy_guard *g, int i) { return g->jobs < g->depth_backoff_until[i]; }
@@ -436,7 +435,7 @@ static void note_depth(struct gy_guard *g, uint32_t to, enum gy_guard_reason why
 
 enum gy_guard_arm gy_guard_pick(struct gy_guard *g, uint32_t *depth_us)
 {
-    recovered(g);
+    start_over_if_not_sane(g);
     g->jobs++;
     /* The periodic re-check waits for a trial to end: a noisy HP's trial may take thousands of
      * jobs, and cutting it would start it over for ever. */
@@ -490,7 +489,7 @@ enum gy_guard_arm gy_guard_pick(struct gy_guard *g, uint32_t *depth_us)
 
 void gy_guard_forget(struct gy_guard *g, enum gy_guard_arm arm)
 {
-    recovered(g);
+    start_over_if_not_sane(g);
     if (valid_arm(arm) && g->open[arm])
         g->open[arm]--;
     publish_current(g);
@@ -863,7 +862,7 @@ static bool shifted(struct gy_guard *g)
 struct gy_guard_change gy_guard_reset(struct gy_guard *g)
 {
     struct gy_guard_change c = {.changed = false};
-    recovered(g);
+    start_over_if_not_sane(g);
     start_over(g, GY_GUARD_WHY_RESET, &c);
     g->cycle_arm = GY_GUARD_NO_ARM; /* the cycles ran beside the workload that was forgotten */
     memset(g->cycle_work, 0, sizeof g->cycle_work);
@@ -915,7 +914,7 @@ static void note_rate(struct gy_guard *g, uint64_t us)
 
 void gy_guard_cycle(struct gy_guard *g, enum gy_guard_arm arm, uint64_t now_ns, uint64_t lp_launches)
 {
-    recovered(g);
+    start_over_if_not_sane(g);
     if (g->cycle_arm < GY_GUARD_ARM_COUNT && now_ns > g->cycle_start_ns && lp_launches >= g->cycle_start_work) {
         uint64_t ns = now_ns - g->cycle_start_ns;
         uint64_t cap = g->base_us ? (uint64_t)g->base_us * 1000u * GY_GUARD_CYCLE_MAX_BASES : GY_GUARD_CYCLE_MAX_NS;
@@ -1212,7 +1211,7 @@ struct gy_guard_change gy_guard_record(struct gy_guard *g, enum gy_guard_arm arm
 
 void gy_guard_set_depth(struct gy_guard *g, bool on)
 {
-    recovered(g);
+    start_over_if_not_sane(g);
     g->depth_on = on;
     if (on)
         return;
@@ -1227,7 +1226,7 @@ void gy_guard_force(struct gy_guard *g, enum gy_guard_arm arm)
     struct gy_guard_change ignored;
     if (!valid_arm(arm))
         return;
-    recovered(g);
+    start_over_if_not_sane(g);
     g->trial = GY_GUARD_NO_ARM;
     g->backoff_until[arm] = 0;
     g->strikes[arm] = 0;

@@ -9,7 +9,7 @@
  * Closing, in the closer thread, off the launch path: it samples `left` (every gated call that
  * reached the driver adds one), `entered` and `stepped_out` each poll. At the first poll that finds
  * them unmoved it synchronizes the process's contexts (the work it queued has completed): its
- * return is when the job's work ended, within about two polls, the duration guarded records (not
+ * return is when the job's work ended, to within about a poll: the duration guarded records (not
  * the close, idle_us later: a 300 us idle tail on a 1 ms request would hide a quarter of what an
  * arm costs it); if that synchronize had to wait (work ran past the last launch), the idle time
  * starts from its end. Once they have not moved for idle_us more, under auto_lock: store CLOSING
