@@ -10,6 +10,10 @@ through this noise, so it sets how long a learning must be (docs/guarded.md, Lim
            (near 1: the job's time is its host's work, and so is its noise);
   r2_gap   the share of the variance the idle gap before the job explains (log gap, quadratic):
            a covariate that no arm changes, as the arrivals are random;
+  sys, r_user, r_sys, ivcsw, faults  where the worker recorded each job's thread rusage (since
+           2026-12-01): the median share of its CPU time in the kernel, the correlations of log
+           service with log user and log system time, and the mean involuntary context switches and
+           minor page faults a job: where a host-bound HP's spread lives;
   jobs     about how many jobs a side a rank test needs to show a costless arm within --eps at
            one-sided 1 % with 80 % power: 21 x (sd^2 x in16) / ln(1 + eps)^2 (normal approximation,
            the rank test's 0.955 efficiency).
@@ -94,11 +98,21 @@ def cell_noise(result, stop_only, eps):
         rows = [(v, math.log(max(start[i] - start[i - 1] - svc[i - 1], 0.01))) for v, i in zip(y, keep) if i > 0]
         if len(rows) >= 8:
             r2_gap = _r2_quadratic([r[0] for r in rows], [r[1] for r in rows])
+    usage = {"sys": None, "r_user": None, "r_sys": None, "ivcsw": None, "faults": None}
+    rusage = result.get("rusage")
+    if rusage and len(rusage) == len(svc):
+        rows = [(v, rusage[i]) for v, i in zip(y, keep) if rusage[i] and rusage[i][0] + rusage[i][1] > 0]
+        if len(rows) >= 3:
+            usage["sys"] = statistics.median(r[1] / (r[0] + r[1]) for _, r in rows)
+            usage["r_user"] = _corr([v for v, _ in rows], [math.log(max(r[0], 1e-3)) for _, r in rows])
+            usage["r_sys"] = _corr([v for v, _ in rows], [math.log(max(r[1], 1e-3)) for _, r in rows])
+            usage["ivcsw"] = statistics.fmean(r[4] for _, r in rows)
+            usage["faults"] = statistics.fmean(r[2] for _, r in rows)
     jobs = None
     if in16 is not None:
         jobs = RANK_FACTOR * sd * sd * in16 / math.log(1 + eps) ** 2
     return {"jobs_seen": len(y), "sd": sd, "lag1": lag1, "in16": in16, "r_cpu": r_cpu, "r2_gap": r2_gap,
-            "jobs_needed": jobs}
+            "jobs_needed": jobs, **usage}
 
 
 def cells(raw, setup, eps, min_jobs):
@@ -137,14 +151,16 @@ def main(argv=None):
     if not rows:
         print(f"hp_noise: no {args.setup} segment with {args.min_jobs} HP jobs or more in {' '.join(args.folders)}")
         return 1
-    print("| folder | cell | round | jobs | sd | lag1 | in16 | r_cpu | r2_gap | jobs a side for a costless arm |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| folder | cell | round | jobs | sd | lag1 | in16 | r_cpu | r2_gap | jobs a side for a costless arm "
+          "| sys | r_user | r_sys | ivcsw | faults |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     by_hp = {}
     for folder, hp, lp, load, rnd, n in rows:
         by_hp.setdefault(hp, []).append(n)
         print(f"| {folder} | {hp} + {lp}, {load} | {rnd} | {n['jobs_seen']} | {n['sd']:.3f} | {_fmt(n['lag1'], '.2f')} | "
               f"{_fmt(n['in16'], '.2f')} | {_fmt(n['r_cpu'], '.2f')} | {_fmt(n['r2_gap'], '.2f')} | "
-              f"{_fmt(n['jobs_needed'], '.0f')} |")
+              f"{_fmt(n['jobs_needed'], '.0f')} | {_fmt(n['sys'], '.2f')} | {_fmt(n['r_user'], '.2f')} | "
+              f"{_fmt(n['r_sys'], '.2f')} | {_fmt(n['ivcsw'], '.1f')} | {_fmt(n['faults'], '.1f')} |")
     print("\nmedians by HP kind (sd, in16, r_cpu, r2_gap, jobs a side):")
     for hp, ns in sorted(by_hp.items()):
         def med(k):

@@ -21,7 +21,11 @@ process of the machine shares, so the harness can start an HP and an LP at the s
         where it got no arm (two jobs' difference: what the rule charged to the first one's cycle);
         launch_ms: the job's first launch to its last one's return, launch_cpu_ms: the CPU time the
         launching thread used meanwhile, so that a slower job can be told host-side from GPU-side;
-        cpus: the CPU that thread was on at its last launch's return, None where unknown)
+        cpus: the CPU that thread was on at its last launch's return, None where unknown; rusage:
+        per job the serving thread's [user ms, system ms, minor faults, voluntary and involuntary
+        context switches] from just before its start to just after its end (getrusage of the thread,
+        outside the timed span), so that the job-to-job spread of a host-bound HP's CPU time can be
+        told apart: in user code, in the kernel, in faults or in preemptions (bench.gpu.hp_noise))
   {"cmd": "lp", "t0", "seconds", "count_from", "count_to", "unit_times"}
         LP: units back to back from t0 for `seconds`, then the GPU synchronised -> {"units", "secs",
         "counted", "counted_secs"}: the GPU work of units done in [count_from, count_to) (the HP's
@@ -35,6 +39,7 @@ import importlib
 import json
 import os
 import random
+import resource
 import sys
 import time
 
@@ -58,6 +63,18 @@ def current_cpu():
     """The CPU the calling thread runs on now, or None where the C library cannot say."""
     cpu = _GETCPU() if _GETCPU else -1
     return cpu if cpu >= 0 else None
+
+
+def thread_usage():
+    """The calling thread's (user s, system s, minor faults, voluntary, involuntary context switches)."""
+    u = resource.getrusage(resource.RUSAGE_THREAD)
+    return (u.ru_utime, u.ru_stime, u.ru_minflt, u.ru_nvcsw, u.ru_nivcsw)
+
+
+def usage_delta(before, after):
+    """[user ms, system ms, minor faults, voluntary, involuntary switches] between two thread_usage()."""
+    return [round((after[0] - before[0]) * 1e3, 3), round((after[1] - before[1]) * 1e3, 3)] + \
+        [a - b for a, b in zip(after[2:], before[2:])]
 
 
 def log(msg):
@@ -131,7 +148,8 @@ class Worker:
 
     def hp(self, cmd):
         seg = self.marker() if cmd.get("mark") else None
-        lat, svc, start_ms, launch_ms, launch_cpu_ms, begin_us, end_us, arms, lp_launches, cpus = ([] for _ in range(10))
+        lat, svc, start_ms, launch_ms, launch_cpu_ms, begin_us, end_us, arms, lp_launches, cpus, rusage = (
+            [] for _ in range(11))
         late = 0
         for arrival in arrivals(cmd["t0"], cmd["seconds"], cmd["rate"], cmd["seed"]):
             now = time.monotonic()
@@ -139,6 +157,7 @@ class Worker:
                 sleep_until(arrival)
             else:
                 late += 1
+            usage0 = thread_usage()
             start = time.monotonic()
             start_ms.append(round((start - cmd["t0"]) * 1e3, 3))
             if seg:
@@ -161,10 +180,11 @@ class Worker:
                 begin_us.append((began - start) * 1e6)
                 end_us.append((time.monotonic() - ending) * 1e6)
             done = time.monotonic()
+            rusage.append(usage_delta(usage0, thread_usage()))
             lat.append((done - arrival) * 1e3)
             svc.append((done - start) * 1e3)
         return {"ok": True, "lat_ms": lat, "svc_ms": svc, "start_ms": start_ms, "launch_ms": launch_ms,
-                "launch_cpu_ms": launch_cpu_ms, "cpus": cpus,
+                "launch_cpu_ms": launch_cpu_ms, "cpus": cpus, "rusage": rusage,
                 "begin_us": begin_us, "end_us": end_us, "arms": arms, "lp_launches": lp_launches, "late": late}
 
     def lp(self, cmd):

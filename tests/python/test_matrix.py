@@ -249,6 +249,11 @@ def test_dry_run_end_to_end_with_a_stand_in_backend(tmp_path):
                set(s["hp_result"]["cpus"]) <= allowed for s in hp_segs)
     assert {int(c) for c in raw["cpu_siblings"]} >= allowed
     assert all(int(c) in sib for c, sib in raw["cpu_siblings"].items())
+    # each job's thread rusage: user and system ms, faults, voluntary and involuntary switches
+    assert all(len(s["hp_result"]["rusage"]) == len(s["hp_result"]["svc_ms"]) and
+               all(len(u) == 5 and u[0] >= 0 and u[1] >= 0 and all(isinstance(c, int) and c >= 0 for c in u[2:])
+                   for u in s["hp_result"]["rusage"]) for s in hp_segs)
+    assert sum(u[0] + u[1] for s in hp_segs for u in s["hp_result"]["rusage"]) > 0
     # each marked job's guarded arm (none here: corun, and no MPS)
     assert all(s["hp_result"]["arms"] == [None] * len(s["hp_result"]["lat_ms"]) for s in marked)
     assert all(s["hp_result"]["lp_launches"] == [None] * len(s["hp_result"]["lat_ms"]) for s in marked)
@@ -1281,7 +1286,12 @@ def test_hp_noise_separates_drift_from_job_to_job_noise_and_names_the_host_side(
         svc.append(4.0 * (1.3 if gap > 10 else 1.0) * math.exp(rnd.gauss(0, 0.02)))
         end = st[-1] + svc[-1]
     r = hp_noise.cell_noise({"svc_ms": svc, "arms": ["stop"] * n, "start_ms": st}, True, 0.02)
-    assert r["r2_gap"] > 0.9 and r["r_cpu"] is None
+    assert r["r2_gap"] > 0.9 and r["r_cpu"] is None and r["sys"] is None  # no rusage recorded
+    # the thread's rusage: a spread that lives in the kernel's share shows in r_sys, not r_user
+    usage = [[2.0, 1.0 * v / 4.0, 3, 1, 2 if i % 2 else 0] for i, v in enumerate(iid)]
+    k = hp_noise.cell_noise({"svc_ms": iid, "arms": ["stop"] * n, "rusage": usage}, True, 0.02)
+    assert k["r_sys"] == pytest.approx(1.0) and k["r_user"] is None  # a constant user time: no correlation
+    assert k["sys"] == pytest.approx(1 / 3, abs=0.02) and k["ivcsw"] == pytest.approx(1.0) and k["faults"] == 3
 
 
 def test_hp_noise_prints_a_row_per_segment_and_refuses_what_it_cannot_read(tmp_path, capsys):
