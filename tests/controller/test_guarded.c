@@ -1685,6 +1685,38 @@ TEST(status_json_and_metrics_show_the_arm_its_reason_and_the_arms_statistics)
 }
 
 /* GPUYIELD_VERBOSE=1: the process whose job's end changes the arm says so, in one line. */
+/* What the process writes on stderr between capture_begin and capture_end (into a temporary
+ * file): the text, and its count of lines. */
+struct captured {
+    char path[40];
+    int fd, saved;
+};
+static bool capture_begin(struct captured *c)
+{
+    snprintf(c->path, sizeof c->path, "/tmp/gy-guarded-stderr-XXXXXX");
+    c->fd = mkstemp(c->path);
+    if (c->fd < 0)
+        return false;
+    fflush(stderr);
+    c->saved = dup(2);
+    dup2(c->fd, 2);
+    return true;
+}
+static int capture_end(struct captured *c, char *text, size_t len)
+{
+    fflush(stderr);
+    dup2(c->saved, 2);
+    close(c->saved);
+    ssize_t n = pread(c->fd, text, len - 1, 0);
+    text[n > 0 ? n : 0] = '\0';
+    close(c->fd);
+    unlink(c->path);
+    int lines = 0;
+    for (char *t = text; *t; t++)
+        lines += *t == '\n';
+    return lines;
+}
+
 TEST(a_change_of_arm_is_one_verbose_line_from_the_process_that_made_it)
 {
     struct seg_pair s;
@@ -1695,28 +1727,15 @@ TEST(a_change_of_arm_is_one_verbose_line_from_the_process_that_made_it)
     gy_guarded_force(&s.hp, GY_ARM_P16, &err);
     s.hp.seg->guard.pinned = 0; /* in force as if promoted: a forced arm is pinned, never dropped */
     gy_guarded_configure(&s.hp, 0.02, 0.05, 0.5, 5, &err);
-    char path[] = "/tmp/gy-guarded-verbose-XXXXXX";
-    int fd = mkstemp(path);
-    REQUIRE(fd >= 0);
-    fflush(stderr);
-    int saved = dup(2);
-    dup2(fd, 2);
+    struct captured cap;
+    REQUIRE(capture_begin(&cap));
     setenv("GPUYIELD_VERBOSE", "1", 1);
     /* partition:16's jobs take 2 ms, stop's (half the jobs, the fallback's baseline during the
      * block) a few microseconds: far out of the bound within two blocks */
     run_jobs_by_arm(&s.hp, 6 * GY_GUARD_RECENT, 2000, 1);
     unsetenv("GPUYIELD_VERBOSE");
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
-    char text[2048] = "";
-    ssize_t n = pread(fd, text, sizeof text - 1, 0);
-    text[n > 0 ? n : 0] = '\0';
-    close(fd);
-    unlink(path);
-    int lines = 0;
-    for (char *c = text; *c; c++)
-        lines += *c == '\n';
+    char text[2048];
+    int lines = capture_end(&cap, text, sizeof text);
     CHECK(lines == 1 && strstr(text, "guarded arm partition:16 -> stop (fallback: the arm's recent jobs left the bound"),
           "stderr: %s", text);
     struct gy_guard snap;
@@ -1740,24 +1759,11 @@ TEST(a_corrupt_guard_in_the_segment_is_one_line_and_starts_over)
     gy_err err;
     REQUIRE(gy_status_read(&s.hp, &st, &err) == 0);
     CHECK(gy_status_json(&st, json, sizeof json) > 0 && strstr(json, "\"guarded\""), "the status reads it");
-    char path[] = "/tmp/gy-guarded-corrupt-XXXXXX";
-    int fd = mkstemp(path);
-    REQUIRE(fd >= 0);
-    fflush(stderr);
-    int saved = dup(2);
-    dup2(fd, 2);
+    struct captured cap;
+    REQUIRE(capture_begin(&cap));
     run_jobs(&s.hp, 3, 0);
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
-    char text[2048] = "";
-    ssize_t n = pread(fd, text, sizeof text - 1, 0);
-    text[n > 0 ? n : 0] = '\0';
-    close(fd);
-    unlink(path);
-    int lines = 0;
-    for (char *c = text; *c; c++)
-        lines += *c == '\n';
+    char text[2048];
+    int lines = capture_end(&cap, text, sizeof text);
     CHECK(lines == 1 && strstr(text, "its guarded state holds values out of range") && strstr(text, s.hp.name),
           "stderr: %s", text);
     struct gy_guard snap;
