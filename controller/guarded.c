@@ -140,6 +140,7 @@ void gy_guard_init(struct gy_guard *g)
 }
 
 static uint64_t next_random(struct gy_guard *g);
+static bool next_is_stop(struct gy_guard *g, uint32_t share_ppm);
 static void publish_depth(struct gy_guard *g);
 static bool is_look(uint32_t n);
 
@@ -153,7 +154,8 @@ int gy_guard_configure(struct gy_guard *g, double eps_p50, double eps_p99, doubl
     g->eps_p99_ppm = ppm(eps_p99);
     g->stop_share_ppm = ppm(stop_share);
     g->rng = seed ? seed : GY_GUARD_DEFAULT_SEED; /* xorshift's state must not be 0 */
-    g->next_stop = next_random(g) % 1000000u < g->stop_share_ppm; /* the next job's class at this share */
+    g->stop_block = 0; /* the next job's class at this share, the first of a new block */
+    g->next_stop = next_is_stop(g, g->stop_share_ppm);
     publish_depth(g);
     return 0;
 }
@@ -165,6 +167,37 @@ static uint64_t next_random(struct gy_guard *g)
     x ^= x >> 12, x ^= x << 25, x ^= x >> 27;
     g->rng = x;
     return x * 0x2545f4914f6cdd1dull;
+}
+
+/* Whether the next job is a stop sample at share_ppm. Stop samples are drawn in blocks of
+ * STOP_BLOCK jobs, each holding floor(STOP_BLOCK x share) of them (one more with the probability of
+ * its fraction) at random places: the share is kept on average as a coin would keep it, but
+ * every stretch of 4 jobs holds both kinds in proportion, so that each block of the arm's jobs
+ * has stop's jobs of the same time to be compared with (replayed on the H200's and H100's
+ * measured stop jobs: bench/results/2026-12-01-test-at-the-noise-limit). Another share (a trial
+ * begins or ends, the settings change) draws a new block at once. stop_block: bits 0-3 the block's
+ * stop places, 4-7 the next place, 8-27 the share it was drawn at. */
+#define STOP_BLOCK 4u
+static bool next_is_stop(struct gy_guard *g, uint32_t share_ppm)
+{
+    share_ppm = share_ppm > 1000000u ? 1000000u : share_ppm;
+    uint32_t mask = g->stop_block & 0xfu, place = g->stop_block >> 4 & 0xfu, drawn_at = g->stop_block >> 8;
+    if (place == 0 || place >= STOP_BLOCK || drawn_at != share_ppm) {
+        uint64_t want = (uint64_t)share_ppm * STOP_BLOCK;
+        uint32_t k = (uint32_t)(want / 1000000u) + (next_random(g) % 1000000u < want % 1000000u);
+        uint32_t order[STOP_BLOCK] = {0, 1, 2, 3};
+        for (uint32_t i = STOP_BLOCK - 1; i > 0; i--) { /* Fisher-Yates */
+            uint32_t j = (uint32_t)(next_random(g) % (i + 1)), t = order[i];
+            order[i] = order[j], order[j] = t;
+        }
+        mask = 0;
+        for (uint32_t i = 0; i < k && i < STOP_BLOCK; i++)
+            mask |= 1u << order[i];
+        place = 0;
+    }
+    bool stop = mask >> place & 1u;
+    g->stop_block = mask | (place + 1) << 4 | share_ppm << 8;
+    return stop;
 }
 
 static bool valid_arm(uint32_t arm) { return arm < GY_GUARD_ARM_COUNT; }
@@ -478,7 +511,7 @@ enum gy_guard_arm gy_guard_pick(struct gy_guard *g, uint32_t *depth_us)
     else if (valid_arm(g->trial) && depth == g->depth_in_force)
         arm = g->trial;
     /* the next job's class now: the gap before it runs at its depth */
-    g->next_stop = next_random(g) % 1000000u < share;
+    g->next_stop = next_is_stop(g, share);
     publish_depth(g);
     g->open[arm]++;
     publish_current(g);

@@ -142,6 +142,9 @@ struct gy_guard {
     uint32_t blocks_arm;
     int32_t blocks_u2;
     uint32_t blocks_var12;
+    /* The stop samples' block of 4 jobs (guarded.c, next_is_stop): its stop places, the next
+     * place, the share it was drawn at. */
+    uint32_t stop_block;
 };
 
 #endif
