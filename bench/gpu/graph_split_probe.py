@@ -27,6 +27,10 @@ import torchvision
 
 
 def capture(fn):
+    """The graph, its output, and fn: the graph reads the memory of the tensors fn holds (weights,
+    inputs), so fn must outlive every replay; dropped, that memory goes back to the allocator and a
+    later replay reads what took its place (an illegal address on the H200, 2026-12-01, once every
+    graph was captured before the first was measured)."""
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
@@ -36,7 +40,7 @@ def capture(fn):
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         out = fn()
-    return graph, out
+    return graph, out, fn
 
 
 def gemm2():
@@ -112,13 +116,13 @@ def main():
     torch.manual_seed(0)
     graphs = {name: capture(make()) for name, make in (("gemm2", gemm2), ("r50", r50), ("branches", branches))}
     if ready and go:
-        for graph, _ in graphs.values():
+        for graph, _, _ in graphs.values():
             for _ in range(WARM_REPLAYS):
                 graph.replay()
                 torch.cuda.synchronize()
         wait_for_go(ready, go)
     results = {}
-    for name, (graph, out) in graphs.items():
+    for name, (graph, out, _) in graphs.items():
         results[name] = r = measure(graph, out, replays)
         print(f"{name}: replay p50 {r['replay_ms_p50']:.3f} ms, back to back {r['back_to_back_ms']:.3f} ms a replay",
               flush=True)
