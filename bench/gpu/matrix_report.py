@@ -1,11 +1,12 @@
 """The cell table of a matrix record, in Markdown, from what the runs wrote: per cell the HP p50
 ratio with its interval, the p99 ratio, the LP's throughput ratio and its share of the GPU time the
-HP leaves, for each named setup; beside guarded, the arm in force at the cell's end, why, and how
-many HP jobs of the cell (learning and rounds) each arm other than stop ran.
+HP leaves, for each named setup; beside each guarded setup named (guarded, guarded_auto,
+guarded_depth), the arm in force at the cell's end, why, and how many HP jobs of the cell (learning
+and rounds) each arm other than stop ran.
 Then per setup the issue's targets counted over the cells, the launch-bound HPs' LP target among
 them. Give every folder of one record at once (each one matrix invocation: matrix.json, and
 raw.json, raw.json.xz or raw.json.gz for the guarded states):
-    python3 -m bench.gpu.matrix_report DIR [DIR ...] [--setups corun,guarded]
+    python3 -m bench.gpu.matrix_report DIR [DIR ...] [--setups corun,guarded,guarded_auto]
 A cell measured in two folders is listed from each (merge invocations with `matrix --merge`)."""
 import argparse
 import collections
@@ -46,27 +47,42 @@ def launch_bound_kinds(m):
     return out
 
 
-def guarded_states(raw):
+GUARDED_SETUPS = ("guarded", "guarded_auto", "guarded_depth")
+
+
+def guarded_states(raw, setup="guarded"):
     """{(hp, lp, load): (in_force, reason, trying, {arm: jobs} for arms other than stop)}: the state
-    in the status of each cell's last measured guarded segment, and the arms of the HP jobs of the
-    cell's learning and rounds (the status counts jobs over the segment's life, and one guarded
-    segment serves every cell of an HP kind)."""
-    out, last_round = {}, {}
+    in the status of each cell's last measured segment of SETUP (guarded, guarded_auto,
+    guarded_depth), and the arms of the HP jobs of the cell's learning and rounds (the status counts
+    jobs over the segment's life, and one guarded segment serves every cell of an HP kind). An HP
+    that does not mark its jobs (guarded_auto) knows no job's arm: its cell's arms are then the
+    guard's own counts in that last status less those in the last status of the cells before it
+    (the guard counts over the segment's life), flagged so."""
+    out, last_round, seen, before = {}, {}, set(), {}
     jobs = collections.defaultdict(collections.Counter)
-    for seg in (raw or {}).get("segments", []):
-        if seg.get("setup") not in ("guarded", "guarded_learn"):
-            continue
+    latest = collections.Counter()  # the guard's counts in the last status seen, in time order
+    segs = [g for g in (raw or {}).get("segments", []) if g.get("setup") in (setup, f"{setup}_learn")]
+    if all("wall_start" in g for g in segs):
+        segs.sort(key=lambda g: g["wall_start"])
+    for seg in segs:
         key = (seg["hp"], seg["lp"], seg["load"])
-        jobs[key].update(a for a in ((seg.get("hp_result") or {}).get("arms") or []) if a and a != "stop")
+        before.setdefault(key, collections.Counter(latest))  # the counts when the cell began
+        arms = (seg.get("hp_result") or {}).get("arms") or []
+        seen.update([key] if any(arms) else [])
+        jobs[key].update(a for a in arms if a and a != "stop")
         st = (seg.get("guarded_status") or {}).get("guarded")
-        if seg["setup"] != "guarded" or not st or seg.get("round", -1) < last_round.get(key, -2):
+        counts = collections.Counter({a: v.get("jobs", 0) for a, v in ((st or {}).get("arms") or {}).items()
+                                      if isinstance(v, dict)})
+        latest = counts or latest
+        if seg["setup"] != setup or not st or seg.get("round", -1) < last_round.get(key, -2):
             continue
         last_round[key] = seg.get("round", -1)
         reason = st.get("reason")
         if st.get("on_confirmation"):  # promoted, measured again in force (since 2026-11-28)
             reason = f"{reason} (on confirmation)"
-        out[key] = (st.get("in_force"), reason, st.get("trying"))
-    return {k: v + (dict(jobs[k]),) for k, v in out.items()}
+        counted = {a: n for a, n in (counts - before[key]).items() if a != "stop"}
+        out[key] = (st.get("in_force"), reason, st.get("trying"), counted)
+    return {k: (f, r, t, dict(jobs[k]) if k in seen else c, k not in seen) for k, (f, r, t, c) in out.items()}
 
 
 def fmt_setup(row):
@@ -92,18 +108,22 @@ def fmt_setup(row):
 def fmt_state(state):
     if not state:
         return "-"
-    in_force, reason, trying, jobs = state
+    in_force, reason, trying, jobs, guards_count = state
     txt = f"{in_force}, {reason}"
     if trying:
         txt += f", {trying} in trial"
     arms = ", ".join(f"{a.replace('partition:', '')}: {n}" for a, n in sorted(jobs.items(), key=lambda kv: -kv[1]))
-    return txt + ("; " + arms if arms else "; no other arm")
+    if not arms:
+        return txt + "; no other arm"
+    return txt + ("; the guard's counts: " if guards_count else "; ") + arms
 
 
 def report(folders, setups):
     lines, summary = [], {s: {"hp": [0, 0], "lp": [0, 0], "lb": [0, 0, 0]} for s in setups}
-    head = "| cell | GPU time left | " + " | ".join(setups) + (" | guarded at the end (arm, reason; HP jobs per arm) |"
-                                                            if "guarded" in setups else " |")
+    # each guarded setup (guarded, guarded_auto, guarded_depth) named gets its state at the end
+    stated = [s for s in setups if s in GUARDED_SETUPS]
+    head = ("| cell | GPU time left | " + " | ".join(setups)
+            + "".join(f" | {s} at the end (arm, reason; HP jobs per arm)" for s in stated) + " |")
     lines += [head, "|" + "---|" * (head.count("|") - 1)]
     # the lower load of the cells of every folder named: one invocation may hold only the higher
     # load's cells (a record split across device calls by load)
@@ -112,7 +132,8 @@ def report(folders, setups):
                      key=lambda ld: matrix.LOADS.get(ld, float("inf")), default=None)
     for folder, m in zip(folders, matrices):
         try:
-            states = guarded_states(raw_record.load(folder)) if "guarded" in setups else {}
+            raw = raw_record.load(folder) if stated else None
+            states = {s: guarded_states(raw, s) for s in stated}
         except raw_record.RawRecordError:
             states = {}  # the table without the guarded states: matrix.json alone still gives the cells
         lb = launch_bound_kinds(m)
@@ -137,8 +158,8 @@ def report(folders, setups):
                     t["lb"][0] += lp >= TARGET_LP_ALONE
                     t["lb"][1] += (r.get("lp_share_of_left") or 0) >= TARGET_LP_SHARE
                     t["lb"][2] += 1
-            if "guarded" in setups:
-                row += " | " + fmt_state(states.get(key))
+            for s in stated:
+                row += " | " + fmt_state(states.get(s, {}).get(key))
             lines.append(row + " |")
     lines.append("")
     for s in setups:

@@ -1070,6 +1070,36 @@ def test_matrix_report_gives_each_cells_setups_the_guarded_end_state_and_the_tar
     assert "empty/matrix.json" in capsys.readouterr().err
 
 
+def test_matrix_report_counts_an_unmarked_hps_arms_from_the_guard_less_the_cells_before_it(tmp_path, capsys):
+    from bench.gpu import matrix_report
+    row = {"hp_jobs": 100, "hp_p50_ratio": {"value": 0.8, "ci": [0.7, 0.9]}, "hp_p99_ratio": {"value": 1.0},
+           "lp_throughput_ratio": {"value": 0.7}, "lp_share_of_left": 0.74, "meets_hp_target": True}
+    cells = [{"hp": "small", "lp": lp, "load": "poisson-25", "gpu_time_left": 0.9,
+              "setups": {"corun": row, "guarded_auto": row}} for lp in ("gemm", "graph")]
+    kinds = {"small": {"svc_p50_ms": 4.0, "busy_ms": 0.3}}
+
+    def seg(lp, setup, rnd, t, counts, in_force="stop"):
+        # an unmarked HP: its worker records no arm per job; the guard's counts are the segment's life's
+        return {"hp": "small", "lp": lp, "load": "poisson-25", "setup": setup, "round": rnd, "wall_start": t,
+                "hp_result": {"arms": []},
+                "guarded_status": {"guarded": {"in_force": in_force, "reason": "kept", "trying": None,
+                                               "arms": {a: {"jobs": n} for a, n in counts.items()}}}}
+    segments = [seg("graph", "guarded_auto", 0, 40, {"stop": 900, "partition:32": 700, "partition:64": 500},
+                    "partition:64"),
+                seg("gemm", "guarded_auto_learn", -1, 10, {"stop": 300, "partition:32": 600}),
+                seg("gemm", "guarded_auto", 0, 20, {"stop": 400, "partition:32": 650}),
+                seg("graph", "guarded_auto_learn", -1, 30, {"stop": 800, "partition:32": 700, "partition:64": 400})]
+    folder = _report_folder(tmp_path, "auto", cells, kinds, segments)
+    assert matrix_report.main([folder, "--setups", "corun,guarded_auto"]) == 0
+    out = capsys.readouterr().out
+    assert "guarded_auto at the end (arm, reason; HP jobs per arm)" in out.splitlines()[0]
+    lines = {ln.split(" | ")[0]: ln for ln in out.splitlines() if ln.startswith("| ")}
+    # written out of order; in time order the gemm cell came first and the graph cell's counts start
+    # from where it ended (32: 650), not from zero
+    assert lines["| small + gemm, poisson-25"].endswith("| stop, kept; the guard's counts: 32: 650 |")
+    assert lines["| small + graph, poisson-25"].endswith("| partition:64, kept; the guard's counts: 64: 500, 32: 50 |")
+
+
 def test_guard_replay_promotes_a_costless_arm_on_a_measured_trace_and_never_a_costly_one(tmp_path, capsys):
     import random
     from bench import guard_replay
