@@ -49,7 +49,7 @@ enum { GY_GUARD_DEPTH_COUNT = 0 GY_GUARD_DEPTHS(GY_GUARD_DEPTH_ONE) };
     X(START, "start", "start: stop until an arm is measured within the bound of stop")             \
     X(PROMOTED, "promoted", "promoted: within the bound of stop, the LP launching most over whole cycles") \
     X(KEPT, "kept", "kept: a tried arm gave the LP no more over whole cycles, or nothing in its jobs") \
-    X(REJECTED, "rejected", "the tried arm missed the bound of stop (p50 or p99), in its trial or on its confirmation in force") \
+    X(REJECTED, "rejected", "rejected: the tried arm missed the bound of stop (p50 or p99), or its test leaned over the bound (futile: ratios near 1 can say so on few jobs), in its trial or on its confirmation in force") \
     X(FALLBACK, "fallback", "fallback: the arm's recent jobs left the bound of stop")              \
     X(SHIFT, "shift", "shift: the HP's job time or job rate moved by a factor over 2; measured again from there") \
     X(RECHECK, "recheck", "re-check: windows reset after the periodic interval; kept while within the bound") \
