@@ -67,6 +67,22 @@ static const struct {
 } reason_rows[GY_GUARD_REASON_COUNT] = {GY_GUARD_REASONS(REASON_ROW)};
 #undef REASON_ROW
 
+#define TRIAL_END_ROW(suffix, code, text) {code, text},
+static const struct {
+    const char *code, *text;
+} trial_end_rows[GY_GUARD_TRIAL_OUTCOME_COUNT] = {GY_GUARD_TRIAL_ENDS(TRIAL_END_ROW)};
+#undef TRIAL_END_ROW
+
+const char *gy_guard_trial_outcome_name(enum gy_guard_trial_outcome outcome)
+{
+    return (unsigned)outcome < GY_GUARD_TRIAL_OUTCOME_COUNT ? trial_end_rows[outcome].code : "?";
+}
+
+const char *gy_guard_trial_outcome_text(enum gy_guard_trial_outcome outcome)
+{
+    return (unsigned)outcome < GY_GUARD_TRIAL_OUTCOME_COUNT ? trial_end_rows[outcome].text : "?";
+}
+
 const char *gy_guard_arm_name(enum gy_guard_arm arm)
 {
     return (unsigned)arm < GY_GUARD_ARM_COUNT ? arm_rows[arm].name : "?";
@@ -257,6 +273,69 @@ static int lp_cycle_verdict(const struct gy_guard *g, uint32_t arm, uint32_t tha
         return 0;
     double mine = cycle_rate(g, arm), theirs = cycle_rate(g, than);
     return mine > theirs * (1.0 + GY_GUARD_CYCLE_GAIN) ? 1 : mine <= theirs ? -1 : 0;
+}
+
+static uint16_t e4(double x)
+{
+    double v = x * 1e4 + 0.5;
+    return v >= 65535.0 ? UINT16_MAX : v > 0 ? (uint16_t)v : 0; /* NaN: 0 */
+}
+
+/* The trial ends (how: outcome), kept as the last trial with what was measured of it (the last
+ * full test's z and ratios, its cycles' LP launches over the arm in force's) and told in *c when
+ * given (GPUYIELD_VERBOSE); no arm is tried after it until the caller starts one. */
+static void end_trial(struct gy_guard *g, enum gy_guard_trial_outcome outcome, struct gy_guard_change *c)
+{
+    uint32_t arm = g->trial;
+    g->trial = GY_GUARD_NO_ARM;
+    if (!valid_arm(arm))
+        return;
+    double mine = cycle_rate(g, arm), theirs = valid_arm(g->in_force) ? cycle_rate(g, g->in_force) : 0.0;
+    struct gy_guard_trial_view v = {.arm = (enum gy_guard_arm)arm,
+                                    .in_force = (enum gy_guard_arm)g->in_force,
+                                    .outcome = outcome,
+                                    .jobs = g->arms[arm].n,
+                                    .z = g->z_milli / 1e3,
+                                    .ratio_p50 = g->ratio_p50_ppm / 1e6,
+                                    .ratio_p99 = g->ratio_p99_ppm / 1e6,
+                                    .lp_cycle_ratio = mine > 0 && theirs > 0 ? mine / theirs : 0.0,
+                                    .at_job = g->jobs};
+    int32_t centi = g->z_milli / 10;
+    g->last_trial = (struct gy_guard_trial_end){
+        .arm = (uint8_t)arm,
+        .outcome = (uint8_t)outcome,
+        .in_force = (uint8_t)g->in_force,
+        .z_centi = (int16_t)(centi > INT16_MAX ? INT16_MAX : centi < -INT16_MAX ? -INT16_MAX : centi),
+        .jobs = (uint16_t)(v.jobs > UINT16_MAX ? UINT16_MAX : v.jobs),
+        .ratio_p50_e4 = e4(v.ratio_p50),
+        .ratio_p99_e4 = e4(v.ratio_p99),
+        .lp_cycle_e4 = e4(v.lp_cycle_ratio),
+        .at_job = (uint32_t)g->jobs};
+    if (g->trials_ended < UINT32_MAX)
+        g->trials_ended++;
+    if (c) {
+        c->trial_ended = true;
+        c->trial_end = v;
+    }
+}
+
+bool gy_guard_last_trial(const struct gy_guard *g, struct gy_guard_trial_view *out)
+{
+    memset(out, 0, sizeof *out);
+    const struct gy_guard_trial_end *e = &g->last_trial;
+    if (!gy_guard_sane(g) || !g->trials_ended || !valid_arm(e->arm) || !valid_arm(e->in_force) ||
+        e->outcome >= GY_GUARD_TRIAL_OUTCOME_COUNT)
+        return false;
+    *out = (struct gy_guard_trial_view){.arm = (enum gy_guard_arm)e->arm,
+                                        .in_force = (enum gy_guard_arm)e->in_force,
+                                        .outcome = (enum gy_guard_trial_outcome)e->outcome,
+                                        .jobs = e->jobs,
+                                        .z = e->z_centi / 100.0,
+                                        .ratio_p50 = e->ratio_p50_e4 / 1e4,
+                                        .ratio_p99 = e->ratio_p99_e4 / 1e4,
+                                        .lp_cycle_ratio = e->lp_cycle_e4 / 1e4,
+                                        .at_job = e->at_job};
+    return true;
 }
 
 static bool backing_off(const struct gy_guard *g, uint32_t arm) { return g->jobs < g->backoff_until[arm]; }
@@ -803,13 +882,15 @@ static uint64_t strike(struct gy_guard *g, uint32_t arm) /* counts the drop, ret
     return (uint64_t)GY_GUARD_BACKOFF_JOBS << doublings;
 }
 
-static void drop(struct gy_guard *g, uint32_t arm, enum gy_guard_reason why, struct gy_guard_change *c)
+/* `arm` dropped (why), backing off; a trial of it ends as `outcome`. */
+static void drop(struct gy_guard *g, uint32_t arm, enum gy_guard_reason why, enum gy_guard_trial_outcome outcome,
+                 struct gy_guard_change *c)
 {
     g->backoff_until[arm] = g->jobs + strike(g, arm);
     if (g->trial == arm)
-        g->trial = GY_GUARD_NO_ARM;
+        end_trial(g, outcome, c);
     if (g->in_force == arm) {
-        g->trial = GY_GUARD_NO_ARM; /* a larger arm than one that failed is no safer */
+        end_trial(g, GY_GUARD_TRIAL_ENDED, c); /* a larger arm than one that failed is no safer */
         set_in_force(g, GY_ARM_STOP, why, c);
     } else if (g->in_force == GY_ARM_STOP) {
         g->reason = GY_GUARD_WHY_REJECTED;
@@ -829,8 +910,8 @@ static void start_over(struct gy_guard *g, enum gy_guard_reason why, struct gy_g
     g->base_us = 0;
     g->cycle_mean_us = g->cycles_counted = g->rate_ref_us = 0;
     g->ratio_p50_ppm = g->ratio_p99_ppm = 0; /* the last test was of another pair */
+    end_trial(g, GY_GUARD_TRIAL_ENDED, c);
     g->z_milli = 0;
-    g->trial = GY_GUARD_NO_ARM;
     g->confirmed = 0;
     g->pinned = 0;
     set_in_force(g, GY_ARM_STOP, why, c);
@@ -846,9 +927,9 @@ static void start_over(struct gy_guard *g, enum gy_guard_reason why, struct gy_g
 
 /* After a shift (the HP's job time or job rate) the windows start again: a trial ends, the arm and
  * the depth in force stay and are measured again, and the periodic re-check counts from here. */
-static void measure_again(struct gy_guard *g)
+static void measure_again(struct gy_guard *g, struct gy_guard_change *c)
 {
-    g->trial = GY_GUARD_NO_ARM;
+    end_trial(g, GY_GUARD_TRIAL_ENDED, c);
     g->confirmed = 0;
     reset_window(&g->depth_window); /* the depth in force stays, measured again */
     g->depth_trial = 0;
@@ -866,7 +947,7 @@ static void measure_again(struct gy_guard *g)
  * Only a factor of 2 counts: a BERT HP's job time wandered between 3.2 and 5.3 ms (medians of 64
  * jobs) on the H100, and a 50 % threshold cut every trial short (bench/results/2026-11-24-guarded-v3);
  * a trial compares jobs of the same time (paired_stop), so a smaller change falls on both sides. */
-static bool shifted(struct gy_guard *g)
+static bool shifted(struct gy_guard *g, struct gy_guard_change *c)
 {
     struct gy_guard_window *w = &g->arms[GY_ARM_STOP];
     uint32_t scratch[GY_GUARD_RECENT], kept[GY_GUARD_RECENT];
@@ -876,6 +957,7 @@ static bool shifted(struct gy_guard *g)
     uint32_t recent = gy_guard_order_stat(w->recent, GY_GUARD_RECENT, GY_GUARD_RECENT / 2, scratch);
     if (!(whole > 0) || (recent <= whole * GY_GUARD_SHIFT && recent * GY_GUARD_SHIFT >= whole))
         return false;
+    measure_again(g, c); /* first: the trial's end is logged with its window */
     memcpy(kept, w->recent, sizeof kept);
     uint32_t head = w->head;
     for (uint32_t a = 0; a < GY_GUARD_ARM_COUNT; a++)
@@ -887,7 +969,6 @@ static bool shifted(struct gy_guard *g)
     w->recent_n = GY_GUARD_RECENT;
     for (uint32_t i = 0; i < GY_GUARD_RECENT; i++)
         bin_sample(g, w, kept[i]), bin_sample(g, &g->paired_stop, kept[i]);
-    measure_again(g);
     g->reason = GY_GUARD_WHY_SHIFT;
     return true;
 }
@@ -911,12 +992,12 @@ struct gy_guard_change gy_guard_reset(struct gy_guard *g)
  * stop's own window stays (the fallback's baseline). Every arm's cycle sums start again too. */
 static void rate_shifted(struct gy_guard *g)
 {
+    measure_again(g, NULL); /* first: the trial's end is logged with its window and cycles */
     memset(g->cycle_work, 0, sizeof g->cycle_work);
     memset(g->cycle_us, 0, sizeof g->cycle_us);
     for (uint32_t a = GY_ARM_STOP + 1; a < GY_GUARD_ARM_COUNT; a++)
         reset_window(&g->arms[a]);
     reset_paired(g);
-    measure_again(g);
     if (g->in_force != GY_ARM_STOP)
         g->reason = GY_GUARD_WHY_SHIFT; /* with stop in force, why it is stays the reason */
 }
@@ -1050,12 +1131,13 @@ static double gross_margin(const struct gy_guard *g) { return 1.0 + GY_GUARD_GRO
 /* The fast fallback's drop. A gross cost does not go away by itself (a GPU-bound HP's jobs were
  * 1.08-1.73x stop's on 16 SMs beside every LP on the H100, bench/results/2026-11-25-matrix-refresh),
  * and each retrial costs the HP such jobs: it counts as GY_GUARD_GROSS_STRIKES drops. */
-static void drop_out(struct gy_guard *g, uint32_t arm, bool gross, struct gy_guard_change *c)
+static void drop_out(struct gy_guard *g, uint32_t arm, bool gross, enum gy_guard_trial_outcome outcome,
+                     struct gy_guard_change *c)
 {
     bool tried = arm == g->trial;
     if (gross && g->strikes[arm] < UINT32_MAX - GY_GUARD_GROSS_STRIKES)
         g->strikes[arm] += GY_GUARD_GROSS_STRIKES - 1;
-    drop(g, arm, GY_GUARD_WHY_FALLBACK, c);
+    drop(g, arm, GY_GUARD_WHY_FALLBACK, outcome, c);
     if (gross && tried)
         back_off_below(g, arm);
 }
@@ -1122,7 +1204,7 @@ struct gy_guard_change gy_guard_record(struct gy_guard *g, enum gy_guard_arm arm
         return c;
     if (arm == GY_ARM_STOP && !depth_us) {
         add_sample(g, &g->arms[GY_ARM_STOP], true, duration_ns, 0);
-        shifted(g);
+        shifted(g, &c);
         return c;
     }
     /* A job at another depth than its arm's jobs now get: of the depth tried, or (stop in force)
@@ -1151,18 +1233,18 @@ struct gy_guard_change gy_guard_record(struct gy_guard *g, enum gy_guard_arm arm
          * would bring it back after each backoff). On the H100 a BERT HP beside a ResNet-50 graph LP
          * ran 2 910 jobs of such trials in one cell, its p99 2.23 of alone against corun's 0.75
          * (bench/results/2026-11-25-matrix-refresh). */
-        g->trial = GY_GUARD_NO_ARM;
+        end_trial(g, GY_GUARD_TRIAL_NOTHING, &c);
         g->reason = GY_GUARD_WHY_KEPT;
         back_off_every_arm(g);
         return c;
     }
     if (arm == g->trial && g->arms[arm].n <= GY_GUARD_PROBE_JOBS && g->strikes[arm] >= GY_GUARD_GROSS_STRIKES &&
         (probe_out(g, duration_ns) || (g->arms[arm].n == GY_GUARD_PROBE_JOBS && probe_joint_out(g, &g->arms[arm])))) {
-        drop_out(g, arm, true, &c);
+        drop_out(g, arm, true, GY_GUARD_TRIAL_GROSS, &c);
         return c;
     }
     if (recent_out(g, &g->arms[arm])) {
-        drop_out(g, arm, g->ratio_p50_ppm >= ppm(gross_margin(g)), &c);
+        drop_out(g, arm, g->ratio_p50_ppm >= ppm(gross_margin(g)), GY_GUARD_TRIAL_FALLBACK, &c);
         return c;
     }
     const struct gy_guard_window *w = &g->arms[arm];
@@ -1183,6 +1265,7 @@ struct gy_guard_change gy_guard_record(struct gy_guard *g, enum gy_guard_arm arm
          * arm up is (a larger partition drains its backlog faster: 64 SMs gave that LP 1.18). */
         g->reason = GY_GUARD_WHY_KEPT;
         g->backoff_until[arm] = g->jobs + GY_GUARD_RECHECK_JOBS;
+        end_trial(g, GY_GUARD_TRIAL_NO_GAIN, &c);
         start_trial(g, next_arm(g, arm));
         return c;
     }
@@ -1201,7 +1284,7 @@ struct gy_guard_change gy_guard_record(struct gy_guard *g, enum gy_guard_arm arm
              * HP 1.6-4.5 % more than in its learning's last 800 jobs
              * (bench/results/2026-11-25-matrix-current, learned_vs_rounds.md), while an arm in
              * force goes only when shown out of the bound, 2 000-5 000 jobs later in the replay. */
-            g->trial = GY_GUARD_NO_ARM;
+            end_trial(g, GY_GUARD_TRIAL_PROMOTED, &c);
             set_in_force(g, arm, GY_GUARD_WHY_PROMOTED, &c);
             reset_window(&g->arms[arm]);
             reset_paired(g);
@@ -1209,13 +1292,14 @@ struct gy_guard_change gy_guard_record(struct gy_guard *g, enum gy_guard_arm arm
             g->strikes[arm] = 0; /* within the bound: it costs nothing */
             g->reason = GY_GUARD_WHY_KEPT;
             g->backoff_until[arm] = g->jobs + GY_GUARD_RECHECK_JOBS; /* no use before the workload changes */
+            end_trial(g, gave ? GY_GUARD_TRIAL_WITHIN : GY_GUARD_TRIAL_NOTHING, &c);
         }
         /* An LP that sent nothing to the partition during the arm's jobs (CUDA graphs wait under
          * every arm) gains nothing from a larger one, and a trial costs the HP: none until the
          * next re-check. On the H100 a BERT HP beside a graph LP lost 22 % a job in a trial of 120
          * SMs that could not have given the LP anything. */
         if (!gave)
-            g->trial = GY_GUARD_NO_ARM, back_off_every_arm(g);
+            back_off_every_arm(g);
         else if (!gy_guard_on_confirmation(g))
             start_trial(g, next_arm(g, arm));
     } else if (arm == g->in_force && !g->confirmed && verdict > 0) {
@@ -1232,12 +1316,13 @@ struct gy_guard_change gy_guard_record(struct gy_guard *g, enum gy_guard_arm arm
          * arms tried later). A confirmation until the full test passed again (about 1 000 jobs:
          * the p99 needs 256 of stop's) protected the HP no better (0.44, 0.39) and cost the LP
          * more (18.4 %). */
-        drop(g, arm, GY_GUARD_WHY_REJECTED, &c);
+        drop(g, arm, GY_GUARD_WHY_REJECTED, GY_GUARD_TRIAL_ENDED, &c); /* in force: not a trial */
     } else if (verdict < 0 || (verdict == 0 && full && arm == g->trial)) {
         /* A trial not within after GY_GUARD_TRIAL_MAX jobs, or futile, is rejected; the arm in force, measured
          * again after a re-check, goes only when shown out (it passed once; its window is not
          * balanced with stop's: stop gets a quarter of the jobs outside trials). */
-        drop(g, arm, arm == g->trial ? GY_GUARD_WHY_REJECTED : GY_GUARD_WHY_FALLBACK, &c);
+        drop(g, arm, arm == g->trial ? GY_GUARD_WHY_REJECTED : GY_GUARD_WHY_FALLBACK,
+             verdict < 0 ? GY_GUARD_TRIAL_OVER : futile(g, w) ? GY_GUARD_TRIAL_FUTILE : GY_GUARD_TRIAL_CAP, &c);
     }
     return c;
 }
@@ -1260,7 +1345,7 @@ void gy_guard_force(struct gy_guard *g, enum gy_guard_arm arm)
     if (!valid_arm(arm))
         return;
     start_over_if_not_sane(g);
-    g->trial = GY_GUARD_NO_ARM;
+    end_trial(g, GY_GUARD_TRIAL_ENDED, NULL);
     g->backoff_until[arm] = 0;
     g->strikes[arm] = 0;
     set_in_force(g, arm, GY_GUARD_WHY_FORCED, &ignored);

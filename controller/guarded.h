@@ -105,6 +105,16 @@ int gy_guard_configure(struct gy_guard *g, double eps_p50, double eps_p99, doubl
  * draws the next job's class and publishes the depth of the gap after this one (g->queue_us). */
 enum gy_guard_arm gy_guard_pick(struct gy_guard *g, uint32_t *depth_us);
 /* What a job's end changed in force: from -> to, and why. */
+/* A trial's end, as status and GPUYIELD_VERBOSE say it. */
+struct gy_guard_trial_view {
+    enum gy_guard_arm arm, in_force; /* the arm tried, the arm in force it was tried against */
+    enum gy_guard_trial_outcome outcome;
+    uint32_t jobs;                   /* in its window when it ended */
+    double z;                        /* the last full test's z */
+    double ratio_p50, ratio_p99;     /* the last decision's ratios to stop */
+    double lp_cycle_ratio;           /* its cycles' LP launches per second over the arm in force's (0: unmeasured) */
+    uint64_t at_job;                 /* the guard's job count then (the segment keeps its low 32 bits) */
+};
 struct gy_guard_change {
     bool changed;
     enum gy_guard_arm from, to;
@@ -112,6 +122,8 @@ struct gy_guard_change {
     bool depth_changed; /* the queue depth in force (microseconds, 0: the lower processes' own) */
     uint32_t depth_from, depth_to;
     enum gy_guard_reason depth_reason;
+    bool trial_ended; /* a trial ended (the guard keeps the last one's end): how, and its figures */
+    struct gy_guard_trial_view trial_end;
 };
 /* A job of `arm` after a gap at depth_us (as gy_guard_pick gave) ended after duration_ns, the lower
  * processes having made lp_work progress (partition launches + copies) during it. Counts it out of
@@ -180,6 +192,14 @@ static inline bool gy_guard_arm_disjoint(enum gy_guard_arm arm)
 enum gy_guard_arm gy_guard_arm_lower_twin(enum gy_guard_arm arm);
 const char *gy_guard_reason_text(enum gy_guard_reason reason);
 const char *gy_guard_reason_name(enum gy_guard_reason reason); /* "promoted", "fallback", ... */
+const char *gy_guard_trial_outcome_name(enum gy_guard_trial_outcome outcome); /* "promoted", "no-gain", ... */
+const char *gy_guard_trial_outcome_text(enum gy_guard_trial_outcome outcome);
+/* The last trial's end as the guard keeps it; false when none ended yet (or the guard is not sane). */
+bool gy_guard_last_trial(const struct gy_guard *g, struct gy_guard_trial_view *out);
+/* Whether a test had judged the trial when it ended (else its z and ratios are not its own). */
+bool gy_guard_trial_tested(const struct gy_guard_trial_view *t);
+/* "last test z Z, p50 xR, p99 xR of stop; its cycles gave the LP xR of ARM's" (or what is not known). */
+void gy_guard_trial_figures(const struct gy_guard_trial_view *t, char *buf, size_t len);
 /* An epsilon as the flags and file keys give it: a decimal fraction 0..GY_GUARD_MAX_EPS (0.02 is
  * 2 %) -> *out; -1 on anything else (empty, trailing text, NaN, out of range). */
 int gy_guard_parse_eps(const char *text, double *out);

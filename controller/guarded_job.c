@@ -111,7 +111,7 @@ void gy_guarded_end_locked(gy_shm *shm, const gy_job *job, uint64_t now_ns, stru
 
 void gy_guarded_tell(const gy_shm *shm, const struct gy_guard_change *change)
 {
-    if (!change->changed && !change->depth_changed)
+    if (!change->changed && !change->depth_changed && !change->trial_ended)
         return; /* every job's end comes here: no getenv (a scan of the environment) unless there is news */
     const char *verbose = getenv("GPUYIELD_VERBOSE");
     if (!verbose || strcmp(verbose, "1") != 0)
@@ -121,6 +121,14 @@ void gy_guarded_tell(const gy_shm *shm, const struct gy_guard_change *change)
         fprintf(stderr, "gpuyield: pid %d: %s: guarded queue depth %u -> %u us (0: the lower processes' own; %s)\n",
                 (int)getpid(), shm->name, change->depth_from, change->depth_to,
                 gy_guard_reason_text(change->depth_reason));
+    if (change->trial_ended) {
+        const struct gy_guard_trial_view *t = &change->trial_end;
+        char figures[160];
+        gy_guard_trial_figures(t, figures, sizeof figures);
+        fprintf(stderr, "gpuyield: pid %d: %s: guarded trial of %s against %s ended after %u of its jobs: %s (%s; %s)\n",
+                (int)getpid(), shm->name, gy_guard_arm_name(t->arm), gy_guard_arm_name(t->in_force), t->jobs,
+                gy_guard_trial_outcome_name(t->outcome), gy_guard_trial_outcome_text(t->outcome), figures);
+    }
     if (!change->changed)
         return;
     fprintf(stderr, "gpuyield: pid %d: %s: guarded arm %s -> %s (%s; p50 x%.3f, p99 x%.3f of stop)\n", (int)getpid(),

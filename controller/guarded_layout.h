@@ -60,6 +60,41 @@ enum { GY_GUARD_DEPTH_COUNT = 0 GY_GUARD_DEPTHS(GY_GUARD_DEPTH_ONE) };
 enum gy_guard_reason { GY_GUARD_REASONS(GY_GUARD_REASON_ENUM) GY_GUARD_REASON_COUNT };
 #undef GY_GUARD_REASON_ENUM
 
+/* How a trial ended (guarded.c, end_trial), kept in the guard's trial log and told by
+ * GPUYIELD_VERBOSE: what status needs to say why a costless-looking arm was not promoted.
+ * X(enum suffix, code, text) */
+#define GY_GUARD_TRIAL_ENDS(X)                                                                     \
+    X(PROMOTED, "promoted", "within the bound, its cycles gave the LP the gain promotion needs: in force") \
+    X(WITHIN, "within", "within the bound, but its cycles gave the LP under the gain promotion needs: backs off to the next re-check") \
+    X(NO_GAIN, "no-gain", "its cycles gave the LP no more than the arm in force's: ended at a look, the next arm up tried") \
+    X(NOTHING, "nothing", "its jobs gave the lower processes nothing (graphs waiting, or idle): every arm backs off") \
+    X(OVER, "over", "shown over the bound of stop (p50 or p99)")                                  \
+    X(FUTILE, "futile", "its test leaned over the bound (z < 0) after enough jobs to tell")        \
+    X(CAP, "cap", "not shown within the bound by its trial's cap of jobs")                         \
+    X(FALLBACK, "fallback", "its recent jobs left the bound of stop (the fast fallback)")          \
+    X(GROSS, "gross", "a job of its retrial far over stop's slowest (the probe of an arm dropped before)") \
+    X(ENDED, "ended", "its windows started again (the HP's speed or rate shifted, a reset, an arm forced, the arm in force dropped)")
+
+#define GY_GUARD_TRIAL_END_ENUM(suffix, code, text) GY_GUARD_TRIAL_##suffix,
+enum gy_guard_trial_outcome { GY_GUARD_TRIAL_ENDS(GY_GUARD_TRIAL_END_ENUM) GY_GUARD_TRIAL_OUTCOME_COUNT };
+#undef GY_GUARD_TRIAL_END_ENUM
+
+/* The last trial's end as the segment keeps it, packed (the segment stays under 64 KiB: this and
+ * trials_ended took its last 24 bytes): the arm, how it ended, the arm in force it was tried
+ * against, what the rule had measured of it then, when. guarded.h's gy_guard_last_trial reads it. */
+struct gy_guard_trial_end {
+    uint8_t arm;           /* enum gy_guard_arm tried */
+    uint8_t outcome;       /* enum gy_guard_trial_outcome */
+    uint8_t in_force;      /* enum gy_guard_arm it was tried against */
+    uint8_t unused;
+    int16_t z_centi;       /* the last full test's z x 100, clamped to +-327.67 */
+    uint16_t jobs;         /* in its window (saturating) */
+    uint16_t ratio_p50_e4; /* the last decision's ratios to stop x 10 000 (saturating: 6.5535) */
+    uint16_t ratio_p99_e4;
+    uint16_t lp_cycle_e4;  /* its cycles' LP launches per second over the arm in force's x 10 000 (0: unmeasured) */
+    uint32_t at_job;       /* the guard's job count when it ended (its low 32 bits) */
+};
+
 /* One arm's window: its HP job durations as a histogram over the guard's base (bins 1 % wide,
  * guard_bins.h; counts halved when the window reaches GY_GUARD_WINDOW_MAX, so it ages), its last
  * GY_GUARD_RECENT durations, and the lower processes' progress during the window's jobs. */
@@ -145,6 +180,9 @@ struct gy_guard {
     /* The stop samples' block of 4 jobs (guarded.c, next_is_stop): its stop places, the next
      * place, the share it was drawn at. */
     uint32_t stop_block;
+    /* Trials ended so far, and the last one's end (every one is told by GPUYIELD_VERBOSE). */
+    uint32_t trials_ended;
+    struct gy_guard_trial_end last_trial;
 };
 
 #endif

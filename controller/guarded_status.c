@@ -16,6 +16,21 @@ static const char *trial_name(const struct gy_guard *g)
     return g->trial < GY_GUARD_ARM_COUNT ? gy_guard_arm_name((enum gy_guard_arm)g->trial) : "-";
 }
 
+bool gy_guard_trial_tested(const struct gy_guard_trial_view *t) { return t->ratio_p50 > 0 || t->ratio_p99 > 0 || t->z != 0; }
+
+void gy_guard_trial_figures(const struct gy_guard_trial_view *t, char *buf, size_t len)
+{
+    int n = gy_guard_trial_tested(t)
+                ? snprintf(buf, len, "last test z %.2f, p50 x%.3f, p99 x%.3f of stop", t->z, t->ratio_p50, t->ratio_p99)
+                : snprintf(buf, len, "no test had judged it");
+    size_t used = n > 0 ? (size_t)n : 0;
+    if (used < len && t->lp_cycle_ratio > 0)
+        snprintf(buf + used, len - used, "; its cycles gave the LP x%.3f of %s's", t->lp_cycle_ratio,
+                 gy_guard_arm_name(t->in_force));
+    else if (used < len)
+        snprintf(buf + used, len - used, "; its cycles not compared with %s's", gy_guard_arm_name(t->in_force));
+}
+
 int gy_guarded_json(const struct gy_guard *g, char *buf, size_t len)
 {
     size_t used = 0;
@@ -56,8 +71,28 @@ int gy_guarded_json(const struct gy_guard *g, char *buf, size_t len)
     EMIT(g->depth_trial ? "%u" : "null", g->depth_trial);
     struct gy_guard_arm_stats d;
     gy_guard_depth_stats(g, &d);
-    EMIT(", \"confirmed\": %s, \"now_us\": %u, \"window\": %u, \"p50_ms\": %.3f, \"p99_ms\": %.3f}}",
+    EMIT(", \"confirmed\": %s, \"now_us\": %u, \"window\": %u, \"p50_ms\": %.3f, \"p99_ms\": %.3f}",
          g->depth_confirmed ? "true" : "false", (unsigned)atomic_load(&g->queue_us), d.window, d.p50_ms, d.p99_ms);
+    EMIT(", \"trials_ended\": %u, \"last_trial\": ", g->trials_ended); /* how the last trial ended */
+    struct gy_guard_trial_view t;
+    if (!gy_guard_last_trial(g, &t)) {
+        EMIT("null");
+    } else {
+        EMIT("{\"arm\": \"%s\", \"against\": \"%s\", \"outcome\": \"%s\", \"outcome_text\": \"%s\", \"jobs\": %u, "
+             "\"z\": ", gy_guard_arm_name(t.arm), gy_guard_arm_name(t.in_force), gy_guard_trial_outcome_name(t.outcome),
+             gy_guard_trial_outcome_text(t.outcome), t.jobs);
+        /* no decision yet (a trial ended before its first test): null, not a ratio of 0 */
+        bool tested = gy_guard_trial_tested(&t);
+        EMIT(tested ? "%.2f" : "null", t.z);
+        EMIT(", \"ratio_p50\": ");
+        EMIT(tested ? "%.4f" : "null", t.ratio_p50);
+        EMIT(", \"ratio_p99\": ");
+        EMIT(tested ? "%.4f" : "null", t.ratio_p99);
+        EMIT(", \"lp_cycle_ratio\": ");
+        EMIT(t.lp_cycle_ratio > 0 ? "%.4f" : "null", t.lp_cycle_ratio);
+        EMIT(", \"at_job\": %llu}", (unsigned long long)t.at_job);
+    }
+    EMIT("}");
     return (int)used;
 }
 
@@ -83,6 +118,14 @@ void gy_guarded_print(FILE *to, const struct gy_guard *g)
                     GY_GUARD_LOOK_Z, GY_GUARD_P99_MIN_JOBS, (long long)o.more_jobs,
                     o.beyond_cap ? ", past its trial's cap: it ends first unless the trend improves"
                                  : " (it gets at most half the HP's jobs while tried)");
+    }
+    struct gy_guard_trial_view t;
+    if (gy_guard_last_trial(g, &t)) {
+        char figures[160];
+        gy_guard_trial_figures(&t, figures, sizeof figures);
+        fprintf(to, "guarded: last trial (%u ended so far): %s against %s, %u of its jobs: %s (%s); %s\n",
+                g->trials_ended, gy_guard_arm_name(t.arm), gy_guard_arm_name(t.in_force), t.jobs,
+                gy_guard_trial_outcome_name(t.outcome), gy_guard_trial_outcome_text(t.outcome), figures);
     }
     struct gy_guard_arm_stats d;
     gy_guard_depth_stats(g, &d);
@@ -122,6 +165,16 @@ int gy_guarded_metrics(const struct gy_guard *g, const char *segment, char *buf,
          "# TYPE gpuyield_guarded_queue_depth_seconds gauge\n"
          "gpuyield_guarded_queue_depth_seconds{segment=\"%s\",reason=\"%s\"} %.6f\n",
          segment, gy_guard_reason_name((enum gy_guard_reason)g->depth_reason), g->depth_in_force / 1e6);
+    EMIT("# HELP gpuyield_guarded_trials_ended_total Trials of arms ended so far.\n"
+         "# TYPE gpuyield_guarded_trials_ended_total counter\n"
+         "gpuyield_guarded_trials_ended_total{segment=\"%s\"} %u\n",
+         segment, g->trials_ended);
+    struct gy_guard_trial_view t;
+    if (gy_guard_last_trial(g, &t))
+        EMIT("# HELP gpuyield_guarded_last_trial The last trial's arm and how it ended (value 1).\n"
+             "# TYPE gpuyield_guarded_last_trial gauge\n"
+             "gpuyield_guarded_last_trial{segment=\"%s\",arm=\"%s\",outcome=\"%s\"} 1\n",
+             segment, gy_guard_arm_name(t.arm), gy_guard_trial_outcome_name(t.outcome));
     static const struct {
         const char *family, *help, *type;
     } families[] = {

@@ -41,11 +41,17 @@
     X(gy_guard, depth_reason) X(gy_guard, depth_confirmed) X(gy_guard, depth_backoff_until)               \
     X(gy_guard, depth_strikes) X(gy_guard, depth_window) X(gy_guard, cycle_arm) X(gy_guard, cycle_mean_us)   \
     X(gy_guard, cycle_start_ns) X(gy_guard, cycle_start_work) X(gy_guard, cycle_work) X(gy_guard, cycle_us)   \
-    X(gy_guard, cycles_counted) X(gy_guard, rate_ref_us) X(gy_guard, blocks_arm) X(gy_guard, blocks_u2) X(gy_guard, blocks_var12) X(gy_guard, stop_block)
+    X(gy_guard, cycles_counted) X(gy_guard, rate_ref_us) X(gy_guard, blocks_arm) X(gy_guard, blocks_u2) X(gy_guard, blocks_var12) X(gy_guard, stop_block) \
+    X(gy_guard, trials_ended) X(gy_guard, last_trial)
 #define GY_GUARD_WINDOW_FIELDS(X)                                                                      \
     X(gy_guard_window, bins) X(gy_guard_window, recent) X(gy_guard_window, head) X(gy_guard_window, recent_n) X(gy_guard_window, n) X(gy_guard_window, jobs)         \
     X(gy_guard_window, lp_work) X(gy_guard_window, lp_ns) X(gy_guard_window, block_start)
 
+#define GY_GUARD_TRIAL_END_FIELDS(X)                                                                   \
+    X(gy_guard_trial_end, arm) X(gy_guard_trial_end, outcome) X(gy_guard_trial_end, in_force)             \
+    X(gy_guard_trial_end, unused) X(gy_guard_trial_end, z_centi) X(gy_guard_trial_end, jobs)              \
+    X(gy_guard_trial_end, ratio_p50_e4) X(gy_guard_trial_end, ratio_p99_e4) X(gy_guard_trial_end, lp_cycle_e4) \
+    X(gy_guard_trial_end, at_job)
 #define GY_FIELD_SIZE(s, f) sizeof(((struct s *)0)->f)
 
 /* Each row's ordinal, so that two fields trading places change the stamp too. */
@@ -53,7 +59,8 @@
 #define GY_LAYOUT_COUNTER_ROW(name, what) GY_LAYOUT_ROW_counter_##name,
 enum gy_layout_row {
     GY_SEGMENT_FIELDS(GY_LAYOUT_ROW) GY_DEVICE_SLOT_FIELDS(GY_LAYOUT_ROW) GY_PROC_SLOT_FIELDS(GY_LAYOUT_ROW)
-        GY_GUARD_FIELDS(GY_LAYOUT_ROW) GY_GUARD_WINDOW_FIELDS(GY_LAYOUT_ROW) GY_PROC_COUNTERS(GY_LAYOUT_COUNTER_ROW)
+        GY_GUARD_FIELDS(GY_LAYOUT_ROW) GY_GUARD_WINDOW_FIELDS(GY_LAYOUT_ROW) GY_GUARD_TRIAL_END_FIELDS(GY_LAYOUT_ROW)
+            GY_PROC_COUNTERS(GY_LAYOUT_COUNTER_ROW)
             GY_LAYOUT_ROWS
 };
 #undef GY_LAYOUT_ROW
@@ -70,7 +77,8 @@ enum gy_layout_row {
 #define GY_LAYOUT_HASH                                                                                 \
     (GY_STAMP_TERM(GY_LAYOUT_ROWS, sizeof(struct gy_segment), GY_MAGIC) GY_SEGMENT_FIELDS(GY_STAMP_FIELD) \
          GY_DEVICE_SLOT_FIELDS(GY_STAMP_FIELD) GY_PROC_SLOT_FIELDS(GY_STAMP_FIELD) GY_GUARD_FIELDS(GY_STAMP_FIELD)   \
-             GY_GUARD_WINDOW_FIELDS(GY_STAMP_FIELD) GY_PROC_COUNTERS(GY_STAMP_COUNTER))
+             GY_GUARD_WINDOW_FIELDS(GY_STAMP_FIELD) GY_GUARD_TRIAL_END_FIELDS(GY_STAMP_FIELD)                \
+                 GY_PROC_COUNTERS(GY_STAMP_COUNTER))
 /* Stored in the header's layout_stamp (32 bits: the two halves folded). */
 #define GY_LAYOUT_STAMP ((uint32_t)(GY_LAYOUT_HASH ^ (GY_LAYOUT_HASH >> 32)))
 

@@ -105,7 +105,16 @@ struct run {
     unsigned depth_promotions_costly;    /* ... or a queue depth whose cost > 1 + eps */
     uint64_t jobs_at_depth;              /* jobs after a gap deeper than the LP's own bound */
     enum gy_guard_arm first_partition_in_force; /* GY_GUARD_ARM_COUNT: none */
+    unsigned ended[GY_GUARD_ARM_COUNT][GY_GUARD_TRIAL_OUTCOME_COUNT]; /* trials ended, by arm and how */
 };
+
+static unsigned ended_as(const struct run *r, enum gy_guard_trial_outcome how)
+{
+    unsigned n = 0;
+    for (int a = 0; a < GY_GUARD_ARM_COUNT; a++)
+        n += r->ended[a][how];
+    return n;
+}
 
 /* `jobs` jobs, one at a time: pick, measure, record. */
 static void simulate(struct gy_guard *g, const struct pair *p, unsigned jobs, struct run *r)
@@ -123,9 +132,21 @@ static void simulate(struct gy_guard *g, const struct pair *p, unsigned jobs, st
         gy_guard_cycle(g, arm, sim_now_ns, sim_lp_launches);
         uint64_t ns = duration_ns(p, arm, depth);
         simulate_cycle(p, arm, ns);
+        uint32_t ended_before = g->trials_ended;
         struct gy_guard_change c = gy_guard_record(g, arm, depth, ns, (uint64_t)(p->lp_per_ms[arm] * ns / 1e6));
         if (c.depth_changed && c.depth_to && depth_factor(p, c.depth_to) > 1.02)
             r->depth_promotions_costly++;
+        if (c.trial_ended) {
+            /* told once, and kept in the guard as told (packed: jobs whole, z to 0.01) */
+            struct gy_guard_trial_view kept;
+            REQUIRE(g->trials_ended == ended_before + 1 && gy_guard_last_trial(g, &kept) &&
+                        kept.arm == c.trial_end.arm && kept.outcome == c.trial_end.outcome &&
+                        kept.jobs == c.trial_end.jobs && fabs(kept.z - c.trial_end.z) < 0.011 &&
+                        fabs(kept.lp_cycle_ratio - c.trial_end.lp_cycle_ratio) < 1e-4,
+                    "job %u: the trial end told (%s, %s) is not the one kept", j, gy_guard_arm_name(c.trial_end.arm),
+                    gy_guard_trial_outcome_name(c.trial_end.outcome));
+            r->ended[c.trial_end.arm][c.trial_end.outcome]++;
+        }
         if (!c.changed)
             continue;
         r->changes++;
@@ -397,6 +418,14 @@ TEST(a_costless_partition_converges_to_the_arm_with_most_lp_progress)
               "seed %llu: in force %s (%s)", (unsigned long long)seed, gy_guard_arm_name(g->in_force),
               gy_guard_reason_text(g->reason));
         CHECK(r.first_partition_in_force == FIRST, "seed %llu: 64 SMs (the middle) must come first", (unsigned long long)seed);
+        struct gy_guard_trial_view last;
+        CHECK(r.ended[FIRST][GY_GUARD_TRIAL_PROMOTED] == 1 && r.ended[TOP][GY_GUARD_TRIAL_PROMOTED] == 1 &&
+                  gy_guard_last_trial(g, &last) && last.arm == TOP && last.outcome == GY_GUARD_TRIAL_PROMOTED &&
+                  last.in_force == FIRST && last.lp_cycle_ratio > 1.0 + GY_GUARD_CYCLE_GAIN,
+              "seed %llu: trials promoted: 64 SMs %u, 120 %u; the last: %s (%s) against %s, LP x%.3f",
+              (unsigned long long)seed, r.ended[FIRST][GY_GUARD_TRIAL_PROMOTED], r.ended[TOP][GY_GUARD_TRIAL_PROMOTED],
+              gy_guard_arm_name(last.arm), gy_guard_trial_outcome_name(last.outcome), gy_guard_arm_name(last.in_force),
+              last.lp_cycle_ratio);
         struct gy_guard_arm_stats s;
         gy_guard_arm_stats(g, TOP, &s);
         CHECK(s.lp_per_s > 300000 && s.p50_ms > 9.9 && s.p50_ms < 10.1, "seed %llu: p50 %.3f ms, lp %.0f/s",
@@ -417,6 +446,12 @@ TEST(a_partition_that_costs_the_hp_half_is_never_promoted)
               (unsigned long long)seed, r.changes, gy_guard_arm_name(g->in_force));
         CHECK(g->reason == GY_GUARD_WHY_REJECTED, "seed %llu: reason %s", (unsigned long long)seed,
               gy_guard_reason_text(g->reason));
+        /* every trial ended by the fast fallback or its probe, none within */
+        unsigned out = ended_as(&r, GY_GUARD_TRIAL_FALLBACK) + ended_as(&r, GY_GUARD_TRIAL_GROSS);
+        CHECK(out > 0 && out == g->trials_ended && ended_as(&r, GY_GUARD_TRIAL_PROMOTED) == 0 &&
+                  ended_as(&r, GY_GUARD_TRIAL_WITHIN) == 0,
+              "seed %llu: %u of %u trials ended by the fallback or the probe", (unsigned long long)seed, out,
+              g->trials_ended);
         /* each try of the middle arm is cut short by the early check (a gross cost); the smaller ones
          * are then tried on probation, each out at its first jobs: few costly jobs */
         uint64_t tried = jobs_on_partitions(&r, GY_ARM_P16);
@@ -592,6 +627,8 @@ TEST(a_trial_whose_cycles_give_the_lp_no_more_ends_before_the_hps_test_can_tell)
               r.first_partition_in_force < GY_GUARD_ARM_COUNT ? gy_guard_arm_name(r.first_partition_in_force) : "-");
         CHECK(g->backoff_until[FIRST] > 6000, "seed %llu: 64 SMs back off until job %llu", (unsigned long long)seed,
               (unsigned long long)g->backoff_until[FIRST]);
+        CHECK(r.ended[FIRST][GY_GUARD_TRIAL_NO_GAIN] == 1, "seed %llu: 64 SMs' trial ended %u times as no-gain",
+              (unsigned long long)seed, r.ended[FIRST][GY_GUARD_TRIAL_NO_GAIN]);
     }
 }
 
@@ -608,6 +645,10 @@ TEST(an_arm_must_give_the_lp_a_margin_more_over_cycles)
         struct gy_guard *g = fresh(21 + (uint64_t)k);
         struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
         simulate(g, &p, 6000, &r);
+        CHECK(k == 0 ? ended_as(&r, GY_GUARD_TRIAL_WITHIN) >= 1 && ended_as(&r, GY_GUARD_TRIAL_PROMOTED) == 0
+                     : ended_as(&r, GY_GUARD_TRIAL_PROMOTED) >= 1,
+              "%.0f %% more: %u trials within (not worth it), %u promoted", gain * 100,
+              ended_as(&r, GY_GUARD_TRIAL_WITHIN), ended_as(&r, GY_GUARD_TRIAL_PROMOTED));
         if (k == 0) /* 64, 120 and 16 (below 64, backing off) tried once each, none longer than 2 looks */
             CHECK(g->in_force == GY_ARM_STOP && r.changes == 0 && r.jobs_on[FIRST] > 0 &&
                       jobs_on_partitions(&r, GY_ARM_P16) <= 6 * GY_GUARD_P99_MIN_JOBS,
@@ -636,6 +677,9 @@ TEST(an_lp_that_sends_nothing_to_partitions_gets_no_larger_trial)
         struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
         simulate(g, &p, 7000, &r);
         uint64_t others = jobs_on_partitions(&r, GY_ARM_P16) - r.jobs_on[FIRST];
+        CHECK(r.ended[FIRST][GY_GUARD_TRIAL_NOTHING] >= 1 && ended_as(&r, GY_GUARD_TRIAL_PROMOTED) == 0,
+              "%s: 64 SMs' trial ended %u times as nothing", k < 2 ? names[k] : "1 % in 10 % noise",
+              r.ended[FIRST][GY_GUARD_TRIAL_NOTHING]);
         CHECK(g->in_force == GY_ARM_STOP && r.jobs_on[FIRST] > 0 && r.jobs_on[FIRST] <= 24 && others == 0,
               "%s: in force %s (%s), %llu jobs on 64 SMs in 7000 (one block: 16), %llu on other arms",
               k < 2 ? names[k] : "1 % in 10 % noise", gy_guard_arm_name(g->in_force), gy_guard_reason_text(g->reason),
@@ -1083,7 +1127,7 @@ TEST(a_trial_a_little_over_the_bound_ends_at_its_first_futile_look)
 {
     struct pair p = {10.0, EVERY_PARTITION(1.04), LOGNORMAL10, LP_PER_MS, {0}, {0}, {0}};
     uint64_t trial_jobs = 0, longest = 0;
-    unsigned trials = 0, held = 0;
+    unsigned trials = 0, held = 0, futile = 0, promoted = 0;
     for (uint64_t seed = 1; seed <= 20; seed++) {
         struct gy_guard *g = fresh(seed);
         struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
@@ -1101,8 +1145,13 @@ TEST(a_trial_a_little_over_the_bound_ends_at_its_first_futile_look)
         trial_jobs += r.jobs_on[GY_ARM_P16];
         longest = r.jobs_on[GY_ARM_P16] > longest ? r.jobs_on[GY_ARM_P16] : longest;
         trials++;
+        futile += r.ended[GY_ARM_P16][GY_GUARD_TRIAL_FUTILE];
+        promoted += ended_as(&r, GY_GUARD_TRIAL_PROMOTED);
     }
     CHECK(held <= 2, "in %u of 20 seeds 64 SMs held 16 back", held);
+    /* most of 16 SMs' trials end as futile (the rest by the fallback or shown over), none promoted */
+    CHECK(futile * 2 >= trials && promoted == 0, "16 SMs' trials: %u of %u ended futile, %u promotions", futile, trials,
+          promoted);
     CHECK(trial_jobs <= 180ull * trials && longest <= 512, "the trials of an arm at 1.04 ran %llu jobs on average, "
           "the longest %llu: expected most to end at the look of 128", (unsigned long long)(trial_jobs / trials),
           (unsigned long long)longest);
@@ -1800,6 +1849,54 @@ TEST(a_change_of_arm_is_one_verbose_line_from_the_process_that_made_it)
 /* A segment whose guard another process left out of range: the HP's next job begins (one line on
  * stderr, without GPUYIELD_VERBOSE), gets a valid arm, and the guard is sane again with stop in force;
  * the status reads it all along. */
+/* A trial's end is one verbose line from the process whose job ended it (how, and its figures), and
+ * status keeps the last one. */
+TEST(a_trial_end_is_one_verbose_line_and_status_shows_the_last)
+{
+    struct seg_pair s;
+    REQUIRE(open_pair(&s, GY_POLICY_GUARDED, true));
+    gy_err err;
+    gy_guarded_configure(&s.hp, 0.02, 0.05, 0.5, 5, &err);
+    run_jobs(&s.hp, 40, 1); /* stop's baseline: as long as the trial's later jobs, far from a shift */
+    static struct gy_status st;
+    static char json[256 * 1024];
+    REQUIRE(gy_status_read(&s.hp, &st, &err) == 0, "%s", err.msg);
+    gy_status_json(&st, json, sizeof json);
+    CHECK(strstr(json, "\"trials_ended\": 0, \"last_trial\": null"), "before any trial: %s", json);
+    struct captured cap;
+    REQUIRE(capture_begin(&cap));
+    setenv("GPUYIELD_VERBOSE", "1", 1);
+    /* the trial's arm's jobs take 2 ms, stop's a few microseconds: it ends within two blocks */
+    run_jobs_by_arm(&s.hp, 8 * GY_GUARD_RECENT, 2000, 1);
+    unsetenv("GPUYIELD_VERBOSE");
+    char text[4096];
+    int lines = capture_end(&cap, text, sizeof text);
+    struct gy_guard snap;
+    gy_guarded_snapshot(&s.hp, &snap, &err);
+    struct gy_guard_trial_view last;
+    REQUIRE(gy_guard_last_trial(&snap, &last), "no trial ended: stderr %s", text);
+    char want[256];
+    snprintf(want, sizeof want, "guarded trial of %s against stop ended after %u of its jobs: %s (",
+             gy_guard_arm_name(last.arm), last.jobs, gy_guard_trial_outcome_name(last.outcome));
+    /* the LP here sends nothing to partitions: the trial ends after its first block, before a test */
+    CHECK(snap.in_force == GY_ARM_STOP && (unsigned)lines == snap.trials_ended && strstr(text, want) &&
+              strstr(text, s.hp.name) && last.outcome == GY_GUARD_TRIAL_NOTHING && last.jobs == GY_GUARD_RECENT &&
+              strstr(text, "no test had judged it"),
+          "%u trials ended, %d lines, the last %s after %u jobs; stderr: %s", snap.trials_ended, lines,
+          gy_guard_trial_outcome_name(last.outcome), last.jobs, text);
+    REQUIRE(gy_status_read(&s.hp, &st, &err) == 0, "%s", err.msg);
+    gy_status_json(&st, json, sizeof json);
+    snprintf(want, sizeof want, "\"trials_ended\": %u, \"last_trial\": {\"arm\": \"%s\", \"against\": \"stop\", \"outcome\": \"%s\"",
+             snap.trials_ended, gy_guard_arm_name(last.arm), gy_guard_trial_outcome_name(last.outcome));
+    CHECK(strstr(json, "\"jobs\": 16, \"z\": null, \"ratio_p50\": null"), "no null ratios in %s", json);
+    CHECK(strstr(json, want), "no '%s' in %s", want, json);
+    gy_metrics_text(&st, json, sizeof json);
+    snprintf(want, sizeof want, "gpuyield_guarded_last_trial{segment=\"%s\",arm=\"%s\",outcome=\"%s\"} 1\n", s.hp.name,
+             gy_guard_arm_name(last.arm), gy_guard_trial_outcome_name(last.outcome));
+    CHECK(strstr(json, want), "no '%s' in the metrics", want);
+    close_pair(&s);
+}
+
 TEST(a_corrupt_guard_in_the_segment_is_one_line_and_starts_over)
 {
     struct seg_pair s;

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Checks that the rows of controller/layout_stamp.h (GY_SEGMENT_FIELDS, GY_DEVICE_SLOT_FIELDS,
-GY_PROC_SLOT_FIELDS) name every member of the shared structures of controller/segment_layout.h
+GY_PROC_SLOT_FIELDS, the guard's) name every member of the shared structures of controller/segment_layout.h
 (and guarded_layout.h, which it includes),
 in their order. The layout stamp hashes the rows' offsets and sizes; C cannot list a structure's
 members, so a field added without its row would otherwise leave the stamp blind to it.
@@ -11,7 +11,7 @@ import sys
 
 STRUCTS = {"gy_segment": "GY_SEGMENT_FIELDS", "gy_device_slot": "GY_DEVICE_SLOT_FIELDS",
            "gy_proc_slot": "GY_PROC_SLOT_FIELDS", "gy_guard": "GY_GUARD_FIELDS",
-           "gy_guard_window": "GY_GUARD_WINDOW_FIELDS"}
+           "gy_guard_window": "GY_GUARD_WINDOW_FIELDS", "gy_guard_trial_end": "GY_GUARD_TRIAL_END_FIELDS"}
 
 
 def without_comments(text):
