@@ -33,6 +33,12 @@ static void read_everything(const struct gy_guard *g)
     (void)gy_guard_arm_name((enum gy_guard_arm)g->in_force);
     (void)gy_guard_reason_text((enum gy_guard_reason)g->reason);
     (void)gy_guard_reason_name((enum gy_guard_reason)g->depth_reason);
+    struct gy_guard_trial_view last;
+    if (gy_guard_last_trial(g, &last)) { /* the packed last trial, whatever its bytes */
+        char figures[160];
+        gy_guard_trial_figures(&last, figures, sizeof figures);
+        (void)gy_guard_trial_outcome_text(last.outcome);
+    }
 }
 
 /* Jobs through the rule: durations of 1 us to ~16 s and lower progress from `tail`. */

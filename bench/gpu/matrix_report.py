@@ -81,6 +81,11 @@ def guarded_states(raw, setup="guarded"):
         if st.get("on_confirmation"):  # promoted, measured again in force (since 2026-11-28)
             reason = f"{reason} (on confirmation)"
         counted = {a: n for a, n in (counts - before[key]).items() if a != "stop"}
+        last = st.get("last_trial")  # how the last trial ended (status since 2026-12-01)
+        if last and last.get("arm") and last.get("outcome"):
+            reason = f"{reason}; last trial {last['arm']} {last['outcome']}"
+            if last.get("lp_cycle_ratio"):
+                reason += f" (LP x{last['lp_cycle_ratio']:.2f})"
         out[key] = (st.get("in_force"), reason, st.get("trying"), counted)
     return {k: (f, r, t, dict(jobs[k]) if k in seen else c, k not in seen) for k, (f, r, t, c) in out.items()}
 

@@ -1098,6 +1098,13 @@ def test_matrix_report_counts_an_unmarked_hps_arms_from_the_guard_less_the_cells
     # from where it ended (32: 650), not from zero
     assert lines["| small + gemm, poisson-25"].endswith("| stop, kept; the guard's counts: 32: 650 |")
     assert lines["| small + graph, poisson-25"].endswith("| partition:64, kept; the guard's counts: 64: 500, 32: 50 |")
+    # a status that keeps the last trial's end says how it ended
+    segments[0]["guarded_status"]["guarded"]["last_trial"] = {"arm": "partition:120", "outcome": "no-gain",
+                                                              "lp_cycle_ratio": 0.97}
+    folder = _report_folder(tmp_path, "auto2", cells, kinds, segments)
+    assert matrix_report.main([folder, "--setups", "corun,guarded_auto"]) == 0
+    assert ("| partition:64, kept; last trial partition:120 no-gain (LP x0.97); the guard's counts: 64: 500, 32: 50 |"
+            in capsys.readouterr().out)
 
 
 def test_guard_replay_promotes_a_costless_arm_on_a_measured_trace_and_never_a_costly_one(tmp_path, capsys):
