@@ -268,11 +268,13 @@ int gy_job_enter_on(gy_shm *shm, int priority, int device, uint64_t timeout_ns, 
         slot->held_device_jobs[device][priority]++;
     }
     job->priority = priority;
-    gy_guarded_begin_locked(shm, job); /* the arm is published before the gate word */
+    struct gy_guard_change change;
+    gy_guarded_begin_locked(shm, job, &change); /* the arm is published before the gate word */
     gy_publish_levels_locked(seg);
     job->epoch = atomic_fetch_add_explicit(&seg->job_epoch, 1, memory_order_seq_cst) + 1;
     gy_unlock(seg);
     gy_wake_all(seg); /* lower helpers: a drain is requested */
+    gy_guarded_tell(shm, &change); /* nothing, unless a shift of the HP's rate ended a trial */
     job->priority = priority;
     job->device = device;
     job->entered_ns = gy_now_ns();

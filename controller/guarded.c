@@ -990,9 +990,9 @@ struct gy_guard_change gy_guard_reset(struct gy_guard *g)
  * cycle moves with the gaps. As after a shift of its job time: the partition arms' windows and
  * stop's paired window start again, the arm in force stays and is measured again, a trial ends;
  * stop's own window stays (the fallback's baseline). Every arm's cycle sums start again too. */
-static void rate_shifted(struct gy_guard *g)
+static void rate_shifted(struct gy_guard *g, struct gy_guard_change *c)
 {
-    measure_again(g, NULL); /* first: the trial's end is logged with its window and cycles */
+    measure_again(g, c); /* first: the trial's end is kept with its window and cycles */
     memset(g->cycle_work, 0, sizeof g->cycle_work);
     memset(g->cycle_us, 0, sizeof g->cycle_us);
     for (uint32_t a = GY_ARM_STOP + 1; a < GY_GUARD_ARM_COUNT; a++)
@@ -1006,7 +1006,7 @@ static void rate_shifted(struct gy_guard *g)
  * 2 x GY_GUARD_RATE_CYCLES cycles were counted (again after each shift of the rate), and a mean
  * more than GY_GUARD_SHIFT from it is a shift. Not while an arm is pinned (it is measured as it
  * is, whatever the load). */
-static void note_rate(struct gy_guard *g, uint64_t us)
+static void note_rate(struct gy_guard *g, uint64_t us, struct gy_guard_change *c)
 {
     int64_t u = us > UINT32_MAX ? UINT32_MAX : (int64_t)us, mean = g->cycle_mean_us;
     g->cycle_mean_us = (uint32_t)(mean ? mean + (u - mean) / GY_GUARD_RATE_CYCLES : u);
@@ -1023,11 +1023,12 @@ static void note_rate(struct gy_guard *g, uint64_t us)
     g->rate_ref_us = 0;
     g->cycles_counted = 0;
     if (g->base_us)
-        rate_shifted(g);
+        rate_shifted(g, c);
 }
 
-void gy_guard_cycle(struct gy_guard *g, enum gy_guard_arm arm, uint64_t now_ns, uint64_t lp_launches)
+struct gy_guard_change gy_guard_cycle(struct gy_guard *g, enum gy_guard_arm arm, uint64_t now_ns, uint64_t lp_launches)
 {
+    struct gy_guard_change c = {.changed = false};
     start_over_if_not_sane(g);
     if (g->cycle_arm < GY_GUARD_ARM_COUNT && now_ns > g->cycle_start_ns && lp_launches >= g->cycle_start_work) {
         uint64_t ns = now_ns - g->cycle_start_ns;
@@ -1041,12 +1042,13 @@ void gy_guard_cycle(struct gy_guard *g, enum gy_guard_arm arm, uint64_t now_ns, 
             g->cycle_us[a] += (uint32_t)us;
             if (g->cycle_us[a] > GY_GUARD_CYCLE_HORIZON_US)
                 g->cycle_work[a] /= 2, g->cycle_us[a] /= 2;
-            note_rate(g, us);
+            note_rate(g, us, &c);
         }
     }
     g->cycle_arm = (unsigned)arm < GY_GUARD_ARM_COUNT ? (uint32_t)arm : GY_GUARD_NO_ARM;
     g->cycle_start_ns = now_ns;
     g->cycle_start_work = lp_launches;
+    return c;
 }
 
 /* The full test runs at 32, 64, 128, 256 samples of the arm's window and every GY_GUARD_LOOK_STEP

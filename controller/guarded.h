@@ -135,7 +135,7 @@ struct gy_guard_change gy_guard_record(struct gy_guard *g, enum gy_guard_arm arm
  * job's arm (cycle_work, cycle_us), this job's opens. A cycle longer than
  * GY_GUARD_CYCLE_MAX_BASES of stop's median jobs (an idle HP: the LP alone) or with fewer launches
  * than at its start (a lower process left) is not counted. */
-void gy_guard_cycle(struct gy_guard *g, enum gy_guard_arm arm, uint64_t now_ns, uint64_t lp_launches);
+struct gy_guard_change gy_guard_cycle(struct gy_guard *g, enum gy_guard_arm arm, uint64_t now_ns, uint64_t lp_launches);
 /* A job counted out without a measurement (its process was reaped): only g->open changes. */
 void gy_guard_forget(struct gy_guard *g, enum gy_guard_arm arm);
 /* Pin `arm` in force (tests, operators, measuring one arm): trial stopped, reason FORCED, its
@@ -215,9 +215,10 @@ void gy_guarded_init_segment(struct gy_segment *seg);
 bool gy_guarded_active(const gy_shm *shm);
 /* Under the mutex, once the job is counted in (before the gate word is published): pick its arm,
  * note the lower processes' progress so far, and close the cycle of the HP job before it
- * (gy_guard_cycle). job->guard_arm stays -1 when not guarded, and for a job that is not the HP's:
- * at level 0, or below the top registered priority. */
-void gy_guarded_begin_locked(gy_shm *shm, gy_job *job);
+ * (gy_guard_cycle; *change says a trial that a shift of the HP's job rate ended: tell it once
+ * unlocked). job->guard_arm stays -1 when not guarded, and for a job that is not the HP's: at
+ * level 0, or below the top registered priority. */
+void gy_guarded_begin_locked(gy_shm *shm, gy_job *job, struct gy_guard_change *change);
 /* Under the mutex, as the job is counted out: record its duration (now_ns - entered_ns) and the
  * lower progress made since its begin; *change says what the rule changed. */
 void gy_guarded_end_locked(gy_shm *shm, const gy_job *job, uint64_t now_ns, struct gy_guard_change *change);

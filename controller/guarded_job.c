@@ -69,8 +69,9 @@ static int top_registered_locked(const struct gy_segment *seg)
     return top;
 }
 
-void gy_guarded_begin_locked(gy_shm *shm, gy_job *job)
+void gy_guarded_begin_locked(gy_shm *shm, gy_job *job, struct gy_guard_change *change)
 {
+    memset(change, 0, sizeof *change);
     job->guard_arm = -1;
     if (!gy_guarded_active(shm))
         return;
@@ -94,7 +95,7 @@ void gy_guarded_begin_locked(gy_shm *shm, gy_job *job)
     struct lower_sums lower = lower_sums_locked(seg, job->priority);
     job->guard_lp_work = lower.partition;
     job->guard_lower_launches = lower.launches;
-    gy_guard_cycle(&seg->guard, (enum gy_guard_arm)job->guard_arm, gy_now_ns(), lower.launches);
+    *change = gy_guard_cycle(&seg->guard, (enum gy_guard_arm)job->guard_arm, gy_now_ns(), lower.launches);
 }
 
 void gy_guarded_end_locked(gy_shm *shm, const gy_job *job, uint64_t now_ns, struct gy_guard_change *change)

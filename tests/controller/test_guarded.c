@@ -108,6 +108,8 @@ struct run {
     unsigned ended[GY_GUARD_ARM_COUNT][GY_GUARD_TRIAL_OUTCOME_COUNT]; /* trials ended, by arm and how */
 };
 
+static bool valid_trial(const struct gy_guard *g) { return g->trial < GY_GUARD_ARM_COUNT; }
+
 static unsigned ended_as(const struct run *r, enum gy_guard_trial_outcome how)
 {
     unsigned n = 0;
@@ -129,7 +131,9 @@ static void simulate(struct gy_guard *g, const struct pair *p, unsigned jobs, st
                 "job %u: a stop sample at depth %u with %s in force", j, depth, gy_guard_arm_name(g->in_force));
         r->jobs_on[arm]++;
         r->jobs_at_depth += depth != 0;
-        gy_guard_cycle(g, arm, sim_now_ns, sim_lp_launches);
+        struct gy_guard_change begun = gy_guard_cycle(g, arm, sim_now_ns, sim_lp_launches);
+        if (begun.trial_ended) /* a shift of the HP's job rate, at its begin */
+            r->ended[begun.trial_end.arm][begun.trial_end.outcome]++;
         uint64_t ns = duration_ns(p, arm, depth);
         simulate_cycle(p, arm, ns);
         uint32_t ended_before = g->trials_ended;
@@ -1286,6 +1290,30 @@ TEST(a_shift_of_the_hp_job_rate_measures_the_arm_in_force_again)
     }
     CHECK(2 * with < without, "jobs until the costly arm was dropped: %llu with the rate shift, %llu without",
           (unsigned long long)with, (unsigned long long)without);
+}
+
+/* A trial that a shift of the HP's job rate cuts ends as `ended`, told by the begin that saw the
+ * shift (every trial end is told once: at a job's end or at a begin). */
+TEST(a_trial_cut_by_a_shift_of_the_job_rate_is_told_at_the_begin)
+{
+    struct gy_guard *g = fresh(3);
+    struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
+    struct pair p = {10.0, EVERY_PARTITION(1.0), LOGNORMAL10, LP_PER_MS, {0}, {0}, {0}};
+    /* a trial under way once the HP's job rate has its reference (after 64 cycles) */
+    for (unsigned j = 0; j < 4000 && !(valid_trial(g) && g->rate_ref_us); j++)
+        simulate(g, &p, 1, &r);
+    REQUIRE(valid_trial(g) && g->rate_ref_us, "no trial under way with the rate's reference in 4000 jobs");
+    enum gy_guard_arm tried = (enum gy_guard_arm)g->trial;
+    sim_gap_bases = 8.0 * GAP_BASES; /* the HP's jobs now come 8x further apart */
+    for (unsigned j = 0; j < 2000 && g->trial == (uint32_t)tried; j++)
+        simulate(g, &p, 1, &r);
+    unsigned told = 0;
+    for (int a = 0; a < GY_GUARD_ARM_COUNT; a++)
+        for (int o = 0; o < GY_GUARD_TRIAL_OUTCOME_COUNT; o++)
+            told += r.ended[a][o];
+    CHECK(r.ended[tried][GY_GUARD_TRIAL_ENDED] == 1 && told == g->trials_ended,
+          "%s: ended by the shift %u times; %u trial ends told of %u", gy_guard_arm_name(tried),
+          r.ended[tried][GY_GUARD_TRIAL_ENDED], told, g->trials_ended);
 }
 
 TEST(a_wandering_hp_time_is_no_shift_and_costless_arms_still_pass)
