@@ -64,6 +64,7 @@ import datetime
 import json
 import os
 import random
+import re
 import select
 import shutil
 import signal
@@ -271,6 +272,7 @@ class Proc:
 
     def __init__(self, name, argv, env, log_path, cpus=None, placement=None):
         self.name, self.cpus, self.placement = name, cpus, placement
+        self.log_path, self.read_at = log_path, 0
         self.log = open(log_path, "w")
         pin = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
         self.proc = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -279,6 +281,19 @@ class Proc:
         self.buf = ""
         if placement:
             placement.workers.append(self)
+
+    def new_lines(self):
+        """What the worker wrote on stderr since the last call (its log, which the harness never
+        writes to), as lines."""
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(self.read_at)
+                data = f.read()
+        except OSError:
+            return []
+        data = data[:data.rfind(b"\n") + 1]  # a line being written stays for the next call
+        self.read_at += len(data)
+        return data.decode(errors="replace").splitlines()
 
     def place(self, cpus, by_name=None):
         """Every thread of the worker on `cpus`, but a thread named in `by_name` ({comm: CPUs}) on its own."""
@@ -606,6 +621,8 @@ def run_cells(args, plan, procs, tools, raw, started):
                 partition_before[group] = now["partition_launches"]
                 if group in GUARDED_GROUPS:
                     seg["guarded_status"] = now["segment"]
+                    if (group, "hp") in procs:
+                        seg["trial_ends"] = trial_ends(procs[(group, "hp")].new_lines())
             if group in AUTO_GROUPS:  # did the unmarked HP's hook open jobs? (its auto_jobs counter)
                 seg["hp_auto_jobs"] = tools.hp_auto_jobs(group)
             raw["segments"].append(seg)
@@ -654,6 +671,37 @@ def learning_groups(args):
     return [g for g in LEARNING_GROUPS if any(SETUP[s][0] == g for s in args.setups)]
 
 
+TRIAL_END = re.compile(r"guarded trial of (?P<arm>\S+) against (?P<against>\S+) ended after (?P<jobs>\d+) of its "
+                       r"jobs: (?P<outcome>[\w-]+) \((?P<rest>.*)\)$")
+
+
+def trial_ends(lines):
+    """The trials that ended, from the HP's GPUYIELD_VERBOSE lines (controller/guarded_job.c): per
+    trial its arm, the arm in force it was tried against, its jobs, how it ended, the last test's
+    z and p50 ratio and its cycles' LP ratio where the line gives them."""
+    out = []
+    for line in lines:
+        m = TRIAL_END.search(line)
+        if not m:
+            continue
+        rest = m.group("rest")
+        z = re.search(r"last test z (-?[\d.]+), p50 x([\d.]+)", rest)
+        lp = re.search(r"gave the LP x([\d.]+)", rest)
+        out.append({"arm": m.group("arm"), "against": m.group("against"), "jobs": int(m.group("jobs")),
+                    "outcome": m.group("outcome"), "z": float(z.group(1)) if z else None,
+                    "ratio_p50": float(z.group(2)) if z else None, "lp_cycle_ratio": float(lp.group(1)) if lp else None})
+    return out
+
+
+def trials_said(ends):
+    """', trials: 64 no-gain after 384 (LP x0.98), ...' for the learning's line, or ''."""
+    if not ends:
+        return ""
+    said = [f"{t['arm'].replace('partition:', '')} {t['outcome']} after {t['jobs']}"
+            + (f" (LP x{t['lp_cycle_ratio']:.2f})" if t["lp_cycle_ratio"] else "") for t in ends]
+    return ", trials: " + ", ".join(said)
+
+
 def trial_outlook(guard):
     """', trying ARM (N of its jobs, z Z now: about K more)' from status --json's guarded object, or ''."""
     t = guard.get("trial")
@@ -687,11 +735,13 @@ def learn_guarded(args, procs, tools, raw, cell, group="guarded"):
                           f"{hp}+{lp} {setup} learning"))
     now = tools.lp_state(group)
     seg["guarded_status"] = now["segment"]
+    seg["trial_ends"] = trial_ends(procs[(group, "hp")].new_lines())
     raw["segments"].append(seg)
     guard = seg["guarded_status"].get("guarded") or {}
     depth = (guard.get("queue_depth") or {}).get("in_force_us")
     print(f"matrix: {hp}+{lp} {load}: {setup} learned for {len(seg['hp_result']['lat_ms'])} jobs, in force: "
-          f"{guard.get('in_force')}, queue depth {depth} us{trial_outlook(guard)}", flush=True)
+          f"{guard.get('in_force')}, queue depth {depth} us{trial_outlook(guard)}{trials_said(seg['trial_ends'])}",
+          flush=True)
     return now["partition_launches"]
 
 

@@ -212,6 +212,43 @@ def test_merge_of_a_missing_folder_is_one_error(tmp_path):
     assert r.stdout.count("\n") == 1 and not (tmp_path / "o").exists()
 
 
+def test_the_trial_ends_the_hp_says_are_read_back_per_segment(tmp_path):
+    """The matrix keeps each learning's trial ends from the HP's GPUYIELD_VERBOSE lines: made here by
+    the real library (a guarded segment, an MPS pipe stand-in, a marking HP and no LP: its first
+    trial gives the lower processes nothing and ends after one block), read back by trial_ends."""
+    build = os.environ.get("BUILD", os.path.join(ROOT, "build"))
+    tool = os.path.join(build, "bin", "expcontroller")
+    if not os.access(tool, os.X_OK) or not os.path.isdir(os.path.join(build, "python", "gpuyield")):
+        pytest.skip("no build with the extension")
+    pipe = tmp_path / "mps"
+    pipe.mkdir()
+    (pipe / "control").touch()  # what create checks for: a daemon's control socket (no GPU here)
+    tag = f"test-trial-lines-{os.getpid()}"
+    made = subprocess.run([tool, "create", "--name", tag, "--policy", "guarded", "--mps-pipe", str(pipe)],
+                          capture_output=True, text=True, timeout=60)
+    assert made.returncode == 0, made.stderr
+    try:
+        code = ("import gpuyield, sys, time\n"
+                "seg = gpuyield.connect(sys.argv[1])\n"
+                "for _ in range(200):\n"
+                "    seg.begin(1); time.sleep(0.0005); seg.end(1)\n")
+        env = dict(os.environ, PYTHONPATH=os.path.join(build, "python"), GPUYIELD_VERBOSE="1")
+        out = subprocess.run([sys.executable, "-c", code, tag], capture_output=True, text=True, timeout=120, env=env)
+        assert out.returncode == 0, out.stderr[-2000:]
+    finally:
+        subprocess.run([tool, "remove", "--name", tag], capture_output=True, timeout=60)
+    log = tmp_path / "guarded_hp.log"
+    log.write_text("gpuyield: pid 1 gates its kernel launches through /x (slot 0)\n" + out.stderr + "partial line")
+    worker = matrix.Proc.__new__(matrix.Proc)
+    worker.log_path, worker.read_at = str(log), 0
+    ends = matrix.trial_ends(worker.new_lines())
+    assert ends and ends[0] == {"arm": "partition:64", "against": "stop", "jobs": 16, "outcome": "nothing", "z": None,
+                                "ratio_p50": None, "lp_cycle_ratio": None}, out.stderr
+    assert len(ends) == out.stderr.count("guarded trial of")
+    assert worker.new_lines() == []  # read once; the unfinished last line waits for its newline
+    assert matrix.trials_said(ends).startswith(", trials: 64 nothing after 16")
+
+
 def test_dry_run_end_to_end_with_a_stand_in_backend(tmp_path):
     build = os.environ.get("BUILD", os.path.join(ROOT, "build"))
     if not os.path.exists(os.path.join(build, "bin", "expcontroller")):
