@@ -15,7 +15,8 @@
  * promoted, in force at the end, the median job of the first promotion, the share of jobs on arms,
  * the HP's time over the trace's (what the arms' costs added to its jobs, all runs together), the
  * LP's launches over what it would have launched with stop on every job (what the arms gave it), and
- * the runs in which the promoted arm was dropped again, the median jobs from promotion to drop. */
+ * the runs in which the promoted arm was dropped again, the median jobs from promotion to drop, the
+ * sizes in force at the end, and how the trials ended (all runs together, by outcome). */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -128,6 +129,7 @@ int main(int argc, char **argv)
     double gap_ms = 3.0 * sorted[n / 2] / 1000.0; /* a job's median and 3 of it idle: a quarter load */
 
     long promoted = 0, at_end = 0, on_arms = 0, ends_in[GY_GUARD_ARM_COUNT] = {0};
+    long trial_ends[GY_GUARD_TRIAL_OUTCOME_COUNT] = {0};
     double traced_us = 0, ran_us = 0; /* the trace's job times, and the same jobs as they ran */
     double lp_total = 0, lp_stop = 0;  /* the LP's launches, and those it would have made under stop */
     long *first = calloc(runs, sizeof *first), *dropped = calloc(runs, sizeof *dropped);
@@ -144,7 +146,9 @@ int main(int argc, char **argv)
         for (long j = 0; j < jobs; j++) {
             uint32_t depth;
             enum gy_guard_arm arm = gy_guard_pick(&g, &depth);
-            gy_guard_cycle(&g, arm, now_ns, lp);
+            struct gy_guard_change begun = gy_guard_cycle(&g, arm, now_ns, lp);
+            if (begun.trial_ended)
+                trial_ends[begun.trial_end.outcome]++;
             bool costs = arm != GY_ARM_STOP && (!in_force_only || (arm == g.in_force && arm != g.trial));
             uint64_t ns = (uint64_t)(trace[(start + j) % n] * (costs ? cost[arm] : 1.0) * 1000.0);
             now_ns += ns + (uint64_t)(gap_ms * 1e6);
@@ -157,6 +161,8 @@ int main(int argc, char **argv)
             ran_us += ns / 1000.0;
             struct gy_guard_change c =
                 gy_guard_record(&g, arm, depth, ns, (uint64_t)(job_launches_per_ms[arm] * ns / 1e6));
+            if (c.trial_ended)
+                trial_ends[c.trial_end.outcome]++;
             if (c.changed && c.to != GY_ARM_STOP && first[r] < 0)
                 first[r] = j;
             else if (c.changed && c.to == GY_ARM_STOP && first[r] >= 0 && dropped[r] < 0)
@@ -183,6 +189,10 @@ int main(int argc, char **argv)
     for (int a = GY_ARM_STOP + 1; a < GY_GUARD_ARM_COUNT; a++)
         if (ends_in[a])
             printf(" %u:%ld", gy_guard_arm_sms((enum gy_guard_arm)a), ends_in[a]);
+    printf("; trials ended:");
+    for (int o = 0; o < GY_GUARD_TRIAL_OUTCOME_COUNT; o++)
+        if (trial_ends[o])
+            printf(" %s=%ld", gy_guard_trial_outcome_name((enum gy_guard_trial_outcome)o), trial_ends[o]);
     printf("\n");
     free(dropped);
     free(first);

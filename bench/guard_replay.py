@@ -25,7 +25,8 @@ from bench.gpu import raw_record
 LINE = re.compile(r"promoted in (\d+) of (\d+) runs, in force at the end in (\d+), first promotion at job (-?\d+)"
                   r".*, ([\d.]+) % of jobs on partition arms, HP time \+(-?[\d.]+) % over the trace's,"
                   r" LP launches \+(-?[\d.]+) % over stop's"
-                  r".*dropped after promotion in (\d+), (-?\d+) jobs after it.*in force at the end by SMs:(.*)$",
+                  r".*dropped after promotion in (\d+), (-?\d+) jobs after it.*in force at the end by SMs:(.*?)"
+                  r"(?:; trials ended:(.*))?$",
                   re.M)
 PROFILE = re.compile(r"^\d+=[\d.]+(/\d+=[\d.]+)*$")
 MIN_STOP_JOBS = 256  # a shorter trace repeats itself within one learning
@@ -62,9 +63,10 @@ def replay(binary, trace, cost, jobs, runs, in_force_only=False):
         raise RuntimeError(f"{binary} failed (exit {out.returncode}): {out.stderr.strip() or out.stdout.strip()}")
     g = m.groups()
     # (promoted, runs, in force at the end, first promotion, % of jobs on arms, HP time + %, LP + %, dropped,
-    #  jobs after, {SMs: runs that ended with that size in force})
+    #  jobs after, {SMs: runs that ended with that size in force}, {outcome: trials that ended so})
     ends = {int(k): int(v) for k, v in (pair.split(":") for pair in g[9].split())}
-    return tuple(int(x) for x in g[:4]) + tuple(float(x) for x in g[4:7]) + tuple(int(x) for x in g[7:9]) + (ends,)
+    how = {k: int(v) for k, v in (pair.split("=") for pair in (g[10] or "").split())}
+    return tuple(int(x) for x in g[:4]) + tuple(float(x) for x in g[4:7]) + tuple(int(x) for x in g[7:9]) + (ends, how)
 
 
 def main(argv=None):
@@ -104,13 +106,16 @@ def main(argv=None):
     # per cell: the share of jobs on partition arms, the HP's time over the trace, the LP's launches over stop's
     on_arms, hp_over, lp_over = ({c: [] for c in costs} for _ in range(3))
     ends = {c: {} for c in costs}  # SMs -> runs that ended with that size in force
+    how = {c: {} for c in costs}  # outcome -> trials that ended so (controller/guarded_layout.h)
     for name, trace in cells:
         row = f"| {name} | {len(trace)}"
         for c in costs:
-            promoted, runs, _, first, arms_pct, over_pct, lp_pct, dropped, after, ended = replay(
+            promoted, runs, _, first, arms_pct, over_pct, lp_pct, dropped, after, ended, outcomes = replay(
                 binary, trace, c, args.jobs, args.runs, args.in_force_only)
             for sms, n in ended.items():
                 ends[c][sms] = ends[c].get(sms, 0) + n
+            for o, n in outcomes.items():
+                how[c][o] = how[c].get(o, 0) + n
             total[c][0] += dropped if args.in_force_only else promoted
             total[c][1] += promoted if args.in_force_only else runs
             on_arms[c].append(arms_pct)
@@ -130,6 +135,9 @@ def main(argv=None):
                      f"HP +{sum(hp_over[c]) / len(cells):.2f} %" for c in costs) + " |")
     print("| in force at the end, runs by SMs | | " +
           " | ".join(", ".join(f"{sms}: {n}" for sms, n in sorted(ends[c].items())) or "none" for c in costs) + " |")
+    print("| trials ended, by how | | " +
+          " | ".join(", ".join(f"{o} {n}" for o, n in sorted(how[c].items(), key=lambda kv: -kv[1])) or "none"
+                     for c in costs) + " |")
     return 0
 
 

@@ -1168,6 +1168,10 @@ def test_guard_replay_promotes_a_costless_arm_on_a_measured_trace_and_never_a_co
     assert float(costless[0]) > 10 and float(costless[1]) > 0 and costless[2] == "0.00", axes
     assert float(costly[2]) > 0, axes  # its trials' jobs cost the HP
     assert int(cells[2].split("/")[0]) >= 3, row  # a costless arm in 5 % noise: promoted in most runs
+    # how the trials ended: a costless arm's were promoted (or within, under the LP's gain), none over
+    # the bound; the 1.5x arm's none promoted
+    how = [ln for ln in out.splitlines() if ln.startswith("| trials ended, by how")][0].split("|")[3:5]
+    assert "promoted" in how[0] and "over" not in how[0] and "promoted" not in how[1] and how[1].strip() != "none", how
     # an arm costless in its trial and 1.5x once in force: promoted, then dropped again in every run
     assert guard_replay.main(["--build", build, str(tmp_path), "--costs", "1.5", "--jobs", "4000", "--runs", "4",
                               "--in-force-only"]) == 0
