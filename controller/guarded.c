@@ -901,6 +901,7 @@ static void drop(struct gy_guard *g, uint32_t arm, enum gy_guard_reason why, enu
  * from stop's next jobs). Settings, the random state and the job counts stay. */
 static void start_over(struct gy_guard *g, enum gy_guard_reason why, struct gy_guard_change *c)
 {
+    end_trial(g, GY_GUARD_TRIAL_ENDED, c); /* first: kept with its window and last test */
     for (uint32_t a = 0; a < GY_GUARD_ARM_COUNT; a++) {
         reset_window(&g->arms[a]);
         g->backoff_until[a] = 0;
@@ -910,7 +911,6 @@ static void start_over(struct gy_guard *g, enum gy_guard_reason why, struct gy_g
     g->base_us = 0;
     g->cycle_mean_us = g->cycles_counted = g->rate_ref_us = 0;
     g->ratio_p50_ppm = g->ratio_p99_ppm = 0; /* the last test was of another pair */
-    end_trial(g, GY_GUARD_TRIAL_ENDED, c);
     g->z_milli = 0;
     g->confirmed = 0;
     g->pinned = 0;
