@@ -523,6 +523,10 @@ static void start_trial(struct gy_guard *g, uint32_t arm)
     reset_window(&g->arms[arm]);
     reset_paired(g);
     g->cycle_work[arm] = g->cycle_us[arm] = 0; /* its cycles from now, beside the LP of now */
+    /* no test of it yet: a trial that ends before its first (no-gain, nothing, a shift) is not
+     * told with the last trial's z and ratios */
+    g->z_milli = 0;
+    g->ratio_p50_ppm = g->ratio_p99_ppm = 0;
 }
 
 /* The depth the lower processes run at until the next job begins: the own bound before a stop
