@@ -1874,9 +1874,6 @@ TEST(a_change_of_arm_is_one_verbose_line_from_the_process_that_made_it)
     close_pair(&s);
 }
 
-/* A segment whose guard another process left out of range: the HP's next job begins (one line on
- * stderr, without GPUYIELD_VERBOSE), gets a valid arm, and the guard is sane again with stop in force;
- * the status reads it all along. */
 /* A trial's end is one verbose line from the process whose job ended it (how, and its figures), and
  * status keeps the last one. */
 TEST(a_trial_end_is_one_verbose_line_and_status_shows_the_last)
@@ -1894,7 +1891,7 @@ TEST(a_trial_end_is_one_verbose_line_and_status_shows_the_last)
     struct captured cap;
     REQUIRE(capture_begin(&cap));
     setenv("GPUYIELD_VERBOSE", "1", 1);
-    /* the trial's arm's jobs take 2 ms, stop's a few microseconds: it ends within two blocks */
+    /* no lower process sends anything to a partition here: the first trial ends after one block */
     run_jobs_by_arm(&s.hp, 8 * GY_GUARD_RECENT, 2000, 1);
     unsetenv("GPUYIELD_VERBOSE");
     char text[4096];
@@ -1925,6 +1922,9 @@ TEST(a_trial_end_is_one_verbose_line_and_status_shows_the_last)
     close_pair(&s);
 }
 
+/* A segment whose guard another process left out of range: the HP's next job begins (one line on
+ * stderr, without GPUYIELD_VERBOSE), gets a valid arm, and the guard is sane again with stop in force;
+ * the status reads it all along. */
 TEST(a_corrupt_guard_in_the_segment_is_one_line_and_starts_over)
 {
     struct seg_pair s;
