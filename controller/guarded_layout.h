@@ -1,5 +1,6 @@
 /* The guarded policy's part of the shared segment (segment_layout.h places it after the slots).
- * It is a wire format like the rest: every field has its row in layout_stamp.h (suite 10 checks it), so a change gives another stamp.
+ * It is a wire format like the rest: every field has its row in layout_stamp.h (suite 10 checks
+ * it), so a change gives another stamp and older segments are refused.
  *
  * Everything except `current` is written under the segment's mutex, at job begin and end
  * (guarded_job.c), by the rule of guarded.c. `current` is the one word a lower process reads, on
