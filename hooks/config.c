@@ -135,6 +135,18 @@ static void load(void)
             "priority 0 under time:US launches a CUDA graph longer than US/2 in parts of about US/2) or off "
             "(every graph whole)",
             split, (int)getpid());
+    const char *green = getenv("GPUYIELD_PARTITION_US");
+    config.partition_us = 0;
+    if (green && !parse_ulong(green, 1, 1000000, &config.partition_us))
+        die("gpuyield: GPUYIELD_PARTITION_US=\"%s\" is invalid (pid %d): use microseconds 1..1000000 without a "
+            "unit (the GPU work a lower process may queue on a partition's green stream), or unset it for "
+            "GPUYIELD_MODE's own time:US",
+            green, (int)getpid());
+    if (green && (config.mode == GY_MODE_SYNC || config.mode == GY_MODE_EVENT))
+        die("gpuyield: GPUYIELD_PARTITION_US is set but GPUYIELD_MODE is %s (pid %d): the green stream's bound "
+            "is GPU time, which only time mode measures; set GPUYIELD_MODE=time:US or unset "
+            "GPUYIELD_PARTITION_US (under none nothing is bounded and it is ignored)",
+            config.mode == GY_MODE_SYNC ? "sync:N" : "event:N", (int)getpid());
 }
 
 const struct gy_hooks_config *gy_config(void)

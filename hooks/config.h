@@ -27,6 +27,9 @@ struct gy_hooks_config {
     /* GPUYIELD_GRAPH_SPLIT=auto (default) or off: whether a process at priority 0 under time:US
      * launches a CUDA graph longer than US/2 in parts (graph_split.h). */
     bool graph_split;
+    /* GPUYIELD_PARTITION_US: the time:US bound of a partition's green stream (microseconds of GPU
+     * work queued there); 0 (unset): the process's own US. */
+    unsigned long partition_us;
 };
 
 /* GPUYIELD_SPIN_US when unset: 1 ms, the spin the queue bound always had (a blocking wait costs a

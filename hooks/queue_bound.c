@@ -218,10 +218,13 @@ static void learn(struct gy_stream_state *st, uint64_t k)
 /* time mode: the bound in microseconds for the group starting now: the process's own, raised to
  * the guarded policy's queue depth between HP jobs (guard.queue_us, 0 elsewhere: one load per
  * group, none per launch). Not on the partition's green stream (launched): the depth is what an
- * HP job finds ahead of it on the whole GPU when it begins, and that stream runs beside HP jobs. */
+ * HP job finds ahead of it on the whole GPU when it begins, and that stream runs beside HP jobs;
+ * its bound is GPUYIELD_PARTITION_US where set (work queued there holds only the partition's SMs). */
 static double bound_us(bool launched)
 {
     double own = (double)gy_client.group;
+    if (launched && gy_config()->partition_us)
+        return (double)gy_config()->partition_us; /* GPUYIELD_PARTITION_US: the green stream's own */
     if (launched || atomic_load_explicit(&gy_client.phase, memory_order_acquire) < GY_PHASE_JOIN || !gy_client.shm.seg)
         return own;
     uint32_t depth = gy_guarded_queue_us(&gy_client.shm);

@@ -32,7 +32,9 @@ controlled, marking its jobs on the corun segment, the LP idle), corun_auto and 
 (issue 27: the HP unmarked under GPUYIELD_JOBS=auto, idle time the hook's default (300 us; 2000 until 2026-11-24) and --auto-idle-us, default
 300; not by default), arm:ARM for each guarded arm (arm:partition:64, arm:disjoint:120, ...: a guarded
 segment with that arm pinned by `expcontroller guard-force`, stop still interleaved at a quarter of
-the HP's jobs; each cell starts with a guard-reset and the pin; not by default), corun_block (corun on a
+the HP's jobs; each cell starts with a guard-reset and the pin; not by default), arm:ARM@green:US
+for ARM partition:64 or partition:120 and US 1000, 2000, 4000 (the same with the LP's partition
+stream bounded at US apart from its time:US, GPUYIELD_PARTITION_US; not by default), corun_block (corun on a
 segment of its own, the LP's queue-bound waits blocking at once: GPUYIELD_SPIN_US=0; not by default),
 corun_whole (corun on a segment of its own, the LP's CUDA graphs launched whole:
 GPUYIELD_GRAPH_SPLIT=off, where the default cuts a long one into parts; not by default), lp_whole_alone
@@ -126,6 +128,18 @@ GUARD_ARMS = ("partition:16", "partition:32", "partition:64", "disjoint:64", "pa
 ARM_GROUPS = {f"arm-{a.replace(':', '')}": a for a in GUARD_ARMS}  # group -> the arm it pins
 for _group, _arm in ARM_GROUPS.items():
     SETUP[f"arm:{_arm}"] = (_group, ("hp", "lp"), True)
+# The same partition arms with the green stream's queue bound apart from the LP's own (issue 26: LP
+# units per second during the launch-bound HP's jobs on the H200 were the same on 64, 96 and 120
+# SMs at time:500, about half of the gaps' rate): "arm:partition:64@green:2000" pins 64 SMs with the
+# LP under GPUYIELD_PARTITION_US=2000 (group "arm-partition64-green2000").
+GREEN_DEPTHS = ("1000", "2000", "4000")
+GREEN_GROUPS = {}  # group -> the LP's GPUYIELD_PARTITION_US
+for _arm in ("partition:64", "partition:120"):
+    for _us in GREEN_DEPTHS:
+        _group = f"arm-{_arm.replace(':', '')}-green{_us}"
+        ARM_GROUPS[_group], GREEN_GROUPS[_group] = _arm, _us
+        SETUP[f"arm:{_arm}@green:{_us}"] = (_group, ("hp", "lp"), True)
+GREEN_SETUPS = tuple(f"arm:{a}@green:{u}" for a in ("partition:64", "partition:120") for u in GREEN_DEPTHS)
 # Corun with the LP under another queue bound than --lp-mode, each on a corun segment of its own:
 # "corun@time:2000" (the pair) and "lp_ctl@time:2000" (the LP alone, hooked): how much the bound
 # costs the LP and how much a deeper one costs the HP, side by side in the same rounds.
@@ -387,6 +401,8 @@ def group_env(args, group, role, segments, mps_dirs):
             env["GPUYIELD_SPIN_US"] = "0"
         if group == "corunwhole" and role == "lp":
             env["GPUYIELD_GRAPH_SPLIT"] = "off"
+        if group in GREEN_GROUPS and role == "lp":
+            env["GPUYIELD_PARTITION_US"] = GREEN_GROUPS[group]
         if role == "lp":
             env["GPUYIELD_VERBOSE"] = "1"  # its log says which CUDA graphs it cut into parts
         elif group in LEARNING_GROUPS:
@@ -898,7 +914,7 @@ def write_outputs(raws, out):
 
 SUMMARY_SETUPS = (("nocontrol", "mps", "corun", "corun_whole", "corun_block", "partition", "guarded", "guarded_depth", "guarded_auto", "corun_auto",
                    "corun_auto_short", "hp_ctl_alone", "lp_mps_alone", "lp_ctl_alone", "lp_whole_alone", "lp_block_alone")
-                  + tuple(f"arm:{a}" for a in GUARD_ARMS) + tuple(f"{k}@{m}" for m in LP_MODE_VARIANTS
+                  + tuple(f"arm:{a}" for a in GUARD_ARMS) + GREEN_SETUPS + tuple(f"{k}@{m}" for m in LP_MODE_VARIANTS
                                                                  for k in ("corun", "lp_ctl")))
 
 

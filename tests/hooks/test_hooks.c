@@ -374,6 +374,25 @@ TEST(verbose_says_what_the_library_does)
     setup_end(&s);
 }
 
+/* A worker started with env must exit 2 with one line naming var, having run no kernel. */
+static void expect_bad_environment(struct setup *s, const char *const *env, const char *var, const char *label)
+{
+    const char *args[] = {"plain", "2", NULL};
+    struct worker w;
+    if (!spawn(s, &w, env, args))
+        return;
+    int rc = wait_exit(&w);
+    char *err = slurp(w.err);
+    CHECK(rc == 2, "%s: exit %d, expected 2", label, rc);
+    CHECK(count_lines(err) == 1 && strstr(err, var), "%s: stderr: %s", label, err);
+    free(err);
+    struct fake_log log;
+    if (access(s->log, F_OK) == 0 && fake_log_read(s->log, &log) == 0) { /* no log: nothing ran */
+        CHECK(fake_log_count_pid(&log, w.pid) == 0, "%s: a kernel ran", label);
+        fake_log_free(&log);
+    }
+}
+
 TEST(bad_environment_exits_2_with_one_line_before_any_launch)
 {
     struct setup s;
@@ -409,25 +428,24 @@ TEST(bad_environment_exits_2_with_one_line_before_any_launch)
         {"GPUYIELD_SPIN_US", "GPUYIELD_SPIN_US="},      {"GPUYIELD_SPIN_US", "GPUYIELD_SPIN_US=1000001"},
         {"GPUYIELD_GRAPH_SPLIT", "GPUYIELD_GRAPH_SPLIT=on"}, {"GPUYIELD_GRAPH_SPLIT", "GPUYIELD_GRAPH_SPLIT="},
         {"GPUYIELD_GRAPH_SPLIT", "GPUYIELD_GRAPH_SPLIT=4"},
+        {"GPUYIELD_PARTITION_US", "GPUYIELD_PARTITION_US=0"},
+        {"GPUYIELD_PARTITION_US", "GPUYIELD_PARTITION_US=2ms"},
+        {"GPUYIELD_PARTITION_US", "GPUYIELD_PARTITION_US="},
+        {"GPUYIELD_PARTITION_US", "GPUYIELD_PARTITION_US=1000001"},
     };
+    /* Good settings that contradict each other: a GPU-time bound for the green stream under a mode
+     * that counts launches. */
+    const char *conflicts[][2] = {{"GPUYIELD_MODE=event:4", "GPUYIELD_PARTITION_US=2000"},
+                                  {"GPUYIELD_MODE=sync:1", "GPUYIELD_PARTITION_US=2000"}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         /* The bad setting comes last so that it overrides the good GPUYIELD_SHM where both are given. */
         const char *env[] = {strncmp(cases[i].setting, "GPUYIELD_SHM", 12) ? shm : cases[i].setting,
                              cases[i].setting, NULL};
-        const char *args[] = {"plain", "2", NULL};
-        struct worker w;
-        if (!spawn(&s, &w, env, args))
-            continue;
-        int rc = wait_exit(&w);
-        char *err = slurp(w.err);
-        CHECK(rc == 2, "%s: exit %d, expected 2", cases[i].setting, rc);
-        CHECK(count_lines(err) == 1 && strstr(err, cases[i].var), "%s: stderr: %s", cases[i].setting, err);
-        free(err);
-        struct fake_log log;
-        if (access(s.log, F_OK) == 0 && fake_log_read(s.log, &log) == 0) { /* no log: nothing ran */
-            CHECK(fake_log_count_pid(&log, w.pid) == 0, "%s: a kernel ran", cases[i].setting);
-            fake_log_free(&log);
-        }
+        expect_bad_environment(&s, env, cases[i].var, cases[i].setting);
+    }
+    for (size_t i = 0; i < sizeof conflicts / sizeof conflicts[0]; i++) {
+        const char *env[] = {shm, conflicts[i][0], conflicts[i][1], NULL};
+        expect_bad_environment(&s, env, "GPUYIELD_PARTITION_US", conflicts[i][0]);
     }
     setup_end(&s);
 }
@@ -1906,13 +1924,18 @@ TEST(partition_state_does_not_survive_fork)
 }
 
 /* The green stream has its own queue bound (sync:1: one kernel queued there at a time; time:500
- * with 2 ms kernels, bounded after each launch: at most one before a submit). */
+ * with 2 ms kernels, bounded after each launch: at most one before a submit; GPUYIELD_PARTITION_US
+ * sets it apart from the mode's). */
 TEST(partition_bounds_the_green_stream_queue)
 {
     const char *env[] = {"GPUYIELD_MODE=sync:1", NULL};
     free(run_partition(true, "partition_bound", env, 0));
     const char *timed[] = {"GPUYIELD_MODE=time:500", NULL};
     free(run_partition(true, "partition_bound", timed, 0));
+    /* GPUYIELD_PARTITION_US: the green stream's bound apart from the mode's: 20 ms lets groups of
+     * five 2 ms kernels queue there, where time:500 lets one */
+    const char *deep[] = {"GPUYIELD_MODE=time:500", "GPUYIELD_PARTITION_US=20000", NULL};
+    free(run_partition(true, "partition_bound", deep, 0));
 }
 
 TEST(partition_sms_as_a_count_a_fraction_or_a_percentage)
