@@ -487,6 +487,31 @@ def test_an_arm_setup_runs_on_a_guarded_segment_of_its_own_with_the_arm_pinned(t
     assert "arm:disjoint:64" in r.stdout  # the summary's column
 
 
+def test_a_green_depth_arm_setup_pins_its_arm_and_bounds_only_the_lps_green_stream(tmp_path):
+    """arm:ARM@green:US: the arm pinned on a guarded segment of the group's own, the LP under
+    GPUYIELD_PARTITION_US=US beside its own time:US, the HP without it."""
+    assert matrix.SETUP["arm:partition:120@green:2000"] == ("arm-partition120-green2000", ("hp", "lp"), True)
+    assert matrix.ARM_GROUPS["arm-partition120-green2000"] == "partition:120"
+    assert matrix.SETUP["arm:partition:120"] == ("arm-partition120", ("hp", "lp"), True)  # the plain arm unchanged
+    args = argparse.Namespace(build="/b", lp_mode="time:500", partition_sms=16)
+    segments = {"arm-partition120-green2000": "s-green"}
+    lp = matrix.group_env(args, "arm-partition120-green2000", "lp", segments, ("/pipe", "/log"))
+    hp = matrix.group_env(args, "arm-partition120-green2000", "hp", segments, ("/pipe", "/log"))
+    assert lp["GPUYIELD_PARTITION_US"] == "2000" and lp["GPUYIELD_MODE"] == "time:500" and lp["GPUYIELD_SHM"] == "s-green"
+    assert "GPUYIELD_PARTITION_US" not in hp and hp["GPUYIELD_PRIORITY"] == "1"
+    assert "GPUYIELD_PARTITION_US" not in matrix.group_env(args, "arm-partition120", "lp", {"arm-partition120": "s"},
+                                                           ("/pipe", "/log"))
+    out = tmp_path / "m"
+    r = short_dry_run(out, "--hp-kinds", "gemm", "--lp-kinds", "gemm", "--setups",
+                      "hp_alone,lp_alone,arm:partition:64,arm:partition:64@green:4000")
+    assert r.returncode == 0, r.stdout
+    raw = json.loads((out / "raw.json").read_text())
+    segs = [s for s in raw["segments"] if s["setup"] == "arm:partition:64@green:4000"]
+    assert segs and all((s["guarded_status"]["guarded"]["in_force"], s["guarded_status"]["guarded"]["reason"])
+                        == ("partition:64", "forced") for s in segs)
+    assert "arm:partition:64@green:4000" in r.stdout  # the summary's column
+
+
 def test_the_hps_jobs_are_split_by_the_guarded_arm_they_ran_under():
     """by_arm: per setup, the HP's jobs grouped by their recorded guarded arm (a slow tail can be tied
     to the arm it ran under); no by_arm where no arm was recorded."""
