@@ -67,6 +67,8 @@ for stage in "${stages[@]}"; do
             echo "partition-proof exit $?" ;;
     disjoint-proof) PY=$PY bash bench/gpu/disjoint_proof.sh "$B" "$R/disjoint-proof" "$OUT" 2>&1
             echo "disjoint-proof exit $?" ;;
+    green-probe) PY=$PY bash bench/gpu/green_probe.sh "$B" "$R/green-probe" 2>&1 | tail -30
+            cp "$R/green-probe/green_probe.json" "$OUT/" 2>/dev/null ;;
     graph-split) PY=$PY bash bench/gpu/graph_split_check.sh "$B" "$R/graph-split" 2>&1 | tail -60
             echo "graph-split exit ${PIPESTATUS[0]}"; cp "$R/graph-split/graph_split_check.json" "$OUT/" 2>/dev/null ;;
     smoke) bash bench/gpu/smoke.sh "$B" "$R/smoke" ;;
