@@ -9,6 +9,8 @@ and over the cycles; then each arm's cycle rate over that of the stop jobs of th
 with a 95 % interval that resamples the folders (invocations), then their segments.
     python3 -m bench.gpu.lp_cycles DIR [DIR ...]      (each with raw.json, raw.json.xz or raw.json.gz)
 Learning segments (round -1) hold most of the cycles; they are shown apart from the rounds.
+Where the rounds have an LP alone, a block says where each setup's LP loses against it: its rate in
+the HP's gaps and during its jobs over alone's, and its loss over the cycles split into the two.
 A unit's work is spread evenly over its duration: where units last longer than a cycle (the
 FasterRCNN and ResNet-50 LPs beside a 4 ms HP), an arm's share is smeared over the cycles around
 it, its difference from stop understated; the cell's header says so.
@@ -135,6 +137,45 @@ def by_arm(folders):
     return out
 
 
+def alone_rates(folders):
+    """{cell: the LP's units per second alone (lp_alone, its counted units over its counted
+    seconds, pooled over the rounds of every folder)}."""
+    sums = collections.defaultdict(lambda: [0.0, 0.0])
+    for folder in folders:
+        for seg in load(folder)["segments"]:
+            lp = seg.get("lp_result") or {}
+            if seg.get("setup") == "lp_alone" and lp.get("ok") and lp.get("counted_secs"):
+                acc = sums[(seg["hp"], seg["lp"], seg["load"])]
+                acc[0] += lp["counted"]
+                acc[1] += lp["counted_secs"]
+    return {cell: u / secs for cell, (u, secs) in sums.items() if secs > 0}
+
+
+def loss_split(table, alone):
+    """[(cell, setup, in_jobs_share, gaps_of_alone, jobs_of_alone, loss_gaps, loss_jobs)] over the
+    rounds' cycles of every setup (all its arms pooled) whose cell has an LP alone: the LP's loss
+    against alone over the cycles, 1 - cycle rate / alone, is loss_gaps + loss_jobs, each the share
+    of the cycles' time in gaps (jobs) times 1 - the LP's rate there over alone."""
+    pooled = collections.defaultdict(lambda: {"job_ms": 0.0, "gap_ms": 0.0, "job_units": 0.0, "gap_units": 0.0})
+    for (phase, cell, setup, _arm), invocations in table.items():
+        if phase != "rounds" or cell not in alone:
+            continue
+        acc = pooled[(cell, setup)]
+        for block in (b for inv in invocations for b in inv):
+            for k in acc:
+                acc[k] += block[k]
+    out = []
+    for (cell, setup), t in sorted(pooled.items()):
+        total = t["job_ms"] + t["gap_ms"]
+        if total <= 0:
+            continue
+        share = t["job_ms"] / total
+        gaps = per_s(t["gap_units"], t["gap_ms"]) / alone[cell]
+        jobs = per_s(t["job_units"], t["job_ms"]) / alone[cell]
+        out.append((cell, setup, share, gaps, jobs, (1 - share) * (1 - gaps), share * (1 - jobs)))
+    return out
+
+
 def unit_and_cycle_ms(folders, cell):
     """The median LP unit and the median cycle (job + gap) of a cell, in ms, over its segments."""
     units, cyc = [], []
@@ -183,6 +224,13 @@ def main(argv):
             ci = "[{:.3f}, {:.3f}]".format(*r["ci"]) if r["ci"] else "[no interval]"
             line += f"   cycle x stop {r['value']:.3f} {ci}"
         print(line)
+    split = loss_split(table, alone_rates(argv))
+    if split:
+        print("where the LP's loss goes, rounds (its rate in the HP's gaps and jobs over alone's; the loss "
+              "1 - cycle rate / alone split into the gaps' part and the jobs' part)")
+    for cell, setup, share, gaps, jobs, loss_gaps, loss_jobs in split:
+        print(f"  {' + '.join(cell[:2])}, {cell[2]}  {setup:<30} in jobs {share:.2f} of the time  gaps {gaps:.2f} "
+              f"jobs {jobs:.2f} of alone  loss {loss_gaps + loss_jobs:.2f} = gaps {loss_gaps:.2f} + jobs {loss_jobs:.2f}")
     for (phase, cell, setup), rows in sorted(by_previous(argv, unit_cycles).items()):
         if all(arm in ("stop", "-") for arm, _ in rows):
             continue

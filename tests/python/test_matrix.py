@@ -708,6 +708,31 @@ def test_service_tails_pools_the_measured_rounds_and_compares_with_the_hp_alone(
         service_tails.tails([str(tmp_path / "missing")])
 
 
+def test_lp_cycles_splits_the_lps_loss_against_alone_into_the_gaps_and_the_jobs(tmp_path, capsys):
+    """Jobs of 10 ms every 20 ms; the LP ends a unit every 2 ms in them and every 1 ms in the gaps,
+    alone 1000 units/s: in jobs half the time, the gaps at 1.00 and the jobs at 0.50 of alone, its
+    loss 0.25 = 0.00 in the gaps + 0.25 in the jobs. A cell without an LP alone has no split."""
+    from bench.gpu import lp_cycles
+    starts, done = [0.0, 20.0, 40.0, 60.0], []
+    for begin in starts:
+        done += [begin + 2.0 * k for k in range(1, 6)] + [begin + 10.0 + k for k in range(1, 11)]
+    seg = {"hp": "small", "lp": "gemm", "load": "poisson-25", "setup": "corun", "round": 0,
+           "hp_result": {"ok": True, "svc_ms": [10.0] * 4, "start_ms": starts, "arms": [None] * 4},
+           "lp_result": {"ok": True, "first_ms": 0.0, "done_ms": done}}
+    alone = {"hp": "small", "lp": "gemm", "load": "poisson-25", "setup": "lp_alone", "round": 0,
+             "lp_result": {"ok": True, "counted": 1000.0, "counted_secs": 1.0}}
+    other = dict(seg, lp="graph")  # no LP alone in its cell
+    (tmp_path / "raw.json").write_text(json.dumps({"segments": [seg, alone, other]}))
+    split = lp_cycles.loss_split(lp_cycles.by_arm([str(tmp_path)]), lp_cycles.alone_rates([str(tmp_path)]))
+    assert len(split) == 1
+    cell, setup, share, gaps, jobs, loss_gaps, loss_jobs = split[0]
+    assert (cell, setup) == (("small", "gemm", "poisson-25"), "corun")
+    assert (share, gaps, jobs, loss_gaps, loss_jobs) == pytest.approx((0.5, 1.0, 0.5, 0.0, 0.25))
+    lp_cycles.main([str(tmp_path)])
+    line = next(l for l in capsys.readouterr().out.splitlines() if "loss 0.25" in l)
+    assert "small + gemm" in line and "gaps 0.00 + jobs 0.25" in line
+
+
 def test_lp_cycles_charges_each_arm_with_what_the_lp_did_during_its_job_and_in_the_gap_after(tmp_path, capsys):
     """A segment of 4 HP jobs of 10 ms, 20 ms apart: stop, partition:16, stop, partition:16. Around a
     stop job the LP's one unit spans the job and it then ends one every 1 ms in the gap; during a
