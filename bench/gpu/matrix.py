@@ -133,13 +133,13 @@ for _group, _arm in ARM_GROUPS.items():
 # SMs at time:500, about half of the gaps' rate): "arm:partition:64@green:2000" pins 64 SMs with the
 # LP under GPUYIELD_PARTITION_US=2000 (group "arm-partition64-green2000").
 GREEN_DEPTHS = ("1000", "2000", "4000")
-GREEN_GROUPS = {}  # group -> the LP's GPUYIELD_PARTITION_US
+GREEN_GROUPS, GREEN_SETUPS = {}, ()  # group -> the LP's GPUYIELD_PARTITION_US; the setups' names
 for _arm in ("partition:64", "partition:120"):
     for _us in GREEN_DEPTHS:
         _group = f"arm-{_arm.replace(':', '')}-green{_us}"
         ARM_GROUPS[_group], GREEN_GROUPS[_group] = _arm, _us
-        SETUP[f"arm:{_arm}@green:{_us}"] = (_group, ("hp", "lp"), True)
-GREEN_SETUPS = tuple(f"arm:{a}@green:{u}" for a in ("partition:64", "partition:120") for u in GREEN_DEPTHS)
+        GREEN_SETUPS += (f"arm:{_arm}@green:{_us}",)
+        SETUP[GREEN_SETUPS[-1]] = (_group, ("hp", "lp"), True)
 # Corun with the LP under another queue bound than --lp-mode, each on a corun segment of its own:
 # "corun@time:2000" (the pair) and "lp_ctl@time:2000" (the LP alone, hooked): how much the bound
 # costs the LP and how much a deeper one costs the HP, side by side in the same rounds.
