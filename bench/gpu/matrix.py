@@ -60,6 +60,8 @@ latency p50 and p99), so that a slow tail can be tied to its arm; meets_hp_targe
 its interval <= 1.06, p99 <= 1.10); beside corun, lp_minus_corun and meets_lp_target (no more than
 0.02 under corun's LP). After the table, per setup: the cells that met each target.
 Also GPU clocks (nvidia-smi every 500 ms, nothing set) and the CPU load average per segment.
+With --pin the CPUs taking the GPU's interrupts are read again after the workers are up and before
+each cell, and a new one is taken off the LP workers' CPUs (raw.json gpu_irq_moves; IrqWatch).
 """
 import argparse
 import datetime
@@ -279,6 +281,51 @@ class HpPlacement:
             else:
                 p.place(self.park)
         self.active = proc
+
+
+class IrqWatch:
+    """--pin: the CPUs taking the GPU's interrupts, read again after the workers are up and before
+    each cell, kept off the LP workers' CPUs and the parked HP workers' (they go to the harness).
+    On the H200 a fresh machine's nvidia interrupt line pointed at CPU 0 when the matrix started and
+    its interrupts were served on CPU 14, an LP CPU, in the segments (2026-12-01-h200-trial-ends,
+    calls A, C, D): the plan made from the first reading left it to the LP, whose worker thread
+    shared it with ~3 000-4 000 interrupts a second in some setups and not others. A move onto the
+    HP's CPUs is only said (moving the HP would change its cores between setups)."""
+
+    def __init__(self, procs, placement, tool_cpus, irq_cpus, raw, read=None):
+        self.procs, self.placement, self.tool_cpus = procs, placement, sorted(tool_cpus or ())
+        self.known, self.raw, self.read = set(irq_cpus), raw, read or host_counters.gpu_irq_cpus
+
+    def check(self, where):
+        now = set(self.read())
+        moved = now - self.known
+        if not moved:
+            return
+        self.known |= now
+        lp_side = [p for (g, role), p in sorted(self.procs.items()) if role == "lp" and p.cpus]
+        for p in lp_side:
+            left = sorted(set(p.cpus) - moved)
+            if left and left != sorted(p.cpus):
+                p.cpus = left
+                p.place(left)
+        if self.placement:
+            park = sorted(set(self.placement.park) - moved)
+            if park:
+                self.placement.park = park
+                for p in self.placement.workers:
+                    if p is not self.placement.active:
+                        p.place(park)
+        hp_hit = sorted({c for (g, role), p in self.procs.items() if role == "hp" and p.cpus for c in p.cpus} & moved)
+        if self.tool_cpus and moved - set(hp_hit):  # never the HP's CPUs: the harness stays off them
+            self.tool_cpus = sorted(set(self.tool_cpus) | (moved - set(hp_hit)))
+            os.sched_setaffinity(0, self.tool_cpus)
+        self.raw.setdefault("gpu_irq_moves", []).append({
+            "at": where, "cpus": sorted(now), "hp_cpus_hit": hp_hit,
+            "lp_cpus": {f"{g}_{role}": list(p.cpus) for (g, role), p in sorted(self.procs.items()) if role == "lp" and p.cpus}})
+        print(f"matrix: the GPU's interrupts now land on CPU {', '.join(map(str, sorted(now)))} ({where}): "
+              f"{', '.join(map(str, sorted(moved)))} taken off the LP workers' CPUs"
+              + (f"; {', '.join(map(str, hp_hit))} is one of the HP's CPUs: its times may be disturbed" if hp_hit else ""),
+              flush=True)
 
 
 class Proc:
@@ -557,7 +604,11 @@ def run(args):
             p.reply(args.ready_timeout, "start-up")
         print(f"matrix: {len(procs)} workers up in {time.monotonic() - started:.1f} s; {len(plan)} cells, "
               f"estimated {estimate_s(args, plan):.0f} s more", flush=True)
-        run_cells(args, plan, procs, tools, raw, started)
+        harness_pinned = "harness" in raw["cpus"]
+        irq = IrqWatch(procs, placement, tool_cpus if harness_pinned else None, irq_cpus, raw) if pins else None
+        if irq:
+            irq.check("the workers up")
+        run_cells(args, plan, procs, tools, raw, started, irq)
     finally:
         for p in procs.values():
             p.stop()
@@ -590,7 +641,7 @@ def estimate_s(args, plan):
     return total
 
 
-def run_cells(args, plan, procs, tools, raw, started):
+def run_cells(args, plan, procs, tools, raw, started, irq=None):
     hp_procs = [p for (g, r), p in procs.items() if r == "hp"]
     lp_procs = [p for (g, r), p in procs.items() if r == "lp"]
     total = sum(len(cell_setups(args.setups, i == 0 or plan[i - 1][0] != c[0], args.cost)) * args.rounds
@@ -599,6 +650,8 @@ def run_cells(args, plan, procs, tools, raw, started):
     partition_before = {}
     for ci, (hp, lp, load) in enumerate(plan):
         first = ci == 0 or plan[ci - 1][0] != hp
+        if irq:
+            irq.check(f"before cell {hp}+{lp} {load}")
         if hp != loaded_hp:
             for p in hp_procs:
                 p.send({"cmd": "load", "kind": hp})

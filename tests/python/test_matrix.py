@@ -995,6 +995,42 @@ def test_pinning_parks_every_hp_worker_but_the_measured_one(tmp_path, monkeypatc
             p.log.close()
 
 
+def test_the_gpus_interrupts_moving_onto_an_lp_cpu_take_it_off_the_lp_and_parked_workers(monkeypatch, capsys):
+    """IrqWatch: a CPU that starts taking the GPU's interrupts after the plan leaves the LP workers'
+    and the parked HP workers' CPUs for the harness's, once, recorded in raw.json; the measured HP
+    stays where it is and the line says when its CPUs are hit; no move, nothing done."""
+    class FakeProc:
+        def __init__(self, cpus):
+            self.cpus, self.placed = cpus, []
+
+        def place(self, cpus, by_name=None):
+            self.placed.append(list(cpus))
+    harness = []
+    monkeypatch.setattr(matrix.os, "sched_setaffinity", lambda pid, cpus: harness.append(sorted(cpus)))
+    lp, hp_on, hp_parked = FakeProc([4, 5, 6, 7]), FakeProc([2, 3]), FakeProc([2, 3])
+    placement = matrix.HpPlacement(park=[4, 5, 6, 7])
+    placement.workers, placement.active = [hp_on, hp_parked], hp_on
+    procs = {("corun", "lp"): lp, ("corun", "hp"): hp_on, ("plain", "hp"): hp_parked}
+    readings = iter([[0], [7], [7], [3, 7]])
+    raw = {}
+    watch = matrix.IrqWatch(procs, placement, [0, 1], [0], raw, read=lambda: next(readings))
+    watch.check("the workers up")  # still CPU 0: nothing moves
+    assert lp.placed == [] and harness == [] and "gpu_irq_moves" not in raw
+    watch.check("before cell a")
+    assert lp.cpus == [4, 5, 6] and lp.placed == [[4, 5, 6]]
+    assert placement.park == [4, 5, 6] and hp_parked.placed == [[4, 5, 6]] and hp_on.placed == []
+    assert harness == [[0, 1, 7]]
+    watch.check("before cell b")  # the same CPU again: nothing more
+    assert len(lp.placed) == 1 and len(raw["gpu_irq_moves"]) == 1
+    watch.check("before cell c")  # onto an HP CPU: said, the HP not moved
+    assert raw["gpu_irq_moves"][-1]["hp_cpus_hit"] == [3] and hp_on.placed == [] and hp_on.cpus == [2, 3]
+    assert harness == [[0, 1, 7]]  # the harness never goes onto the HP's CPUs
+    assert raw["gpu_irq_moves"][0] == {"at": "before cell a", "cpus": [7], "hp_cpus_hit": [],
+                                       "lp_cpus": {"corun_lp": [4, 5, 6]}}
+    out = capsys.readouterr().out
+    assert "now land on CPU 7 (before cell a)" in out and "3 is one of the HP's CPUs" in out
+
+
 def test_wakeup_summary_counts_what_reaches_the_hps_cpus_per_setup_window(tmp_path, capsys):
     from bench.gpu import wakeup_summary
     raw = {"cpus": {"corun_hp": [2, 3], "corun_lp": [4, 5], "harness": [0, 1], "hp_idle": [8, 9]},
