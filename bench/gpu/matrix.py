@@ -286,8 +286,8 @@ class HpPlacement:
 class IrqWatch:
     """--pin: the CPUs taking the GPU's interrupts, read again after the workers are up and before
     each cell, kept off the LP workers' CPUs and the parked HP workers' (they go to the harness).
-    On the H200 a fresh machine's nvidia interrupt line pointed at CPU 0 when the matrix started and
-    its interrupts were served on CPU 14, an LP CPU, in the segments (2026-12-01-h200-trial-ends,
+    On the H200 the reading at a fresh machine's start gave CPU 0 while the segments' interrupts
+    were served on CPU 14, an LP CPU (2026-12-01-h200-trial-ends,
     calls A, C, D): the plan made from the first reading left it to the LP, whose worker thread
     shared it with ~3 000-4 000 interrupts a second in some setups and not others. A move onto the
     HP's CPUs is only said (moving the HP would change its cores between setups)."""
