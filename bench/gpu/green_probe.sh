@@ -3,9 +3,12 @@
 # second (three work kinds, with and without an event after every unit) on the whole GPU, and in a
 # pinned K-SM partition (K = 16, 64, 120) while a priority-1 process holds a job open, idle in it or
 # launching the matrix's small HP unit through it; and the same LP as a plain MPS client beside that
-# HP unhooked. Tells what caps the LP inside the launch-bound HP's jobs: the partition's SMs (the
-# rate follows K and the kind's waves), the HP's launches beside it (green-busy under green-idle),
-# or the fork and join of every unit (marks under nomarks only in the partition).
+# HP unhooked; then the same on a partition-policy segment at GPUYIELD_PARTITION_SMS 112 and 128
+# (sizes the guarded arms do not have: a grid of 256 blocks two to an SM fills 128 SMs in one wave
+# and needs two on 120). Tells what caps the LP inside the launch-bound HP's jobs: the partition's
+# SMs (the rate follows K and the kind's waves: the 2048^2 GEMM back to whole at 128), the HP's
+# launches beside it (green-busy under green-idle), or the fork and join of every unit (marks
+# under nomarks only in the partition).
 #   bash bench/gpu/green_probe.sh BUILD OUTDIR [SECONDS]
 # Writes OUTDIR/<phase>.json per LP run, OUTDIR/hp-<phase>.txt, and OUTDIR/green_probe.json (every
 # run's rates and each one's ratio to the whole GPU's). Needs root (MPS) and a GPU.
@@ -16,12 +19,14 @@ SECS=${3:-2}
 PY=${PY:-python3}
 mkdir -p "$OUTDIR"
 TAG=gygreen$$
+PTAG=gygreenp$$
 MPS_DIR=/tmp/gy-green-mps-$$
 HOLDER=
 . "$(dirname "$0")/mps_daemon.sh"
 cleanup() {
     [ -n "$HOLDER" ] && touch "$OUTDIR/stop" && wait "$HOLDER" 2> /dev/null
     "$B/bin/expcontroller" remove --name "$TAG" > /dev/null 2>&1
+    "$B/bin/expcontroller" remove --name "$PTAG" > /dev/null 2>&1
     mps_quit "$MPS_DIR" green-probe "$OUTDIR/mps-log"
     rm -rf "$MPS_DIR" "$OUTDIR/stop" "$OUTDIR/ready"
 }
@@ -30,17 +35,17 @@ rc=0
 mps_start "$MPS_DIR" green-probe || exit 1
 "$B/bin/expcontroller" create --name "$TAG" --policy guarded --mps-pipe "$MPS_DIR/pipe" > "$OUTDIR/create.txt" 2>&1 ||
     { cat "$OUTDIR/create.txt"; exit 1; }
-lp() { # PHASE hooked|plain: one LP process, OUTDIR/PHASE.json
+lp() { # PHASE hooked|plain [SEGMENT SMS]: one LP process, OUTDIR/PHASE.json (SEGMENT: default the guarded one)
     local hook=()
-    [ "$2" = hooked ] && hook=(LD_PRELOAD="$B/lib/libgpuyield.so" GPUYIELD_SHM="$TAG" GPUYIELD_PRIORITY=0
-        GPUYIELD_MODE=time:500 GPUYIELD_VERBOSE=1)
+    [ "$2" = hooked ] && hook=(LD_PRELOAD="$B/lib/libgpuyield.so" GPUYIELD_SHM="${3:-$TAG}" GPUYIELD_PRIORITY=0
+        GPUYIELD_MODE=time:500 GPUYIELD_VERBOSE=1 ${4:+GPUYIELD_PARTITION_SMS=$4})
     env ${hook[@]+"${hook[@]}"} CUDA_MPS_CLIENT_PRIORITY=1 "$PY" bench/gpu/green_probe.py lp "$OUTDIR/$1.json" "$SECS" \
         > "$OUTDIR/$1.txt" 2>&1 || { echo "green-probe: LP run $1 failed: $(tail -3 "$OUTDIR/$1.txt")"; rc=1; }
     echo "green-probe: $1 done"
 }
-hp_start() { # PHASE ARM idle|busy|plain: the holder, until hp_stop; waits for its job to open
+hp_start() { # PHASE ARM idle|busy|plain [SEGMENT]: the holder, until hp_stop; waits for its job to open
     rm -f "$OUTDIR/ready" "$OUTDIR/stop"
-    "$PY" bench/gpu/green_probe.py hp "$TAG" "$2" "$3" "$OUTDIR/ready" "$OUTDIR/stop" > "$OUTDIR/hp-$1.txt" 2>&1 &
+    "$PY" bench/gpu/green_probe.py hp "${4:-$TAG}" "$2" "$3" "$OUTDIR/ready" "$OUTDIR/stop" > "$OUTDIR/hp-$1.txt" 2>&1 &
     HOLDER=$!
     for _ in $(seq 300); do [ -e "$OUTDIR/ready" ] && return 0; kill -0 "$HOLDER" 2> /dev/null || break; sleep 0.1; done
     echo "green-probe: the holder for $1 never opened its job: $(cat "$OUTDIR/hp-$1.txt")"
@@ -66,6 +71,20 @@ for k in 16 64 120; do
         fi
     done
 done
+if "$B/bin/expcontroller" create --name "$PTAG" --policy partition --mps-pipe "$MPS_DIR/pipe" >> "$OUTDIR/create.txt" 2>&1; then
+    for k in 112 128; do
+        for how in idle busy; do
+            if hp_start "green$k-$how" any "$how" "$PTAG"; then
+                lp "green$k-$how" hooked "$PTAG" "$k"
+                hp_stop
+                grep -q "run on a green context of $k of" "$OUTDIR/green$k-$how.txt" ||
+                    { echo "green-probe: green$k-$how: the LP never said it ran on $k SMs"; rc=1; }
+            fi
+        done
+    done
+else
+    echo "green-probe: no partition segment: $(tail -1 "$OUTDIR/create.txt")"; rc=1
+fi
 if hp_start mps-busy none plain; then
     lp mps-busy plain
     hp_stop
@@ -74,7 +93,7 @@ fi
 "$PY" - "$OUTDIR" <<'PYEOF' || rc=1
 import json, os, sys
 d = sys.argv[1]
-phases = ["whole", "mps-alone"] + [f"green{k}-{h}" for k in (16, 64, 120) for h in ("idle", "busy")] + ["mps-busy"]
+phases = ["whole", "mps-alone"] + [f"green{k}-{h}" for k in (16, 64, 120, 112, 128) for h in ("idle", "busy")] + ["mps-busy"]
 runs = {p: json.load(open(f"{d}/{p}.json")) for p in phases if os.path.exists(f"{d}/{p}.json")}
 if "whole" not in runs:
     sys.exit("green-probe: no whole-GPU run to compare with")
