@@ -632,7 +632,7 @@ static void add_sample(struct gy_guard *g, struct gy_guard_window *w, bool stop_
     uint64_t us64 = (duration_ns + 500) / 1000;
     uint32_t us = us64 > UINT32_MAX ? UINT32_MAX : us64 ? (uint32_t)us64 : 1;
     if (stop_sample)
-        g->stop_recent_job[w->head % GY_GUARD_RECENT] = g->jobs;
+        g->stop_recent_job[w->head % GY_GUARD_RECENT] = (uint32_t)g->jobs;
     w->recent[w->head % GY_GUARD_RECENT] = us;
     w->head = (w->head + 1) % GY_GUARD_RECENT;
     if (w->recent_n < GY_GUARD_RECENT)
@@ -679,13 +679,19 @@ static struct stop_baseline baseline(const struct gy_guard *g)
 
 static double bound(double stop_value, uint32_t eps_ppm) { return stop_value * (1.0 + eps_ppm / 1e6); }
 
+/* Was stop's recent job i counted at or after the guard's job `since`? */
+static bool stop_recent_since(const struct gy_guard *g, uint32_t i, uint64_t since)
+{
+    return gy_guard_dated_since(g->jobs, g->stop_recent_job[i], since);
+}
+
 /* Stop's recent durations of jobs that began at or after the guard's job `since`, into out. */
 static uint32_t stop_jobs_since(const struct gy_guard *g, uint64_t since, uint32_t *out)
 {
     const struct gy_guard_window *stop = &g->arms[GY_ARM_STOP];
     uint32_t k = 0;
     for (uint32_t i = 0; i < stop->recent_n; i++)
-        if (g->stop_recent_job[i] >= since)
+        if (stop_recent_since(g, i, since))
             out[k++] = stop->recent[i];
     return k;
 }
@@ -753,7 +759,7 @@ static void add_block(struct gy_guard *g, uint32_t arm)
     if (g->blocks_arm != arm) /* another window is under test now (a trial ended): its own sums */
         g->blocks_arm = arm, g->blocks_u2 = 0, g->blocks_var12 = 0;
     for (uint32_t i = 0; i < stop->recent_n; i++)
-        if (g->stop_recent_job[i] >= w->block_start)
+        if (stop_recent_since(g, i, w->block_start))
             during[k++] = stop->recent[i];
     if (!k)
         return;

@@ -176,6 +176,15 @@ bool gy_guard_trial_outlook(const struct gy_guard *g, struct gy_guard_outlook *o
 void gy_guard_depth_stats(const struct gy_guard *g, struct gy_guard_arm_stats *out);
 const char *gy_guard_arm_name(enum gy_guard_arm arm);  /* "stop", "partition:16", ...; "?" if unknown */
 unsigned gy_guard_arm_sms(enum gy_guard_arm arm);      /* the lower processes' SMs; 0 for stop */
+/* Was a job whose guard job count was kept as `dated` (its low 32 bits: stop_recent_job) counted at
+ * or after the count `since`, the guard's count being `jobs` now? Its age (jobs - dated, modulo
+ * 2^32) is exact for any job less than 2^32 jobs old; a recent one is thousands old. */
+static inline bool gy_guard_dated_since(uint64_t jobs, uint32_t dated, uint64_t since)
+{
+    uint64_t age = (uint32_t)((uint32_t)jobs - dated);
+    return since <= jobs && age <= jobs - since;
+}
+
 /* A disjoint arm: the HP's launches during its job go to the complement of the lower processes'
  * SMs. Inline: the HP's launch path asks it while a partition arm is open. */
 #define GY_GUARD_ARM_DISJOINT_CASE(suffix, name, sms, disjoint) case GY_ARM_##suffix: return disjoint;

@@ -138,7 +138,9 @@ struct gy_guard {
      * re-check): what the full test compares it with, so that both windows cover the same time
      * and a change of the HP's own speed meanwhile (a host-bound HP's CPU) falls on both. */
     struct gy_guard_window paired_stop;
-    uint64_t stop_recent_job[GY_GUARD_RECENT]; /* the guard's job count at each of stop's recent durations */
+    /* the guard's job count at each of stop's recent durations, its low 32 bits (guarded.c reads
+     * it back by its distance from `jobs`: a recent job is thousands of jobs old, not 2^32) */
+    uint32_t stop_recent_job[GY_GUARD_RECENT];
     /* The queue depth (guarded.c): a second dimension beside the arm. A stop sample runs after a
      * gap at the lower processes' own bound (the baseline is corun as it is); every other job after
      * a gap at depth_in_force, or at depth_trial while one is tried (with the arm in force). */

@@ -773,6 +773,50 @@ static void check_fallback(double cost, uint64_t seed)
           "cost %.2f: in force %s", cost, gy_guard_arm_name(g->in_force));
 }
 
+/* Stop's recent jobs are dated in 32 bits (the low bits of the guard's job count, read back by
+ * their distance from it): a guard whose count crosses 2^32 mid-run decides exactly as one that
+ * starts from 0, job for job (the fallback's and the blocks' "stop jobs of the same stretch"). */
+TEST(a_job_dated_in_32_bits_is_compared_by_its_age_across_the_wrap)
+{
+    const uint64_t wrap = 1ull << 32;
+    struct {
+        uint64_t jobs, job, since;
+        bool want;
+    } cases[] = {
+        {100, 90, 90, true},               {100, 89, 90, false},            {100, 100, 0, true},
+        {wrap + 5, wrap + 2, wrap - 3, true}, /* dated after the wrap, since before it */
+        {wrap + 5, wrap - 10, wrap - 3, false}, /* both before the wrap: older than since */
+        {wrap + 5, wrap - 2, wrap - 3, true},  {3 * wrap + 7, 3 * wrap + 7, 3 * wrap + 7, true},
+        {wrap + 5, wrap + 5, wrap + 6, false}, /* since later than now: nothing is that recent */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        CHECK(gy_guard_dated_since(cases[i].jobs, (uint32_t)cases[i].job, cases[i].since) == cases[i].want,
+              "case %zu: job %llu since %llu at %llu", i, (unsigned long long)cases[i].job,
+              (unsigned long long)cases[i].since, (unsigned long long)cases[i].jobs);
+}
+
+TEST(a_guard_whose_job_count_crosses_2_to_the_32_decides_as_one_from_zero)
+{
+    const struct pair p = {10.0, {1, 1, 1, 1.03, 1, 1, 1.2, 1}, LOGNORMAL10, LP_PER_MS, {0}, {0}, {0}};
+    struct run from_zero = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
+    struct run across = from_zero;
+    struct gy_guard *g = fresh(41);
+    simulate(g, &p, 6000, &from_zero);
+    enum gy_guard_arm in_force = g->in_force;
+    uint32_t reason = g->reason, ended = g->trials_ended;
+    g = fresh(41);
+    g->jobs = g->last_recheck = (1ull << 32) - 1500; /* crosses 2^32 after 1 500 jobs */
+    simulate(g, &p, 6000, &across);
+    CHECK(g->in_force == in_force && g->reason == reason && g->trials_ended == ended,
+          "from 0: %s (%s), %u trials ended; across 2^32: %s (%s), %u", gy_guard_arm_name(in_force),
+          gy_guard_reason_text(reason), ended, gy_guard_arm_name(g->in_force), gy_guard_reason_text(g->reason),
+          g->trials_ended);
+    CHECK(memcmp(from_zero.jobs_on, across.jobs_on, sizeof from_zero.jobs_on) == 0 &&
+              memcmp(from_zero.ended, across.ended, sizeof from_zero.ended) == 0 && from_zero.changes == across.changes,
+          "the two runs' jobs per arm, trial ends or changes differ");
+    CHECK(from_zero.changes > 0 && ended > 0, "nothing was tried: the run tests nothing");
+}
+
 TEST(a_cost_appearing_after_promotion_falls_back_to_stop_at_once)
 {
     check_fallback(1.5, 21);
