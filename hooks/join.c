@@ -77,7 +77,11 @@ static const char *mode_text(char *buf, size_t len)
     if (gy_client.mode == GY_MODE_NONE)
         return "none";
     static const char *const names[] = {[GY_MODE_SYNC] = "sync", [GY_MODE_EVENT] = "event", [GY_MODE_TIME] = "time"};
-    snprintf(buf, len, "%s:%lu", names[gy_client.mode], gy_client.group);
+    unsigned long green = gy_client.mode == GY_MODE_TIME ? gy_config()->partition_us : 0;
+    if (green) /* GPUYIELD_PARTITION_US: said, as the bound it sets */
+        snprintf(buf, len, "%s:%lu (partition streams time:%lu)", names[gy_client.mode], gy_client.group, green);
+    else
+        snprintf(buf, len, "%s:%lu", names[gy_client.mode], gy_client.group);
     return buf;
 }
 
@@ -112,7 +116,7 @@ bool gy_client_join_slow(void)
         gy_partition_check_static();
         phase = GY_PHASE_READY;
         if (config->verbose) {
-            char mode[32], jobs[96] = "";
+            char mode[80], jobs[96] = "";
             if (config->auto_jobs)
                 snprintf(jobs, sizeof jobs, ", auto jobs at priority %d (closed after %lu us idle)",
                          gy_client.priority, config->idle_us);

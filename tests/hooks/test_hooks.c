@@ -371,6 +371,14 @@ TEST(verbose_says_what_the_library_does)
         if (read_counters(&w, 0, &c))
             CHECK(c.launches == 3, "launches %llu", c.launches);
     }
+    /* a partition streams' own bound is said with the mode's */
+    const char *green[] = {shm, "GPUYIELD_VERBOSE=1", "GPUYIELD_MODE=time:500", "GPUYIELD_PARTITION_US=2000", NULL};
+    if (spawn(&s, &w, green, args)) {
+        CHECK(wait_exit(&w) == 0);
+        char *err = slurp(w.err);
+        CHECK(err && strstr(err, "queue mode time:500 (partition streams time:2000)"), "stderr: %s", err);
+        free(err);
+    }
     setup_end(&s);
 }
 
