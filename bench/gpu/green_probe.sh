@@ -10,8 +10,10 @@
 # launches beside it (green-busy under green-idle), or the fork and join of every unit (marks
 # under nomarks only in the partition).
 #   bash bench/gpu/green_probe.sh BUILD OUTDIR [SECONDS]
-# Writes OUTDIR/<phase>.json per LP run, OUTDIR/hp-<phase>.txt, and OUTDIR/green_probe.json (every
-# run's rates and each one's ratio to the whole GPU's). Needs root (MPS) and a GPU.
+# Writes OUTDIR/<phase>.json per LP run, OUTDIR/hp-<phase>.txt, OUTDIR/green_probe.json (every
+# run's rates and each one's ratio to the whole GPU's) and OUTDIR/clocks.csv (SM and memory clocks
+# every 500 ms through the stage, nothing set; each phase's "done" line has its UTC time, to match
+# them). Needs root (MPS) and a GPU.
 set -u
 B=${1:?usage: green_probe.sh BUILD OUTDIR [SECONDS]}
 OUTDIR=${2:?usage: green_probe.sh BUILD OUTDIR [SECONDS]}
@@ -22,8 +24,10 @@ TAG=gygreen$$
 PTAG=gygreenp$$
 MPS_DIR=/tmp/gy-green-mps-$$
 HOLDER=
+CLOCKS_PID=
 . "$(dirname "$0")/mps_daemon.sh"
 cleanup() {
+    [ -n "$CLOCKS_PID" ] && kill "$CLOCKS_PID" 2> /dev/null
     [ -n "$HOLDER" ] && touch "$OUTDIR/stop" && wait "$HOLDER" 2> /dev/null
     "$B/bin/expcontroller" remove --name "$TAG" > /dev/null 2>&1
     "$B/bin/expcontroller" remove --name "$PTAG" > /dev/null 2>&1
@@ -32,6 +36,8 @@ cleanup() {
 }
 trap cleanup EXIT
 rc=0
+nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw --format=csv -lms 500 > "$OUTDIR/clocks.csv" 2> /dev/null &
+CLOCKS_PID=$!
 mps_start "$MPS_DIR" green-probe || exit 1
 "$B/bin/expcontroller" create --name "$TAG" --policy guarded --mps-pipe "$MPS_DIR/pipe" > "$OUTDIR/create.txt" 2>&1 ||
     { cat "$OUTDIR/create.txt"; exit 1; }
@@ -41,7 +47,7 @@ lp() { # PHASE hooked|plain [SEGMENT SMS]: one LP process, OUTDIR/PHASE.json (SE
         GPUYIELD_MODE=time:500 GPUYIELD_VERBOSE=1 ${4:+GPUYIELD_PARTITION_SMS=$4})
     env ${hook[@]+"${hook[@]}"} CUDA_MPS_CLIENT_PRIORITY=1 "$PY" bench/gpu/green_probe.py lp "$OUTDIR/$1.json" "$SECS" \
         > "$OUTDIR/$1.txt" 2>&1 || { echo "green-probe: LP run $1 failed: $(tail -3 "$OUTDIR/$1.txt")"; rc=1; }
-    echo "green-probe: $1 done"
+    echo "green-probe: $1 done $(date -u +%H:%M:%S)"
 }
 hp_start() { # PHASE ARM idle|busy|plain [SEGMENT]: the holder, until hp_stop; waits for its job to open
     rm -f "$OUTDIR/ready" "$OUTDIR/stop"
