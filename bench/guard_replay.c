@@ -16,7 +16,11 @@
  * the HP's time over the trace's (what the arms' costs added to its jobs, all runs together), the
  * LP's launches over what it would have launched with stop on every job (what the arms gave it), and
  * the runs in which the promoted arm was dropped again, the median jobs from promotion to drop, the
- * sizes in force at the end, and how the trials ended (all runs together, by outcome). */
+ * sizes in force at the end, and how the trials ended (all runs together, by outcome).
+ * With `depth=F` the rule also learns the queue depth (--guard-depth) and every job after a gap at a
+ * depth costs F (1: a depth that costs the HP nothing, as a static 2 ms bound beside the launch-bound
+ * HP on the H200, bench/results/2026-12-02-h200-wave-limit); the line then also says in how many runs
+ * a depth was in force at the end, which, and the median job of the first depth promotion. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -26,6 +30,7 @@
 #include "guarded.h"
 
 #define MAX_TRACE 1000000
+#define DEPTH_US(us) us,
 #define GAP_LAUNCHES_PER_MS 340.0
 static const double job_launches_per_ms[GY_GUARD_ARM_COUNT] = {0, 100, 180, 240, 240, 300, 340, 340};
 
@@ -49,9 +54,10 @@ static long median(long *v, long n) /* of the first n (sorted in place), -1 for 
 
 static int usage(const char *why)
 {
-    fprintf(stderr, "guard-replay: %s\nusage: guard-replay TRACE COST JOBS RUNS [in-force] (TRACE: a job time in us a "
-                    "line; COST: the arms' factor, 1 to 4, or SMS=F pairs joined by '/' (16=1/64=1.5); JOBS, RUNS: "
-                    "1 to 10000000; in-force: the cost only once in force)\n", why);
+    fprintf(stderr, "guard-replay: %s\nusage: guard-replay TRACE COST JOBS RUNS [in-force] [depth=F] (TRACE: a job time "
+                    "in us a line; COST: the arms' factor, 1 to 4, or SMS=F pairs joined by '/' (16=1/64=1.5); JOBS, "
+                    "RUNS: 1 to 10000000; in-force: the cost only once in force; depth=F: the queue depth learnt too, "
+                    "F from 1 to 4 the cost of a job after a gap at a depth)\n", why);
     return 2;
 }
 
@@ -98,9 +104,23 @@ static int parse_costs(const char *text, double cost[GY_GUARD_ARM_COUNT])
 
 int main(int argc, char **argv)
 {
-    if (argc != 5 && !(argc == 6 && strcmp(argv[5], "in-force") == 0))
-        return usage("four arguments, and `in-force` or nothing after them");
-    bool in_force_only = argc == 6;
+    if (argc < 5 || argc > 7)
+        return usage("four arguments, then `in-force`, `depth=F`, both or nothing");
+    bool in_force_only = false, depth_on = false;
+    double depth_cost = 1.0;
+    for (int i = 5; i < argc; i++) {
+        char *end;
+        if (strcmp(argv[i], "in-force") == 0 && !in_force_only) {
+            in_force_only = true;
+        } else if (strncmp(argv[i], "depth=", 6) == 0 && !depth_on) {
+            depth_on = true;
+            depth_cost = strtod(argv[i] + 6, &end);
+            if (*end || end == argv[i] + 6 || !(depth_cost >= 1 && depth_cost <= 4))
+                return usage("depth=F: F a number from 1 to 4");
+        } else {
+            return usage("after the four arguments only `in-force` and `depth=F`, each at most once");
+        }
+    }
     double cost[GY_GUARD_ARM_COUNT];
     long jobs, runs;
     if (parse_costs(argv[2], cost))
@@ -132,14 +152,19 @@ int main(int argc, char **argv)
     long trial_ends[GY_GUARD_TRIAL_OUTCOME_COUNT] = {0};
     double traced_us = 0, ran_us = 0; /* the trace's job times, and the same jobs as they ran */
     double lp_total = 0, lp_stop = 0;  /* the LP's launches, and those it would have made under stop */
+    long depth_at_end = 0, depth_ends[GY_GUARD_DEPTH_COUNT] = {0};
+    static const uint32_t depths[GY_GUARD_DEPTH_COUNT] = {GY_GUARD_DEPTHS(DEPTH_US)};
     long *first = calloc(runs, sizeof *first), *dropped = calloc(runs, sizeof *dropped);
-    if (!first || !dropped)
+    long *depth_first = calloc(runs, sizeof *depth_first);
+    if (!first || !dropped || !depth_first)
         return 2;
     for (long r = 0; r < runs; r++) {
         static struct gy_guard g;
         gy_guard_init(&g);
         gy_guard_configure(&g, GY_GUARD_DEFAULT_EPS_P50, GY_GUARD_DEFAULT_EPS_P99, GY_GUARD_DEFAULT_STOP_SHARE,
                            0x5eed + (uint64_t)r);
+        gy_guard_set_depth(&g, depth_on);
+        depth_first[r] = -1;
         uint64_t now_ns = 1000000000ull, lp = 0;
         long start = r * n / runs;
         first[r] = dropped[r] = -1;
@@ -150,7 +175,8 @@ int main(int argc, char **argv)
             if (begun.trial_ended)
                 trial_ends[begun.trial_end.outcome]++;
             bool costs = arm != GY_ARM_STOP && (!in_force_only || (arm == g.in_force && arm != g.trial));
-            uint64_t ns = (uint64_t)(trace[(start + j) % n] * (costs ? cost[arm] : 1.0) * 1000.0);
+            double factor = (costs ? cost[arm] : 1.0) * (depth ? depth_cost : 1.0);
+            uint64_t ns = (uint64_t)(trace[(start + j) % n] * factor * 1000.0);
             now_ns += ns + (uint64_t)(gap_ms * 1e6);
             double cycle_lp = job_launches_per_ms[arm] * ns / 1e6 + GAP_LAUNCHES_PER_MS * gap_ms;
             lp += (uint64_t)cycle_lp;
@@ -167,18 +193,25 @@ int main(int argc, char **argv)
                 first[r] = j;
             else if (c.changed && c.to == GY_ARM_STOP && first[r] >= 0 && dropped[r] < 0)
                 dropped[r] = j - first[r];
+            if (c.depth_changed && c.depth_to && depth_first[r] < 0)
+                depth_first[r] = j;
         }
+        depth_at_end += g.depth_in_force != 0;
+        for (int i = 0; i < GY_GUARD_DEPTH_COUNT; i++)
+            depth_ends[i] += g.depth_in_force == depths[i];
         promoted += first[r] >= 0;
         at_end += g.in_force != GY_ARM_STOP;
         if (g.in_force < GY_GUARD_ARM_COUNT)
             ends_in[g.in_force]++;
     }
-    long k = 0, d = 0;
+    long k = 0, d = 0, e = 0;
     for (long r = 0; r < runs; r++) {
         if (first[r] >= 0)
             first[k++] = first[r];
         if (dropped[r] >= 0)
             dropped[d++] = dropped[r];
+        if (depth_first[r] >= 0)
+            depth_first[e++] = depth_first[r];
     }
     printf("cost %s%s: promoted in %ld of %ld runs, in force at the end in %ld, first promotion at job %ld "
            "(median), %.1f %% of jobs on partition arms, HP time +%.2f %% over the trace's, LP launches +%.2f %% over "
@@ -193,7 +226,15 @@ int main(int argc, char **argv)
     for (int o = 0; o < GY_GUARD_TRIAL_OUTCOME_COUNT; o++)
         if (trial_ends[o])
             printf(" %s=%ld", gy_guard_trial_outcome_name((enum gy_guard_trial_outcome)o), trial_ends[o]);
+    if (depth_on) {
+        printf("; depth: in force at the end in %ld of %ld runs, first depth promotion at job %ld (median), by us:",
+               depth_at_end, runs, median(depth_first, e));
+        for (int i = 0; i < GY_GUARD_DEPTH_COUNT; i++)
+            if (depth_ends[i])
+                printf(" %u:%ld", depths[i], depth_ends[i]);
+    }
     printf("\n");
+    free(depth_first);
     free(dropped);
     free(first);
     return 0;

@@ -9,9 +9,12 @@ every job (what the LP got), and the HP's job time over the trace's (what the ar
 it), means over the cells. A cost may give each size its own factor: SMS=F pairs joined by '/'
 (16=1/64=1.5: 16 SMs free, 64 SMs 1.5x, sizes not named 1), as for a GPU-bound HP that needs what a
 larger partition takes. The last row counts, per cost, the runs that ended with each size in force.
+With --depth-cost F the rule also learns the queue depth (`--guard-depth`), every job after a gap at
+a depth costing F: each cell then also says in how many runs a depth was in force at the end (and
+the median job of its first promotion), and a last row which depths.
 `guard-replay` (built from bench/guard_replay.c) runs the rule itself; a build of another commit replays that rule.
     python3 -m bench.guard_replay --build BUILD DIR [DIR ...] [--costs 1,1.02,1.03] [--jobs 2000] [--runs 40]
-                                  [--in-force-only]
+                                  [--in-force-only] [--depth-cost F]
 Each DIR a matrix invocation's folder (raw.json, raw.json.xz or raw.json.gz)."""
 import argparse
 import os
@@ -26,14 +29,18 @@ LINE = re.compile(r"promoted in (\d+) of (\d+) runs, in force at the end in (\d+
                   r".*, ([\d.]+) % of jobs on partition arms, HP time \+(-?[\d.]+) % over the trace's,"
                   r" LP launches \+(-?[\d.]+) % over stop's"
                   r".*dropped after promotion in (\d+), (-?\d+) jobs after it.*in force at the end by SMs:(.*?)"
-                  r"(?:; trials ended:(.*))?$",
+                  r"(?:; trials ended:(.*?))?"
+                  r"(?:; depth: in force at the end in (\d+) of \d+ runs, first depth promotion at job (-?\d+) \(median\),"
+                  r" by us:(.*))?$",
                   re.M)
 PROFILE = re.compile(r"^\d+=[\d.]+(/\d+=[\d.]+)*$")
 MIN_STOP_JOBS = 256  # a shorter trace repeats itself within one learning
+LEARNINGS = {"guarded_learn": "", "guarded_depth_learn": " (guarded_depth)", "guarded_auto_learn": " (guarded_auto)"}
 
 
 def traces(folders):
-    """[(cell name, [stop job microseconds in order])] from each cell's guarded learning."""
+    """[(cell name, [stop job microseconds in order])] from each cell's guarded learning (guarded_learn;
+    guarded_depth_learn and guarded_auto_learn too, named so)."""
     out = []
     for folder in folders:
         record = raw_record.load_or_exit(folder, "guard_replay")
@@ -42,19 +49,21 @@ def traces(folders):
                              "(not a matrix invocation's): leave it out")
         for seg in record["segments"]:
             r = seg.get("hp_result") or {}
-            if seg.get("setup") != "guarded_learn" or not r.get("ok") or not r.get("arms"):
+            setup = seg.get("setup")
+            if setup not in LEARNINGS or not r.get("ok") or not r.get("arms"):
                 continue
             stop = [round(ms * 1000) for ms, arm in zip(r["svc_ms"], r["arms"]) if arm == "stop"]
             if len(stop) >= MIN_STOP_JOBS:
-                out.append((f"{seg['hp']} + {seg['lp']}, {seg['load']}", stop))
+                out.append((f"{seg['hp']} + {seg['lp']}, {seg['load']}" + LEARNINGS[setup], stop))
     return out
 
 
-def replay(binary, trace, cost, jobs, runs, in_force_only=False):
+def replay(binary, trace, cost, jobs, runs, in_force_only=False, depth_cost=None):
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
         f.write("\n".join(str(max(1, us)) for us in trace))
     try:
-        out = subprocess.run([binary, f.name, f"{cost}", str(jobs), str(runs)] + (["in-force"] if in_force_only else []),
+        extra = (["in-force"] if in_force_only else []) + ([f"depth={depth_cost}"] if depth_cost is not None else [])
+        out = subprocess.run([binary, f.name, f"{cost}", str(jobs), str(runs)] + extra,
                              capture_output=True, text=True, check=False)
     finally:
         os.unlink(f.name)
@@ -63,10 +72,17 @@ def replay(binary, trace, cost, jobs, runs, in_force_only=False):
         raise RuntimeError(f"{binary} failed (exit {out.returncode}): {out.stderr.strip() or out.stdout.strip()}")
     g = m.groups()
     # (promoted, runs, in force at the end, first promotion, % of jobs on arms, HP time + %, LP + %, dropped,
-    #  jobs after, {SMs: runs that ended with that size in force}, {outcome: trials that ended so})
+    #  jobs after, {SMs: runs that ended with that size in force}, {outcome: trials that ended so},
+    #  and with a depth cost (runs with a depth in force at the end, median first depth promotion,
+    #  {us: runs that ended with that depth}), else None)
     ends = {int(k): int(v) for k, v in (pair.split(":") for pair in g[9].split())}
     how = {k: int(v) for k, v in (pair.split("=") for pair in (g[10] or "").split())}
-    return tuple(int(x) for x in g[:4]) + tuple(float(x) for x in g[4:7]) + tuple(int(x) for x in g[7:9]) + (ends, how)
+    depth = None
+    if depth_cost is not None:
+        if g[11] is None:
+            raise RuntimeError(f"{binary} said nothing of the depth: a build from before guard-replay's depth=F")
+        depth = (int(g[11]), int(g[12]), {int(k): int(v) for k, v in (pair.split(":") for pair in g[13].split())})
+    return tuple(int(x) for x in g[:4]) + tuple(float(x) for x in g[4:7]) + tuple(int(x) for x in g[7:9]) + (ends, how, depth)
 
 
 def main(argv=None):
@@ -79,7 +95,11 @@ def main(argv=None):
     p.add_argument("--runs", type=int, default=40, help="runs per cell and cost, each from another point of the trace")
     p.add_argument("--in-force-only", action="store_true",
                    help="the cost only on an arm's jobs once in force: does the rule drop it again, and when")
+    p.add_argument("--depth-cost", type=float, default=None, metavar="F",
+                   help="the rule learns the queue depth too, each job after a gap at a depth costing F (1 to 4)")
     args = p.parse_args(argv)
+    if args.depth_cost is not None and not 1 <= args.depth_cost <= 4:
+        p.error(f"--depth-cost {args.depth_cost}: a factor from 1 to 4")
     binary = os.path.join(args.build, "bench", "guard-replay")
     if not os.access(binary, os.X_OK):
         p.error(f"no {binary}: build it (make -f build.mk O=BUILD all)")
@@ -103,15 +123,17 @@ def main(argv=None):
     print(f"| cell | stop jobs | " + " | ".join(f"cost {c}: {what}" for c in costs) + " |")
     print("|---|---|" + "---|" * len(costs))
     total = {c: [0, 0] for c in costs}
+    depth_total = {c: 0 for c in costs}  # runs with a depth in force at the end (--depth-cost)
     # per cell: the share of jobs on partition arms, the HP's time over the trace, the LP's launches over stop's
     on_arms, hp_over, lp_over = ({c: [] for c in costs} for _ in range(3))
     ends = {c: {} for c in costs}  # SMs -> runs that ended with that size in force
+    depth_ends = {c: {} for c in costs}  # us -> runs that ended with that depth in force (--depth-cost)
     how = {c: {} for c in costs}  # outcome -> trials that ended so (controller/guarded_layout.h)
     for name, trace in cells:
         row = f"| {name} | {len(trace)}"
         for c in costs:
-            promoted, runs, _, first, arms_pct, over_pct, lp_pct, dropped, after, ended, outcomes = replay(
-                binary, trace, c, args.jobs, args.runs, args.in_force_only)
+            promoted, runs, _, first, arms_pct, over_pct, lp_pct, dropped, after, ended, outcomes, depth = replay(
+                binary, trace, c, args.jobs, args.runs, args.in_force_only, args.depth_cost)
             for sms, n in ended.items():
                 ends[c][sms] = ends[c].get(sms, 0) + n
             for o, n in outcomes.items():
@@ -125,9 +147,17 @@ def main(argv=None):
                 row += f" | {promoted}/{runs}, {dropped}" + (f" ({after})" if dropped else "")
             else:
                 row += f" | {promoted}/{runs}" + (f" ({first})" if promoted else "")
+            if depth is not None:
+                row += f"; depth {depth[0]}/{runs}" + (f" ({depth[1]})" if depth[1] >= 0 else "")
+                depth_total[c] += depth[0]
+                for us, n in depth[2].items():
+                    depth_ends[c][us] = depth_ends[c].get(us, 0) + n
         print(row + " |")
     # over every cell: the runs that promoted (or, --in-force-only, the promoted ones dropped again)
-    print("| all | | " + " | ".join(f"{t[0]}/{t[1]} ({t[0] / t[1]:.0%})" if t[1] else "-" for t in total.values()) + " |")
+    print("| all | | " + " | ".join((f"{t[0]}/{t[1]} ({t[0] / t[1]:.0%})" if t[1] else "-") +
+                                   (f"; depth {depth_total[c]}/{t[1]} ({depth_total[c] / t[1]:.0%})"
+                                    if args.depth_cost is not None and t[1] else "")
+                                   for c, t in total.items()) + " |")
     # the two axes over every cell (means of the cells'): what the LP got (jobs on arms, its launches over
     # stop's), what the HP paid (its time over the trace's)
     print("| jobs on arms, LP over stop's, HP time over the trace (means of cells) | | " +
@@ -138,6 +168,9 @@ def main(argv=None):
     print("| trials ended, by how | | " +
           " | ".join(", ".join(f"{o} {n}" for o, n in sorted(how[c].items(), key=lambda kv: -kv[1])) or "none"
                      for c in costs) + " |")
+    if args.depth_cost is not None:
+        print(f"| depth in force at the end (depth cost {args.depth_cost}), runs by us | | " +
+              " | ".join(", ".join(f"{us}: {n}" for us, n in sorted(depth_ends[c].items())) or "none" for c in costs) + " |")
     return 0
 
 

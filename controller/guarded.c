@@ -1114,7 +1114,17 @@ static void record_depth(struct gy_guard *g, uint64_t duration_ns, struct gy_gua
         return;
     /* Half the p50 bound: a depth's cost lands on every HP job that follows a gap (and adds to
      * corun's own), its gain for the LP is a few per cent; on the H100 1000 us cost a GPU-bound HP
-     * 1.5-2 % a job, within 2 %, and 3-4 % of latency once queued (bench/results/2026-11-25-queue-depth). */
+     * 1.5-2 % a job, within 2 %, and 3-4 % of latency once queued (bench/results/2026-11-25-queue-depth).
+     * A test at half the margin needs about four times the jobs for the same power, so its cap is
+     * above the arms': GY_GUARD_DEPTH_TRIAL_MAX, twice theirs, as many jobs as the window holds before
+     * it ages (GY_GUARD_WINDOW_MAX; without a cap the trial would hold off every other and the
+     * re-check). At the arms' cap a costless 2000-us trial beside the launch-bound HP on the H200 ran
+     * out undecided: replayed on 75 H200 learnings' stop jobs (20 000-job learnings, 10 runs each),
+     * a costless depth was in force at the end in 80 % / 76 % of runs (costless / gross arms) against
+     * 67 % / 61 % (no cap: 83 % / 77 %), in 8 000-job learnings with gross arms 67 % against 52 %; one
+     * costing 1 % in 1-2 % as before, 3 % never, the HP's time over its trace the same
+     * (bench/results/2026-12-02-h200-wave-limit/replay_depth_cap.md). */
+    _Static_assert(GY_GUARD_DEPTH_TRIAL_MAX <= GY_GUARD_WINDOW_MAX, "a depth's cap must fit its window");
     int verdict = test_window(g, w, g->eps_p50_ppm / 2e6, false);
     int i = depth_index(us);
     if (verdict > 0 && g->depth_trial) {
@@ -1132,7 +1142,7 @@ static void record_depth(struct gy_guard *g, uint64_t duration_ns, struct gy_gua
         publish_depth(g);
     } else if (verdict > 0) {
         g->depth_confirmed = 1;
-    } else if (verdict < 0 || ((w->n >= GY_GUARD_TRIAL_MAX || futile(g, w)) && g->depth_trial)) {
+    } else if (verdict < 0 || ((w->n >= GY_GUARD_DEPTH_TRIAL_MAX || futile(g, w)) && g->depth_trial)) {
         drop_depth(g, us, g->depth_trial ? GY_GUARD_WHY_REJECTED : GY_GUARD_WHY_FALLBACK, c);
     }
 }

@@ -32,6 +32,8 @@
 #define GY_GUARD_LOOK_Z 2.5         /* a look passes at z >= this (one-sided 0.6 %: a look every 128 jobs) */
 #define GY_GUARD_OUT_Z 3.09         /* ... and shows the arm out of the bound at z <= -this (0.1 %) */
 #define GY_GUARD_TRIAL_MAX 2048     /* an arm not within the bound after this many jobs is rejected */
+#define GY_GUARD_DEPTH_TRIAL_MAX (2u * GY_GUARD_TRIAL_MAX) /* ... a depth, judged at half the bound, after
+                                       twice as many: as many as its window holds (GY_GUARD_WINDOW_MAX) */
 #define GY_GUARD_FUTILE_JOBS 128    /* ... and one whose jobs are more often over the bound than under it at
                                        a look from this many jobs on (z < 0): futile, it ends there */
 #define GY_GUARD_CONFIRM_JOBS 512   /* a promoted arm's first jobs in force, on confirmation: judged as a

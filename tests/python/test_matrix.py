@@ -1264,6 +1264,31 @@ def test_guard_replay_promotes_a_costless_arm_on_a_measured_trace_and_never_a_co
     row = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("| small + gemm")][0]
     promoted, dropped = row.split("|")[3].strip().split(", ")
     assert int(promoted.split("/")[0]) >= 3 and dropped.startswith(promoted.split("/")[0] + " ("), row
+    # with the queue depth learnt too: a costless depth reaches force in some runs, a 1.5x one in none,
+    # and a learning of guarded_depth is a cell of its own, named so
+    seg_depth = dict(seg, setup="guarded_depth_learn")
+    (tmp_path / "depth").mkdir()
+    (tmp_path / "depth" / "raw.json").write_text(json.dumps({"segments": [seg, seg_depth]}))
+    assert [name for name, _ in guard_replay.traces([str(tmp_path / "depth")])] == [
+        "small + gemm, poisson-25", "small + gemm, poisson-25 (guarded_depth)"]
+    for depth_cost, reached in ((1, True), (1.5, False)):
+        assert guard_replay.main(["--build", build, str(tmp_path), "--costs", "1.5", "--jobs", "6000", "--runs", "4",
+                                  "--depth-cost", str(depth_cost)]) == 0
+        out = capsys.readouterr().out
+        row = [ln for ln in out.splitlines() if ln.startswith("| small + gemm")][0]
+        kept = int(re.search(r"; depth (\d+)/4", row).group(1))
+        assert (kept > 0) == reached, row
+        last = [ln for ln in out.splitlines() if ln.startswith("| depth in force at the end")][0]
+        assert ("none" in last) != reached, last
+    with pytest.raises(SystemExit):
+        guard_replay.main(["--build", build, str(tmp_path), "--depth-cost", "5"])
+    assert "--depth-cost 5.0: a factor from 1 to 4" in capsys.readouterr().err
+    trace = tmp_path / "trace.txt"
+    trace.write_text("\n".join(["4000"] * 64))
+    for extra in (["depth=9"], ["depth=1", "depth=1"], ["deep"]):
+        bad = subprocess.run([os.path.join(build, "bench", "guard-replay"), str(trace), "1", "100", "2"] + extra,
+                             capture_output=True, text=True)
+        assert bad.returncode == 2 and "usage: guard-replay" in bad.stderr and bad.stderr.count("\n") == 2, (extra, bad.stderr)
     # a folder with no learning long enough is one error, not an empty table
     (tmp_path / "none").mkdir()
     (tmp_path / "none" / "raw.json").write_text(json.dumps({"segments": [short]}))
