@@ -31,6 +31,7 @@
 enum gy_guard_arm { GY_GUARD_ARMS(GY_GUARD_ARM_ENUM) GY_GUARD_ARM_COUNT };
 #undef GY_GUARD_ARM_ENUM
 #define GY_GUARD_NO_ARM 0xffu /* no trial running */
+#define GY_GUARD_DEPTH_BLOCKS 0xfeu /* blocks_arm: the blocks are the depth trial's (no arm's) */
 
 /* The queue depths the rule may give the lower processes between HP jobs (time:US bounds, in
  * microseconds; 0 is their own): what an HP job finds queued ahead of it when it begins. On the
@@ -176,7 +177,8 @@ struct gy_guard {
     /* The window under test (a trial's, else the arm in force's) against stop block by block
      * (gy_guard_block_u, guarded.c): sums over its blocks of GY_GUARD_RECENT jobs, each against
      * stop's jobs of the same stretch of time; they start again with stop's paired window, and
-     * when another arm is under test. blocks_arm: whose they are (GY_GUARD_NO_ARM: none yet). */
+     * when another arm is under test. blocks_arm: whose they are (GY_GUARD_NO_ARM: none yet;
+     * GY_GUARD_DEPTH_BLOCKS: the depth trial's window). */
     uint32_t blocks_arm;
     int32_t blocks_u2;
     uint32_t blocks_var12;
