@@ -39,7 +39,8 @@
  * of it on the GPU when it begins. A deeper queue feeds a host-bound LP through its own stalls
  * (more LP throughput) and costs a GPU-bound HP the drain. Once no arm is tried, depths are tried
  * up the ladder (2000 first, 4000 after it, 1000 below a failed 2000) by the same tests against
- * the same stop samples (at half the p50 bound, block by block while tried: record_depth), whose gaps stay at the lower processes' own bound: the job's class (stop
+ * the same stop samples (at half the p50 bound, block by block while tried: record_depth), whose
+ * gaps stay at the lower processes' own bound: the job's class (stop
  * sample or not) is drawn at the begin before it, so the gap runs at its depth. A depth within the
  * bound is promoted (deeper always gives the LP more: no progress to compare); one out of it goes
  * like an arm (fallback to the own bound, backoff). */
@@ -1128,11 +1129,11 @@ static void record_depth(struct gy_guard *g, uint64_t duration_ns, struct gy_gua
      * beside the launch-bound HP on the H200 a costless 2000-us trial ran out undecided, and beside
      * a heavy-tailed HP (Pareto job times, tests) a 3 % depth passed, with most jobs in the
      * histogram's first bin (a base of 33-40 ms against a median near 16 ms in the seeds looked at:
-     * ties, which the rank test cannot order). Replayed on 75 H200 learnings' stop jobs, a costless depth was
-     * in force at the end of 8 000-job learnings in 58 % / 82 % of runs (arms free / gross) against
-     * 37 % / 52 %, of 20 000-job ones in 93 % / 83 % against 67 % / 61 % (the block test alone:
-     * 57 / 75 and 89 / 79); one costing 1 % in 2-3 % (1-2 % before), 3 % never, the HP's time over
-     * its trace the same (bench/results/2026-12-02-h200-wave-limit/replay_depth_cap.md). */
+     * ties, which the rank test cannot order). Replayed on 75 H200 learnings' stop jobs, a costless
+     * depth was in force at the end of 8 000-job learnings in 58 % / 82 % of runs (arms free /
+     * gross) against 37 % / 52 %, of 20 000-job ones in 93 % / 83 % against 67 % / 61 % (the block
+     * test alone: 57 / 75 and 89 / 79); one costing 1 % in 2-3 % (1-2 % before), 3 % never, the
+     * HP's time over its trace the same (bench/results/2026-12-02-h200-wave-limit/replay_depth_cap.md). */
     _Static_assert(GY_GUARD_DEPTH_TRIAL_MAX <= GY_GUARD_WINDOW_MAX, "a depth's cap must fit its window");
     int verdict = test_window(g, w, g->eps_p50_ppm / 2e6, g->depth_trial && g->blocks_arm == GY_GUARD_DEPTH_BLOCKS);
     int i = depth_index(us);
