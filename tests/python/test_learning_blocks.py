@@ -1,5 +1,6 @@
 """bench/gpu/learning_blocks.py: a guarded learning's arms against the stop jobs of the same stretch."""
 import json
+import math
 
 import pytest
 
@@ -52,3 +53,33 @@ def test_a_folder_without_a_learning_or_a_bad_block_is_a_clear_error(tmp_path):
         learning_blocks.main([str(tmp_path)])
     with pytest.raises(SystemExit):
         learning_blocks.main([str(tmp_path), "--block", "0"])
+
+
+def test_speed_finds_a_cost_that_grows_as_the_hp_speeds_up_and_none_where_there_is_none():
+    import random
+    rng = random.Random(5)
+    def learning_with(dependence):
+        svc, arms = [], []
+        for b in range(40):  # blocks of 100 jobs, the HP's speed drifting between them
+            level = math.exp(rng.gauss(0, 0.15))
+            cost = 1.02 * math.exp(-dependence * math.log(level))  # faster HP (level < 1): costlier arm
+            for j in range(100):
+                arm = "stop" if j % 2 else "partition:64"
+                svc.append(4.0 * level * (cost if arm != "stop" else 1.0) * math.exp(rng.gauss(0, 0.1)))
+                arms.append(arm)
+        return {"svc_ms": svc, "arms": arms}
+    flat = learning_blocks.slope(learning_blocks.speed_points(learning_with(0.0), 100, 10))
+    steep = learning_blocks.slope(learning_blocks.speed_points(learning_with(0.5), 100, 10))
+    assert flat[1][0] < 0 < flat[1][1], flat  # no dependence: the interval holds 0
+    assert steep[1][1] < 0 and steep[0] == pytest.approx(-0.5, abs=0.15), steep
+    # a depth's jobs ("@") and blocks with too few stop jobs give no point
+    assert learning_blocks.speed_points({"svc_ms": [1.0, 2.0], "arms": ["stop", "partition:16@2000us"]}, 2, 1) == []
+    assert learning_blocks.slope([(0.0, 0.0), (0.0, 1.0)]) is None
+
+
+def test_main_speed_prints_one_slope_per_hp_kind_and_all(tmp_path, capsys):
+    seg = learning([4.0, 4.4, 3.0, 3.3, 5.0, 5.5] * 40, ["stop", "partition:64"] * 120)
+    (tmp_path / "raw.json").write_text(json.dumps({"segments": [seg]}))
+    assert learning_blocks.main([str(tmp_path), "--speed", "--block", "6", "--min-jobs", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "slope of log ratio on log speed" in out and "  small " in out and "  all " in out
