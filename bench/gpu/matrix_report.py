@@ -4,7 +4,8 @@ HP leaves, for each named setup; beside each guarded setup named (guarded, guard
 guarded_depth), the arm in force at the cell's end, why, and how many HP jobs of the cell (learning
 and rounds) each arm other than stop ran.
 Then per setup the issue's targets counted over the cells, the launch-bound HPs' LP target among
-them. Give every folder of one record at once (each one matrix invocation: matrix.json, and
+them, and how many HP jobs the p99s stand on (a nearest-rank p99 of 150 jobs is the second slowest:
+one burst of queued jobs moves it). Give every folder of one record at once (each one matrix invocation: matrix.json, and
 raw.json, raw.json.xz or raw.json.gz for the guarded states):
     python3 -m bench.gpu.matrix_report DIR [DIR ...] [--setups corun,guarded,guarded_auto]
 A cell measured in two folders is listed from each (merge invocations with `matrix --merge`)."""
@@ -125,6 +126,7 @@ def fmt_state(state):
 
 def report(folders, setups):
     lines, summary = [], {s: {"hp": [0, 0], "lp": [0, 0], "lb": [0, 0, 0]} for s in setups}
+    p99_jobs = []  # the HP jobs each p99 shown stands on
     # each guarded setup (guarded, guarded_auto, guarded_depth) named gets its state at the end
     stated = [s for s in setups if s in GUARDED_SETUPS]
     head = ("| cell | GPU time left | " + " | ".join(setups)
@@ -151,6 +153,8 @@ def report(folders, setups):
                 row += " | " + fmt_setup(r)
                 if not r or not r.get("hp_jobs"):
                     continue
+                if (r.get("hp_p99_ratio") or {}).get("value") is not None:
+                    p99_jobs.append(r["hp_jobs"])
                 t = summary[s]
                 if "meets_hp_target" in r:
                     t["hp"][0] += r["meets_hp_target"]
@@ -178,7 +182,21 @@ def report(folders, setups):
             line += (f"; launch-bound HPs at the lower load: LP >= {TARGET_LP_ALONE:.2f} of alone in {t['lb'][0]} of "
                      f"{t['lb'][2]}, >= {TARGET_LP_SHARE:.1f} of the time left in {t['lb'][1]} of {t['lb'][2]}")
         lines.append(line)
+    if p99_jobs:
+        lo, hi = min(p99_jobs), max(p99_jobs)
+        rank = sorted({slowest_rank(lo), slowest_rank(hi)}, reverse=True)
+        lines.append(f"- each p99 stands on {lo}" + (f"-{hi}" if hi != lo else "") + " HP jobs of a setup (nearest rank: "
+                     f"the {'-'.join(ordinal(k) for k in rank)} slowest of them)")
     return "\n".join(lines)
+
+
+def slowest_rank(n):
+    """Which slowest job a nearest-rank p99 of n jobs is (1: the slowest)."""
+    return n - -(-99 * n // 100) + 1
+
+
+def ordinal(k):
+    return {1: "1st", 2: "2nd", 3: "3rd"}.get(k, f"{k}th")
 
 
 def main(argv=None):

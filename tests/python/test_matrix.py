@@ -1173,6 +1173,9 @@ def test_matrix_report_gives_each_cells_setups_the_guarded_end_state_and_the_tar
     # only the launch-bound HP (small) at the lower load counts for the LP target: 0.79 and 0.83 meet it
     assert "launch-bound HPs at the lower load: LP >= 0.60 of alone in 1 of 1, >= 0.8 of the time left in 1 of 1" in out
     assert ">= 0.8 of the time left in 0 of 1" in out  # corun's 0.74
+    # what the p99s stand on: 100 jobs a setup, so each is the slowest but one
+    assert "- each p99 stands on 100 HP jobs of a setup (nearest rank: the 2nd slowest of them)" in out
+    assert [matrix_report.slowest_rank(n) for n in (1, 50, 99, 100, 101, 150, 200, 1000)] == [1, 1, 1, 2, 2, 2, 3, 11]
     # an arm promoted and still on confirmation in force says so
     on_confirmation = status("partition:64", ["partition:64"], 1)
     on_confirmation["guarded_status"]["guarded"]["on_confirmation"] = True
