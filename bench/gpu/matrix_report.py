@@ -184,9 +184,10 @@ def report(folders, setups):
         lines.append(line)
     if p99_jobs:
         lo, hi = min(p99_jobs), max(p99_jobs)
-        rank = sorted({slowest_rank(lo), slowest_rank(hi)}, reverse=True)
+        first, last = slowest_rank(lo), slowest_rank(hi)
+        which = ordinal(first) + (f" to {ordinal(last)}" if last != first else "")
         lines.append(f"- each p99 stands on {lo}" + (f"-{hi}" if hi != lo else "") + " HP jobs of a setup (nearest rank: "
-                     f"the {'-'.join(ordinal(k) for k in rank)} slowest of them)")
+                     f"the {which} slowest of them)".replace("the 1st slowest", "the slowest"))
     return "\n".join(lines)
 
 

@@ -1176,6 +1176,13 @@ def test_matrix_report_gives_each_cells_setups_the_guarded_end_state_and_the_tar
     # what the p99s stand on: 100 jobs a setup, so each is the slowest but one
     assert "- each p99 stands on 100 HP jobs of a setup (nearest rank: the 2nd slowest of them)" in out
     assert [matrix_report.slowest_rank(n) for n in (1, 50, 99, 100, 101, 150, 200, 1000)] == [1, 1, 1, 2, 2, 2, 3, 11]
+    few = [dict(cells[0], setups={"corun": dict(cells[0]["setups"]["corun"], hp_jobs=60),
+                                  "guarded": dict(cells[0]["setups"]["guarded"], hp_jobs=300)})]
+    assert matrix_report.main([_report_folder(tmp_path, "few", few, kinds, [])]) == 0
+    assert "stands on 60-300 HP jobs of a setup (nearest rank: the 1st to 4th slowest of them)" in capsys.readouterr().out
+    one = [dict(cells[0], setups={"corun": dict(cells[0]["setups"]["corun"], hp_jobs=60)})]
+    assert matrix_report.main([_report_folder(tmp_path, "one", one, kinds, []), "--setups", "corun"]) == 0
+    assert "stands on 60 HP jobs of a setup (nearest rank: the slowest of them)" in capsys.readouterr().out
     # an arm promoted and still on confirmation in force says so
     on_confirmation = status("partition:64", ["partition:64"], 1)
     on_confirmation["guarded_status"]["guarded"]["on_confirmation"] = True
