@@ -1,5 +1,5 @@
 """The cell table of a matrix record, in Markdown, from what the runs wrote: per cell the HP p50
-ratio with its interval, the p99 ratio, the LP's throughput ratio and its share of the GPU time the
+ratio with its interval, the p99 ratio with its interval, the LP's throughput ratio and its share of the GPU time the
 HP leaves, for each named setup; beside each guarded setup named (guarded, guarded_auto,
 guarded_depth), the arm in force at the cell's end, why, and how many HP jobs of the cell (learning
 and rounds) each arm other than stop ran.
@@ -101,6 +101,8 @@ def fmt_setup(row):
     if ci:
         txt += f" [{ci[0]:.2f}, {ci[1]:.2f}]"
     txt += " · " + ("-" if p99.get("value") is None else f"{p99['value']:.2f}")
+    if p99.get("value") is not None and p99.get("ci"):
+        txt += f" [{p99['ci'][0]:.2f}, {p99['ci'][1]:.2f}]"
     if lp is not None:
         share = row.get("lp_share_of_left")
         txt += f" · LP {lp:.2f}" + (f" ({share:.2f})" if share is not None else "")

@@ -1175,6 +1175,11 @@ def test_matrix_report_gives_each_cells_setups_the_guarded_end_state_and_the_tar
     assert ">= 0.8 of the time left in 0 of 1" in out  # corun's 0.74
     # what the p99s stand on: 100 jobs a setup, so each is the slowest but one
     assert "- each p99 stands on 100 HP jobs of a setup (nearest rank: the 2nd slowest of them)" in out
+    # a p99 with its interval shows it after the value
+    with_ci = [dict(cells[0], setups={"corun": dict(cells[0]["setups"]["corun"],
+                                                    hp_p99_ratio={"value": 1.22, "ci": [0.9, 1.5]})})]
+    assert matrix_report.main([_report_folder(tmp_path, "ci", with_ci, kinds, []), "--setups", "corun"]) == 0
+    assert "0.80 [0.70, 0.90] · 1.22 [0.90, 1.50] · LP 0.70 (0.74)" in capsys.readouterr().out
     assert [matrix_report.slowest_rank(n) for n in (1, 50, 99, 100, 101, 150, 200, 1000)] == [1, 1, 1, 2, 2, 2, 3, 11]
     few = [dict(cells[0], setups={"corun": dict(cells[0]["setups"]["corun"], hp_jobs=60),
                                   "guarded": dict(cells[0]["setups"]["guarded"], hp_jobs=300)})]
