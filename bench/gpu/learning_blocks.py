@@ -15,11 +15,16 @@ Each DIR a matrix invocation's folder (raw.json, raw.json.xz or raw.json.gz) wit
 (setups guarded, guarded_depth, guarded_auto and --learn-jobs above 0)."""
 import argparse
 import math
-import random
 import statistics
 import sys
 
 from bench.gpu import raw_record
+from bench.gpu.stats import block_bootstrap
+
+
+def arm_at(arms, i):
+    """Job i's arm; a job without one (an older record, an unmarked HP) counts as stop's."""
+    return (arms[i] if i < len(arms) else None) or "stop"
 
 
 def blocks(hp_result, block, by_cpu=False):
@@ -32,7 +37,7 @@ def blocks(hp_result, block, by_cpu=False):
     for first in range(0, len(svc), block):
         groups = {}
         for i in range(first, min(first + block, len(svc))):
-            arm = (arms[i] if i < len(arms) else None) or "stop"
+            arm = arm_at(arms, i)
             key = ((cpus[i] if i < len(cpus) else None), arm) if by_cpu else arm
             groups.setdefault(key, []).append(svc[i])
         medians = {k: statistics.median(v) for k, v in groups.items()}
@@ -51,7 +56,7 @@ def speed_points(hp_result, block, min_jobs):
     (even-numbered stop jobs) over the learning's, and the arm's median over the block's odd-numbered
     stop jobs' median. Blocks with fewer than 2 x min_jobs stop jobs, arms with fewer than min_jobs, left out."""
     svc, arms = hp_result["svc_ms"], hp_result.get("arms") or []
-    stop_all = [v for i, v in enumerate(svc) if not (arms[i] if i < len(arms) else None) or arms[i] == "stop"]
+    stop_all = [v for i, v in enumerate(svc) if arm_at(arms, i) == "stop"]
     if not stop_all:
         return []
     overall = statistics.median(stop_all)
@@ -59,7 +64,7 @@ def speed_points(hp_result, block, min_jobs):
     for first in range(0, len(svc), block):
         stops, by_arm = [], {}
         for i in range(first, min(first + block, len(svc))):
-            arm = (arms[i] if i < len(arms) else None) or "stop"
+            arm = arm_at(arms, i)
             (stops if arm == "stop" else by_arm.setdefault(arm, [])).append(svc[i])
         if len(stops) < 2 * min_jobs:
             continue
@@ -70,19 +75,18 @@ def speed_points(hp_result, block, min_jobs):
     return out
 
 
-def slope(points, resamples=1000, seed=1):
-    """(slope of y on x, (2.5 %, 97.5 %) over resampled points), or None with fewer than 3 points or no spread."""
-    def fit(ps):
-        mx, my = statistics.fmean(x for x, _ in ps), statistics.fmean(y for _, y in ps)
-        sxx = sum((x - mx) ** 2 for x, _ in ps)
-        return sum((x - mx) * (y - my) for x, y in ps) / sxx if sxx else None
+def fit(points):
+    """The least-squares slope of y on x, or None without spread in x."""
+    mx, my = statistics.fmean(x for x, _ in points), statistics.fmean(y for _, y in points)
+    sxx = sum((x - mx) ** 2 for x, _ in points)
+    return sum((x - mx) * (y - my) for x, y in points) / sxx if sxx else None
+
+
+def slope(points):
+    """(slope of y on x, its 95 % interval resampling the points), or None with fewer than 3 points or no spread."""
     value = fit(points) if len(points) >= 3 else None
-    if value is None:
-        return None
-    rng = random.Random(seed)
-    draws = sorted(v for v in (fit([points[rng.randrange(len(points))] for _ in points]) for _ in range(resamples))
-                   if v is not None)
-    return value, (draws[int(0.025 * len(draws))], draws[int(0.975 * len(draws)) - 1])
+    ci = block_bootstrap([points], lambda strata: fit(strata[0])) if value is not None else None
+    return (value, tuple(ci)) if ci else None
 
 
 def learnings(folders):
