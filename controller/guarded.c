@@ -37,8 +37,12 @@
  * The queue depth is the second dimension: what the lower processes may keep queued (their time:US
  * bound raised to 1000, 2000 or 4000 us) in the gap before an HP job, i.e. what the job finds ahead
  * of it on the GPU when it begins. A deeper queue feeds a host-bound LP through its own stalls
- * (more LP throughput) and costs a GPU-bound HP the drain. Once no arm is tried, depths are tried
- * up the ladder (2000 first, 4000 after it, 1000 below a failed 2000) by the same tests against
+ * (more LP throughput) and costs a GPU-bound HP the drain. Depths are tried up the ladder (2000
+ * first, 4000 after it, 1000 below a failed 2000): the first one before the arms, with stop in
+ * force, so that its test sees its own cost (on the H200 a costless 2000 us tried on top of a 16-SM
+ * arm that cost 1-3 % stayed undecided for 4 700 jobs: bench/results/2026-12-02-h200-depth-first),
+ * the arms then at it against stop at the own depth (the two together within the bound), deeper
+ * ones on the arm in force once no arm is tried; by the same tests against
  * the same stop samples (at half the p50 bound, block by block while tried: record_depth), whose
  * gaps stay at the lower processes' own bound: the job's class (stop
  * sample or not) is drawn at the begin before it, so the gap runs at its depth. A depth within the
@@ -572,14 +576,18 @@ enum gy_guard_arm gy_guard_pick(struct gy_guard *g, uint32_t *depth_us)
             g->depth_reason = GY_GUARD_WHY_RECHECK;
     }
     /* Trials start only once stop has its samples: until then the early fallback has no
-     * baseline to look at, and a costly arm would run unchecked. One trial at a time, the arms
-     * first: a depth is tried with the arm in force once no larger arm is to be tried. */
+     * baseline to look at, and a costly arm would run unchecked. One trial at a time. A depth only
+     * when asked for: the first one before the arms, with stop in force, so that its own cost is
+     * what its test sees (the arms are then tried at it, against stop at the own depth: the two
+     * together within the bound); a deeper one with the arm in force once no larger arm is to be
+     * tried, on top of an arm measured within the bound (not one measured again). */
     if (!valid_arm(g->trial) && !g->depth_trial && !g->pinned && g->base_us &&
         g->arms[GY_ARM_STOP].n >= GY_GUARD_MIN_JOBS && !gy_guard_on_confirmation(g)) {
-        start_trial(g, next_arm(g, g->in_force));
-        /* a depth only when asked for, on top of an arm measured within the bound (not one
-         * measured again) */
-        if (!valid_arm(g->trial) && g->depth_on && (g->in_force == GY_ARM_STOP || g->confirmed))
+        if (g->depth_on && g->in_force == GY_ARM_STOP && !g->depth_in_force)
+            start_depth_trial(g, next_depth(g));
+        if (!g->depth_trial)
+            start_trial(g, next_arm(g, g->in_force));
+        if (!valid_arm(g->trial) && !g->depth_trial && g->depth_on && (g->in_force == GY_ARM_STOP || g->confirmed))
             start_depth_trial(g, next_depth(g));
     }
     bool trying = valid_arm(g->trial) || g->depth_trial;

@@ -1408,8 +1408,9 @@ TEST(depths_are_learned_only_when_asked_for)
 }
 
 /* A launch-bound HP on the H100: a deeper LP queue cost it nothing measurable: the rule goes up the
- * ladder to 4000 us once the arms are settled, stop samples staying at the LP's own bound. */
-TEST(a_costless_depth_is_promoted_up_the_ladder_after_the_arms)
+ * ladder to 4000 us (the first depth before the arms, the next ones with the arms settled at it),
+ * stop samples staying at the LP's own bound. */
+TEST(a_costless_depth_is_promoted_up_the_ladder_and_the_arms_at_it)
 {
     for (uint64_t seed = 1; seed <= 3; seed++) {
         struct gy_guard *g = fresh(seed);
@@ -1422,6 +1423,32 @@ TEST(a_costless_depth_is_promoted_up_the_ladder_after_the_arms)
         CHECK(g->depth_in_force == 4000 && g->depth_reason == GY_GUARD_WHY_PROMOTED && g->depth_confirmed &&
                   g->in_force == TOP && atomic_load(&g->queue_us) == (g->next_stop ? 0u : 4000u),
               "seed %llu: depth %u (%s), in force %s", (unsigned long long)seed, g->depth_in_force,
+              gy_guard_reason_text(g->depth_reason), gy_guard_arm_name(g->in_force));
+    }
+}
+
+/* The first depth is tried before the arms, with stop in force, so that its test sees its own cost:
+ * on the H200 a 16-SM arm in force beside ResNet-50 training (within the bound, its jobs 1-3 % over
+ * stop's) left a costless 2000-us depth tried on top of it at 1.01 of stop against the depth's half
+ * bound, undecided after 4 700 jobs (bench/results/2026-12-02-h200-depth-first). Here every
+ * partition costs 1.5 % (within the bound), a depth nothing: tried on the arm in force (the rule
+ * until 2026-12-02) the depth was never in force; tried first it is, and the arms after it at that
+ * depth against stop at the own one (the two together within the bound). */
+TEST(the_first_depth_is_tried_on_stop_before_the_arms)
+{
+    const struct pair p = {10.0, EVERY_PARTITION(1.015), TIGHT, LP_PER_MS, {0}, {0}, {0}};
+    for (uint64_t seed = 1; seed <= 5; seed++) {
+        struct gy_guard *g = fresh(seed);
+        gy_guard_set_depth(g, true);
+        struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
+        for (unsigned j = 0; j < 8000 && !g->depth_trial && !valid_trial(g); j++)
+            simulate(g, &p, 1, &r);
+        CHECK(g->depth_trial == 2000 && !valid_trial(g) && g->in_force == GY_ARM_STOP,
+              "seed %llu: first tried: depth %u, arm %s", (unsigned long long)seed, g->depth_trial,
+              valid_trial(g) ? gy_guard_arm_name(g->trial) : "none");
+        simulate(g, &p, 8000, &r);
+        CHECK(g->depth_in_force >= 2000 && g->in_force == TOP && r.promotions_costly == 0,
+              "seed %llu: depth %u (%s), arm %s in force", (unsigned long long)seed, g->depth_in_force,
               gy_guard_reason_text(g->depth_reason), gy_guard_arm_name(g->in_force));
     }
 }
