@@ -1097,6 +1097,12 @@ static void drop_depth(struct gy_guard *g, uint32_t us, enum gy_guard_reason why
         g->depth_backoff_until[i] = g->jobs + ((uint64_t)GY_GUARD_BACKOFF_JOBS << doublings);
     }
     if (g->depth_trial == us) {
+        c->depth_trial_ended = true;
+        c->depth_tried_us = us;
+        c->depth_trial_jobs = g->depth_window.n;
+        c->depth_trial_reason = why;
+        c->depth_ratio_p50 = g->ratio_p50_ppm / 1e6;
+        c->depth_ratio_p99 = g->ratio_p99_ppm / 1e6;
         g->depth_trial = 0;
         if (!g->depth_in_force)
             g->depth_reason = GY_GUARD_WHY_REJECTED;

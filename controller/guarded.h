@@ -126,6 +126,13 @@ struct gy_guard_change {
     enum gy_guard_reason depth_reason;
     bool trial_ended; /* a trial ended (the guard keeps the last one's end): how, and its figures */
     struct gy_guard_trial_view trial_end;
+    /* a depth's trial ended out of the bound (a promotion is depth_changed): which depth, after how
+     * many of its jobs, why (rejected by its test, its cap or a futile look; fallback: a block of
+     * its jobs clearly out), the decision's ratios to stop */
+    bool depth_trial_ended;
+    uint32_t depth_tried_us, depth_trial_jobs;
+    enum gy_guard_reason depth_trial_reason;
+    double depth_ratio_p50, depth_ratio_p99;
 };
 /* A job of `arm` after a gap at depth_us (as gy_guard_pick gave) ended after duration_ns, the lower
  * processes having made lp_work progress (partition launches + copies) during it. Counts it out of

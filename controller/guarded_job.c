@@ -112,7 +112,7 @@ void gy_guarded_end_locked(gy_shm *shm, const gy_job *job, uint64_t now_ns, stru
 
 void gy_guarded_tell(const gy_shm *shm, const struct gy_guard_change *change)
 {
-    if (!change->changed && !change->depth_changed && !change->trial_ended)
+    if (!change->changed && !change->depth_changed && !change->trial_ended && !change->depth_trial_ended)
         return; /* every job's end comes here: no getenv (a scan of the environment) unless there is news */
     const char *verbose = getenv("GPUYIELD_VERBOSE");
     if (!verbose || strcmp(verbose, "1") != 0)
@@ -122,6 +122,16 @@ void gy_guarded_tell(const gy_shm *shm, const struct gy_guard_change *change)
         fprintf(stderr, "gpuyield: pid %d: %s: guarded queue depth %u -> %u us (0: the lower processes' own; %s)\n",
                 (int)getpid(), shm->name, change->depth_from, change->depth_to,
                 gy_guard_reason_text(change->depth_reason));
+    if (change->depth_trial_ended)
+        fprintf(stderr,
+                "gpuyield: pid %d: %s: guarded trial of queue depth %u us ended after %u of its jobs: %s (p50 x%.3f, "
+                "p99 x%.3f of stop; the depth in force stays %u us)\n",
+                (int)getpid(), shm->name, change->depth_tried_us, change->depth_trial_jobs,
+                change->depth_trial_reason == GY_GUARD_WHY_FALLBACK
+                    ? "fallback: a block of its jobs clearly left the bound of stop"
+                    : "rejected: out of half the p50 bound of stop or the p99 bound, its test leaning over it, or "
+                      "undecided at its cap",
+                change->depth_ratio_p50, change->depth_ratio_p99, g->depth_in_force);
     if (change->trial_ended) {
         const struct gy_guard_trial_view *t = &change->trial_end;
         char figures[160];

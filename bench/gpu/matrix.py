@@ -742,14 +742,25 @@ def learning_groups(args):
 
 TRIAL_END = re.compile(r"guarded trial of (?P<arm>\S+) against (?P<against>\S+) ended after (?P<jobs>\d+) of its "
                        r"jobs: (?P<outcome>[\w-]+) \((?P<rest>.*)\)$")
+# a queue depth's trial that ended out of the bound (controller/guarded_job.c; its promotion is a change line)
+DEPTH_TRIAL_END = re.compile(r"guarded trial of queue depth (?P<us>\d+) us ended after (?P<jobs>\d+) of its jobs: "
+                             r"(?P<outcome>[\w-]+): .*\(p50 x(?P<p50>[\d.]+), p99 x[\d.]+ of stop; "
+                             r"the depth in force stays (?P<kept>\d+) us\)$")
 
 
 def trial_ends(lines):
     """The trials that ended, from the HP's GPUYIELD_VERBOSE lines (controller/guarded_job.c): per
     trial its arm, the arm in force it was tried against, its jobs, how it ended, the last test's
-    z and p50 ratio and its cycles' LP ratio where the line gives them."""
+    z and p50 ratio and its cycles' LP ratio where the line gives them. A queue depth's trial that
+    ended out of the bound is one too, as arm "depth:USus" against the depth in force."""
     out = []
     for line in lines:
+        d = DEPTH_TRIAL_END.search(line)
+        if d:
+            out.append({"arm": f"depth:{d.group('us')}us", "against": f"depth:{d.group('kept')}us",
+                        "jobs": int(d.group("jobs")), "outcome": d.group("outcome"), "z": None,
+                        "ratio_p50": float(d.group("p50")), "lp_cycle_ratio": None})
+            continue
         m = TRIAL_END.search(line)
         if not m:
             continue

@@ -104,6 +104,7 @@ struct run {
     unsigned changes, promotions_costly; /* in force became an arm whose cost > 1 + eps */
     unsigned depth_promotions_costly;    /* ... or a queue depth whose cost > 1 + eps */
     uint64_t jobs_at_depth;              /* jobs after a gap deeper than the LP's own bound */
+    unsigned depth_trials_ended;         /* depth trials ended out of the bound (told in the change) */
     enum gy_guard_arm first_partition_in_force; /* GY_GUARD_ARM_COUNT: none */
     unsigned ended[GY_GUARD_ARM_COUNT][GY_GUARD_TRIAL_OUTCOME_COUNT]; /* trials ended, by arm and how */
 };
@@ -140,6 +141,14 @@ static void simulate(struct gy_guard *g, const struct pair *p, unsigned jobs, st
         struct gy_guard_change c = gy_guard_record(g, arm, depth, ns, (uint64_t)(p->lp_per_ms[arm] * ns / 1e6));
         if (c.depth_changed && c.depth_to && depth_factor(p, c.depth_to) > 1.02)
             r->depth_promotions_costly++;
+        if (c.depth_trial_ended) {
+            REQUIRE((c.depth_tried_us == 1000 || c.depth_tried_us == 2000 || c.depth_tried_us == 4000) &&
+                        c.depth_trial_jobs > 0 && !g->depth_trial &&
+                        (c.depth_trial_reason == GY_GUARD_WHY_REJECTED || c.depth_trial_reason == GY_GUARD_WHY_FALLBACK),
+                    "job %u: a depth trial's end told as %u us after %u jobs (%s), %u tried now", j, c.depth_tried_us,
+                    c.depth_trial_jobs, gy_guard_reason_text(c.depth_trial_reason), g->depth_trial);
+            r->depth_trials_ended++;
+        }
         if (c.trial_ended) {
             /* told once, and kept in the guard as told (packed: jobs whole, z to 0.01) */
             struct gy_guard_trial_view kept;
@@ -1473,6 +1482,8 @@ TEST(a_depth_that_costs_the_hp_is_never_promoted)
               (unsigned long long)g->depth_backoff_until[2]);
         CHECK(r.jobs_at_depth < 8000 / 20, "seed %llu: %llu of 8000 jobs after a costly gap", (unsigned long long)seed,
               (unsigned long long)r.jobs_at_depth);
+        CHECK(r.depth_trials_ended >= 2, "seed %llu: %u depth trial ends told (2000 and 1000 were tried)",
+              (unsigned long long)seed, r.depth_trials_ended);
     }
 }
 
@@ -2008,6 +2019,38 @@ TEST(a_change_of_arm_is_one_verbose_line_from_the_process_that_made_it)
 
 /* A trial's end is one verbose line from the process whose job ended it (how, and its figures), and
  * status keeps the last one. */
+/* A depth's trial that ends out of the bound is one verbose line too (a promotion is the depth's
+ * change line): on the H200 a 2000-us trial beside FasterRCNN 1440p ended so without a word
+ * (bench/results/2026-12-02-h200-depth-first). The rule's side (every such end told in the
+ * change) is checked in simulate(); this is the line. */
+TEST(a_depth_trial_end_is_one_verbose_line)
+{
+    struct seg_pair s;
+    REQUIRE(open_pair(&s, GY_POLICY_GUARDED, true));
+    struct gy_guard_change c = {.depth_trial_ended = true,
+                                .depth_tried_us = 2000,
+                                .depth_trial_jobs = 384,
+                                .depth_trial_reason = GY_GUARD_WHY_REJECTED,
+                                .depth_ratio_p50 = 1.012,
+                                .depth_ratio_p99 = 1.031};
+    struct captured cap;
+    REQUIRE(capture_begin(&cap));
+    gy_guarded_tell(&s.hp, &c); /* not verbose: nothing */
+    setenv("GPUYIELD_VERBOSE", "1", 1);
+    gy_guarded_tell(&s.hp, &c);
+    c.depth_trial_reason = GY_GUARD_WHY_FALLBACK;
+    gy_guarded_tell(&s.hp, &c);
+    unsetenv("GPUYIELD_VERBOSE");
+    char text[4096];
+    int lines = capture_end(&cap, text, sizeof text);
+    CHECK(lines == 2 && strstr(text, s.hp.name) &&
+              strstr(text, "guarded trial of queue depth 2000 us ended after 384 of its jobs: rejected: ") &&
+              strstr(text, "(p50 x1.012, p99 x1.031 of stop; the depth in force stays 0 us)") &&
+              strstr(text, "jobs: fallback: a block of its jobs clearly left the bound of stop ("),
+          "%d lines: %s", lines, text);
+    close_pair(&s);
+}
+
 TEST(a_trial_end_is_one_verbose_line_and_status_shows_the_last)
 {
     struct seg_pair s;

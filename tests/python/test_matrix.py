@@ -249,6 +249,28 @@ def test_the_trial_ends_the_hp_says_are_read_back_per_segment(tmp_path):
     assert matrix.trials_said(ends).startswith(", trials: 64 nothing after 16")
 
 
+def test_a_depth_trials_end_is_read_back_beside_the_arms():
+    """A queue depth's trial that ended out of the bound is one HP line (its format pinned by
+    tests/controller/test_guarded.c a_depth_trial_end_is_one_verbose_line); trial_ends keeps it in
+    order among the arms' ends, and the learning's line names it."""
+    lines = [
+        "gpuyield: pid 7: /s: guarded trial of queue depth 2000 us ended after 384 of its jobs: rejected: out of "
+        "half the p50 bound of stop or the p99 bound, its test leaning over it, or undecided at its cap "
+        "(p50 x1.012, p99 x1.031 of stop; the depth in force stays 0 us)",
+        "gpuyield: pid 7: /s: guarded trial of partition:64 against stop ended after 16 of its jobs: fallback (its "
+        "recent jobs left the bound of stop (the fast fallback); no test had judged it; its cycles gave the LP x1.199 "
+        "of stop's)",
+        "gpuyield: pid 7: /s: guarded trial of queue depth 4000 us ended after 16 of its jobs: fallback: a block of "
+        "its jobs clearly left the bound of stop (p50 x1.300, p99 x1.500 of stop; the depth in force stays 2000 us)",
+    ]
+    ends = matrix.trial_ends(lines)
+    assert [(t["arm"], t["against"], t["jobs"], t["outcome"], t["ratio_p50"]) for t in ends] == [
+        ("depth:2000us", "depth:0us", 384, "rejected", 1.012), ("partition:64", "stop", 16, "fallback", None),
+        ("depth:4000us", "depth:2000us", 16, "fallback", 1.3)]
+    assert matrix.trials_said(ends) == (", trials: depth:2000us rejected after 384, 64 fallback after 16 (LP x1.20), "
+                                        "depth:4000us fallback after 16")
+
+
 def test_dry_run_end_to_end_with_a_stand_in_backend(tmp_path):
     build = os.environ.get("BUILD", os.path.join(ROOT, "build"))
     if not os.path.exists(os.path.join(build, "bin", "expcontroller")):
