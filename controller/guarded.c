@@ -821,23 +821,21 @@ static int test_window(struct gy_guard *g, const struct gy_guard_window *w, doub
  * GY_GUARD_P99_MIN_JOBS), judged at the first look from there (is_look). A rough count for an
  * operator wondering why guarded keeps stop: on the H200 a costless arm beside a launch-bound HP
  * needed 1 000-3 000 HP jobs (bench/results/2026-11-29-h200-twins-long-learning). */
-bool gy_guard_trial_outlook(const struct gy_guard *g, struct gy_guard_outlook *out)
+/* Where window w under trial stands against the bound eps (its test by blocks or not), capped at
+ * `cap` of its jobs. */
+static void outlook_of(const struct gy_guard *g, const struct gy_guard_window *w, double eps, bool by_blocks,
+                       uint32_t cap, struct gy_guard_outlook *out)
 {
-    *out = (struct gy_guard_outlook){.arm = GY_ARM_STOP, .more_jobs = -1};
-    if (g->trial >= GY_GUARD_ARM_COUNT || !gy_guard_sane(g))
-        return false;
-    const struct gy_guard_window *w = &g->arms[g->trial];
-    out->arm = (enum gy_guard_arm)g->trial;
     out->jobs = w->n;
     out->judged = g->base_us && w->n && g->paired_stop.n >= GY_GUARD_MIN_JOBS;
     if (!out->judged)
-        return true;
-    out->z = window_z(g, w, g->eps_p50_ppm / 1e6, g->trial == g->blocks_arm);
+        return;
+    out->z = window_z(g, w, eps, by_blocks);
     if (out->z > 0) {
         double need = w->n * (GY_GUARD_LOOK_Z / out->z) * (GY_GUARD_LOOK_Z / out->z);
         need = need > GY_GUARD_P99_MIN_JOBS ? need : GY_GUARD_P99_MIN_JOBS;
         need = need < 1e15 ? need : 1e15; /* a z near 0: no trend worth a count, and no cast out of range */
-        out->beyond_cap = need > GY_GUARD_TRIAL_MAX;
+        out->beyond_cap = need > cap;
         /* the first look at or past that many jobs (and past its jobs now) decides */
         uint64_t k = (uint64_t)need + ((double)(uint64_t)need < need); /* rounded up (no libm here) */
         k = k > w->n ? k : w->n + 1;
@@ -845,6 +843,26 @@ bool gy_guard_trial_outlook(const struct gy_guard *g, struct gy_guard_outlook *o
             k++;
         out->more_jobs = (int64_t)(k - w->n);
     }
+}
+
+bool gy_guard_trial_outlook(const struct gy_guard *g, struct gy_guard_outlook *out)
+{
+    *out = (struct gy_guard_outlook){.arm = GY_ARM_STOP, .more_jobs = -1};
+    if (g->trial >= GY_GUARD_ARM_COUNT || !gy_guard_sane(g))
+        return false;
+    out->arm = (enum gy_guard_arm)g->trial;
+    outlook_of(g, &g->arms[g->trial], g->eps_p50_ppm / 1e6, g->trial == g->blocks_arm, GY_GUARD_TRIAL_MAX, out);
+    return true;
+}
+
+bool gy_guard_depth_outlook(const struct gy_guard *g, struct gy_guard_outlook *out)
+{
+    *out = (struct gy_guard_outlook){.arm = GY_ARM_STOP, .more_jobs = -1};
+    if (!g->depth_trial || !gy_guard_sane(g))
+        return false;
+    out->arm = (enum gy_guard_arm)g->in_force;
+    outlook_of(g, &g->depth_window, g->eps_p50_ppm / 2e6, g->blocks_arm == GY_GUARD_DEPTH_BLOCKS,
+               GY_GUARD_DEPTH_TRIAL_MAX, out);
     return true;
 }
 

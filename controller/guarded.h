@@ -181,6 +181,10 @@ struct gy_guard_outlook {
     bool beyond_cap;       /* ... past GY_GUARD_TRIAL_MAX: the trial ends first unless the trend improves */
 };
 bool gy_guard_trial_outlook(const struct gy_guard *g, struct gy_guard_outlook *out);
+/* The same for the queue depth's trial (false when none is tried): arm is the arm in force it is
+ * tried with, z against half the p50 bound, the cap GY_GUARD_DEPTH_TRIAL_MAX. On the H200 a 2000-us
+ * trial ran 4 700 jobs undecided with nothing in status to say so (2026-12-02-h200-depth-first). */
+bool gy_guard_depth_outlook(const struct gy_guard *g, struct gy_guard_outlook *out);
 /* The depth window's (jobs of the depth tried, or with stop in force of the depth in force). */
 void gy_guard_depth_stats(const struct gy_guard *g, struct gy_guard_arm_stats *out);
 const char *gy_guard_arm_name(enum gy_guard_arm arm);  /* "stop", "partition:16", ...; "?" if unknown */

@@ -31,6 +31,20 @@ void gy_guard_trial_figures(const struct gy_guard_trial_view *t, char *buf, size
         snprintf(buf + used, len - used, "; its cycles not compared with %s's", gy_guard_arm_name(t->in_force));
 }
 
+/* {"arm": ..., "jobs": ..., "passes_at_z": ..., "z_now": ..., "more_jobs_estimate": ..., "beyond_cap": ...}
+ * into buf (may be NULL when len is 0); returns the length it needs, as snprintf. */
+static size_t outlook_json(const struct gy_guard_outlook *o, char *buf, size_t len)
+{
+    size_t used = 0;
+    EMIT("{\"arm\": \"%s\", \"jobs\": %u, \"passes_at_z\": %.2f, \"z_now\": ", gy_guard_arm_name(o->arm), o->jobs,
+         GY_GUARD_LOOK_Z);
+    EMIT(o->judged ? "%.3f" : "null", o->z);
+    EMIT(", \"more_jobs_estimate\": ");
+    EMIT(o->more_jobs >= 0 ? "%lld" : "null", (long long)o->more_jobs);
+    EMIT(", \"beyond_cap\": %s}", o->beyond_cap ? "true" : "false");
+    return used;
+}
+
 int gy_guarded_json(const struct gy_guard *g, char *buf, size_t len)
 {
     size_t used = 0;
@@ -56,23 +70,23 @@ int gy_guarded_json(const struct gy_guard *g, char *buf, size_t len)
     }
     EMIT("}, \"trial\": "); /* where the arm tried stands: gy_guard_trial_outlook */
     struct gy_guard_outlook o;
-    if (!gy_guard_trial_outlook(g, &o)) {
+    if (!gy_guard_trial_outlook(g, &o))
         EMIT("null");
-    } else {
-        EMIT("{\"arm\": \"%s\", \"jobs\": %u, \"passes_at_z\": %.2f, \"z_now\": ", gy_guard_arm_name(o.arm), o.jobs,
-             GY_GUARD_LOOK_Z);
-        EMIT(o.judged ? "%.3f" : "null", o.z);
-        EMIT(", \"more_jobs_estimate\": ");
-        EMIT(o.more_jobs >= 0 ? "%lld" : "null", (long long)o.more_jobs);
-        EMIT(", \"beyond_cap\": %s}", o.beyond_cap ? "true" : "false");
-    }
+    else
+        used += outlook_json(&o, used < len ? buf + used : NULL, used < len ? len - used : 0);
     EMIT(", \"queue_depth\": {\"on\": %s, \"in_force_us\": %u, \"reason\": \"%s\", \"trying_us\": ",
          g->depth_on ? "true" : "false", g->depth_in_force, gy_guard_reason_name((enum gy_guard_reason)g->depth_reason));
     EMIT(g->depth_trial ? "%u" : "null", g->depth_trial);
     struct gy_guard_arm_stats d;
     gy_guard_depth_stats(g, &d);
-    EMIT(", \"confirmed\": %s, \"now_us\": %u, \"window\": %u, \"p50_ms\": %.3f, \"p99_ms\": %.3f}",
+    EMIT(", \"confirmed\": %s, \"now_us\": %u, \"window\": %u, \"p50_ms\": %.3f, \"p99_ms\": %.3f, \"trial\": ",
          g->depth_confirmed ? "true" : "false", (unsigned)atomic_load(&g->queue_us), d.window, d.p50_ms, d.p99_ms);
+    if (!gy_guard_depth_outlook(g, &o)) { /* where the depth tried stands, as an arm's trial */
+        EMIT("null}");
+    } else {
+        used += outlook_json(&o, used < len ? buf + used : NULL, used < len ? len - used : 0);
+        EMIT("}");
+    }
     EMIT(", \"trials_ended\": %u, \"last_trial\": ", g->trials_ended); /* how the last trial ended */
     struct gy_guard_trial_view t;
     if (!gy_guard_last_trial(g, &t)) {
@@ -96,6 +110,21 @@ int gy_guarded_json(const struct gy_guard *g, char *buf, size_t len)
     return (int)used;
 }
 
+/* The rest of a trial's status line: where its test stands against a bound of bound_pct. */
+static void print_outlook(FILE *to, const struct gy_guard_outlook *o, double bound_pct)
+{
+    if (!o->judged)
+        fprintf(to, ", not judged yet (stop's paired window needs %u jobs)\n", GY_GUARD_MIN_JOBS);
+    else if (o->more_jobs < 0)
+        fprintf(to, ", z %.2f now: its jobs so far are not shorter than stop's + %.1f %% (ends when futile, from %u "
+                    "jobs)\n", o->z, bound_pct, GY_GUARD_FUTILE_JOBS);
+    else
+        fprintf(to, ", z %.2f now (passes at %.2f, from %u jobs): at this trend about %lld more of its jobs%s\n", o->z,
+                GY_GUARD_LOOK_Z, GY_GUARD_P99_MIN_JOBS, (long long)o->more_jobs,
+                o->beyond_cap ? ", past its trial's cap: it ends first unless the trend improves"
+                              : " (it gets at most half the HP's jobs while tried)");
+}
+
 void gy_guarded_print(FILE *to, const struct gy_guard *g)
 {
     fprintf(to, "guarded: arm in force %s%s%s%s (%s); trying %s; %llu jobs, %u changes; bound p50 +%.1f %%, p99 +%.1f %%, "
@@ -108,16 +137,7 @@ void gy_guarded_print(FILE *to, const struct gy_guard *g)
     struct gy_guard_outlook o;
     if (gy_guard_trial_outlook(g, &o)) {
         fprintf(to, "guarded: trial of %s: %u of its jobs", gy_guard_arm_name(o.arm), o.jobs);
-        if (!o.judged)
-            fprintf(to, ", not judged yet (stop's paired window needs %u jobs)\n", GY_GUARD_MIN_JOBS);
-        else if (o.more_jobs < 0)
-            fprintf(to, ", z %.2f now: its jobs so far are not shorter than stop's + %.1f %% (ends when futile, from %u "
-                        "jobs)\n", o.z, g->eps_p50_ppm / 1e4, GY_GUARD_FUTILE_JOBS);
-        else
-            fprintf(to, ", z %.2f now (passes at %.2f, from %u jobs): at this trend about %lld more of its jobs%s\n", o.z,
-                    GY_GUARD_LOOK_Z, GY_GUARD_P99_MIN_JOBS, (long long)o.more_jobs,
-                    o.beyond_cap ? ", past its trial's cap: it ends first unless the trend improves"
-                                 : " (it gets at most half the HP's jobs while tried)");
+        print_outlook(to, &o, g->eps_p50_ppm / 1e4);
     }
     struct gy_guard_trial_view t;
     if (gy_guard_last_trial(g, &t)) {
@@ -140,6 +160,11 @@ void gy_guarded_print(FILE *to, const struct gy_guard *g)
                     d.p99_ms);
         else
             fprintf(to, "-\n");
+        if (gy_guard_depth_outlook(g, &o)) {
+            fprintf(to, "guarded: trial of queue depth %u us with %s: %u of its jobs", g->depth_trial,
+                    gy_guard_arm_name(o.arm), o.jobs);
+            print_outlook(to, &o, g->eps_p50_ppm / 2e4);
+        }
     }
     fprintf(to, "%14s %10s %7s %10s %10s %12s %14s\n", "arm", "jobs", "window", "p50_ms", "p99_ms", "lp_per_s",
             "lp_cycle_per_s");

@@ -3,7 +3,7 @@
  * lies past their maximum length). Two readers of it:
  *   - the rule (controller/guarded.c) on a copy: jobs picked, their cycles, recorded with durations
  *     and lower progress taken from the input, jobs forgotten, the statistics status shows, the
- *     trial's outlook, an operator's force and reset, and more jobs after them;
+ *     trials' outlooks (an arm's, a depth's), an operator's force and reset, and more jobs after them;
  *   - the protocol: a guarded segment under MPS carrying those bytes, this process registered as
  *     its HP, a job entered and exited (gy_guarded_begin_locked / end_locked), the status read and
  *     written as JSON.
@@ -29,6 +29,7 @@ static void read_everything(const struct gy_guard *g)
         gy_guard_arm_stats(g, (enum gy_guard_arm)a, &st);
     gy_guard_depth_stats(g, &st);
     gy_guard_trial_outlook(g, &out);
+    gy_guard_depth_outlook(g, &out);
     (void)gy_guard_on_confirmation(g);
     (void)gy_guard_arm_name((enum gy_guard_arm)g->in_force);
     (void)gy_guard_reason_text((enum gy_guard_reason)g->reason);

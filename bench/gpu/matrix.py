@@ -783,14 +783,20 @@ def trials_said(ends):
 
 
 def trial_outlook(guard):
-    """', trying ARM (N of its jobs, z Z now: about K more)' from status --json's guarded object, or ''."""
-    t = guard.get("trial")
-    if not t:
-        return ""
-    z = "not judged yet" if t.get("z_now") is None else f"z {t['z_now']:.2f} now"
-    more = t.get("more_jobs_estimate")
-    ahead = ("" if more is None else f": about {more} more of its jobs" + (", past its trial's cap" if t.get("beyond_cap") else ""))
-    return f", trying {t['arm']} ({t['jobs']} of its jobs, {z}{ahead})"
+    """', trying ARM (N of its jobs, z Z now: about K more)' from status --json's guarded object (and
+    ', trying depth US us (...)' for a queue depth's trial, its "queue_depth" "trial"), or ''."""
+    said = ""
+    tried = [(guard.get("trial"), None), ((guard.get("queue_depth") or {}).get("trial"),
+                                          (guard.get("queue_depth") or {}).get("trying_us"))]
+    for t, depth_us in tried:
+        if not t:
+            continue
+        z = "not judged yet" if t.get("z_now") is None else f"z {t['z_now']:.2f} now"
+        more = t.get("more_jobs_estimate")
+        ahead = ("" if more is None else f": about {more} more of its jobs" + (", past its trial's cap" if t.get("beyond_cap") else ""))
+        what = t["arm"] if depth_us is None else f"depth {depth_us} us"
+        said += f", trying {what} ({t['jobs']} of its jobs, {z}{ahead})"
+    return said
 
 
 def learn_guarded(args, procs, tools, raw, cell, group="guarded"):

@@ -1462,6 +1462,56 @@ TEST(the_first_depth_is_tried_on_stop_before_the_arms)
     }
 }
 
+/* Status says where a depth's trial stands as it does an arm's (on the H200 a 2000-us trial ran
+ * 4 700 jobs undecided with nothing to say so): the arm in force it is tried with, its jobs, the
+ * z against half the p50 bound and, at that trend, about how many more; none once it ended. */
+TEST(status_tells_where_a_depth_trial_stands)
+{
+    struct pair p = costly; /* the partitions gross: stop stays in force, the depth alone is tried */
+    p.noise = LOGNORMAL10;
+    struct gy_guard *g = fresh(4);
+    gy_guard_set_depth(g, true);
+    struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
+    struct gy_guard_outlook o;
+    CHECK(!gy_guard_depth_outlook(g, &o), "an outlook with no depth tried");
+    unsigned seen = 0, counted = 0, mid = 0;
+    for (unsigned j = 0; j < 8000 && !g->depth_in_force; j++) {
+        simulate(g, &p, 1, &r);
+        bool told = gy_guard_depth_outlook(g, &o);
+        REQUIRE(told == (g->depth_trial != 0), "job %u: outlook %d with depth %u tried", j, told, g->depth_trial);
+        if (!told)
+            continue;
+        seen++;
+        REQUIRE(o.arm == (enum gy_guard_arm)g->in_force && o.jobs == g->depth_window.n, "job %u: %s, %u jobs of %u", j,
+                gy_guard_arm_name(o.arm), o.jobs, g->depth_window.n);
+        bool no_count = !o.judged || o.more_jobs < 0;
+        REQUIRE(no_count ? o.more_jobs == -1 : (o.z > 0 && o.jobs + o.more_jobs >= GY_GUARD_P99_MIN_JOBS),
+                "job %u: z %.2f, %lld more", j, o.z, (long long)o.more_jobs);
+        counted += o.judged && o.more_jobs > 0;
+        if (o.jobs == 300 && !mid++) { /* what status --json and the table say mid-trial */
+            static char text[8192];
+            gy_guarded_json(g, text, sizeof text);
+            char want[160];
+            snprintf(want, sizeof want, "\"trying_us\": %u, ", g->depth_trial);
+            CHECK(strstr(text, want) && strstr(text, "\"trial\": {\"arm\": \"stop\", \"jobs\": 300, \"passes_at_z\""),
+                  "%s", text);
+            FILE *table = fmemopen(text, sizeof text, "w");
+            REQUIRE(table);
+            gy_guarded_print(table, g);
+            fclose(table);
+            snprintf(want, sizeof want, "guarded: trial of queue depth %u us with stop: 300 of its jobs, z ", g->depth_trial);
+            CHECK(strstr(text, want), "%s", text);
+        }
+    }
+    CHECK(g->depth_in_force == 2000 && seen > 300 && counted > 0 && mid, "depth %u in force; %u jobs told, %u with a count",
+          g->depth_in_force, seen, counted);
+    static char after[8192];
+    gy_guarded_json(g, after, sizeof after);
+    /* promoted: a deeper depth is tried only once the arms (gross here) back off; until then none */
+    if (!g->depth_trial)
+        CHECK(!gy_guard_depth_outlook(g, &o) && strstr(after, "\"trial\": null}, \"trials_ended\""), "%s", after);
+}
+
 /* A GPU-bound HP waits for what the LP queued: 4 % at 1000 us, 13 % at 2000 on the H100. Nothing
  * deeper than the LP's own bound is promoted, each try is cut short, and 1000 is tried below the
  * failed 2000. */

@@ -1466,6 +1466,15 @@ def test_the_learning_line_says_where_the_trial_stands():
     assert matrix.trial_outlook({"trial": t}) == ", trying partition:64 (412 of its jobs, z -0.50 now)"
     t.update(z_now=None)
     assert matrix.trial_outlook({"trial": t}) == ", trying partition:64 (412 of its jobs, not judged yet)"
+    # a queue depth's trial (its own "trial" in "queue_depth"), with or without an arm's
+    d = {"arm": "partition:16", "jobs": 2388, "z_now": 0.82, "passes_at_z": 2.5, "more_jobs_estimate": 22000,
+         "beyond_cap": True}
+    depth = {"queue_depth": {"trying_us": 2000, "trial": d}}
+    assert matrix.trial_outlook(depth) == (", trying depth 2000 us (2388 of its jobs, z 0.82 now: about 22000 more of "
+                                           "its jobs, past its trial's cap)")
+    assert matrix.trial_outlook(dict(depth, trial=t)).startswith(", trying partition:64 (412 of its jobs, not judged yet)"
+                                                                 ", trying depth 2000 us (")
+    assert matrix.trial_outlook({"queue_depth": {"trying_us": None, "trial": None}}) == ""
 
 
 def test_hp_noise_separates_drift_from_job_to_job_noise_and_names_the_host_side():
