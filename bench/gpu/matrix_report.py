@@ -87,7 +87,12 @@ def guarded_states(raw, setup="guarded"):
             reason = f"{reason}; last trial {last['arm']} {last['outcome']}"
             if last.get("lp_cycle_ratio"):
                 reason += f" (LP x{last['lp_cycle_ratio']:.2f})"
-        out[key] = (st.get("in_force"), reason, st.get("trying"), counted)
+        # the queue depth (guarded_depth): in force beside the arm, and a depth's trial beside an arm's
+        depth = st.get("queue_depth") or {}
+        in_force = f"{st.get('in_force')}" + (f" at {depth['in_force_us']} us" if depth.get("in_force_us") else "")
+        trying = " and ".join(t for t in (st.get("trying"), depth.get("trying_us") and f"depth {depth['trying_us']} us")
+                              if t) or None
+        out[key] = (in_force, reason, trying, counted)
     return {k: (f, r, t, dict(jobs[k]) if k in seen else c, k not in seen) for k, (f, r, t, c) in out.items()}
 
 

@@ -1190,6 +1190,13 @@ def test_matrix_report_gives_each_cells_setups_the_guarded_end_state_and_the_tar
     lines = {ln.split(" | ")[0]: ln for ln in out.splitlines() if ln.startswith("| ")}
     first = lines["| small + gemm, poisson-25"]
     assert "0.80 [0.70, 0.90] · 1.00 · LP 0.70 (0.74)" in first and "partition:64, promoted; 64: 4, 16: 1 |" in first
+    # guarded_depth: the depth in force beside the arm, a depth's trial beside an arm's
+    deep = status("partition:64", ["partition:64@2000us", "stop"], 2, "guarded_depth")
+    deep["guarded_status"]["guarded"].update(trying="partition:120",
+                                             queue_depth={"in_force_us": 2000, "trying_us": 4000})
+    assert matrix_report.main([_report_folder(tmp_path, "d", cells, kinds, [deep]), "--setups", "guarded_depth"]) == 0
+    assert ("partition:64 at 2000 us, promoted, partition:120 and depth 4000 us in trial; 64@2000us: 1 |"
+            in capsys.readouterr().out)
     assert "✗HP ✗LP" in lines["| small + gemm, poisson-60"]
     assert "- guarded: HP target in 2 of 3 cells; LP within 0.02 of corun's or above in 2 of 3" in out
     # only the launch-bound HP (small) at the lower load counts for the LP target: 0.79 and 0.83 meet it
