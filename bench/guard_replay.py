@@ -35,7 +35,8 @@ LINE = re.compile(r"promoted in (\d+) of (\d+) runs, in force at the end in (\d+
                   re.M)
 PROFILE = re.compile(r"^\d+=[\d.]+(/\d+=[\d.]+)*$")
 MIN_STOP_JOBS = 256  # a shorter trace repeats itself within one learning
-LEARNINGS = {"guarded_learn": "", "guarded_depth_learn": " (guarded_depth)", "guarded_auto_learn": " (guarded_auto)"}
+LEARNINGS = {"guarded_learn": "", "guarded_depth_learn": " (guarded_depth)", "guarded_auto_learn": " (guarded_auto)",
+             "guarded@twin_learn": " (guarded@twin)", "guarded_depth@twin_learn": " (guarded_depth@twin)"}
 
 
 def traces(folders):

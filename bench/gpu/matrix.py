@@ -27,7 +27,9 @@ the HP starts) and its units are counted over the HP's window only.
 
 Setups: hp_alone, lp_alone, nocontrol, mps, corun, partition, guarded, guarded_depth (guarded
 created with --guard-depth: it also learns the LP's queue depth; it learns before each cell's
-rounds as guarded does; not by default), hp_ctl_alone (the HP
+rounds as guarded does; not by default), guarded@twin and guarded_depth@twin (the same under
+--twin-build's rule, its library and extension, on segments of their own: two builds of the rule
+side by side in the same rounds; not by default), hp_ctl_alone (the HP
 controlled, marking its jobs on the corun segment, the LP idle), corun_auto and corun_auto_short
 (issue 27: the HP unmarked under GPUYIELD_JOBS=auto, idle time the hook's default (300 us; 2000 until 2026-11-24) and --auto-idle-us, default
 300; not by default), arm:ARM for each guarded arm (arm:partition:64, arm:disjoint:120, ...: a guarded
@@ -94,6 +96,10 @@ SETUP = {
     "guarded": ("guarded", ("hp", "lp"), True),
     # guarded that also learns the LP's queue depth between HP jobs (--guard-depth), side by side
     "guarded_depth": ("guardeddepth", ("hp", "lp"), True),
+    # the same two under a second build's rule (--twin-build: its library and Python extension), on
+    # segments of their own, in the same rounds: an A/B of two builds of the rule side by side
+    "guarded@twin": ("guardedtwin", ("hp", "lp"), True),
+    "guarded_depth@twin": ("guardeddepthtwin", ("hp", "lp"), True),
     "hp_ctl_alone": ("corun", ("hp",), True),
     "hp_mps_alone": ("mps", ("hp",), False),
     "hp_hook_alone": ("corun", ("hp",), False),
@@ -153,9 +159,13 @@ for _group, _mode in MODE_GROUPS.items():
 DEFAULT_SETUPS = ("hp_alone", "lp_alone", "nocontrol", "mps", "corun", "partition", "hp_ctl_alone")
 COST_SETUPS = ("hp_mps_alone", "hp_hook_alone", "hp_mark_alone")
 AUTO_GROUPS = ("corunauto", "corunautoshort", "guardedauto")  # the HP under GPUYIELD_JOBS=auto (corun segments, but guardedauto)
-POLICY_GROUPS = ("corun", "partition", "guarded", "guardeddepth", "corunblock", "corunwhole") + AUTO_GROUPS + tuple(ARM_GROUPS) + tuple(MODE_GROUPS)
+TWIN_GROUPS = ("guardedtwin", "guardeddepthtwin")  # workers on --twin-build's library and extension
+DEPTH_GROUPS = ("guardeddepth", "guardeddepthtwin")  # segments created with --guard-depth
+POLICY_GROUPS = (("corun", "partition", "guarded", "guardeddepth", "corunblock", "corunwhole") + AUTO_GROUPS + TWIN_GROUPS
+                 + tuple(ARM_GROUPS) + tuple(MODE_GROUPS))
 MPS_GROUPS = ("mps", "markonly") + POLICY_GROUPS
-LEARNING_GROUPS = {"guarded": "guarded", "guardeddepth": "guarded_depth", "guardedauto": "guarded_auto"}  # group -> its setup; they learn first
+LEARNING_GROUPS = {"guarded": "guarded", "guardeddepth": "guarded_depth", "guardedauto": "guarded_auto",
+                   "guardedtwin": "guarded@twin", "guardeddepthtwin": "guarded_depth@twin"}  # group -> its setup; they learn first
 GUARDED_GROUPS = tuple(LEARNING_GROUPS) + tuple(ARM_GROUPS)  # segments of policy guarded (their status has arms)
 PARTITIONING_GROUPS = ("partition",) + GUARDED_GROUPS
 AUTO_IDLE_US_DEFAULT = 300  # corun_auto_short's GPUYIELD_IDLE_US unless --auto-idle-us says
@@ -433,8 +443,10 @@ def group_env(args, group, role, segments, mps_dirs):
         env["CUDA_MPS_PIPE_DIRECTORY"], env["CUDA_MPS_LOG_DIRECTORY"] = mps_dirs
         if role == "lp":
             env["CUDA_MPS_CLIENT_PRIORITY"] = "1"  # below normal, as run_exp gives lower work
+    if group in TWIN_GROUPS:  # the second build's rule: its hook and its extension (the HP's job ends run it)
+        env["PYTHONPATH"] = os.pathsep.join([os.path.join(args.twin_build, "python"), env["PYTHONPATH"]])
     if group in POLICY_GROUPS:
-        env["LD_PRELOAD"] = os.path.join(args.build, "lib", "libgpuyield.so")
+        env["LD_PRELOAD"] = os.path.join(args.twin_build if group in TWIN_GROUPS else args.build, "lib", "libgpuyield.so")
         env["GPUYIELD_SHM"] = segments[group]
         env["GPUYIELD_PRIORITY"] = "1" if role == "hp" else "0"
         env["GPUYIELD_MODE"] = MODE_GROUPS.get(group, args.lp_mode) if role == "lp" else "none"
@@ -491,7 +503,7 @@ class Tools:
         policy = ("guarded" if group in GUARDED_GROUPS
                   else "corun" if group in AUTO_GROUPS + ("corunblock", "corunwhole") + tuple(MODE_GROUPS) else group)
         name = f"{self.tag}-{group}"
-        words = ["create", "--name", name, "--policy", policy] + (["--guard-depth"] if group == "guardeddepth" else [])
+        words = ["create", "--name", name, "--policy", policy] + (["--guard-depth"] if group in DEPTH_GROUPS else [])
         if self.mps_dirs:
             words += ["--mps-pipe", self.mps_dirs[0]]
         r = self.expcontroller(*words)
@@ -982,7 +994,8 @@ def write_outputs(raws, out):
         print(f"matrix: no plots ({e})")
 
 
-SUMMARY_SETUPS = (("nocontrol", "mps", "corun", "corun_whole", "corun_block", "partition", "guarded", "guarded_depth", "guarded_auto", "corun_auto",
+SUMMARY_SETUPS = (("nocontrol", "mps", "corun", "corun_whole", "corun_block", "partition", "guarded", "guarded_depth", "guarded_auto",
+                   "guarded@twin", "guarded_depth@twin", "corun_auto",
                    "corun_auto_short", "hp_ctl_alone", "lp_mps_alone", "lp_ctl_alone", "lp_whole_alone", "lp_block_alone")
                   + tuple(f"arm:{a}" for a in GUARD_ARMS) + GREEN_SETUPS + tuple(f"{k}@{m}" for m in LP_MODE_VARIANTS
                                                                  for k in ("corun", "lp_ctl")))
@@ -1145,6 +1158,11 @@ def parse_args(argv):
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--device", default="unknown")
     p.add_argument("--commit", default=None)
+    p.add_argument("--twin-build", default=None, metavar="DIR",
+                   help="a second build (lib/libgpuyield.so, python/gpuyield) whose rule the setups guarded@twin and "
+                        "guarded_depth@twin run beside --build's, in the same rounds (segments made by --build's "
+                        "expcontroller: the segment layout must be the same)")
+    p.add_argument("--twin-commit", default=None, help="the twin build's commit, for the record")
     p.add_argument("--no-mps", action="store_true", help="no MPS daemon (a dry run without a GPU)")
     p.add_argument("--python", default=sys.executable)
     p.add_argument("--worker-module", default="bench.gpu.matrix_worker")
@@ -1185,6 +1203,21 @@ def parse_args(argv):
             p.error(f"--budget-s {args.budget_s:g}: the plan needs about {need:.0f} s ({len(plan)} cells, "
                     f"{args.rounds} rounds, --learn-jobs {args.learn_jobs}, the workers' start-up included): "
                     f"name fewer kinds, loads or setups, or lower --rounds or --learn-jobs")
+    twins = [s for s in args.setups if SETUP[s][0] in TWIN_GROUPS]
+    if twins and not args.twin_build:
+        p.error(f"--setups {','.join(twins)}: these run a second build's rule: name it with --twin-build DIR "
+                f"(bench/gpu/make_twin.sh COMMIT makes one)")
+    if args.twin_build:
+        commit_file = os.path.join(args.twin_build, "COMMIT")  # make_twin.sh writes it
+        if args.twin_commit is None and os.path.exists(commit_file):
+            with open(commit_file) as f:
+                args.twin_commit = f.read().strip()
+        if not twins:
+            p.error("--twin-build names the build of the @twin setups: add guarded@twin or guarded_depth@twin to --setups")
+        for need in ("lib/libgpuyield.so", "python/gpuyield"):
+            if not os.path.exists(os.path.join(args.twin_build, need)):
+                p.error(f"--twin-build {args.twin_build}: no {need} there (a build folder with its Python extension "
+                        f"built: bench/gpu/make_twin.sh, then run_all.sh builds the extension on the GPU machine)")
     exe = os.path.join(args.build, "bin", "expcontroller")
     if any(SETUP[s][0] in POLICY_GROUPS for s in args.setups) and not os.access(exe, os.X_OK):
         p.error(f"{exe} is missing: build first (./make.sh) or name the build with --build")

@@ -48,7 +48,7 @@ def launch_bound_kinds(m):
     return out
 
 
-GUARDED_SETUPS = ("guarded", "guarded_auto", "guarded_depth")
+GUARDED_SETUPS = ("guarded", "guarded_auto", "guarded_depth", "guarded@twin", "guarded_depth@twin")
 
 
 def guarded_states(raw, setup="guarded"):

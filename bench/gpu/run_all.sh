@@ -17,6 +17,11 @@ R=${GY_RESULTS:-/tmp/gy-results}  # what is packed (a test names another)
 mkdir -p "$OUT" "$R"
 export GPUYIELD_BUILD=$B GPUYIELD_PYTHON=$(command -v "$PY")
 PYTHON_BIN=$PY bash pyext/build_ext.sh "$B" || { echo "run_all: the extension did not build"; exit 1; }
+# a second build for the matrix's @twin setups (bench/gpu/make_twin.sh): its extension from its own sources
+if [ -n "${TWIN_BUILD:-}" ]; then
+    (cd "$TWIN_BUILD/src" && PYTHON_BIN=$PY bash pyext/build_ext.sh "$TWIN_BUILD") ||
+        { echo "run_all: the twin build's extension did not build ($TWIN_BUILD/src)"; exit 1; }
+fi
 export PYTHONPATH=$B/python
 stage_log() { echo "=== $1 $(date -u +%H:%M:%S)"; }
 pack() {

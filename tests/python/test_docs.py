@@ -88,3 +88,12 @@ def test_every_relative_link_resolves():
 def test_the_slug_rule():
     assert slug("The policies, side by side (the verdict)") == "the-policies-side-by-side-the-verdict"
     assert slug("Queue modes: what each bounds") == "queue-modes-what-each-bounds"
+
+
+def test_every_python_test_file_runs_in_a_suite():
+    """A test file no suite names never runs (tests/python/test_learning_blocks.py did not, from
+    2026-12-02 until this test): each tests/python/test_*.py is named by a tests/suites/*.sh."""
+    suites = "".join(open(os.path.join(ROOT, "tests", "suites", f)).read()
+                     for f in os.listdir(os.path.join(ROOT, "tests", "suites")) if f.endswith(".sh"))
+    files = [f for f in os.listdir(os.path.join(ROOT, "tests", "python")) if f.startswith("test_") and f.endswith(".py")]
+    assert files and not [f for f in files if f"tests/python/{f}" not in suites]

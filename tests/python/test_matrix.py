@@ -271,6 +271,66 @@ def test_a_depth_trials_end_is_read_back_beside_the_arms():
                                         "depth:4000us fallback after 16")
 
 
+def test_the_twin_setups_run_a_second_builds_rule_beside_the_first(tmp_path):
+    """guarded@twin and guarded_depth@twin: --twin-build's library and extension on segments of
+    their own (made by --build's expcontroller, --guard-depth for the depth's), learning and measured
+    in the same rounds as the first build's; a clear error without the build or without the setups;
+    its commit read from make_twin.sh's COMMIT file, kept in raw.json."""
+    build = os.environ.get("BUILD", os.path.join(ROOT, "build"))
+    if not os.path.exists(os.path.join(build, "bin", "expcontroller")) or \
+            not os.path.isdir(os.path.join(build, "python", "gpuyield")):
+        pytest.skip("no build with the extension")
+    twin = tmp_path / "twin"  # a stand-in for make_twin.sh's folder: the same build, its own COMMIT
+    twin.mkdir()
+    os.symlink(os.path.join(build, "lib"), twin / "lib")
+    os.symlink(os.path.join(build, "python"), twin / "python")
+    (twin / "COMMIT").write_text("abc1234\n")
+    base = ["--build", build, "--out", str(tmp_path / "o"), "--setups", "hp_alone,lp_alone,guarded_depth@twin"]
+    for argv, says in ((base, "name it with --twin-build DIR"),
+                       (base[:5] + ["hp_alone,lp_alone,guarded", "--twin-build", str(twin)], "add guarded@twin"),
+                       (base + ["--twin-build", str(tmp_path)], "no lib/libgpuyield.so there")):
+        code, text = refused(matrix.parse_args, argv)
+        assert code == 2 and says in text, text
+    args = matrix.parse_args(base + ["--twin-build", str(twin)])
+    assert args.twin_commit == "abc1234"
+    segments = {g: f"/seg-{g}" for g in matrix.POLICY_GROUPS}
+    twin_env = matrix.group_env(args, "guardeddepthtwin", "hp", segments, None)
+    first_env = matrix.group_env(args, "guardeddepth", "hp", segments, None)
+    assert twin_env["LD_PRELOAD"] == os.path.join(str(twin), "lib", "libgpuyield.so")
+    assert twin_env["PYTHONPATH"].split(os.pathsep)[:2] == [os.path.join(str(twin), "python"), os.path.join(build, "python")]
+    assert first_env["LD_PRELOAD"] == os.path.join(build, "lib", "libgpuyield.so")
+    assert twin_env["GPUYIELD_SHM"] == "/seg-guardeddepthtwin" and twin_env["GPUYIELD_VERBOSE"] == "1"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "tests", "bench"),
+                                                       os.path.join(build, "python"), ROOT]), MPLBACKEND="Agg")
+    out = tmp_path / "m"
+    r = subprocess.run([sys.executable, "-m", "bench.gpu.matrix", "--build", build, "--out", str(out), "--backend",
+                        "fake_matrix_backend:FakeBackend", "--no-mps", "--hp-kinds", "gemm", "--lp-kinds", "graph",
+                        "--setups", "hp_alone,lp_alone,guarded_depth,guarded_depth@twin", "--twin-build", str(twin),
+                        "--no-cost", "--rounds", "2", "--jobs", "8", "--min-seconds", "0.3", "--max-seconds", "0.4",
+                        "--lp-lead-s", "0.1", "--learn-jobs", "20"],
+                       cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=180)
+    assert r.returncode == 0, r.stdout
+    assert "guarded_depth@twin learned for" in r.stdout
+    (cell,) = json.loads((out / "matrix.json").read_text())["cells"]
+    assert {"guarded_depth", "guarded_depth@twin"} <= set(cell["setups"])
+    raw = json.loads((out / "raw.json").read_text())
+    assert raw["args"]["twin_commit"] == "abc1234"
+    twins = [s for s in raw["segments"] if s["setup"].startswith("guarded_depth@twin")]
+    assert {s["setup"] for s in twins} == {"guarded_depth@twin_learn", "guarded_depth@twin"}
+    assert all(s["guarded_status"]["guarded"]["queue_depth"]["on"] for s in twins)
+    assert all(s["guarded_status"]["segment"].endswith("-guardeddepthtwin") for s in twins)
+
+
+def refused(parse, argv):
+    """An argparse refusal: its exit status and what it printed (stderr)."""
+    import contextlib
+    import io
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), pytest.raises(SystemExit) as e:
+        parse(argv)
+    return e.value.code, err.getvalue()
+
+
 def test_dry_run_end_to_end_with_a_stand_in_backend(tmp_path):
     build = os.environ.get("BUILD", os.path.join(ROOT, "build"))
     if not os.path.exists(os.path.join(build, "bin", "expcontroller")):

@@ -8,7 +8,9 @@
 # test_perf_page.py (docs/performance.md and the README's summary are bench/perf_page.py's output),
 # test_docs.py (the README's shape, the set-up commands, links), test_matrix.py (the matrix
 # benchmark's plan and verdict on synthetic records, a dry run with a stand-in backend),
-# test_bench_runner.py (bench/gpu/run_all.sh's stages against bench/gpu/README.md's table). Ends with
+# test_bench_runner.py (bench/gpu/run_all.sh's stages against bench/gpu/README.md's table),
+# test_learning_blocks.py (the learning's blocks per arm, on synthetic records), test_make_twin.py
+# (bench/gpu/make_twin.sh: a commit built for the matrix's @twin setups). Ends with
 # "N passed, N failed" converted from pytest's summary (errors count as failures).
 set -uo pipefail
 ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -26,5 +28,6 @@ PYTHONPATH="$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" MPLBACKEND=Agg NSIGHT_PARS
     run_pytest pytest tests/python/test_plot.py tests/python/test_bench_metrics.py tests/python/test_bench_stats.py \
         tests/python/test_partition_records.py tests/python/test_partition_runs.py \
         tests/python/test_readme_verdict.py tests/python/test_perf_page.py tests/python/test_docs.py \
-        tests/python/test_matrix.py tests/python/test_bench_runner.py
+        tests/python/test_matrix.py tests/python/test_bench_runner.py tests/python/test_learning_blocks.py \
+        tests/python/test_make_twin.py
 finish
