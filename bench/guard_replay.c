@@ -20,7 +20,9 @@
  * With `depth=F` the rule also learns the queue depth (--guard-depth) and every job after a gap at a
  * depth costs F (1: a depth that costs the HP nothing, as a static 2 ms bound beside the launch-bound
  * HP on the H200, bench/results/2026-12-02-h200-wave-limit); the line then also says in how many runs
- * a depth was in force at the end, which, and the median job of the first depth promotion. */
+ * a depth was in force at the end, which, and the median job of the first depth promotion; with
+ * `depth-in-force` too, only the jobs after a gap at the depth in force cost F (its trial ran
+ * costless): does the rule drop a depth that costs more once promoted than its trial showed. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -104,23 +106,27 @@ static int parse_costs(const char *text, double cost[GY_GUARD_ARM_COUNT])
 
 int main(int argc, char **argv)
 {
-    if (argc < 5 || argc > 7)
-        return usage("four arguments, then `in-force`, `depth=F`, both or nothing");
-    bool in_force_only = false, depth_on = false;
+    if (argc < 5 || argc > 8)
+        return usage("four arguments, then `in-force`, `depth=F` (and `depth-in-force`), or nothing");
+    bool in_force_only = false, depth_on = false, depth_in_force_only = false;
     double depth_cost = 1.0;
     for (int i = 5; i < argc; i++) {
         char *end;
         if (strcmp(argv[i], "in-force") == 0 && !in_force_only) {
             in_force_only = true;
+        } else if (strcmp(argv[i], "depth-in-force") == 0 && !depth_in_force_only) {
+            depth_in_force_only = true;
         } else if (strncmp(argv[i], "depth=", 6) == 0 && !depth_on) {
             depth_on = true;
             depth_cost = strtod(argv[i] + 6, &end);
             if (*end || end == argv[i] + 6 || !(depth_cost >= 1 && depth_cost <= 4))
                 return usage("depth=F: F a number from 1 to 4");
         } else {
-            return usage("after the four arguments only `in-force` and `depth=F`, each at most once");
+            return usage("after the four arguments only `in-force`, `depth=F` and `depth-in-force`, each at most once");
         }
     }
+    if (depth_in_force_only && !depth_on)
+        return usage("`depth-in-force` qualifies `depth=F`: give both");
     double cost[GY_GUARD_ARM_COUNT];
     long jobs, runs;
     if (parse_costs(argv[2], cost))
@@ -175,7 +181,8 @@ int main(int argc, char **argv)
             if (begun.trial_ended)
                 trial_ends[begun.trial_end.outcome]++;
             bool costs = arm != GY_ARM_STOP && (!in_force_only || (arm == g.in_force && arm != g.trial));
-            double factor = (costs ? cost[arm] : 1.0) * (depth ? depth_cost : 1.0);
+            bool depth_costs = depth && (!depth_in_force_only || depth == g.depth_in_force);
+            double factor = (costs ? cost[arm] : 1.0) * (depth_costs ? depth_cost : 1.0);
             uint64_t ns = (uint64_t)(trace[(start + j) % n] * factor * 1000.0);
             now_ns += ns + (uint64_t)(gap_ms * 1e6);
             double cycle_lp = job_launches_per_ms[arm] * ns / 1e6 + GAP_LAUNCHES_PER_MS * gap_ms;

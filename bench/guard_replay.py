@@ -11,10 +11,11 @@ it), means over the cells. A cost may give each size its own factor: SMS=F pairs
 larger partition takes. The last row counts, per cost, the runs that ended with each size in force.
 With --depth-cost F the rule also learns the queue depth (`--guard-depth`), every job after a gap at
 a depth costing F: each cell then also says in how many runs a depth was in force at the end (and
-the median job of its first promotion), and a last row which depths.
+the median job of its first promotion), and a last row which depths; with --depth-in-force-only
+only the jobs at the depth in force cost F (its trial ran costless).
 `guard-replay` (built from bench/guard_replay.c) runs the rule itself; a build of another commit replays that rule.
     python3 -m bench.guard_replay --build BUILD DIR [DIR ...] [--costs 1,1.02,1.03] [--jobs 2000] [--runs 40]
-                                  [--in-force-only] [--depth-cost F]
+                                  [--in-force-only] [--depth-cost F [--depth-in-force-only]]
 Each DIR a matrix invocation's folder (raw.json, raw.json.xz or raw.json.gz)."""
 import argparse
 import os
@@ -59,11 +60,12 @@ def traces(folders):
     return out
 
 
-def replay(binary, trace, cost, jobs, runs, in_force_only=False, depth_cost=None):
+def replay(binary, trace, cost, jobs, runs, in_force_only=False, depth_cost=None, depth_in_force_only=False):
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
         f.write("\n".join(str(max(1, us)) for us in trace))
     try:
-        extra = (["in-force"] if in_force_only else []) + ([f"depth={depth_cost}"] if depth_cost is not None else [])
+        extra = ((["in-force"] if in_force_only else []) + ([f"depth={depth_cost}"] if depth_cost is not None else [])
+                 + (["depth-in-force"] if depth_in_force_only else []))
         out = subprocess.run([binary, f.name, f"{cost}", str(jobs), str(runs)] + extra,
                              capture_output=True, text=True, check=False)
     finally:
@@ -98,7 +100,11 @@ def main(argv=None):
                    help="the cost only on an arm's jobs once in force: does the rule drop it again, and when")
     p.add_argument("--depth-cost", type=float, default=None, metavar="F",
                    help="the rule learns the queue depth too, each job after a gap at a depth costing F (1 to 4)")
+    p.add_argument("--depth-in-force-only", action="store_true",
+                   help="with --depth-cost: only the jobs after a gap at the depth in force cost F (its trial costless)")
     args = p.parse_args(argv)
+    if args.depth_in_force_only and args.depth_cost is None:
+        p.error("--depth-in-force-only qualifies --depth-cost F: give both")
     if args.depth_cost is not None and not 1 <= args.depth_cost <= 4:
         p.error(f"--depth-cost {args.depth_cost}: a factor from 1 to 4")
     binary = os.path.join(args.build, "bench", "guard-replay")
@@ -134,7 +140,7 @@ def main(argv=None):
         row = f"| {name} | {len(trace)}"
         for c in costs:
             promoted, runs, _, first, arms_pct, over_pct, lp_pct, dropped, after, ended, outcomes, depth = replay(
-                binary, trace, c, args.jobs, args.runs, args.in_force_only, args.depth_cost)
+                binary, trace, c, args.jobs, args.runs, args.in_force_only, args.depth_cost, args.depth_in_force_only)
             for sms, n in ended.items():
                 ends[c][sms] = ends[c].get(sms, 0) + n
             for o, n in outcomes.items():

@@ -358,6 +358,19 @@ bool gy_guard_on_confirmation(const struct gy_guard *g)
     return promoted_unconfirmed(g) && g->arms[g->in_force].n <= GY_GUARD_CONFIRM_JOBS;
 }
 
+/* A depth put in force by its trial with stop in force, not confirmed yet: on confirmation for its
+ * first GY_GUARD_CONFIRM_JOBS jobs in force, as a promoted arm (record_depth). */
+static bool depth_promoted_unconfirmed(const struct gy_guard *g)
+{
+    return g->depth_in_force && !g->depth_confirmed && g->depth_reason == GY_GUARD_WHY_PROMOTED &&
+           g->in_force == GY_ARM_STOP && !g->depth_trial && !g->pinned;
+}
+
+bool gy_guard_depth_on_confirmation(const struct gy_guard *g)
+{
+    return depth_promoted_unconfirmed(g) && g->depth_window.n <= GY_GUARD_CONFIRM_JOBS;
+}
+
 /* The next partition arm to try above `arm`, the largest within the bound so far, or
  * GY_GUARD_NO_ARM: from stop the middle one (64 SMs), then the largest; below a larger arm that was
  * dropped and still backs off, the one halfway to it (a bisection: 16 below a failed 64 from stop,
@@ -582,7 +595,8 @@ enum gy_guard_arm gy_guard_pick(struct gy_guard *g, uint32_t *depth_us)
      * together within the bound); a deeper one with the arm in force once no larger arm is to be
      * tried, on top of an arm measured within the bound (not one measured again). */
     if (!valid_arm(g->trial) && !g->depth_trial && !g->pinned && g->base_us &&
-        g->arms[GY_ARM_STOP].n >= GY_GUARD_MIN_JOBS && !gy_guard_on_confirmation(g)) {
+        g->arms[GY_ARM_STOP].n >= GY_GUARD_MIN_JOBS && !gy_guard_on_confirmation(g) &&
+        !gy_guard_depth_on_confirmation(g)) {
         if (g->depth_on && g->in_force == GY_ARM_STOP && !g->depth_in_force)
             start_depth_trial(g, next_depth(g));
         if (!g->depth_trial)
@@ -970,9 +984,11 @@ static void measure_again(struct gy_guard *g, struct gy_guard_change *c)
 {
     end_trial(g, GY_GUARD_TRIAL_ENDED, c);
     g->confirmed = 0;
-    reset_window(&g->depth_window); /* the depth in force stays, measured again */
+    reset_window(&g->depth_window); /* the depth in force stays, measured again (not on confirmation) */
     g->depth_trial = 0;
     g->depth_confirmed = 0;
+    if (g->depth_in_force)
+        g->depth_reason = GY_GUARD_WHY_SHIFT;
     publish_depth(g);
     g->last_recheck = g->jobs;
 }
@@ -1147,6 +1163,9 @@ static void record_depth(struct gy_guard *g, uint64_t duration_ns, struct gy_gua
         drop_depth(g, us, GY_GUARD_WHY_FALLBACK, c);
         return;
     }
+    bool on_confirmation = gy_guard_depth_on_confirmation(g);
+    if (depth_promoted_unconfirmed(g) && w->n > GY_GUARD_CONFIRM_JOBS)
+        g->depth_confirmed = 1; /* through its confirmation without a futile look */
     if (!is_look(w->n) || g->paired_stop.n < GY_GUARD_MIN_JOBS)
         return;
     /* Half the p50 bound: a depth's cost lands on every HP job that follows a gap (and adds to
@@ -1176,16 +1195,35 @@ static void record_depth(struct gy_guard *g, uint64_t duration_ns, struct gy_gua
             g->depth_strikes[i] = 0;
         note_depth(g, us, GY_GUARD_WHY_PROMOTED, c);
         g->depth_trial = 0;
-        g->depth_confirmed = 1;
         if (g->in_force != GY_ARM_STOP) {
             g->arms[g->in_force] = *w;
             reset_window(w);
+            g->depth_confirmed = 1;
+        } else {
+            /* With stop in force, on confirmation: its window and stop's paired one start again and
+             * its first GY_GUARD_CONFIRM_JOBS jobs in force are judged as a trial's (a futile look
+             * drops it), no trial meanwhile. On the H200 the 1000 us promoted beside BERT ran its
+             * jobs at x1.018 of stop's in the learning's last 1 500 and x1.04 [1.03, 1.10] in the
+             * rounds, over the half bound, kept: an in-force depth went only when shown out
+             * (bench/results/2026-12-02-h200-depth-first); the arms' confirmation is the same for
+             * the same reason (a cost in force can differ from the trial's). */
+            reset_window(w);
+            reset_paired(g);
+            g->depth_confirmed = 0;
         }
         publish_depth(g);
     } else if (verdict > 0) {
         g->depth_confirmed = 1;
-    } else if (verdict < 0 || ((w->n >= GY_GUARD_DEPTH_TRIAL_MAX || futile(g, w)) && g->depth_trial)) {
-        drop_depth(g, us, g->depth_trial ? GY_GUARD_WHY_REJECTED : GY_GUARD_WHY_FALLBACK, c);
+    } else if (verdict < 0 || ((w->n >= GY_GUARD_DEPTH_TRIAL_MAX || futile(g, w)) && g->depth_trial) ||
+               (on_confirmation && w->n >= GY_GUARD_FUTILE_JOBS && g->paired_stop.n >= GY_GUARD_CONFIRM_FUTILE_STOP_JOBS &&
+                window_z(g, w, g->eps_p50_ppm / 1e6, false) < 0)) {
+        /* On confirmation futile against the whole p50 bound, not the half its promotion passed:
+         * its jobs in force more often over stop's + eps than under. Replayed on 78 H200 learnings
+         * of 8 000 jobs (bench/results/2026-12-02-h200-depth-first, section 5): a depth costless in
+         * its trial and 3 % over stop once in force was in force at the end in 19-20 % of runs
+         * against 63-67 % without the confirmation (15 % with its look at the half bound), one
+         * costless throughout in 75-81 % against 82-88 % (66-74 % at the half bound). */
+        drop_depth(g, us, g->depth_trial || on_confirmation ? GY_GUARD_WHY_REJECTED : GY_GUARD_WHY_FALLBACK, c);
     }
 }
 

@@ -158,6 +158,9 @@ void gy_guard_set_depth(struct gy_guard *g, bool on);
  * (a fresh window and a fresh paired one for stop): a look that finds them futile drops it, and no
  * larger arm is tried meanwhile, so that its jobs in force are the ones measured. */
 bool gy_guard_on_confirmation(const struct gy_guard *g);
+/* The same for a queue depth promoted with stop in force: its first GY_GUARD_CONFIRM_JOBS jobs in
+ * force (fresh windows) are judged as a trial's, no trial meanwhile. */
+bool gy_guard_depth_on_confirmation(const struct gy_guard *g);
 /* Forget what was learned (the lower workload changed): every window and backoff cleared, stop in
  * force, reason RESET; settings, random state and job counts kept. */
 struct gy_guard_change gy_guard_reset(struct gy_guard *g);

@@ -79,8 +79,10 @@ int gy_guarded_json(const struct gy_guard *g, char *buf, size_t len)
     EMIT(g->depth_trial ? "%u" : "null", g->depth_trial);
     struct gy_guard_arm_stats d;
     gy_guard_depth_stats(g, &d);
-    EMIT(", \"confirmed\": %s, \"now_us\": %u, \"window\": %u, \"p50_ms\": %.3f, \"p99_ms\": %.3f, \"trial\": ",
-         g->depth_confirmed ? "true" : "false", (unsigned)atomic_load(&g->queue_us), d.window, d.p50_ms, d.p99_ms);
+    EMIT(", \"confirmed\": %s, \"on_confirmation\": %s, \"now_us\": %u, \"window\": %u, \"p50_ms\": %.3f, "
+         "\"p99_ms\": %.3f, \"trial\": ",
+         g->depth_confirmed ? "true" : "false", gy_guard_depth_on_confirmation(g) ? "true" : "false",
+         (unsigned)atomic_load(&g->queue_us), d.window, d.p50_ms, d.p99_ms);
     if (!gy_guard_depth_outlook(g, &o)) { /* where the depth tried stands, as an arm's trial */
         EMIT("null}");
     } else {
@@ -153,7 +155,10 @@ void gy_guarded_print(FILE *to, const struct gy_guard *g)
         fprintf(to, "guarded: lower queue depth between HP jobs: their own bound (not learned: --guard-depth)\n");
     } else {
         fprintf(to, "guarded: lower queue depth between HP jobs %u us%s (0: their own bound; %s); trying ",
-                g->depth_in_force, g->depth_confirmed ? ", confirmed" : "",
+                g->depth_in_force,
+                g->depth_confirmed               ? ", confirmed"
+                : gy_guard_depth_on_confirmation(g) ? ", on confirmation (measured again in force before any trial)"
+                                                    : "",
                 gy_guard_reason_text((enum gy_guard_reason)g->depth_reason));
         if (g->depth_trial)
             fprintf(to, "%u us; its window %u jobs, p50 %.3f ms, p99 %.3f ms\n", g->depth_trial, d.window, d.p50_ms,

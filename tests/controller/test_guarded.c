@@ -50,6 +50,9 @@ struct pair {
     double gap_loss[GY_GUARD_ARM_COUNT]; /* LP launches its backlog costs the gap after a job of each arm */
     double tail_cost[GY_GUARD_ARM_COUNT]; /* TAILED: the slow jobs' factor under each arm (0: 1) */
 };
+/* A test sets it: depth_cost only after a gap at the depth in force (its trial ran costless);
+ * fresh() clears it. */
+static bool sim_depth_in_force_only;
 
 /* Each job is followed by a gap of GAP_BASES of its pair's base, in which the LP launches at its
  * best rate under any arm (as on the whole GPU) less the arm's gap_loss: what the guard's cycles
@@ -135,7 +138,7 @@ static void simulate(struct gy_guard *g, const struct pair *p, unsigned jobs, st
         struct gy_guard_change begun = gy_guard_cycle(g, arm, sim_now_ns, sim_lp_launches);
         if (begun.trial_ended) /* a shift of the HP's job rate, at its begin */
             r->ended[begun.trial_end.arm][begun.trial_end.outcome]++;
-        uint64_t ns = duration_ns(p, arm, depth);
+        uint64_t ns = duration_ns(p, arm, sim_depth_in_force_only && depth != g->depth_in_force ? 0 : depth);
         simulate_cycle(p, arm, ns);
         uint32_t ended_before = g->trials_ended;
         struct gy_guard_change c = gy_guard_record(g, arm, depth, ns, (uint64_t)(p->lp_per_ms[arm] * ns / 1e6));
@@ -178,6 +181,7 @@ static struct gy_guard *fresh(uint64_t seed)
     noise_state = seed * 0x9e3779b97f4a7c15ull + 1;
     drift_level = 1.0, drift_left = 0; /* a drifting HP's stretches start again with its seed */
     sim_gap_bases = GAP_BASES;
+    sim_depth_in_force_only = false;
     return &g;
 }
 
@@ -1425,7 +1429,8 @@ TEST(a_costless_depth_is_promoted_up_the_ladder_and_the_arms_at_it)
         struct gy_guard *g = fresh(seed);
         gy_guard_set_depth(g, true);
         struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
-        simulate(g, &costless, SETTLE_JOBS, &r);
+        /* the depth's trial and its confirmation in force (GY_GUARD_CONFIRM_JOBS of its jobs) first */
+        simulate(g, &costless, SETTLE_JOBS + 2 * GY_GUARD_CONFIRM_JOBS, &r);
         REQUIRE(g->in_force == TOP, "seed %llu: arms not settled: %s", (unsigned long long)seed,
                 gy_guard_arm_name(g->in_force));
         simulate(g, &costless, 3000, &r);
@@ -1510,6 +1515,66 @@ TEST(status_tells_where_a_depth_trial_stands)
     /* promoted: a deeper depth is tried only once the arms (gross here) back off; until then none */
     if (!g->depth_trial)
         CHECK(!gy_guard_depth_outlook(g, &o) && strstr(after, "\"trial\": null}, \"trials_ended\""), "%s", after);
+}
+
+/* A depth promoted with stop in force goes on confirmation, as a promoted arm does: its first
+ * GY_GUARD_CONFIRM_JOBS jobs in force in fresh windows, judged as a trial's, no trial meanwhile.
+ * Here one that was costless in its trial and costs 3 % once in force (the H200's BERT HP paid
+ * x1.02-1.04 for a promoted 1000 us: bench/results/2026-12-02-h200-depth-first) is out on its
+ * confirmation in 5 of 5 seeds, within 2 x GY_GUARD_CONFIRM_JOBS jobs of its promotion; the rule
+ * before it (the trial's window kept, gone only when shown out) still had a depth in force 2 000
+ * jobs later in 4 of 5 (2000 us, or 4000 tried and promoted on top of it). */
+TEST(a_depth_that_costs_once_in_force_is_dropped_on_its_confirmation)
+{
+    struct pair p = costly; /* every partition gross: stop stays in force */
+    p.noise = LOGNORMAL6;
+    p.depth_cost[0] = p.depth_cost[1] = p.depth_cost[2] = 1.03;
+    for (uint64_t seed = 1; seed <= 5; seed++) {
+        struct gy_guard *g = fresh(seed);
+        sim_depth_in_force_only = true;
+        gy_guard_set_depth(g, true);
+        struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
+        unsigned j = 0;
+        for (; j < 20000 && !g->depth_in_force; j++)
+            simulate(g, &p, 1, &r);
+        REQUIRE(g->depth_in_force, "seed %llu: no depth promoted in %u jobs", (unsigned long long)seed, j);
+        unsigned in_force = 0;
+        for (; in_force < 2000 && g->depth_in_force; in_force++)
+            simulate(g, &p, 1, &r);
+        CHECK(!g->depth_in_force && g->depth_reason == GY_GUARD_WHY_REJECTED && in_force < 2 * GY_GUARD_CONFIRM_JOBS,
+              "seed %llu: depth %u (%s) after %u jobs in force", (unsigned long long)seed, g->depth_in_force,
+              gy_guard_reason_text(g->depth_reason), in_force);
+    }
+}
+
+/* A costless depth goes through its confirmation: no arm tried during its first
+ * GY_GUARD_CONFIRM_JOBS jobs in force (the arms are tried at it), confirmed after them; the
+ * status says so. */
+TEST(a_costless_depth_is_confirmed_in_force_before_the_arms_are_tried)
+{
+    struct gy_guard *g = fresh(6);
+    gy_guard_set_depth(g, true);
+    struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
+    for (unsigned j = 0; j < 8000 && !g->depth_in_force; j++)
+        simulate(g, &costless, 1, &r);
+    REQUIRE(g->depth_in_force == 2000 && gy_guard_depth_on_confirmation(g) && !valid_trial(g),
+            "depth %u, on confirmation %d", g->depth_in_force, gy_guard_depth_on_confirmation(g));
+    static char text[8192];
+    gy_guarded_json(g, text, sizeof text);
+    CHECK(strstr(text, "\"in_force_us\": 2000, \"reason\": \"promoted\", \"trying_us\": null, \"confirmed\": false, "
+                       "\"on_confirmation\": true,"),
+          "%s", text);
+    struct run during = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
+    unsigned j = 0;
+    for (; j < 4000 && gy_guard_depth_on_confirmation(g); j++)
+        simulate(g, &costless, 1, &during);
+    CHECK(g->depth_in_force == 2000 && g->depth_confirmed && jobs_on_partitions(&during, GY_ARM_P16) == 0 &&
+              g->depth_window.n == GY_GUARD_CONFIRM_JOBS + 1,
+          "after %u jobs on confirmation: depth %u, confirmed %u, %llu jobs on partitions, its window %u", j,
+          g->depth_in_force, g->depth_confirmed, (unsigned long long)jobs_on_partitions(&during, GY_ARM_P16),
+          g->depth_window.n);
+    simulate(g, &costless, 4, &r);
+    CHECK(valid_trial(g), "no arm tried after the depth's confirmation");
 }
 
 /* A GPU-bound HP waits for what the LP queued: 4 % at 1000 us, 13 % at 2000 on the H100. Nothing
