@@ -1384,12 +1384,22 @@ def test_guard_replay_promotes_a_costless_arm_on_a_measured_trace_and_never_a_co
         assert (kept > 0) == reached, row
         last = [ln for ln in out.splitlines() if ln.startswith("| depth in force at the end")][0]
         assert ("none" in last) != reached, last
+    # a depth costing 1.5x only once in force (its trial costless): promoted (its median first
+    # promotion a job number), then dropped again on its confirmation in all runs but one at most
+    assert guard_replay.main(["--build", build, str(tmp_path), "--costs", "1.5", "--jobs", "6000", "--runs", "4",
+                              "--depth-cost", "1.5", "--depth-in-force-only"]) == 0
+    row = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("| small + gemm, poisson-25 |")][0]
+    kept, first = re.search(r"; depth (\d+)/4 \((-?\d+)\)", row).groups()
+    assert int(kept) <= 1 and int(first) > 0, row  # without the confirmation 2 of 4 kept it
     with pytest.raises(SystemExit):
         guard_replay.main(["--build", build, str(tmp_path), "--depth-cost", "5"])
     assert "--depth-cost 5.0: a factor from 1 to 4" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        guard_replay.main(["--build", build, str(tmp_path), "--depth-in-force-only"])
+    assert "--depth-in-force-only qualifies --depth-cost F" in capsys.readouterr().err
     trace = tmp_path / "trace.txt"
     trace.write_text("\n".join(["4000"] * 64))
-    for extra in (["depth=9"], ["depth=1", "depth=1"], ["deep"]):
+    for extra in (["depth=9"], ["depth=1", "depth=1"], ["deep"], ["depth-in-force"]):
         bad = subprocess.run([os.path.join(build, "bench", "guard-replay"), str(trace), "1", "100", "2"] + extra,
                              capture_output=True, text=True)
         assert bad.returncode == 2 and "usage: guard-replay" in bad.stderr and bad.stderr.count("\n") == 2, (extra, bad.stderr)
