@@ -46,8 +46,10 @@
  * the same stop samples (at half the p50 bound, block by block while tried: record_depth), whose
  * gaps stay at the lower processes' own bound: the job's class (stop
  * sample or not) is drawn at the begin before it, so the gap runs at its depth. A depth within the
- * bound is promoted (deeper always gives the LP more: no progress to compare); one out of it goes
- * like an arm (fallback to the own bound, backoff). */
+ * bound is promoted (deeper always gives the LP more: no progress to compare), with stop in force
+ * on confirmation as a promoted arm is (its first GY_GUARD_CONFIRM_JOBS jobs in force in fresh
+ * windows, out when futile against the whole p50 bound); one out of it goes like an arm (fallback
+ * to the own bound, backoff). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
