@@ -797,10 +797,8 @@ def trials_said(ends):
 def trial_outlook(guard):
     """', trying ARM (N of its jobs, z Z now: about K more)' from status --json's guarded object (and
     ', trying depth US us (...)' for a queue depth's trial, its "queue_depth" "trial"), or ''."""
-    said = ""
-    tried = [(guard.get("trial"), None), ((guard.get("queue_depth") or {}).get("trial"),
-                                          (guard.get("queue_depth") or {}).get("trying_us"))]
-    for t, depth_us in tried:
+    said, depth = "", guard.get("queue_depth") or {}
+    for t, depth_us in ((guard.get("trial"), None), (depth.get("trial"), depth.get("trying_us"))):
         if not t:
             continue
         z = "not judged yet" if t.get("z_now") is None else f"z {t['z_now']:.2f} now"

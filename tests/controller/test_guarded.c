@@ -4,6 +4,7 @@
  * HP's own time, arms that give the LP less over cycles than in their jobs; then the rule
  * inside the protocol (gy_job_enter/exit on a segment under guarded). */
 #define GY_TEST_MAIN
+#include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
@@ -120,6 +121,15 @@ static unsigned ended_as(const struct run *r, enum gy_guard_trial_outcome how)
     for (int a = 0; a < GY_GUARD_ARM_COUNT; a++)
         n += r->ended[a][how];
     return n;
+}
+
+/* What expcontroller status prints for g (gy_guarded_print), into text. */
+static void status_table(const struct gy_guard *g, char *text, size_t len)
+{
+    FILE *table = fmemopen(text, len, "w");
+    REQUIRE(table, "fmemopen: %s", strerror(errno));
+    gy_guarded_print(table, g);
+    fclose(table);
 }
 
 /* `jobs` jobs, one at a time: pick, measure, record. */
@@ -897,10 +907,7 @@ TEST(a_costless_arm_is_confirmed_in_force_before_a_larger_one_is_tried)
     static char text[8192];
     gy_guarded_json(g, text, sizeof text);
     CHECK(strstr(text, "\"confirmed\": false, \"on_confirmation\": true,"), "%s", text);
-    FILE *table = fmemopen(text, sizeof text, "w"); /* what expcontroller status prints */
-    REQUIRE(table);
-    gy_guarded_print(table, g);
-    fclose(table);
+    status_table(g, text, sizeof text);
     CHECK(strstr(text, "guarded: arm in force partition:64, on confirmation (measured again in force before a larger arm) "
                        "(promoted:"),
           "%s", text);
@@ -996,10 +1003,7 @@ TEST(status_says_how_far_a_trial_is_from_passing)
     snprintf(want, sizeof want, "\"trial\": {\"arm\": \"partition:64\", \"jobs\": 100, \"passes_at_z\": 2.50, \"z_now\": %.3f, "
              "\"more_jobs_estimate\": %d, \"beyond_cap\": false}, \"queue_depth\"", o.z, GY_GUARD_P99_MIN_JOBS - 100);
     CHECK(strstr(text, want), "%s\nwanted %s", text, want);
-    FILE *table = fmemopen(text, sizeof text, "w");
-    REQUIRE(table);
-    gy_guarded_print(table, g);
-    fclose(table);
+    status_table(g, text, sizeof text);
     snprintf(want, sizeof want, "guarded: trial of partition:64: 100 of its jobs, z %.2f now (passes at 2.50, from %d jobs): "
              "at this trend about %d more of its jobs", o.z, GY_GUARD_P99_MIN_JOBS, GY_GUARD_P99_MIN_JOBS - 100);
     CHECK(strstr(text, want), "%s\nwanted %s", text, want);
@@ -1500,10 +1504,7 @@ TEST(status_tells_where_a_depth_trial_stands)
             snprintf(want, sizeof want, "\"trying_us\": %u, ", g->depth_trial);
             CHECK(strstr(text, want) && strstr(text, "\"trial\": {\"arm\": \"stop\", \"jobs\": 300, \"passes_at_z\""),
                   "%s", text);
-            FILE *table = fmemopen(text, sizeof text, "w");
-            REQUIRE(table);
-            gy_guarded_print(table, g);
-            fclose(table);
+            status_table(g, text, sizeof text);
             snprintf(want, sizeof want, "guarded: trial of queue depth %u us with stop: 300 of its jobs, z ", g->depth_trial);
             CHECK(strstr(text, want), "%s", text);
         }
