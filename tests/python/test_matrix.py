@@ -1297,6 +1297,17 @@ def test_matrix_report_gives_each_cells_setups_the_guarded_end_state_and_the_tar
     assert "empty/matrix.json" in capsys.readouterr().err
 
 
+def test_matrix_report_counts_the_frcnn720_hp_launch_bound_whatever_its_busy_share():
+    from bench.gpu import matrix_report
+    # the H200's 0.51 busy share (2026-12-02-h200-matrix-coverage) is over the threshold, but the
+    # issue names FasterRCNN 720p among the launch-bound HPs; a GPU-bound kind by its share is not
+    m = {"hp_kinds": {"frcnn720": {"svc_p50_ms": 14.7, "busy_ms": 7.5},
+                      "gemm": {"svc_p50_ms": 4.0, "busy_ms": 3.9}, "small": {"svc_p50_ms": 2.7, "busy_ms": 0.7}}}
+    assert matrix_report.launch_bound_kinds(m) == {"frcnn720", "small"}
+    m["hp_kinds"]["gemm"]["busy_ms"] = 1.0
+    assert matrix_report.launch_bound_kinds(m) == {"frcnn720", "small", "gemm"}
+
+
 def test_matrix_report_counts_an_unmarked_hps_arms_from_the_guard_less_the_cells_before_it(tmp_path, capsys):
     from bench.gpu import matrix_report
     row = {"hp_jobs": 100, "hp_p50_ratio": {"value": 0.8, "ci": [0.7, 0.9]}, "hp_p99_ratio": {"value": 1.0},
