@@ -22,6 +22,12 @@ per second by the arm before"): on the H100 the GEMM LP completed 4-10 % more un
 that followed a 64- or 120-SM cycle than in one that followed stop, none more after 16 SMs (the
 partition's work finishing late,
 `bench/results/2026-11-25-lp-cycles/`); which way launches carry over is what the launch table is for.
+Last, where a depth ran (guarded_depth), the rule's own launches by the depth each gap ran at:
+over the cycles of the jobs that ran stop, each charged to the depth of the gap after its job (the
+next job's: the rule publishes it at a job's begin for the gap before the next), against those
+whose gap ran at the lower processes' own bound, with halves (first and second half of the
+phase's cycles) for a feel of the noise. The per-arm tables above charge a cycle to its own job's
+label, whose depth is the gap *before* it, so they mix the depths' gaps.
 """
 import bisect
 import collections
@@ -85,6 +91,42 @@ def launch_cycles(seg):
             continue
         prev = (arms[i - 1] or "-") if i > 0 else "-"
         out.append((arms[i] or "-", prev, starts[i + 1] - starts[i], counts[i + 1] - counts[i]))
+    return out
+
+
+def depth_of(label):
+    """The depth in a job's label ("stop@2000us" -> "2000us"); "own" for none (the lower
+    processes' own bound: a stop sample, or no depth in force)."""
+    return label.split("@", 1)[1] if "@" in label else "own"
+
+
+def gap_depth_launches(seg):
+    """[(gap depth, cycle_ms, launches, index)] over the launch cycles (launch_cycles) whose job ran
+    stop, each with the depth of the gap after that job: the next job's label's."""
+    arms = (seg.get("hp_result") or {}).get("arms") or []
+    out = []
+    for i, (arm, _prev, ms, launches) in enumerate(launch_cycles(seg)):
+        if arm.split("@", 1)[0] == "stop" and i + 1 < len(arms) and arms[i + 1]:
+            out.append((depth_of(arms[i + 1]), ms, launches, i))
+    return out
+
+
+def by_gap_depth(folders):
+    """{(phase, cell, setup): {depth: [[launches, ms] of the first half, of the second]}} over
+    gap_depth_launches of every segment, the halves by a cycle's place in its segment."""
+    out = collections.defaultdict(lambda: collections.defaultdict(lambda: [[0.0, 0.0], [0.0, 0.0]]))
+    for folder in folders:
+        for seg in load(folder)["segments"]:
+            rows = gap_depth_launches(seg)
+            if not rows or all(d == "own" for d, *_ in rows):
+                continue
+            key = ("learning" if seg.get("round", -1) < 0 else "rounds", (seg["hp"], seg["lp"], seg["load"]),
+                   seg["setup"])
+            middle = (rows[-1][3] + 1) / 2
+            for depth, ms, launches, i in rows:
+                half = out[key][depth][0 if i < middle else 1]
+                half[0] += launches
+                half[1] += ms
     return out
 
 
@@ -258,6 +300,22 @@ def main(argv):
                     line += f", runs of itself x runs of stop {runs / stop_runs:.3f}"
             print(line)
 
+    for (phase, cell, setup), depths in sorted(by_gap_depth(argv).items()):
+        own = depths.get("own")
+        if not own:
+            continue
+        own_rate = per_s(own[0][0] + own[1][0], own[0][1] + own[1][1])
+        parts = []
+        for depth in sorted((d for d in depths if d != "own"), key=lambda d: int(d.rstrip("us") or 0)):
+            halves = depths[depth]
+            rate = per_s(halves[0][0] + halves[1][0], halves[0][1] + halves[1][1])
+            by_half = [per_s(*h) / per_s(*o) for h, o in zip(halves, own) if h[1] > 0 and o[1] > 0 and o[0] > 0]
+            parts.append(f"{depth} x{rate / own_rate:.3f} (halves " + " ".join(f"{x:.3f}" for x in by_half) + ")"
+                         if own_rate > 0 else f"{depth} (no own-depth launches)")
+        print(f"{' + '.join(cell[:2])}, {cell[2]}, {phase}, {setup}: LP launches per second over stop jobs' cycles "
+              f"by the depth of the gap after the job, x the own bound's ({own_rate:.1f}/s)   " + "  ".join(parts))
+
 
 if __name__ == "__main__":
     main(sys.argv[1:])
+

@@ -884,6 +884,35 @@ def test_lp_cycles_gives_the_rules_launch_count_per_arm_and_split_by_the_arm_bef
     assert "x stop 2.625, runs of itself x runs of stop 4.000" in row
 
 
+def test_lp_cycles_charges_each_gap_to_the_depth_it_ran_at_the_next_jobs(tmp_path, capsys):
+    """Nine jobs 10 ms apart: stop samples and stop@2000us jobs, and one partition:64@2000us. The
+    gap after job i runs at job i+1's depth, so a stop sample's cycle before a 2000-us job is
+    2000 us's, a 2000-us job's before a stop sample the own bound's. The LP launches 20 in a cycle
+    whose gap ran at 2000 us, 10 at its own bound: 2000 us x2.000 of it; the partition job's cycle is
+    no stop job's and is not counted (it would be 100). A segment without any depth gives no line."""
+    from bench.gpu import lp_cycles
+    arms = ["stop", "stop@2000us", "stop@2000us", "stop", "stop", "partition:64@2000us", "stop@2000us", "stop",
+            "stop@2000us"]
+    counts, n = [], 0
+    for i, arm in enumerate(arms):
+        counts.append(n)
+        if i + 1 < len(arms):
+            n += 100 if arm.startswith("partition") else 20 if "@" in arms[i + 1] else 10
+    seg = {"hp": "small", "lp": "gemm", "load": "poisson-25", "setup": "guarded_depth", "round": -1,
+           "hp_result": {"ok": True, "svc_ms": [4.0] * 9, "start_ms": [10.0 * i for i in range(9)], "arms": arms,
+                         "lp_launches": counts},
+           "lp_result": {"ok": True, "first_ms": 0.0, "done_ms": [1.0, 2.0]}}
+    rows = lp_cycles.gap_depth_launches(seg)
+    assert [(d, launches) for d, _ms, launches, _i in rows] == [
+        ("2000us", 20), ("2000us", 20), ("own", 10), ("own", 10), ("2000us", 20), ("own", 10), ("2000us", 20)]
+    assert lp_cycles.depth_of("partition:64@4000us") == "4000us" and lp_cycles.depth_of("stop") == "own"
+    plain = dict(seg, setup="corun", hp_result=dict(seg["hp_result"], arms=["stop"] * 9))
+    (tmp_path / "raw.json").write_text(json.dumps({"segments": [seg, plain]}))
+    lp_cycles.main([str(tmp_path)])
+    (line,) = [l for l in capsys.readouterr().out.splitlines() if "by the depth of the gap" in l]
+    assert "learning, guarded_depth:" in line and "(1000.0/s)" in line and "2000us x2.000 (halves 2.000 2.000)" in line
+
+
 def test_arm_split_gives_the_arms_ratio_per_round_and_over_invocations_with_an_interval(tmp_path, capsys):
     """Two invocations: one round each where the arm's jobs take 1.10x its stop jobs', one more in the
     second at 1.00x; the ratio pools every round, the interval resamples invocations then rounds,
