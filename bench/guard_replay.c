@@ -7,7 +7,8 @@
  * HP that needs what a larger partition takes. Each run starts at another point of the trace
  * (wrapping round) with another seed.
  * The LP launches at 340 per ms in the gaps, and during the HP's jobs at the rate the test fixtures
- * give each arm (none under stop), so that an arm within the bound is worth promoting.
+ * give each arm (none under stop), so that an arm within the bound is worth promoting; in a gap at a
+ * depth 4 % more a step of the ladder (DEPTH_GAP_GAIN_STEP), so that a depth within it is too.
  *   guard-replay TRACE COST JOBS RUNS [in-force]
  * TRACE: one job time in microseconds a line. With `in-force` the cost falls only on the jobs of an
  * arm in force (its trial ran costless): how long the rule takes to drop an arm that costs more
@@ -35,6 +36,20 @@
 #define DEPTH_US(us) us,
 #define GAP_LAUNCHES_PER_MS 340.0
 static const double job_launches_per_ms[GY_GUARD_ARM_COUNT] = {0, 100, 180, 240, 240, 300, 340, 340};
+/* The LP launches more in a gap at a depth (the rule promotes a depth by that, guarded.c): 4 % more
+ * a step of the ladder (1000, 2000, 4000 us), about what the depths gave training and eager GEMM LPs
+ * on the H200 (bench/results/2026-12-03-h200-matrix-coverage-2); the replay is of the HP's side. */
+#define DEPTH_GAP_GAIN_STEP 0.04
+static double depth_gain_step = DEPTH_GAP_GAIN_STEP; /* depth-gain=S: another step (0: an LP the depth gives nothing) */
+static double gap_gain(const struct gy_guard *g)
+{
+    static const uint32_t depths[GY_GUARD_DEPTH_COUNT] = {GY_GUARD_DEPTHS(DEPTH_US)};
+    uint32_t gap = atomic_load_explicit(&g->queue_us, memory_order_relaxed); /* the gap after this job */
+    for (int i = 0; i < GY_GUARD_DEPTH_COUNT; i++)
+        if (depths[i] == gap)
+            return 1.0 + depth_gain_step * (i + 1);
+    return 1.0;
+}
 
 static int cmp_u32(const void *a, const void *b)
 {
@@ -59,7 +74,8 @@ static int usage(const char *why)
     fprintf(stderr, "guard-replay: %s\nusage: guard-replay TRACE COST JOBS RUNS [in-force] [depth=F] (TRACE: a job time "
                     "in us a line; COST: the arms' factor, 1 to 4, or SMS=F pairs joined by '/' (16=1/64=1.5); JOBS, "
                     "RUNS: 1 to 10000000; in-force: the cost only once in force; depth=F: the queue depth learnt too, "
-                    "F from 1 to 4 the cost of a job after a gap at a depth)\n", why);
+                    "F from 1 to 4 the cost of a job after a gap at a depth; depth-gain=S: the LP launches 1 + S x k "
+                    "as much in a gap at the k-th depth, default 0.04)\n", why);
     return 2;
 }
 
@@ -106,9 +122,9 @@ static int parse_costs(const char *text, double cost[GY_GUARD_ARM_COUNT])
 
 int main(int argc, char **argv)
 {
-    if (argc < 5 || argc > 8)
-        return usage("four arguments, then `in-force`, `depth=F` (and `depth-in-force`), or nothing");
-    bool in_force_only = false, depth_on = false, depth_in_force_only = false;
+    if (argc < 5 || argc > 9)
+        return usage("four arguments, then `in-force`, `depth=F` (and `depth-in-force`, `depth-gain=S`), or nothing");
+    bool in_force_only = false, depth_on = false, depth_in_force_only = false, depth_gain_set = false;
     double depth_cost = 1.0;
     for (int i = 5; i < argc; i++) {
         char *end;
@@ -116,17 +132,23 @@ int main(int argc, char **argv)
             in_force_only = true;
         } else if (strcmp(argv[i], "depth-in-force") == 0 && !depth_in_force_only) {
             depth_in_force_only = true;
+        } else if (strncmp(argv[i], "depth-gain=", 11) == 0 && !depth_gain_set) {
+            depth_gain_set = true;
+            depth_gain_step = strtod(argv[i] + 11, &end);
+            if (*end || end == argv[i] + 11 || !(depth_gain_step >= 0 && depth_gain_step <= 1))
+                return usage("depth-gain=S: S a number from 0 to 1");
         } else if (strncmp(argv[i], "depth=", 6) == 0 && !depth_on) {
             depth_on = true;
             depth_cost = strtod(argv[i] + 6, &end);
             if (*end || end == argv[i] + 6 || !(depth_cost >= 1 && depth_cost <= 4))
                 return usage("depth=F: F a number from 1 to 4");
         } else {
-            return usage("after the four arguments only `in-force`, `depth=F` and `depth-in-force`, each at most once");
+            return usage("after the four arguments only `in-force`, `depth=F`, `depth-in-force` and `depth-gain=S`, each "
+                         "at most once");
         }
     }
-    if (depth_in_force_only && !depth_on)
-        return usage("`depth-in-force` qualifies `depth=F`: give both");
+    if ((depth_in_force_only || depth_gain_set) && !depth_on)
+        return usage("`depth-in-force` and `depth-gain=S` qualify `depth=F`: give it too");
     double cost[GY_GUARD_ARM_COUNT];
     long jobs, runs;
     if (parse_costs(argv[2], cost))
@@ -185,7 +207,7 @@ int main(int argc, char **argv)
             double factor = (costs ? cost[arm] : 1.0) * (depth_costs ? depth_cost : 1.0);
             uint64_t ns = (uint64_t)(trace[(start + j) % n] * factor * 1000.0);
             now_ns += ns + (uint64_t)(gap_ms * 1e6);
-            double cycle_lp = job_launches_per_ms[arm] * ns / 1e6 + GAP_LAUNCHES_PER_MS * gap_ms;
+            double cycle_lp = job_launches_per_ms[arm] * ns / 1e6 + GAP_LAUNCHES_PER_MS * gap_ms * gap_gain(&g);
             lp += (uint64_t)cycle_lp;
             lp_total += cycle_lp;
             lp_stop += GAP_LAUNCHES_PER_MS * gap_ms;

@@ -12,10 +12,12 @@ larger partition takes. The last row counts, per cost, the runs that ended with 
 With --depth-cost F the rule also learns the queue depth (`--guard-depth`), every job after a gap at
 a depth costing F: each cell then also says in how many runs a depth was in force at the end (and
 the median job of its first promotion), and a last row which depths; with --depth-in-force-only
-only the jobs at the depth in force cost F (its trial ran costless).
+only the jobs at the depth in force cost F (its trial ran costless). The LP launches 4 % more a
+step of the depth ladder in a gap at a depth (--depth-gain S: 1 + S x k at the k-th; 0, an LP the
+depth gives nothing), since the rule promotes a depth only with the gain an arm needs.
 `guard-replay` (built from bench/guard_replay.c) runs the rule itself; a build of another commit replays that rule.
     python3 -m bench.guard_replay --build BUILD DIR [DIR ...] [--costs 1,1.02,1.03] [--jobs 2000] [--runs 40]
-                                  [--in-force-only] [--depth-cost F [--depth-in-force-only]]
+                                  [--in-force-only] [--depth-cost F [--depth-in-force-only] [--depth-gain S]]
 Each DIR a matrix invocation's folder (raw.json, raw.json.xz or raw.json.gz)."""
 import argparse
 import os
@@ -60,12 +62,14 @@ def traces(folders):
     return out
 
 
-def replay(binary, trace, cost, jobs, runs, in_force_only=False, depth_cost=None, depth_in_force_only=False):
+def replay(binary, trace, cost, jobs, runs, in_force_only=False, depth_cost=None, depth_in_force_only=False,
+           depth_gain=None):
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
         f.write("\n".join(str(max(1, us)) for us in trace))
     try:
         extra = ((["in-force"] if in_force_only else []) + ([f"depth={depth_cost}"] if depth_cost is not None else [])
-                 + (["depth-in-force"] if depth_in_force_only else []))
+                 + (["depth-in-force"] if depth_in_force_only else [])
+                 + ([f"depth-gain={depth_gain}"] if depth_gain is not None else []))
         out = subprocess.run([binary, f.name, f"{cost}", str(jobs), str(runs)] + extra,
                              capture_output=True, text=True, check=False)
     finally:
@@ -102,9 +106,16 @@ def main(argv=None):
                    help="the rule learns the queue depth too, each job after a gap at a depth costing F (1 to 4)")
     p.add_argument("--depth-in-force-only", action="store_true",
                    help="with --depth-cost: only the jobs after a gap at the depth in force cost F (its trial costless)")
+    p.add_argument("--depth-gain", type=float, default=None, metavar="S",
+                   help="with --depth-cost: the LP launches 1 + S x k as much in a gap at the k-th depth (1000, 2000, "
+                        "4000 us; default 0.04, 0: an LP the depth gives nothing, as a CUDA-graph LP on the H200)")
     args = p.parse_args(argv)
     if args.depth_in_force_only and args.depth_cost is None:
         p.error("--depth-in-force-only qualifies --depth-cost F: give both")
+    if args.depth_gain is not None and args.depth_cost is None:
+        p.error("--depth-gain qualifies --depth-cost F: give both")
+    if args.depth_gain is not None and not 0 <= args.depth_gain <= 1:
+        p.error(f"--depth-gain {args.depth_gain}: a step from 0 to 1")
     if args.depth_cost is not None and not 1 <= args.depth_cost <= 4:
         p.error(f"--depth-cost {args.depth_cost}: a factor from 1 to 4")
     binary = os.path.join(args.build, "bench", "guard-replay")
@@ -140,7 +151,8 @@ def main(argv=None):
         row = f"| {name} | {len(trace)}"
         for c in costs:
             promoted, runs, _, first, arms_pct, over_pct, lp_pct, dropped, after, ended, outcomes, depth = replay(
-                binary, trace, c, args.jobs, args.runs, args.in_force_only, args.depth_cost, args.depth_in_force_only)
+                binary, trace, c, args.jobs, args.runs, args.in_force_only, args.depth_cost, args.depth_in_force_only,
+                args.depth_gain)
             for sms, n in ended.items():
                 ends[c][sms] = ends[c].get(sms, 0) + n
             for o, n in outcomes.items():

@@ -480,7 +480,7 @@ bool gy_guard_sane(const struct gy_guard *g)
         !arm_or_none(g->cycle_arm) ||
         g->reason >= GY_GUARD_REASON_COUNT || g->depth_reason >= GY_GUARD_REASON_COUNT ||
         !depth_or_own(g->depth_in_force) || !depth_or_own(g->depth_trial) ||
-        !depth_or_own(atomic_load_explicit(&g->queue_us, memory_order_relaxed)) ||
+        !depth_or_own(atomic_load_explicit(&g->queue_us, memory_order_relaxed)) || !depth_or_own(g->gap_us) ||
         g->eps_p50_ppm > GY_GUARD_MAX_EPS * 1e6 || g->eps_p99_ppm > GY_GUARD_MAX_EPS * 1e6 ||
         g->stop_share_ppm > 1000000u || !window_sane(&g->paired_stop) || !window_sane(&g->depth_window))
         return false;
@@ -533,6 +533,26 @@ static void start_depth_trial(struct gy_guard *g, uint32_t us)
         return;
     reset_window(&g->depth_window);
     reset_paired(g);
+    uint32_t d = (uint32_t)(depth_index(us) + 1);
+    g->depth_cycle_work[d] = g->depth_cycle_us[d] = 0; /* its gaps from now, beside the LP of now */
+}
+
+/* What the gaps at depth `us` gave the lower processes against those at `than` (0: their own
+ * bound), over stop jobs' cycles: as lp_cycle_verdict for arms, 1 when GY_GUARD_CYCLE_GAIN more
+ * launches per second, -1 when no more, 0 in between or unmeasured. On the H200 a depth gave the
+ * LP's launches x1.04-1.16 beside ResNet-50 training and eager GEMM LPs, x0.97-1.02 beside CUDA-graph
+ * LPs, whose gaps already ran at 0.94-0.97 of their rate alone; promoted there for nothing, 4000 us
+ * cost the GEMM HP's p99 1.05-1.07 of alone against corun's 1.02, and a 1000-us trial beside BERT and
+ * FasterRCNN 1440p (x1.009) ran 2 690 jobs at its half bound, the cell's HP p50 1.05 against 1.02
+ * (bench/results/2026-12-03-h200-matrix-coverage-2). */
+static int depth_cycle_verdict(const struct gy_guard *g, uint32_t us, uint32_t than)
+{
+    uint32_t d = (uint32_t)(depth_index(us) + 1), t = (uint32_t)(depth_index(than) + 1);
+    if (!g->depth_cycle_us[d] || !g->depth_cycle_us[t] || !g->depth_cycle_work[t])
+        return 0;
+    double mine = (double)g->depth_cycle_work[d] / g->depth_cycle_us[d];
+    double theirs = (double)g->depth_cycle_work[t] / g->depth_cycle_us[t];
+    return mine > theirs * (1.0 + GY_GUARD_CYCLE_GAIN) ? 1 : mine <= theirs ? -1 : 0;
 }
 
 static void start_trial(struct gy_guard *g, uint32_t arm)
@@ -1038,6 +1058,8 @@ struct gy_guard_change gy_guard_reset(struct gy_guard *g)
     g->cycle_arm = GY_GUARD_NO_ARM; /* the cycles ran beside the workload that was forgotten */
     memset(g->cycle_work, 0, sizeof g->cycle_work);
     memset(g->cycle_us, 0, sizeof g->cycle_us);
+    memset(g->depth_cycle_work, 0, sizeof g->depth_cycle_work);
+    memset(g->depth_cycle_us, 0, sizeof g->depth_cycle_us);
     return c;
 }
 
@@ -1052,6 +1074,8 @@ static void rate_shifted(struct gy_guard *g, struct gy_guard_change *c)
     measure_again(g, c); /* first: the trial's end is kept with its window and cycles */
     memset(g->cycle_work, 0, sizeof g->cycle_work);
     memset(g->cycle_us, 0, sizeof g->cycle_us);
+    memset(g->depth_cycle_work, 0, sizeof g->depth_cycle_work);
+    memset(g->depth_cycle_us, 0, sizeof g->depth_cycle_us);
     for (uint32_t a = GY_ARM_STOP + 1; a < GY_GUARD_ARM_COUNT; a++)
         reset_window(&g->arms[a]);
     reset_paired(g);
@@ -1099,9 +1123,18 @@ struct gy_guard_change gy_guard_cycle(struct gy_guard *g, enum gy_guard_arm arm,
             g->cycle_us[a] += (uint32_t)us;
             if (g->cycle_us[a] > GY_GUARD_CYCLE_HORIZON_US)
                 g->cycle_work[a] /= 2, g->cycle_us[a] /= 2;
+            uint32_t d = (uint32_t)(depth_index(g->gap_us) + 1); /* 0: the own bound */
+            if (a == GY_ARM_STOP && work <= UINT32_MAX - g->depth_cycle_work[d]) {
+                g->depth_cycle_work[d] += (uint32_t)work;
+                g->depth_cycle_us[d] += (uint32_t)us;
+                if (g->depth_cycle_us[d] > GY_GUARD_CYCLE_HORIZON_US)
+                    g->depth_cycle_work[d] /= 2, g->depth_cycle_us[d] /= 2;
+            }
             note_rate(g, us, &c);
         }
     }
+    /* the gap of the cycle opening now runs at what the pick just published for it */
+    g->gap_us = atomic_load_explicit(&g->queue_us, memory_order_relaxed);
     g->cycle_arm = (unsigned)arm < GY_GUARD_ARM_COUNT ? (uint32_t)arm : GY_GUARD_NO_ARM;
     g->cycle_start_ns = now_ns;
     g->cycle_start_work = lp_launches;
@@ -1141,7 +1174,7 @@ static void drop_depth(struct gy_guard *g, uint32_t us, enum gy_guard_reason why
         c->depth_ratio_p99 = g->ratio_p99_ppm / 1e6;
         g->depth_trial = 0;
         if (!g->depth_in_force)
-            g->depth_reason = GY_GUARD_WHY_REJECTED;
+            g->depth_reason = why == GY_GUARD_WHY_KEPT ? GY_GUARD_WHY_KEPT : GY_GUARD_WHY_REJECTED;
     } else if (g->depth_in_force == us) {
         note_depth(g, 0, why, c);
     }
@@ -1188,11 +1221,23 @@ static void record_depth(struct gy_guard *g, uint64_t duration_ns, struct gy_gua
      * test alone: 57 / 75 and 89 / 79); one costing 1 % in 2-3 % (1-2 % before), 3 % never, the
      * HP's time over its trace the same (bench/results/2026-12-02-h200-wave-limit/replay_depth_cap.md). */
     _Static_assert(GY_GUARD_DEPTH_TRIAL_MAX <= GY_GUARD_WINDOW_MAX, "a depth's cap must fit its window");
+    if (g->depth_trial && w->n >= GY_GUARD_LP_FUTILE_JOBS && depth_cycle_verdict(g, us, g->depth_in_force) < 0) {
+        /* its gaps gave the LP no more than the depth in force's: promotion needs
+         * GY_GUARD_CYCLE_GAIN more, so the rest of the trial could only cost the HP */
+        drop_depth(g, us, GY_GUARD_WHY_KEPT, c);
+        return;
+    }
     int verdict = test_window(g, w, g->eps_p50_ppm / 2e6, g->depth_trial && g->blocks_arm == GY_GUARD_DEPTH_BLOCKS);
     int i = depth_index(us);
-    if (verdict > 0 && g->depth_trial) {
-        /* within the bound: deeper always gives the lower processes more, so it is promoted; the
-         * arm in force's window now runs at this depth (its jobs are these) */
+    if (verdict > 0 && g->depth_trial && depth_cycle_verdict(g, us, g->depth_in_force) <= 0) {
+        /* within the bound, but its gaps did not give the LP the gain promotion needs: not tried
+         * again for a while, as a rejected depth (drop_depth's backoff) */
+        drop_depth(g, us, GY_GUARD_WHY_KEPT, c);
+    } else if (verdict > 0 && g->depth_trial) {
+        /* within the bound, its gaps giving the LP the gain promotion needs: promoted; the arm
+         * in force's window now runs at this depth (its jobs are these). Until 2026-12-03 a depth
+         * within the bound was promoted on the HP's test alone ("deeper always gives the lower
+         * processes more"): see depth_cycle_verdict. */
         if (i >= 0)
             g->depth_strikes[i] = 0;
         note_depth(g, us, GY_GUARD_WHY_PROMOTED, c);
@@ -1466,6 +1511,14 @@ void gy_guard_force(struct gy_guard *g, enum gy_guard_arm arm)
         g->backoff_until[a] = g->jobs + GY_GUARD_RECHECK_JOBS;
     reset_window(&g->arms[arm]);
     reset_paired(g);
+}
+
+double gy_guard_gap_lp_per_s(const struct gy_guard *g, uint32_t us)
+{
+    if (!gy_guard_sane(g) || !depth_or_own(us))
+        return 0.0;
+    uint32_t d = (uint32_t)(depth_index(us) + 1);
+    return g->depth_cycle_us[d] ? (double)g->depth_cycle_work[d] * 1e6 / (double)g->depth_cycle_us[d] : 0.0;
 }
 
 void gy_guard_depth_stats(const struct gy_guard *g, struct gy_guard_arm_stats *out)

@@ -190,6 +190,9 @@ bool gy_guard_trial_outlook(const struct gy_guard *g, struct gy_guard_outlook *o
 bool gy_guard_depth_outlook(const struct gy_guard *g, struct gy_guard_outlook *out);
 /* The depth window's (jobs of the depth tried, or with stop in force of the depth in force). */
 void gy_guard_depth_stats(const struct gy_guard *g, struct gy_guard_arm_stats *out);
+/* The lower processes' launches per second over stop jobs' cycles whose gap ran at `us` (0: their
+ * own bound; one of GY_GUARD_DEPTHS), what a depth is promoted by; 0 when unmeasured. */
+double gy_guard_gap_lp_per_s(const struct gy_guard *g, uint32_t us);
 const char *gy_guard_arm_name(enum gy_guard_arm arm);  /* "stop", "partition:16", ...; "?" if unknown */
 unsigned gy_guard_arm_sms(enum gy_guard_arm arm);      /* the lower processes' SMs; 0 for stop */
 /* Was a job whose guard job count was kept as `dated` (its low 32 bits: stop_recent_job) counted at

@@ -129,6 +129,8 @@ void gy_guarded_tell(const gy_shm *shm, const struct gy_guard_change *change)
                 (int)getpid(), shm->name, change->depth_tried_us, change->depth_trial_jobs,
                 change->depth_trial_reason == GY_GUARD_WHY_FALLBACK
                     ? "fallback: a block of its jobs clearly left the bound of stop"
+                : change->depth_trial_reason == GY_GUARD_WHY_KEPT
+                    ? "no-gain: its gaps gave the LP less than the gain promotion needs over the depth in force's gaps"
                     : "rejected: out of half the p50 bound of stop or the p99 bound, its test leaning over it, or "
                       "undecided at its cap",
                 change->depth_ratio_p50, change->depth_ratio_p99, g->depth_in_force);

@@ -50,7 +50,7 @@ enum { GY_GUARD_DEPTH_COUNT = 0 GY_GUARD_DEPTHS(GY_GUARD_DEPTH_ONE) };
 #define GY_GUARD_REASONS(X)                                                                        \
     X(START, "start", "start: stop until an arm is measured within the bound of stop")             \
     X(PROMOTED, "promoted", "promoted: within the bound of stop, the LP launching most over whole cycles") \
-    X(KEPT, "kept", "kept: a tried arm gave the LP no more over whole cycles, or nothing in its jobs") \
+    X(KEPT, "kept", "kept: a tried arm or depth gave the LP no more over whole cycles, or nothing in its jobs") \
     X(REJECTED, "rejected", "rejected: the tried arm missed the bound of stop (p50 or p99), or its test leaned over the bound (futile: ratios near 1 can say so on few jobs), in its trial or on its confirmation in force") \
     X(FALLBACK, "fallback", "fallback: the arm's recent jobs left the bound of stop")              \
     X(SHIFT, "shift", "shift: the HP's job time or job rate moved by a factor over 2; measured again from there") \
@@ -174,6 +174,15 @@ struct gy_guard {
     uint32_t cycle_us[GY_GUARD_ARM_COUNT];
     uint32_t cycles_counted;
     uint32_t rate_ref_us;
+    /* The depth's cycles (guarded.c, gy_guard_cycle): over the cycles whose job ran stop, the
+     * lower processes' launches and the cycles' length (microseconds) by the depth the cycle's gap
+     * ran at (index 0 the own bound, i + 1 the i-th depth of GY_GUARD_DEPTHS), aged as the arms'
+     * are; gap_us: the depth of the open cycle's gap (published at its begin, for the gap before
+     * the next job). What a depth is promoted by: a job's depth is that of the gap before it, and
+     * what it gives the LP is in that gap, not in the job. */
+    uint32_t gap_us;
+    uint32_t depth_cycle_work[GY_GUARD_DEPTH_COUNT + 1];
+    uint32_t depth_cycle_us[GY_GUARD_DEPTH_COUNT + 1];
     /* The window under test (a trial's, else the arm in force's) against stop block by block
      * (gy_guard_block_u, guarded.c): sums over its blocks of GY_GUARD_RECENT jobs, each against
      * stop's jobs of the same stretch of time; they start again with stop's paired window, and

@@ -5,6 +5,8 @@
 
 #include "guarded.h"
 
+#define GAP_DEPTH_US(us) us,
+
 #define EMIT(...)                                                                                        \
     do {                                                                                                 \
         int n_ = snprintf(used < len ? buf + used : NULL, used < len ? len - used : 0, __VA_ARGS__);     \
@@ -80,9 +82,13 @@ int gy_guarded_json(const struct gy_guard *g, char *buf, size_t len)
     struct gy_guard_arm_stats d;
     gy_guard_depth_stats(g, &d);
     EMIT(", \"confirmed\": %s, \"on_confirmation\": %s, \"now_us\": %u, \"window\": %u, \"p50_ms\": %.3f, "
-         "\"p99_ms\": %.3f, \"trial\": ",
+         "\"p99_ms\": %.3f, \"gap_lp_per_s\": {\"own\": %.1f",
          g->depth_confirmed ? "true" : "false", gy_guard_depth_on_confirmation(g) ? "true" : "false",
-         (unsigned)atomic_load(&g->queue_us), d.window, d.p50_ms, d.p99_ms);
+         (unsigned)atomic_load(&g->queue_us), d.window, d.p50_ms, d.p99_ms, gy_guard_gap_lp_per_s(g, 0));
+    static const uint32_t depths[GY_GUARD_DEPTH_COUNT] = {GY_GUARD_DEPTHS(GAP_DEPTH_US)};
+    for (int i = 0; i < GY_GUARD_DEPTH_COUNT; i++) /* what the gaps at each depth gave the LP: promotion's gain */
+        EMIT(", \"%u\": %.1f", depths[i], gy_guard_gap_lp_per_s(g, depths[i]));
+    EMIT("}, \"trial\": ");
     if (!gy_guard_depth_outlook(g, &o)) { /* where the depth tried stands, as an arm's trial */
         EMIT("null}");
     } else {

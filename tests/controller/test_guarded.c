@@ -50,7 +50,12 @@ struct pair {
     double depth_cost[GY_GUARD_DEPTH_COUNT]; /* its factor after a gap at 1000, 2000, 4000 us (0: none) */
     double gap_loss[GY_GUARD_ARM_COUNT]; /* LP launches its backlog costs the gap after a job of each arm */
     double tail_cost[GY_GUARD_ARM_COUNT]; /* TAILED: the slow jobs' factor under each arm (0: 1) */
+    /* the LP's launches in a gap at 1000, 2000, 4000 us over those at its own bound (0: the
+     * default, default_depth_gain: what the depths gave training and GEMM LPs on the H200, about
+     * 4 % more a step; 1: a CUDA-graph LP's nothing) */
+    double depth_gain[GY_GUARD_DEPTH_COUNT];
 };
+static const double default_depth_gain[GY_GUARD_DEPTH_COUNT] = {1.04, 1.08, 1.12};
 /* A test sets it: depth_cost only after a gap at the depth in force (its trial ran costless);
  * fresh() clears it. */
 static bool sim_depth_in_force_only;
@@ -63,12 +68,23 @@ static bool sim_depth_in_force_only;
 static uint64_t sim_now_ns = 1000000000ull, sim_lp_launches;
 static double sim_gap_bases = GAP_BASES; /* a test of a load change sets another; fresh() restores it */
 
-static void simulate_cycle(const struct pair *p, enum gy_guard_arm arm, uint64_t job_ns)
+static double depth_gain(const struct pair *p, uint32_t gap_us)
+{
+    static const uint32_t depths[GY_GUARD_DEPTH_COUNT] = {1000, 2000, 4000};
+    for (int i = 0; i < GY_GUARD_DEPTH_COUNT; i++)
+        if (depths[i] == gap_us)
+            return p->depth_gain[i] > 0 ? p->depth_gain[i] : default_depth_gain[i];
+    return 1.0;
+}
+
+/* A job of `arm` and the gap after it, at depth gap_us (what the pick published for it). */
+static void simulate_cycle(const struct pair *p, enum gy_guard_arm arm, uint64_t job_ns, uint32_t gap_us)
 {
     double gap_ms = sim_gap_bases * p->base_ms, alone_per_ms = 0;
     for (int a = 0; a < GY_GUARD_ARM_COUNT; a++)
         alone_per_ms = fmax(alone_per_ms, p->lp_per_ms[a]);
-    double launches = p->lp_per_ms[arm] * (double)job_ns / 1e6 + alone_per_ms * gap_ms - p->gap_loss[arm];
+    double launches = p->lp_per_ms[arm] * (double)job_ns / 1e6 + alone_per_ms * gap_ms * depth_gain(p, gap_us) -
+                      p->gap_loss[arm];
     sim_now_ns += job_ns + (uint64_t)(gap_ms * 1e6);
     sim_lp_launches += launches > 0 ? (uint64_t)launches : 0;
 }
@@ -109,6 +125,7 @@ struct run {
     unsigned depth_promotions_costly;    /* ... or a queue depth whose cost > 1 + eps */
     uint64_t jobs_at_depth;              /* jobs after a gap deeper than the LP's own bound */
     unsigned depth_trials_ended;         /* depth trials ended out of the bound (told in the change) */
+    unsigned depth_trials_no_gain;       /* ... of them, as giving the LP too little in its gaps (kept) */
     enum gy_guard_arm first_partition_in_force; /* GY_GUARD_ARM_COUNT: none */
     unsigned ended[GY_GUARD_ARM_COUNT][GY_GUARD_TRIAL_OUTCOME_COUNT]; /* trials ended, by arm and how */
 };
@@ -149,7 +166,7 @@ static void simulate(struct gy_guard *g, const struct pair *p, unsigned jobs, st
         if (begun.trial_ended) /* a shift of the HP's job rate, at its begin */
             r->ended[begun.trial_end.arm][begun.trial_end.outcome]++;
         uint64_t ns = duration_ns(p, arm, sim_depth_in_force_only && depth != g->depth_in_force ? 0 : depth);
-        simulate_cycle(p, arm, ns);
+        simulate_cycle(p, arm, ns, atomic_load(&g->queue_us));
         uint32_t ended_before = g->trials_ended;
         struct gy_guard_change c = gy_guard_record(g, arm, depth, ns, (uint64_t)(p->lp_per_ms[arm] * ns / 1e6));
         if (c.depth_changed && c.depth_to && depth_factor(p, c.depth_to) > 1.02)
@@ -157,10 +174,12 @@ static void simulate(struct gy_guard *g, const struct pair *p, unsigned jobs, st
         if (c.depth_trial_ended) {
             REQUIRE((c.depth_tried_us == 1000 || c.depth_tried_us == 2000 || c.depth_tried_us == 4000) &&
                         c.depth_trial_jobs > 0 && !g->depth_trial &&
-                        (c.depth_trial_reason == GY_GUARD_WHY_REJECTED || c.depth_trial_reason == GY_GUARD_WHY_FALLBACK),
+                        (c.depth_trial_reason == GY_GUARD_WHY_REJECTED || c.depth_trial_reason == GY_GUARD_WHY_FALLBACK ||
+                         c.depth_trial_reason == GY_GUARD_WHY_KEPT),
                     "job %u: a depth trial's end told as %u us after %u jobs (%s), %u tried now", j, c.depth_tried_us,
                     c.depth_trial_jobs, gy_guard_reason_text(c.depth_trial_reason), g->depth_trial);
             r->depth_trials_ended++;
+            r->depth_trials_no_gain += c.depth_trial_reason == GY_GUARD_WHY_KEPT;
         }
         if (c.trial_ended) {
             /* told once, and kept in the guard as told (packed: jobs whole, z to 0.01) */
@@ -206,8 +225,8 @@ _Static_assert(GY_GUARD_ARM_COUNT == 8 && GY_ARM_D120 == 7, "the per-arm fixture
  * each passed once both windows hold GY_GUARD_P99_MIN_JOBS jobs (the p99 is judged from there),
  * and the middle arm's confirmation in force (stop's paired window at a quarter of the jobs). */
 #define SETTLE_JOBS 3000
-static const struct pair costless = {10.0, EVERY_PARTITION(1), TIGHT, LP_PER_MS, {0}, {0}, {0}};
-static const struct pair costly = {10.0, EVERY_PARTITION(1.5), TIGHT, LP_PER_MS, {0}, {0}, {0}};
+static const struct pair costless = {10.0, EVERY_PARTITION(1), TIGHT, LP_PER_MS, {0}, {0}, {0}, {0}};
+static const struct pair costly = {10.0, EVERY_PARTITION(1.5), TIGHT, LP_PER_MS, {0}, {0}, {0}, {0}};
 
 static uint64_t jobs_on_partitions(const struct run *r, enum gy_guard_arm from)
 {
@@ -580,7 +599,7 @@ TEST(a_smaller_arms_first_trial_below_a_gross_one_is_probed)
  * put in force without waiting out a trial of 120 or of 16 first. */
 TEST(a_cost_growing_with_the_lps_sms_gets_the_middle_arm_first)
 {
-    struct pair p = {10.0, EVERY_PARTITION(1), LOGNORMAL10, LP_PER_MS, {0}, {0}, {0}};
+    struct pair p = {10.0, EVERY_PARTITION(1), LOGNORMAL10, LP_PER_MS, {0}, {0}, {0}, {0}};
     p.cost[GY_ARM_P96] = p.cost[GY_ARM_P120] = 1.06;
     for (uint64_t seed = 1; seed <= 5; seed++) {
         struct gy_guard *g = fresh(seed);
@@ -643,7 +662,7 @@ TEST(an_arm_whose_backlog_costs_the_lp_more_than_it_gains_is_not_promoted)
  * tried. */
 TEST(a_trial_whose_cycles_give_the_lp_no_more_ends_before_the_hps_test_can_tell)
 {
-    struct pair p = {10.0, EVERY_PARTITION(1), LOGNORMAL10, LP_PER_MS, {0}, {0}, {0}};
+    struct pair p = {10.0, EVERY_PARTITION(1), LOGNORMAL10, LP_PER_MS, {0}, {0}, {0}, {0}};
     p.gap_loss[FIRST] = 240 * 10.0 + 0.10 * 340 * 20.0;
     for (uint64_t seed = 1; seed <= 5; seed++) {
         struct gy_guard *g = fresh(seed);
@@ -698,7 +717,7 @@ TEST(an_lp_that_sends_nothing_to_partitions_gets_no_larger_trial)
     const struct pair *pairs[] = {&costless, &costly};
     const char *names[] = {"costless", "costly"};
     for (int k = 0; k < 3; k++) {
-        struct pair p = k < 2 ? *pairs[k] : (struct pair){10.0, EVERY_PARTITION(1.01), LOGNORMAL10, {0}, {0}, {0}, {0}};
+        struct pair p = k < 2 ? *pairs[k] : (struct pair){10.0, EVERY_PARTITION(1.01), LOGNORMAL10, {0}, {0}, {0}, {0}, {0}};
         for (int a = 0; a < GY_GUARD_ARM_COUNT; a++)
             p.lp_per_ms[a] = 0;
         struct gy_guard *g = fresh(13);
@@ -821,7 +840,7 @@ TEST(a_job_dated_in_32_bits_is_compared_by_its_age_across_the_wrap)
 
 TEST(a_guard_whose_job_count_crosses_2_to_the_32_decides_as_one_from_zero)
 {
-    const struct pair p = {10.0, {1, 1, 1, 1.03, 1, 1, 1.2, 1}, LOGNORMAL10, LP_PER_MS, {0}, {0}, {0}};
+    const struct pair p = {10.0, {1, 1, 1, 1.03, 1, 1, 1.2, 1}, LOGNORMAL10, LP_PER_MS, {0}, {0}, {0}, {0}};
     struct run from_zero = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
     struct run across = from_zero;
     struct gy_guard *g = fresh(41);
@@ -855,7 +874,7 @@ TEST(a_cost_appearing_after_promotion_falls_back_to_stop_at_once)
 static unsigned jobs_in_force_until_dropped(uint64_t seed, double cost, unsigned limit, unsigned *larger)
 {
     struct gy_guard *g = fresh(seed);
-    struct pair p = {10.0, EVERY_PARTITION(1), LOGNORMAL10, LP_PER_MS, {0}, {0}, {0}};
+    struct pair p = {10.0, EVERY_PARTITION(1), LOGNORMAL10, LP_PER_MS, {0}, {0}, {0}, {0}};
     struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
     for (int j = 0; j < 8000 && g->in_force == GY_ARM_STOP; j++)
         simulate(g, &p, 1, &r);
@@ -872,7 +891,7 @@ static unsigned jobs_in_force_until_dropped(uint64_t seed, double cost, unsigned
         *larger += arm > FIRST;
         gy_guard_cycle(g, arm, sim_now_ns, sim_lp_launches);
         uint64_t ns = (uint64_t)(duration_ns(&p, arm, depth) * (arm == FIRST ? cost : 1.0));
-        simulate_cycle(&p, arm, ns);
+        simulate_cycle(&p, arm, ns, atomic_load(&g->queue_us));
         gy_guard_record(g, arm, depth, ns, (uint64_t)(p.lp_per_ms[arm] * ns / 1e6));
     }
     return j;
@@ -981,7 +1000,7 @@ TEST(status_says_how_far_a_trial_is_from_passing)
     CHECK(strstr(text, "\"trial\": null, \"queue_depth\": {"), "%s", text);
     unsigned counted = 0;
     CHECK(check_outlook_through_trials(g, &costless, 1500, &counted) > 100 && counted > 100, "%u counted", counted);
-    static const struct pair noisy = {10.0, EVERY_PARTITION(1), LOGNORMAL10, LP_PER_MS, {0}, {0}, {0}};
+    static const struct pair noisy = {10.0, EVERY_PARTITION(1), LOGNORMAL10, LP_PER_MS, {0}, {0}, {0}, {0}};
     unsigned noisy_counted = 0;
     CHECK(check_outlook_through_trials(fresh(11), &noisy, 3000, &noisy_counted) > 100 && noisy_counted > 0,
           "%u counted in noise", noisy_counted);
@@ -1121,7 +1140,7 @@ TEST(a_look_at_the_bound_passes_about_one_time_in_a_hundred)
 
 TEST(an_arm_five_percent_slower_hidden_in_noise_is_never_promoted)
 {
-    struct pair p = {10.0, EVERY_PARTITION(1.05), LOGNORMAL10, LP_PER_MS, {0}, {0}, {0}};
+    struct pair p = {10.0, EVERY_PARTITION(1.05), LOGNORMAL10, LP_PER_MS, {0}, {0}, {0}, {0}};
     unsigned promoted = 0;
     for (uint64_t seed = 1; seed <= 30; seed++) {
         struct gy_guard *g = fresh(seed);
@@ -1138,7 +1157,7 @@ TEST(an_arm_five_percent_slower_hidden_in_noise_is_never_promoted)
  * 1.011 was rejected on a bound of 1.061); the rank test over thousands of jobs can. */
 TEST(a_costless_arm_hidden_in_ten_percent_noise_is_promoted)
 {
-    struct pair p = {10.0, EVERY_PARTITION(1), LOGNORMAL10, LP_PER_MS, {0}, {0}, {0}};
+    struct pair p = {10.0, EVERY_PARTITION(1), LOGNORMAL10, LP_PER_MS, {0}, {0}, {0}, {0}};
     for (uint64_t seed = 1; seed <= 5; seed++) {
         struct gy_guard *g = fresh(seed);
         struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
@@ -1162,7 +1181,7 @@ TEST(a_costless_arm_hidden_in_ten_percent_noise_is_promoted)
  * looks, 7 without both (as before). A cost of 4 % in the same noise is never promoted. */
 TEST(a_costless_arm_under_a_drifting_hp_is_promoted_within_a_learning)
 {
-    struct pair p = {10.0, EVERY_PARTITION(1), DRIFT, LP_PER_MS, {0}, {0}, {0}};
+    struct pair p = {10.0, EVERY_PARTITION(1), DRIFT, LP_PER_MS, {0}, {0}, {0}, {0}};
     unsigned promoted = 0, costly_promotions = 0;
     for (uint64_t seed = 1; seed <= 20; seed++) {
         struct gy_guard *g = fresh(seed);
@@ -1171,7 +1190,7 @@ TEST(a_costless_arm_under_a_drifting_hp_is_promoted_within_a_learning)
         simulate(g, &p, 2000, &r);
         promoted += r.first_partition_in_force != GY_GUARD_ARM_COUNT;
     }
-    struct pair slower = {10.0, EVERY_PARTITION(1.04), DRIFT, LP_PER_MS, {0}, {0}, {0}};
+    struct pair slower = {10.0, EVERY_PARTITION(1.04), DRIFT, LP_PER_MS, {0}, {0}, {0}, {0}};
     for (uint64_t seed = 1; seed <= 20; seed++) {
         struct gy_guard *g = fresh(seed);
         drift_left = 0;
@@ -1191,7 +1210,7 @@ TEST(a_costless_arm_under_a_drifting_hp_is_promoted_within_a_learning)
  * a costless arm in the same noise is still promoted (the test above). */
 TEST(a_trial_a_little_over_the_bound_ends_at_its_first_futile_look)
 {
-    struct pair p = {10.0, EVERY_PARTITION(1.04), LOGNORMAL10, LP_PER_MS, {0}, {0}, {0}};
+    struct pair p = {10.0, EVERY_PARTITION(1.04), LOGNORMAL10, LP_PER_MS, {0}, {0}, {0}, {0}};
     uint64_t trial_jobs = 0, longest = 0;
     unsigned trials = 0, held = 0, futile = 0, promoted = 0;
     for (uint64_t seed = 1; seed <= 20; seed++) {
@@ -1225,7 +1244,7 @@ TEST(a_trial_a_little_over_the_bound_ends_at_its_first_futile_look)
 
 TEST(heavy_tailed_durations_never_promote_a_costly_arm)
 {
-    struct pair p = {10.0, EVERY_PARTITION(1.5), PARETO, LP_PER_MS, {0}, {0}, {0}};
+    struct pair p = {10.0, EVERY_PARTITION(1.5), PARETO, LP_PER_MS, {0}, {0}, {0}, {0}};
     unsigned promoted = 0;
     for (uint64_t seed = 1; seed <= 30; seed++) {
         struct gy_guard *g = fresh(seed);
@@ -1243,8 +1262,8 @@ TEST(heavy_tailed_durations_never_promote_a_costly_arm)
  * for a p99 (judged from 32: promoted 5 of 10). */
 TEST(a_cost_only_in_the_tail_near_four_times_the_base_is_judged)
 {
-    struct pair slower_tail = {10.0, EVERY_PARTITION(1), TAILED, LP_PER_MS, {0}, {0}, EVERY_PARTITION(1.25)};
-    struct pair same_tail = {10.0, EVERY_PARTITION(1), TAILED, LP_PER_MS, {0}, {0}, EVERY_PARTITION(1)};
+    struct pair slower_tail = {10.0, EVERY_PARTITION(1), TAILED, LP_PER_MS, {0}, {0}, EVERY_PARTITION(1.25), {0}};
+    struct pair same_tail = {10.0, EVERY_PARTITION(1), TAILED, LP_PER_MS, {0}, {0}, EVERY_PARTITION(1), {0}};
     unsigned promoted = 0, promoted_same = 0;
     for (uint64_t seed = 1; seed <= 10; seed++) {
         struct gy_guard *g = fresh(seed);
@@ -1317,14 +1336,14 @@ static uint64_t jobs_until_dropped(uint64_t seed, double gap_after, bool *shift_
 {
     struct gy_guard *g = fresh(seed);
     struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
-    const struct pair quiet = {10.0, EVERY_PARTITION(1), LOGNORMAL6, LP_PER_MS, {0}, {0}, {0}};
+    const struct pair quiet = {10.0, EVERY_PARTITION(1), LOGNORMAL6, LP_PER_MS, {0}, {0}, {0}, {0}};
     simulate(g, &quiet, SETTLE_JOBS, &r);
     *shift_seen = false;
     if (g->in_force != TOP) {
         CHECK(false, "seed %llu: not promoted first: %s", (unsigned long long)seed, gy_guard_arm_name(g->in_force));
         return 0;
     }
-    struct pair p = {10.0, EVERY_PARTITION(1.04), LOGNORMAL6, LP_PER_MS, {0}, {0}, {0}};
+    struct pair p = {10.0, EVERY_PARTITION(1.04), LOGNORMAL6, LP_PER_MS, {0}, {0}, {0}, {0}};
     uint64_t recheck = g->last_recheck, j = 0;
     uint32_t stop_cycles_before = g->cycle_us[GY_ARM_STOP];
     sim_gap_bases = gap_after;
@@ -1360,7 +1379,7 @@ TEST(a_trial_cut_by_a_shift_of_the_job_rate_is_told_at_the_begin)
 {
     struct gy_guard *g = fresh(3);
     struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
-    struct pair p = {10.0, EVERY_PARTITION(1.0), LOGNORMAL10, LP_PER_MS, {0}, {0}, {0}};
+    struct pair p = {10.0, EVERY_PARTITION(1.0), LOGNORMAL10, LP_PER_MS, {0}, {0}, {0}, {0}};
     /* a trial under way once the HP's job rate has its reference (after 64 cycles) */
     for (unsigned j = 0; j < 4000 && !(valid_trial(g) && g->rate_ref_us); j++)
         simulate(g, &p, 1, &r);
@@ -1445,6 +1464,50 @@ TEST(a_costless_depth_is_promoted_up_the_ladder_and_the_arms_at_it)
     }
 }
 
+/* A depth is promoted by what its gaps give the LP, as an arm by its cycles: within the bound but
+ * giving under GY_GUARD_CYCLE_GAIN more launches there (nothing, as beside a CUDA-graph LP on the
+ * H200; or 1 %), it is never in force, each of its trials ends as no-gain (kept), and they cost the
+ * HP few jobs at a depth; the arms, free, are promoted all the same. The same pair whose LP answers
+ * to the depth (default_depth_gain) has one in force (a_costless_depth_is_promoted_up_the_ladder...). */
+TEST(a_depth_whose_gaps_give_the_lp_too_little_is_never_promoted)
+{
+    static const double gains[] = {1.0, 1.01};
+    for (unsigned k = 0; k < 2; k++) {
+        struct pair p = costless;
+        for (int i = 0; i < GY_GUARD_DEPTH_COUNT; i++)
+            p.depth_gain[i] = gains[k];
+        for (uint64_t seed = 1; seed <= 5; seed++) {
+            struct gy_guard *g = fresh(seed);
+            gy_guard_set_depth(g, true);
+            struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
+            unsigned ever_in_force = 0;
+            for (unsigned j = 0; j < 8000; j++) {
+                simulate(g, &p, 1, &r);
+                ever_in_force += g->depth_in_force != 0;
+            }
+            CHECK(ever_in_force == 0 && g->depth_in_force == 0, "gain %.2f seed %llu: a depth in force for %u jobs",
+                  gains[k], (unsigned long long)seed, ever_in_force);
+            CHECK(r.depth_trials_ended > 0 && r.depth_trials_no_gain == r.depth_trials_ended,
+                  "gain %.2f seed %llu: %u depth trials ended, %u of them no-gain", gains[k], (unsigned long long)seed,
+                  r.depth_trials_ended, r.depth_trials_no_gain);
+            CHECK(g->in_force == TOP, "gain %.2f seed %llu: arm %s in force", gains[k], (unsigned long long)seed,
+                  gy_guard_arm_name(g->in_force));
+            /* its trials, again after each backoff, on fewer than a third of the jobs; in force a
+             * depth runs on three quarters (below) */
+            CHECK(r.jobs_at_depth < 8000 / 3, "gain %.2f seed %llu: %llu of 8000 jobs after a gap at a depth", gains[k],
+                  (unsigned long long)seed, (unsigned long long)r.jobs_at_depth);
+        }
+    }
+    for (uint64_t seed = 1; seed <= 5; seed++) { /* the same pair, its LP answering to the depth */
+        struct gy_guard *g = fresh(seed);
+        gy_guard_set_depth(g, true);
+        struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
+        simulate(g, &costless, 8000, &r);
+        CHECK(g->depth_in_force != 0 && r.jobs_at_depth > 8000 / 2, "seed %llu: depth %u in force, %llu jobs at a depth",
+              (unsigned long long)seed, g->depth_in_force, (unsigned long long)r.jobs_at_depth);
+    }
+}
+
 /* The first depth is tried before the arms, with stop in force, so that its test sees its own cost:
  * on the H200 a 16-SM arm in force beside ResNet-50 training (within the bound, its jobs 1-3 % over
  * stop's) left a costless 2000-us depth tried on top of it at 1.01 of stop against the depth's half
@@ -1454,7 +1517,7 @@ TEST(a_costless_depth_is_promoted_up_the_ladder_and_the_arms_at_it)
  * depth against stop at the own one (the two together within the bound). */
 TEST(the_first_depth_is_tried_on_stop_before_the_arms)
 {
-    const struct pair p = {10.0, EVERY_PARTITION(1.015), TIGHT, LP_PER_MS, {0}, {0}, {0}};
+    const struct pair p = {10.0, EVERY_PARTITION(1.015), TIGHT, LP_PER_MS, {0}, {0}, {0}, {0}};
     for (uint64_t seed = 1; seed <= 5; seed++) {
         struct gy_guard *g = fresh(seed);
         gy_guard_set_depth(g, true);
@@ -1731,7 +1794,7 @@ TEST(a_gross_cost_backs_off_longer_from_the_first_drop)
     /* the first trial's block of 16, then one job a retrial (probe_out): not a block each */
     CHECK(on_partitions > 0 && on_partitions <= GY_GUARD_RECENT + 3, "%llu of 20000 jobs on a partition costing 1.5x",
           (unsigned long long)on_partitions);
-    struct pair small_cost = {10.0, EVERY_PARTITION(1.05), TIGHT, LP_PER_MS, {0}, {0}, {0}};
+    struct pair small_cost = {10.0, EVERY_PARTITION(1.05), TIGHT, LP_PER_MS, {0}, {0}, {0}, {0}};
     g = fresh(44);
     struct run r2 = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
     for (unsigned j = 0; j < 6000 && !g->strikes[FIRST]; j++)
@@ -1761,7 +1824,7 @@ TEST(a_retrial_on_probation_ends_at_its_first_slow_job)
          * on probation meanwhile, 1.8x too) */
         double f = arm == GY_ARM_STOP || (arm == FIRST && on_arm++ == 0) ? 1.0 : 1.8;
         uint64_t ns = (uint64_t)(10e6 * f * (1.0 + 0.005 * (2 * uniform01() - 1)));
-        simulate_cycle(&costly, arm, ns);
+        simulate_cycle(&costly, arm, ns, atomic_load(&g->queue_us));
         gy_guard_record(g, arm, depth, ns, (uint64_t)(100 * ns / 1e6));
     }
     CHECK(g->strikes[FIRST] > strikes && on_arm == 2, "the retrial ran %u jobs (strikes %u -> %u)", on_arm, strikes,
@@ -1870,6 +1933,39 @@ TEST(a_job_under_guarded_gets_its_arm_at_begin_and_records_at_end)
     gy_job_exit(&s.hp, &job, &err);
     CHECK(gy_guarded_configure(&s.hp, -1, 0.05, 1.0, 5, &err) == -1 && strstr(err.msg, "out of range"), "%s", err.msg);
     close_pair(&s);
+}
+
+/* A depth's cycles: a stop job's cycle goes to the depth its gap ran at (what the pick published at
+ * the job's begin, for the gap before the next), not to the job's own; a partition job's cycle to
+ * no depth. */
+TEST(a_stop_jobs_cycle_goes_to_the_depth_of_the_gap_after_it)
+{
+    struct gy_guard g;
+    gy_guard_init(&g);
+    const uint64_t ms = 1000000;
+    atomic_store(&g.queue_us, 2000u); /* its gap at 2000 us */
+    gy_guard_cycle(&g, GY_ARM_STOP, 100 * ms, 1000);
+    atomic_store(&g.queue_us, 0u);
+    gy_guard_cycle(&g, GY_ARM_STOP, 110 * ms, 1100); /* 100 launches in 10 ms, gap at 2000 us */
+    gy_guard_cycle(&g, GY_ARM_P16, 130 * ms, 1150);  /* 50 in 20 ms, gap at the own bound */
+    atomic_store(&g.queue_us, 4000u);
+    gy_guard_cycle(&g, GY_ARM_STOP, 140 * ms, 1400); /* the 16-SM job's: no depth's */
+    CHECK(g.depth_cycle_work[2] == 100 && g.depth_cycle_us[2] == 10000, "2000 us: %u launches in %u us",
+          g.depth_cycle_work[2], g.depth_cycle_us[2]);
+    CHECK(g.depth_cycle_work[0] == 50 && g.depth_cycle_us[0] == 20000, "own: %u launches in %u us",
+          g.depth_cycle_work[0], g.depth_cycle_us[0]);
+    CHECK(g.depth_cycle_us[1] == 0 && g.depth_cycle_us[3] == 0 && g.gap_us == 4000, "1000 us %u, 4000 us %u, gap %u",
+          g.depth_cycle_us[1], g.depth_cycle_us[3], g.gap_us);
+    CHECK(fabs(gy_guard_gap_lp_per_s(&g, 2000) - 10000.0) < 1e-6 && fabs(gy_guard_gap_lp_per_s(&g, 0) - 2500.0) < 1e-6 &&
+              gy_guard_gap_lp_per_s(&g, 1000) == 0.0 && gy_guard_gap_lp_per_s(&g, 1234) == 0.0,
+          "gap rates: 2000 us %.1f, own %.1f", gy_guard_gap_lp_per_s(&g, 2000), gy_guard_gap_lp_per_s(&g, 0));
+    char text[8192];
+    int n = gy_guarded_json(&g, text, sizeof text);
+    REQUIRE(n > 0 && (size_t)n < sizeof text, "status: %d bytes", n);
+    CHECK(strstr(text, "\"gap_lp_per_s\": {\"own\": 2500.0, \"1000\": 0.0, \"2000\": 10000.0, \"4000\": 0.0}, \"trial\": null}"),
+          "%s", text);
+    g.gap_us = 1234; /* not a depth: another process's bytes */
+    CHECK(!gy_guard_sane(&g), "a gap at 1234 us passed as sane");
 }
 
 /* A cycle is an HP job's begin to the next one's: the lower processes' launches over it go to the
@@ -2259,7 +2355,7 @@ TEST(the_policy_row_is_there)
  * since the smaller arms are tried on probation between its retrials (2026-11-29 evening). */
 TEST(a_retrial_on_probation_a_little_over_the_gross_margin_ends_after_its_first_jobs)
 {
-    struct pair moderate = {10.0, EVERY_PARTITION(1.16), LOGNORMAL6, LP_PER_MS, {0}, {0}, {0}};
+    struct pair moderate = {10.0, EVERY_PARTITION(1.16), LOGNORMAL6, LP_PER_MS, {0}, {0}, {0}, {0}};
     unsigned retrials = 0, within = 0;
     uint64_t on_retrials = 0;
     for (uint64_t seed = 1; seed <= 50; seed++) {
@@ -2297,8 +2393,8 @@ TEST(the_probation_look_spares_a_costless_arm_in_every_noise)
     static const enum noise noises[] = {LOGNORMAL10, DRIFT, PARETO};
     unsigned dropped = 0, retrials = 0;
     for (unsigned k = 0; k < sizeof noises / sizeof noises[0]; k++) {
-        struct pair gross = {10.0, EVERY_PARTITION(1.5), noises[k], LP_PER_MS, {0}, {0}, {0}};
-        struct pair p = {10.0, EVERY_PARTITION(1), noises[k], LP_PER_MS, {0}, {0}, {0}};
+        struct pair gross = {10.0, EVERY_PARTITION(1.5), noises[k], LP_PER_MS, {0}, {0}, {0}, {0}};
+        struct pair p = {10.0, EVERY_PARTITION(1), noises[k], LP_PER_MS, {0}, {0}, {0}, {0}};
         for (uint64_t seed = 1; seed <= 100; seed++) {
             struct gy_guard *g = fresh(1000 * (k + 1) + seed);
             struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};

@@ -1424,6 +1424,12 @@ def test_guard_replay_promotes_a_costless_arm_on_a_measured_trace_and_never_a_co
         assert (kept > 0) == reached, row
         last = [ln for ln in out.splitlines() if ln.startswith("| depth in force at the end")][0]
         assert ("none" in last) != reached, last
+    # a costless depth that gives the LP nothing in its gaps (--depth-gain 0, a CUDA-graph LP): in
+    # force in no run (the rule promotes a depth by its gaps' gain since 2026-12-03)
+    assert guard_replay.main(["--build", build, str(tmp_path), "--costs", "1.5", "--jobs", "6000", "--runs", "4",
+                              "--depth-cost", "1", "--depth-gain", "0"]) == 0
+    row = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("| small + gemm, poisson-25 |")][0]
+    assert re.search(r"; depth 0/4", row), row
     # a depth costing 1.5x only once in force (its trial costless): promoted (its median first
     # promotion a job number), then dropped again on its confirmation in all runs but one at most
     assert guard_replay.main(["--build", build, str(tmp_path), "--costs", "1.5", "--jobs", "6000", "--runs", "4",
@@ -1437,9 +1443,14 @@ def test_guard_replay_promotes_a_costless_arm_on_a_measured_trace_and_never_a_co
     with pytest.raises(SystemExit):
         guard_replay.main(["--build", build, str(tmp_path), "--depth-in-force-only"])
     assert "--depth-in-force-only qualifies --depth-cost F" in capsys.readouterr().err
+    for bad_gain in (["--depth-gain", "0.1"], ["--depth-cost", "1", "--depth-gain", "2"]):
+        with pytest.raises(SystemExit):
+            guard_replay.main(["--build", build, str(tmp_path)] + bad_gain)
+        assert "--depth-gain" in capsys.readouterr().err
     trace = tmp_path / "trace.txt"
     trace.write_text("\n".join(["4000"] * 64))
-    for extra in (["depth=9"], ["depth=1", "depth=1"], ["deep"], ["depth-in-force"]):
+    for extra in (["depth=9"], ["depth=1", "depth=1"], ["deep"], ["depth-in-force"], ["depth-gain=0"],
+                  ["depth=1", "depth-gain=-1"], ["depth=1", "depth-gain=0", "depth-gain=0"]):
         bad = subprocess.run([os.path.join(build, "bench", "guard-replay"), str(trace), "1", "100", "2"] + extra,
                              capture_output=True, text=True)
         assert bad.returncode == 2 and "usage: guard-replay" in bad.stderr and bad.stderr.count("\n") == 2, (extra, bad.stderr)
