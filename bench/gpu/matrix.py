@@ -653,15 +653,26 @@ def estimate_s(args, plan):
     return total
 
 
+def eta_s(seg_s, done, total, cell_s, cells_done, cells_left):
+    """Seconds left: the segments left at the mean of those done, and the cells left their loading,
+    calibration and learning at the mean of the cells begun (a learning of thousands of jobs is
+    no segment: the first segment's time with it in counted every later one as that long)."""
+    per_seg = seg_s / done if done else 0.0
+    per_cell = cell_s / cells_done if cells_done else 0.0
+    return per_seg * (total - done) + per_cell * cells_left
+
+
 def run_cells(args, plan, procs, tools, raw, started, irq=None):
     hp_procs = [p for (g, r), p in procs.items() if r == "hp"]
     lp_procs = [p for (g, r), p in procs.items() if r == "lp"]
     total = sum(len(cell_setups(args.setups, i == 0 or plan[i - 1][0] != c[0], args.cost)) * args.rounds
                 for i, c in enumerate(plan))
     done, loaded_hp, loaded_lp = 0, None, None
+    seg_s = cell_s = 0.0  # time in segments, and in each cell's loading, calibration and learning
     partition_before = {}
     for ci, (hp, lp, load) in enumerate(plan):
         first = ci == 0 or plan[ci - 1][0] != hp
+        cell_began = time.monotonic()
         if irq:
             irq.check(f"before cell {hp}+{lp} {load}")
         if hp != loaded_hp:
@@ -689,7 +700,9 @@ def run_cells(args, plan, procs, tools, raw, started, irq=None):
             partition_before[group] = learn_guarded(args, procs, tools, raw, (hp, lp, load), group)
         for group in sorted({SETUP[s][0] for s in args.setups} & set(ARM_GROUPS)):
             tools.pin_arm(group)  # each cell's arm statistics are of its own pair
+        cell_s += time.monotonic() - cell_began
         for rnd, setup in schedule(cell_setups(args.setups, first, args.cost), args.rounds, args.seed + ci):
+            seg_began = time.monotonic()
             group, roles, mark = SETUP[setup]
             seed = args.seed * 100000 + ci * 100 + rnd  # the same arrivals for every setup of the round
             seg = {"hp": hp, "lp": lp, "load": load, "setup": setup, "round": rnd, "rate": rate, "seconds": seconds}
@@ -708,10 +721,12 @@ def run_cells(args, plan, procs, tools, raw, started, irq=None):
                 seg["hp_auto_jobs"] = tools.hp_auto_jobs(group)
             raw["segments"].append(seg)
             done += 1
+            seg_s += time.monotonic() - seg_began
             elapsed = time.monotonic() - started
             hpn = len(seg.get("hp_result", {}).get("lat_ms", []))
+            eta = eta_s(seg_s, done, total, cell_s, ci + 1, len(plan) - ci - 1)
             print(f"[{done}/{total}] {hp}+{lp} {load} r{rnd} {setup:<13} {hpn:4d} HP jobs  "
-                  f"elapsed {elapsed:.0f} s, ETA {elapsed / done * (total - done):.0f} s", flush=True)
+                  f"elapsed {elapsed:.0f} s, ETA {eta:.0f} s", flush=True)
 
 
 # LP kinds that launch only CUDA graphs: the partition never takes a graph (a green stream does

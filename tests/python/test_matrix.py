@@ -67,6 +67,16 @@ def test_units_inside_counts_the_share_of_each_unit_in_the_window():
     assert units_inside(0.0, [], 0.0, 1.0) == 0
 
 
+def test_the_progress_lines_eta_counts_a_cells_learning_once_not_per_segment():
+    """A cell's 80 s of learning and 2 s segments: after its first of 12 segments 11 x 2 s are left,
+    not 11 x 82 (the ETA of 886 s a 104-s H200 run printed, 2026-12-03); a second cell to come
+    adds the first's 80 s and its own 12 segments."""
+    from bench.gpu.matrix import eta_s
+    assert eta_s(2.0, 1, 12, 80.0, 1, 0) == pytest.approx(22.0)
+    assert eta_s(2.0, 1, 24, 80.0, 1, 1) == pytest.approx(2.0 * 23 + 80.0)
+    assert eta_s(0.0, 0, 12, 0.0, 0, 1) == 0.0
+
+
 def test_lp_cycles_bisected_windows_count_what_the_full_pass_counts():
     # lp_cycles looks only at the units that can overlap a window (a run has thousands of units and
     # cycles); on units in order, zero-length ones and windows on their edges included, the same sums
