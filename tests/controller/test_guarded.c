@@ -2252,13 +2252,17 @@ TEST(a_depth_trial_end_is_one_verbose_line)
     gy_guarded_tell(&s.hp, &c);
     c.depth_trial_reason = GY_GUARD_WHY_FALLBACK;
     gy_guarded_tell(&s.hp, &c);
+    c.depth_trial_reason = GY_GUARD_WHY_KEPT; /* its gaps gave the LP too little (since 2026-12-03) */
+    gy_guarded_tell(&s.hp, &c);
     unsetenv("GPUYIELD_VERBOSE");
     char text[4096];
     int lines = capture_end(&cap, text, sizeof text);
-    CHECK(lines == 2 && strstr(text, s.hp.name) &&
+    CHECK(lines == 3 && strstr(text, s.hp.name) &&
               strstr(text, "guarded trial of queue depth 2000 us ended after 384 of its jobs: rejected: ") &&
               strstr(text, "(p50 x1.012, p99 x1.031 of stop; the depth in force stays 0 us)") &&
-              strstr(text, "jobs: fallback: a block of its jobs clearly left the bound of stop ("),
+              strstr(text, "jobs: fallback: a block of its jobs clearly left the bound of stop (") &&
+              strstr(text, "jobs: no-gain: its gaps gave the LP less than the gain promotion needs over the depth in "
+                           "force's gaps ("),
           "%d lines: %s", lines, text);
     close_pair(&s);
 }

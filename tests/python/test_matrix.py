@@ -272,13 +272,16 @@ def test_a_depth_trials_end_is_read_back_beside_the_arms():
         "of stop's)",
         "gpuyield: pid 7: /s: guarded trial of queue depth 4000 us ended after 16 of its jobs: fallback: a block of "
         "its jobs clearly left the bound of stop (p50 x1.300, p99 x1.500 of stop; the depth in force stays 2000 us)",
+        "gpuyield: pid 7: /s: guarded trial of queue depth 1000 us ended after 64 of its jobs: no-gain: its gaps gave "
+        "the LP less than the gain promotion needs over the depth in force's gaps (p50 x1.004, p99 x1.010 of stop; "
+        "the depth in force stays 0 us)",
     ]
     ends = matrix.trial_ends(lines)
     assert [(t["arm"], t["against"], t["jobs"], t["outcome"], t["ratio_p50"]) for t in ends] == [
         ("depth:2000us", "depth:0us", 384, "rejected", 1.012), ("partition:64", "stop", 16, "fallback", None),
-        ("depth:4000us", "depth:2000us", 16, "fallback", 1.3)]
+        ("depth:4000us", "depth:2000us", 16, "fallback", 1.3), ("depth:1000us", "depth:0us", 64, "no-gain", 1.004)]
     assert matrix.trials_said(ends) == (", trials: depth:2000us rejected after 384, 64 fallback after 16 (LP x1.20), "
-                                        "depth:4000us fallback after 16")
+                                        "depth:4000us fallback after 16, depth:1000us no-gain after 64")
 
 
 def test_the_twin_setups_run_a_second_builds_rule_beside_the_first(tmp_path):
