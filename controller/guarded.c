@@ -1050,16 +1050,22 @@ static bool shifted(struct gy_guard *g, struct gy_guard_change *c)
     return true;
 }
 
+/* Every arm's and depth's cycle sums start again (the LP they ran beside is not the one to come). */
+static void forget_cycles(struct gy_guard *g)
+{
+    memset(g->cycle_work, 0, sizeof g->cycle_work);
+    memset(g->cycle_us, 0, sizeof g->cycle_us);
+    memset(g->depth_cycle_work, 0, sizeof g->depth_cycle_work);
+    memset(g->depth_cycle_us, 0, sizeof g->depth_cycle_us);
+}
+
 struct gy_guard_change gy_guard_reset(struct gy_guard *g)
 {
     struct gy_guard_change c = {.changed = false};
     start_over_if_not_sane(g);
     start_over(g, GY_GUARD_WHY_RESET, &c);
     g->cycle_arm = GY_GUARD_NO_ARM; /* the cycles ran beside the workload that was forgotten */
-    memset(g->cycle_work, 0, sizeof g->cycle_work);
-    memset(g->cycle_us, 0, sizeof g->cycle_us);
-    memset(g->depth_cycle_work, 0, sizeof g->depth_cycle_work);
-    memset(g->depth_cycle_us, 0, sizeof g->depth_cycle_us);
+    forget_cycles(g);
     return c;
 }
 
@@ -1072,10 +1078,7 @@ struct gy_guard_change gy_guard_reset(struct gy_guard *g)
 static void rate_shifted(struct gy_guard *g, struct gy_guard_change *c)
 {
     measure_again(g, c); /* first: the trial's end is kept with its window and cycles */
-    memset(g->cycle_work, 0, sizeof g->cycle_work);
-    memset(g->cycle_us, 0, sizeof g->cycle_us);
-    memset(g->depth_cycle_work, 0, sizeof g->depth_cycle_work);
-    memset(g->depth_cycle_us, 0, sizeof g->depth_cycle_us);
+    forget_cycles(g);
     for (uint32_t a = GY_ARM_STOP + 1; a < GY_GUARD_ARM_COUNT; a++)
         reset_window(&g->arms[a]);
     reset_paired(g);

@@ -299,7 +299,6 @@ def main(argv):
                 if stop_n and nr:
                     line += f", runs of itself x runs of stop {runs / stop_runs:.3f}"
             print(line)
-
     for (phase, cell, setup), depths in sorted(by_gap_depth(argv).items()):
         own = depths.get("own")
         if not own:
@@ -318,4 +317,3 @@ def main(argv):
 
 if __name__ == "__main__":
     main(sys.argv[1:])
-
