@@ -1224,9 +1224,13 @@ static void record_depth(struct gy_guard *g, uint64_t duration_ns, struct gy_gua
      * test alone: 57 / 75 and 89 / 79); one costing 1 % in 2-3 % (1-2 % before), 3 % never, the
      * HP's time over its trace the same (bench/results/2026-12-02-h200-wave-limit/replay_depth_cap.md). */
     _Static_assert(GY_GUARD_DEPTH_TRIAL_MAX <= GY_GUARD_WINDOW_MAX, "a depth's cap must fit its window");
-    if (g->depth_trial && w->n >= GY_GUARD_LP_FUTILE_JOBS && depth_cycle_verdict(g, us, g->depth_in_force) < 0) {
+    if (g->depth_trial && w->n >= GY_GUARD_DEPTH_LP_FUTILE_JOBS && depth_cycle_verdict(g, us, g->depth_in_force) < 0) {
         /* its gaps gave the LP no more than the depth in force's: promotion needs
-         * GY_GUARD_CYCLE_GAIN more, so the rest of the trial could only cost the HP */
+         * GY_GUARD_CYCLE_GAIN more, so the rest of the trial could only cost the HP. From 128 of
+         * its jobs, not an arm's 64: a depth gives a few per cent, and on the H200 the gain of one
+         * that gave x1.04 over its learning read x0.997 after its first 64 jobs (bert + gemm), while
+         * after 128 every depth that gave 4-16 % read x1.026 or more and those beside CUDA-graph
+         * LPs x0.92-1.05 (bench/results/2026-12-03-h200-matrix-coverage-2, early_gain.txt). */
         drop_depth(g, us, GY_GUARD_WHY_KEPT, c);
         return;
     }

@@ -58,6 +58,7 @@
 #define GY_GUARD_CYCLE_HORIZON_US 120000000u /* an arm's cycle sums halve past 2 minutes of cycles */
 #define GY_GUARD_CYCLE_GAIN 0.03    /* promoted only with this much more LP launches/s over cycles */
 #define GY_GUARD_LP_FUTILE_JOBS 64  /* a trial whose cycles give the LP no more than in force's ends here */
+#define GY_GUARD_DEPTH_LP_FUTILE_JOBS 128 /* ... a depth's, whose gain is a few per cent: from here (guarded.c) */
 
 /* ---- statistics (guard_stats.c) ------------------------------------------------------------- */
 /* The k-th smallest (1-based, 1..n) of n values; `scratch` holds n values (sorted there). */
