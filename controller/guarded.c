@@ -265,21 +265,28 @@ static double progress(const struct gy_guard *g, uint32_t arm)
     return arm == GY_ARM_STOP || !w->lp_ns ? 0.0 : (double)w->lp_work * 1e9 / (double)w->lp_ns;
 }
 
-static double cycle_rate(const struct gy_guard *g, uint32_t arm)
+/* Launches per second of counted cycles' sums (0 when none were counted). */
+static double launch_rate(uint32_t work, uint32_t us) { return us ? (double)work * 1e6 / (double)us : 0.0; }
+
+static double cycle_rate(const struct gy_guard *g, uint32_t arm) { return launch_rate(g->cycle_work[arm], g->cycle_us[arm]); }
+
+/* What cycles summed to (work, us) gave the lower processes against (than_work, than_us): 1 when
+ * GY_GUARD_CYCLE_GAIN more launches per second (worth promoting), -1 when no more (a trial can only
+ * cost the HP), 0 in between, or when either has no counted cycle: nothing to compare. */
+static int gain_verdict(uint32_t work, uint32_t us, uint32_t than_work, uint32_t than_us)
 {
-    return g->cycle_us[arm] ? (double)g->cycle_work[arm] * 1e6 / (double)g->cycle_us[arm] : 0.0;
+    if (!us || !than_us)
+        return 0;
+    double mine = launch_rate(work, us), theirs = launch_rate(than_work, than_us);
+    return mine > theirs * (1.0 + GY_GUARD_CYCLE_GAIN) ? 1 : mine <= theirs ? -1 : 0;
 }
 
-/* What `arm`'s cycles gave the lower processes against `than`'s: 1 when GY_GUARD_CYCLE_GAIN more
- * launches per second (worth promoting), -1 when no more (its trial can only cost the HP), 0 in
- * between, or when either has no counted cycle (each longer than GY_GUARD_CYCLE_MAX_BASES jobs:
- * the HP so sparse that the LP has the GPU almost all the time anyway): nothing to compare. */
+/* What `arm`'s cycles gave the lower processes against `than`'s (gain_verdict); no counted cycle
+ * means each was longer than GY_GUARD_CYCLE_MAX_BASES jobs: the HP so sparse that the LP has the
+ * GPU almost all the time anyway. */
 static int lp_cycle_verdict(const struct gy_guard *g, uint32_t arm, uint32_t than)
 {
-    if (!g->cycle_us[arm] || !g->cycle_us[than])
-        return 0;
-    double mine = cycle_rate(g, arm), theirs = cycle_rate(g, than);
-    return mine > theirs * (1.0 + GY_GUARD_CYCLE_GAIN) ? 1 : mine <= theirs ? -1 : 0;
+    return gain_verdict(g->cycle_work[arm], g->cycle_us[arm], g->cycle_work[than], g->cycle_us[than]);
 }
 
 static uint16_t e4(double x)
@@ -473,6 +480,10 @@ static bool arm_or_none(uint32_t arm) { return valid_arm(arm) || arm == GY_GUARD
 
 static bool depth_or_own(uint32_t us) { return us == 0 || depth_index(us) >= 0; }
 
+/* A depth's (or the own bound's, 0) place in the depth cycle sums: 0 the own bound, i + 1 the
+ * ladder's i-th depth. */
+static uint32_t depth_slot(uint32_t us) { return (uint32_t)(depth_index(us) + 1); }
+
 bool gy_guard_sane(const struct gy_guard *g)
 {
     if (!valid_arm(atomic_load_explicit(&g->current, memory_order_relaxed)) || !valid_arm(g->in_force) ||
@@ -533,7 +544,7 @@ static void start_depth_trial(struct gy_guard *g, uint32_t us)
         return;
     reset_window(&g->depth_window);
     reset_paired(g);
-    uint32_t d = (uint32_t)(depth_index(us) + 1);
+    uint32_t d = depth_slot(us);
     g->depth_cycle_work[d] = g->depth_cycle_us[d] = 0; /* its gaps from now, beside the LP of now */
 }
 
@@ -547,12 +558,8 @@ static void start_depth_trial(struct gy_guard *g, uint32_t us)
  * (bench/results/2026-12-03-h200-matrix-coverage-2). */
 static int depth_cycle_verdict(const struct gy_guard *g, uint32_t us, uint32_t than)
 {
-    uint32_t d = (uint32_t)(depth_index(us) + 1), t = (uint32_t)(depth_index(than) + 1);
-    if (!g->depth_cycle_us[d] || !g->depth_cycle_us[t] || !g->depth_cycle_work[t])
-        return 0;
-    double mine = (double)g->depth_cycle_work[d] / g->depth_cycle_us[d];
-    double theirs = (double)g->depth_cycle_work[t] / g->depth_cycle_us[t];
-    return mine > theirs * (1.0 + GY_GUARD_CYCLE_GAIN) ? 1 : mine <= theirs ? -1 : 0;
+    uint32_t d = depth_slot(us), t = depth_slot(than);
+    return gain_verdict(g->depth_cycle_work[d], g->depth_cycle_us[d], g->depth_cycle_work[t], g->depth_cycle_us[t]);
 }
 
 static void start_trial(struct gy_guard *g, uint32_t arm)
@@ -1126,7 +1133,7 @@ struct gy_guard_change gy_guard_cycle(struct gy_guard *g, enum gy_guard_arm arm,
             g->cycle_us[a] += (uint32_t)us;
             if (g->cycle_us[a] > GY_GUARD_CYCLE_HORIZON_US)
                 g->cycle_work[a] /= 2, g->cycle_us[a] /= 2;
-            uint32_t d = (uint32_t)(depth_index(g->gap_us) + 1); /* 0: the own bound */
+            uint32_t d = depth_slot(g->gap_us);
             if (a == GY_ARM_STOP && work <= UINT32_MAX - g->depth_cycle_work[d]) {
                 g->depth_cycle_work[d] += (uint32_t)work;
                 g->depth_cycle_us[d] += (uint32_t)us;
@@ -1524,8 +1531,8 @@ double gy_guard_gap_lp_per_s(const struct gy_guard *g, uint32_t us)
 {
     if (!gy_guard_sane(g) || !depth_or_own(us))
         return 0.0;
-    uint32_t d = (uint32_t)(depth_index(us) + 1);
-    return g->depth_cycle_us[d] ? (double)g->depth_cycle_work[d] * 1e6 / (double)g->depth_cycle_us[d] : 0.0;
+    uint32_t d = depth_slot(us);
+    return launch_rate(g->depth_cycle_work[d], g->depth_cycle_us[d]);
 }
 
 void gy_guard_depth_stats(const struct gy_guard *g, struct gy_guard_arm_stats *out)
