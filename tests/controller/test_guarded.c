@@ -68,13 +68,20 @@ static bool sim_depth_in_force_only;
 static uint64_t sim_now_ns = 1000000000ull, sim_lp_launches;
 static double sim_gap_bases = GAP_BASES; /* a test of a load change sets another; fresh() restores it */
 
-static double depth_gain(const struct pair *p, uint32_t gap_us)
+/* The ladder's index of a depth (1000, 2000, 4000 us), -1 for the own bound. */
+static int ladder_index(uint32_t us)
 {
     static const uint32_t depths[GY_GUARD_DEPTH_COUNT] = {1000, 2000, 4000};
     for (int i = 0; i < GY_GUARD_DEPTH_COUNT; i++)
-        if (depths[i] == gap_us)
-            return p->depth_gain[i] > 0 ? p->depth_gain[i] : default_depth_gain[i];
-    return 1.0;
+        if (depths[i] == us)
+            return i;
+    return -1;
+}
+
+static double depth_gain(const struct pair *p, uint32_t gap_us)
+{
+    int i = ladder_index(gap_us);
+    return i < 0 ? 1.0 : p->depth_gain[i] > 0 ? p->depth_gain[i] : default_depth_gain[i];
 }
 
 /* A job of `arm` and the gap after it, at depth gap_us (what the pick published for it). */
@@ -91,11 +98,8 @@ static void simulate_cycle(const struct pair *p, enum gy_guard_arm arm, uint64_t
 
 static double depth_factor(const struct pair *p, uint32_t depth_us)
 {
-    static const uint32_t depths[GY_GUARD_DEPTH_COUNT] = {1000, 2000, 4000};
-    for (int i = 0; i < GY_GUARD_DEPTH_COUNT; i++)
-        if (depths[i] == depth_us && p->depth_cost[i] > 0)
-            return p->depth_cost[i];
-    return 1.0;
+    int i = ladder_index(depth_us);
+    return i >= 0 && p->depth_cost[i] > 0 ? p->depth_cost[i] : 1.0;
 }
 
 static uint64_t duration_ns(const struct pair *p, enum gy_guard_arm arm, uint32_t depth_us)
