@@ -2227,9 +2227,13 @@ TEST(a_change_of_arm_is_one_verbose_line_from_the_process_that_made_it)
     int lines = capture_end(&cap, text, sizeof text);
     CHECK(lines == 1 && strstr(text, "guarded arm partition:16 -> stop (fallback: the arm's recent jobs left the bound"),
           "stderr: %s", text);
+    /* stop in force, by the fallback (the line above); the jobs after it, all short stop jobs now,
+     * can shorten the HP's cycles past GY_GUARD_SHIFT and re-base the windows (reason shift, the arm
+     * still stop): under ASAN in 10 of 80 runs on the CI machine */
     struct gy_guard snap;
     gy_guarded_snapshot(&s.hp, &snap, &err);
-    CHECK(snap.in_force == GY_ARM_STOP && snap.reason == GY_GUARD_WHY_FALLBACK);
+    CHECK(snap.in_force == GY_ARM_STOP && (snap.reason == GY_GUARD_WHY_FALLBACK || snap.reason == GY_GUARD_WHY_SHIFT),
+          "%s in force (%s)", gy_guard_arm_name(snap.in_force), gy_guard_reason_text(snap.reason));
     close_pair(&s);
 }
 
