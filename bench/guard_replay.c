@@ -23,7 +23,10 @@
  * HP on the H200, bench/results/2026-12-02-h200-wave-limit); the line then also says in how many runs
  * a depth was in force at the end, which, and the median job of the first depth promotion; with
  * `depth-in-force` too, only the jobs after a gap at the depth in force cost F (its trial ran
- * costless): does the rule drop a depth that costs more once promoted than its trial showed. */
+ * costless): does the rule drop a depth that costs more once promoted than its trial showed. With
+ * `gap-spread=S` the LP's launches in each gap spread by S (relative SD, normal, none below 0; 0.25-0.61
+ * a cycle on the H200, bench/results/2026-12-04-h200-depth-gain-rule): does the rule promote a depth
+ * by its gaps' noise. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -51,6 +54,26 @@ static double gap_gain(const struct gy_guard *g)
     return 1.0;
 }
 
+/* The gaps' spread (gap-spread=S): its own xorshift64* stream a run, so the HP's side is the same
+ * with and without it. */
+static double gap_spread;
+static uint64_t spread_state;
+static double spread_uniform(void)
+{
+    spread_state ^= spread_state >> 12, spread_state ^= spread_state << 25, spread_state ^= spread_state >> 27;
+    return (double)((spread_state * 0x2545f4914f6cdd1dull) >> 11) / 9007199254740992.0;
+}
+static double spread_factor(void) /* 1 + S x a standard normal (Irwin-Hall of 12: no libm), at least 0 */
+{
+    if (gap_spread <= 0)
+        return 1.0;
+    double sum = 0;
+    for (int i = 0; i < 12; i++)
+        sum += spread_uniform();
+    double f = 1.0 + gap_spread * (sum - 6.0);
+    return f > 0 ? f : 0;
+}
+
 static int cmp_u32(const void *a, const void *b)
 {
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -75,7 +98,8 @@ static int usage(const char *why)
                     "in us a line; COST: the arms' factor, 1 to 4, or SMS=F pairs joined by '/' (16=1/64=1.5); JOBS, "
                     "RUNS: 1 to 10000000; in-force: the cost only once in force; depth=F: the queue depth learnt too, "
                     "F from 1 to 4 the cost of a job after a gap at a depth; depth-gain=S: the LP launches 1 + S x k "
-                    "as much in a gap at the k-th depth, default 0.04)\n", why);
+                    "as much in a gap at the k-th depth, default 0.04; gap-spread=S: the LP's launches in a gap spread "
+                    "by S, 0 to 1)\n", why);
     return 2;
 }
 
@@ -122,9 +146,11 @@ static int parse_costs(const char *text, double cost[GY_GUARD_ARM_COUNT])
 
 int main(int argc, char **argv)
 {
-    if (argc < 5 || argc > 9)
-        return usage("four arguments, then `in-force`, `depth=F` (and `depth-in-force`, `depth-gain=S`), or nothing");
-    bool in_force_only = false, depth_on = false, depth_in_force_only = false, depth_gain_set = false;
+    if (argc < 5 || argc > 10)
+        return usage("four arguments, then `in-force`, `depth=F` (and `depth-in-force`, `depth-gain=S`, `gap-spread=S`), "
+                     "or nothing");
+    bool in_force_only = false, depth_on = false, depth_in_force_only = false, depth_gain_set = false,
+         spread_set = false;
     double depth_cost = 1.0;
     for (int i = 5; i < argc; i++) {
         char *end;
@@ -137,18 +163,23 @@ int main(int argc, char **argv)
             depth_gain_step = strtod(argv[i] + 11, &end);
             if (*end || end == argv[i] + 11 || !(depth_gain_step >= 0 && depth_gain_step <= 1))
                 return usage("depth-gain=S: S a number from 0 to 1");
+        } else if (strncmp(argv[i], "gap-spread=", 11) == 0 && !spread_set) {
+            spread_set = true;
+            gap_spread = strtod(argv[i] + 11, &end);
+            if (*end || end == argv[i] + 11 || !(gap_spread >= 0 && gap_spread <= 1))
+                return usage("gap-spread=S: S a number from 0 to 1");
         } else if (strncmp(argv[i], "depth=", 6) == 0 && !depth_on) {
             depth_on = true;
             depth_cost = strtod(argv[i] + 6, &end);
             if (*end || end == argv[i] + 6 || !(depth_cost >= 1 && depth_cost <= 4))
                 return usage("depth=F: F a number from 1 to 4");
         } else {
-            return usage("after the four arguments only `in-force`, `depth=F`, `depth-in-force` and `depth-gain=S`, each "
-                         "at most once");
+            return usage("after the four arguments only `in-force`, `depth=F`, `depth-in-force`, `depth-gain=S` and "
+                         "`gap-spread=S`, each at most once");
         }
     }
-    if ((depth_in_force_only || depth_gain_set) && !depth_on)
-        return usage("`depth-in-force` and `depth-gain=S` qualify `depth=F`: give it too");
+    if ((depth_in_force_only || depth_gain_set || spread_set) && !depth_on)
+        return usage("`depth-in-force`, `depth-gain=S` and `gap-spread=S` qualify `depth=F`: give it too");
     double cost[GY_GUARD_ARM_COUNT];
     long jobs, runs;
     if (parse_costs(argv[2], cost))
@@ -192,6 +223,7 @@ int main(int argc, char **argv)
         gy_guard_configure(&g, GY_GUARD_DEFAULT_EPS_P50, GY_GUARD_DEFAULT_EPS_P99, GY_GUARD_DEFAULT_STOP_SHARE,
                            0x5eed + (uint64_t)r);
         gy_guard_set_depth(&g, depth_on);
+        spread_state = 0x9e3779b97f4a7c15ull * (uint64_t)(r + 1) + 1;
         depth_first[r] = -1;
         uint64_t now_ns = 1000000000ull, lp = 0;
         long start = r * n / runs;
@@ -207,7 +239,7 @@ int main(int argc, char **argv)
             double factor = (costs ? cost[arm] : 1.0) * (depth_costs ? depth_cost : 1.0);
             uint64_t ns = (uint64_t)(trace[(start + j) % n] * factor * 1000.0);
             now_ns += ns + (uint64_t)(gap_ms * 1e6);
-            double cycle_lp = job_launches_per_ms[arm] * ns / 1e6 + GAP_LAUNCHES_PER_MS * gap_ms * gap_gain(&g);
+            double cycle_lp = job_launches_per_ms[arm] * ns / 1e6 + GAP_LAUNCHES_PER_MS * gap_ms * gap_gain(&g) * spread_factor();
             lp += (uint64_t)cycle_lp;
             lp_total += cycle_lp;
             lp_stop += GAP_LAUNCHES_PER_MS * gap_ms;
@@ -256,8 +288,8 @@ int main(int argc, char **argv)
         if (trial_ends[o])
             printf(" %s=%ld", gy_guard_trial_outcome_name((enum gy_guard_trial_outcome)o), trial_ends[o]);
     if (depth_on) {
-        printf("; depth: in force at the end in %ld of %ld runs, first depth promotion at job %ld (median), by us:",
-               depth_at_end, runs, median(depth_first, e));
+        printf("; depth: in force at the end in %ld of %ld runs, promoted in %ld, first depth promotion at job %ld "
+               "(median), by us:", depth_at_end, runs, e, median(depth_first, e));
         for (int i = 0; i < GY_GUARD_DEPTH_COUNT; i++)
             if (depth_ends[i])
                 printf(" %u:%ld", depths[i], depth_ends[i]);

@@ -14,10 +14,13 @@ a depth costing F: each cell then also says in how many runs a depth was in forc
 the median job of its first promotion), and a last row which depths; with --depth-in-force-only
 only the jobs at the depth in force cost F (its trial ran costless). The LP launches 4 % more a
 step of the depth ladder in a gap at a depth (--depth-gain S: 1 + S x k at the k-th; 0, an LP the
-depth gives nothing), since the rule promotes a depth only with the gain an arm needs.
+depth gives nothing), since the rule promotes a depth only with the gain an arm needs; with --gap-spread S
+the LP's launches in each gap spread by S (relative SD; 0.25-0.61 a cycle on the H200), so that a depth
+giving under the gain (--depth-gain 0.01) is promoted only by that noise.
 `guard-replay` (built from bench/guard_replay.c) runs the rule itself; a build of another commit replays that rule.
     python3 -m bench.guard_replay --build BUILD DIR [DIR ...] [--costs 1,1.02,1.03] [--jobs 2000] [--runs 40]
-                                  [--in-force-only] [--depth-cost F [--depth-in-force-only] [--depth-gain S]]
+                                  [--in-force-only] [--depth-cost F [--depth-in-force-only] [--depth-gain S]
+                                  [--gap-spread S]]
 Each DIR a matrix invocation's folder (raw.json, raw.json.xz or raw.json.gz)."""
 import argparse
 import os
@@ -33,7 +36,8 @@ LINE = re.compile(r"promoted in (\d+) of (\d+) runs, in force at the end in (\d+
                   r" LP launches \+(-?[\d.]+) % over stop's"
                   r".*dropped after promotion in (\d+), (-?\d+) jobs after it.*in force at the end by SMs:(.*?)"
                   r"(?:; trials ended:(.*?))?"
-                  r"(?:; depth: in force at the end in (\d+) of \d+ runs, first depth promotion at job (-?\d+) \(median\),"
+                  r"(?:; depth: in force at the end in (\d+) of \d+ runs, promoted in (\d+), first depth promotion at job"
+                  r" (-?\d+) \(median\),"
                   r" by us:(.*))?$",
                   re.M)
 PROFILE = re.compile(r"^\d+=[\d.]+(/\d+=[\d.]+)*$")
@@ -63,13 +67,14 @@ def traces(folders):
 
 
 def replay(binary, trace, cost, jobs, runs, in_force_only=False, depth_cost=None, depth_in_force_only=False,
-           depth_gain=None):
+           depth_gain=None, gap_spread=None):
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
         f.write("\n".join(str(max(1, us)) for us in trace))
     try:
         extra = ((["in-force"] if in_force_only else []) + ([f"depth={depth_cost}"] if depth_cost is not None else [])
                  + (["depth-in-force"] if depth_in_force_only else [])
-                 + ([f"depth-gain={depth_gain}"] if depth_gain is not None else []))
+                 + ([f"depth-gain={depth_gain}"] if depth_gain is not None else [])
+                 + ([f"gap-spread={gap_spread}"] if gap_spread is not None else []))
         out = subprocess.run([binary, f.name, f"{cost}", str(jobs), str(runs)] + extra,
                              capture_output=True, text=True, check=False)
     finally:
@@ -81,14 +86,15 @@ def replay(binary, trace, cost, jobs, runs, in_force_only=False, depth_cost=None
     # (promoted, runs, in force at the end, first promotion, % of jobs on arms, HP time + %, LP + %, dropped,
     #  jobs after, {SMs: runs that ended with that size in force}, {outcome: trials that ended so},
     #  and with a depth cost (runs with a depth in force at the end, median first depth promotion,
-    #  {us: runs that ended with that depth}), else None)
+    #  {us: runs that ended with that depth}, runs that promoted a depth at all), else None)
     ends = {int(k): int(v) for k, v in (pair.split(":") for pair in g[9].split())}
     how = {k: int(v) for k, v in (pair.split("=") for pair in (g[10] or "").split())}
     depth = None
     if depth_cost is not None:
         if g[11] is None:
             raise RuntimeError(f"{binary} said nothing of the depth: a build from before guard-replay's depth=F")
-        depth = (int(g[11]), int(g[12]), {int(k): int(v) for k, v in (pair.split(":") for pair in g[13].split())})
+        depth = (int(g[11]), int(g[13]), {int(k): int(v) for k, v in (pair.split(":") for pair in g[14].split())},
+                 int(g[12]))
     return tuple(int(x) for x in g[:4]) + tuple(float(x) for x in g[4:7]) + tuple(int(x) for x in g[7:9]) + (ends, how, depth)
 
 
@@ -109,7 +115,12 @@ def main(argv=None):
     p.add_argument("--depth-gain", type=float, default=None, metavar="S",
                    help="with --depth-cost: the LP launches 1 + S x k as much in a gap at the k-th depth (1000, 2000, "
                         "4000 us; default 0.04, 0: an LP the depth gives nothing, as a CUDA-graph LP on the H200)")
+    p.add_argument("--gap-spread", type=float, default=None, metavar="S",
+                   help="with --depth-cost: the LP's launches in each gap spread by S (relative SD, 0 to 1; 0.25-0.61 "
+                        "a cycle on the H200)")
     args = p.parse_args(argv)
+    if args.gap_spread is not None and (args.depth_cost is None or not 0 <= args.gap_spread <= 1):
+        p.error(f"--gap-spread {args.gap_spread}: a spread from 0 to 1, with --depth-cost F")
     if args.depth_in_force_only and args.depth_cost is None:
         p.error("--depth-in-force-only qualifies --depth-cost F: give both")
     if args.depth_gain is not None and args.depth_cost is None:
@@ -142,6 +153,7 @@ def main(argv=None):
     print("|---|---|" + "---|" * len(costs))
     total = {c: [0, 0] for c in costs}
     depth_total = {c: 0 for c in costs}  # runs with a depth in force at the end (--depth-cost)
+    depth_promoted = {c: 0 for c in costs}  # ... and runs that promoted one at all
     # per cell: the share of jobs on partition arms, the HP's time over the trace, the LP's launches over stop's
     on_arms, hp_over, lp_over = ({c: [] for c in costs} for _ in range(3))
     ends = {c: {} for c in costs}  # SMs -> runs that ended with that size in force
@@ -152,7 +164,7 @@ def main(argv=None):
         for c in costs:
             promoted, runs, _, first, arms_pct, over_pct, lp_pct, dropped, after, ended, outcomes, depth = replay(
                 binary, trace, c, args.jobs, args.runs, args.in_force_only, args.depth_cost, args.depth_in_force_only,
-                args.depth_gain)
+                args.depth_gain, args.gap_spread)
             for sms, n in ended.items():
                 ends[c][sms] = ends[c].get(sms, 0) + n
             for o, n in outcomes.items():
@@ -169,12 +181,14 @@ def main(argv=None):
             if depth is not None:
                 row += f"; depth {depth[0]}/{runs}" + (f" ({depth[1]})" if depth[1] >= 0 else "")
                 depth_total[c] += depth[0]
+                depth_promoted[c] += depth[3]
                 for us, n in depth[2].items():
                     depth_ends[c][us] = depth_ends[c].get(us, 0) + n
         print(row + " |")
     # over every cell: the runs that promoted (or, --in-force-only, the promoted ones dropped again)
     print("| all | | " + " | ".join((f"{t[0]}/{t[1]} ({t[0] / t[1]:.0%})" if t[1] else "-") +
-                                   (f"; depth {depth_total[c]}/{t[1]} ({depth_total[c] / t[1]:.0%})"
+                                   (f"; depth {depth_total[c]}/{t[1]} ({depth_total[c] / t[1]:.0%}),"
+                                    f" promoted in {depth_promoted[c]}"
                                     if args.depth_cost is not None and t[1] else "")
                                    for c, t in total.items()) + " |")
     # the two axes over every cell (means of the cells'): what the LP got (jobs on arms, its launches over

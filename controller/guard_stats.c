@@ -163,3 +163,23 @@ double gy_guard_blocks_z(int64_t u2_sum, uint64_t var12_sum)
     /* z = sum(U - mk/2) / sqrt(sum mk(m+k+1)/12) = (u2_sum / 2) / sqrt(var12_sum / 12) */
     return var12_sum ? (double)u2_sum / 2 / root((double)var12_sum / 12) : 0;
 }
+
+double gy_guard_ratio_gain_z(const struct gy_guard_ratio_sums *tried, const struct gy_guard_ratio_sums *base,
+                             double reference)
+{
+    const struct gy_guard_ratio_sums *side[2] = {tried, base};
+    double rate[2], rel_var = 0; /* each side's rate, and the sum of their variances over rate^2 */
+    for (int i = 0; i < 2; i++) {
+        const struct gy_guard_ratio_sums *s = side[i];
+        if (!(s->work > 0 && s->us > 0))
+            return 0;
+        rate[i] = s->work / s->us;
+        rel_var += (s->spread > 0 ? s->spread : 0) / (s->us * s->us) / (rate[i] * rate[i]);
+    }
+    double q = rate[0] / rate[1], se = q * root(rel_var), z;
+    if (se > 0)
+        z = (q - reference) / se;
+    else
+        z = q > reference ? GY_GUARD_GAIN_Z_MAX : q < reference ? -GY_GUARD_GAIN_Z_MAX : 0;
+    return z > GY_GUARD_GAIN_Z_MAX ? GY_GUARD_GAIN_Z_MAX : z < -GY_GUARD_GAIN_Z_MAX ? -GY_GUARD_GAIN_Z_MAX : z == z ? z : 0;
+}

@@ -46,7 +46,10 @@
  * the same stop samples (at half the p50 bound, block by block while tried: record_depth), whose
  * gaps stay at the lower processes' own bound: the job's class (stop
  * sample or not) is drawn at the begin before it, so the gap runs at its depth. A depth within the
- * bound is promoted (deeper always gives the LP more: no progress to compare), with stop in force
+ * bound is promoted if its gaps (over stop jobs' cycles, by the depth of the gap after the job) give
+ * the LP GY_GUARD_CYCLE_GAIN more launches per second than the depth in force's, over half of that
+ * shown at z >= GY_GUARD_GAIN_Z against the cycles' spread in its trial's stretch (depth_gain_z;
+ * until then the trial runs on, to its cap), with stop in force
  * on confirmation as a promoted arm is (its first GY_GUARD_CONFIRM_JOBS jobs in force in fresh
  * windows, out when futile against the whole p50 bound); one out of it goes like an arm (fallback
  * to the own bound, backoff). */
@@ -546,6 +549,59 @@ static void start_depth_trial(struct gy_guard *g, uint32_t us)
     reset_paired(g);
     uint32_t d = depth_slot(us);
     g->depth_cycle_work[d] = g->depth_cycle_us[d] = 0; /* its gaps from now, beside the LP of now */
+    for (int side = 0; side < 2; side++) /* its gain test's sums: this stretch's alone */
+        g->gain_work[side] = g->gain_us[side] = 0, g->gain_spread[side] = 0;
+}
+
+/* A stop job's cycle, its gap at `gap_us`, into the depth trial's gain test: side 0 the gaps at
+ * the lower processes' own bound (before a stop sample), 1 those at the depth tried; other gaps
+ * (a trial begun since this gap was published) count for neither. Its spread is off the side's
+ * rate over the cycles before it (the own bound's long-run rate for a side's first): the spread
+ * off the rate over all of them would need three sums a side, and one off the rate before is a
+ * prediction's, in expectation larger (the test more cautious), not smaller. */
+static void add_gain_cycle(struct gy_guard *g, uint32_t gap_us, uint32_t work, uint32_t us)
+{
+    int side = !g->depth_trial ? -1 : gap_us == g->depth_trial ? 1 : gap_us == 0 ? 0 : -1;
+    if (side < 0 || work > UINT32_MAX - g->gain_work[side] || us > UINT32_MAX - g->gain_us[side])
+        return;
+    double rate = g->gain_us[side] ? (double)g->gain_work[side] / g->gain_us[side]
+                                   : launch_rate(g->depth_cycle_work[0], g->depth_cycle_us[0]) / 1e6;
+    double off = (double)work - rate * us;
+    g->gain_work[side] += work;
+    g->gain_us[side] += us;
+    g->gain_spread[side] += (float)(off * off);
+}
+
+/* The depth tried's gain over the depth in force, standardized against the cycles' spread: its
+ * gaps' launch rate over the own bound's gaps' of the same stretch (its trial's), against the depth
+ * in force's over the own bound's (their long-run sums; 1 with the own bound in force) times half
+ * the bar (1 + GY_GUARD_CYCLE_GAIN / 2), each side over at least GY_GUARD_MIN_JOBS cycles of the
+ * HP's mean. The point verdict (depth_cycle_verdict) reads a ratio of sums that spread 0.25-0.61 a
+ * cycle on the H200: at a trial's few hundred cycles a depth giving 0-2 % read over its 3 % bar in
+ * 8-36 % of draws from the learnings' own cycles, and gemm + graph promoted 1000 us at x1.019 over
+ * its learning (bench/results/2026-12-04-h200-depth-gain-rule, gain_noise.txt). Replayed on 28 H200
+ * learnings' stop jobs with the gaps spread 0.4 (replay_gain_z/), a costless depth whose gaps give
+ * 1-3 % was in force at the end in 3 % of runs against 39 % on the point verdict alone, one giving
+ * 4-12 % in 74 % against 81 %, 2-6 % in 20 % against 63 %; shown over the whole bar instead, 0 %
+ * and 67 %, but a 4 % gain almost never (2-6 %: 3 %); tested once, where the HP's test passes,
+ * 1 % and 48 %. */
+static double depth_gain_z(const struct gy_guard *g)
+{
+    struct gy_guard_ratio_sums side[2];
+    for (int i = 0; i < 2; i++) {
+        if (!g->cycle_mean_us || g->gain_us[i] < (uint64_t)GY_GUARD_MIN_JOBS * g->cycle_mean_us)
+            return 0;
+        side[i] = (struct gy_guard_ratio_sums){g->gain_work[i], g->gain_us[i], g->gain_spread[i]};
+    }
+    double reference = 1.0;
+    if (g->depth_in_force) {
+        uint32_t f = depth_slot(g->depth_in_force);
+        double in_force = launch_rate(g->depth_cycle_work[f], g->depth_cycle_us[f]),
+               own = launch_rate(g->depth_cycle_work[0], g->depth_cycle_us[0]);
+        if (in_force > 0 && own > 0)
+            reference = in_force / own;
+    }
+    return gy_guard_ratio_gain_z(&side[1], &side[0], reference * (1.0 + GY_GUARD_CYCLE_GAIN / 2));
 }
 
 /* What the gaps at depth `us` gave the lower processes against those at `than` (0: their own
@@ -1139,6 +1195,7 @@ struct gy_guard_change gy_guard_cycle(struct gy_guard *g, enum gy_guard_arm arm,
                 g->depth_cycle_us[d] += (uint32_t)us;
                 if (g->depth_cycle_us[d] > GY_GUARD_CYCLE_HORIZON_US)
                     g->depth_cycle_work[d] /= 2, g->depth_cycle_us[d] /= 2;
+                add_gain_cycle(g, g->gap_us, (uint32_t)work, (uint32_t)us);
             }
             note_rate(g, us, &c);
         }
@@ -1247,6 +1304,15 @@ static void record_depth(struct gy_guard *g, uint64_t duration_ns, struct gy_gua
         /* within the bound, but its gaps did not give the LP the gain promotion needs: not tried
          * again for a while, as a rejected depth (drop_depth's backoff) */
         drop_depth(g, us, GY_GUARD_WHY_KEPT, c);
+    } else if (verdict > 0 && g->depth_trial && depth_gain_z(g) < GY_GUARD_GAIN_Z) {
+        /* within the bound, its gaps over the bar, but their gain not shown against the cycles'
+         * spread (depth_gain_z): the trial runs on, each look another test, to an arm's cap
+         * (GY_GUARD_TRIAL_MAX), where it ends as giving the LP too little. To its own cap
+         * (twice that) the arms' trials wait for it longer: in 2 of 20 seeds of the test of this
+         * (a_depth_whose_gain_is_within_the_gaps_spread...) the largest arm was not reached in
+         * 8 000 jobs; replayed, a depth giving 2-6 % was in force in 27 % of runs against 20 % */
+        if (w->n >= GY_GUARD_TRIAL_MAX)
+            drop_depth(g, us, GY_GUARD_WHY_KEPT, c);
     } else if (verdict > 0 && g->depth_trial) {
         /* within the bound, its gaps giving the LP the gain promotion needs: promoted; the arm
          * in force's window now runs at this depth (its jobs are these). Until 2026-12-03 a depth
@@ -1526,6 +1592,8 @@ void gy_guard_force(struct gy_guard *g, enum gy_guard_arm arm)
     reset_window(&g->arms[arm]);
     reset_paired(g);
 }
+
+double gy_guard_depth_gain_z(const struct gy_guard *g) { return gy_guard_sane(g) && g->depth_trial ? depth_gain_z(g) : 0.0; }
 
 double gy_guard_gap_lp_per_s(const struct gy_guard *g, uint32_t us)
 {

@@ -59,6 +59,8 @@
 #define GY_GUARD_CYCLE_GAIN 0.03    /* promoted only with this much more LP launches/s over cycles */
 #define GY_GUARD_LP_FUTILE_JOBS 64  /* a trial whose cycles give the LP no more than in force's ends here */
 #define GY_GUARD_DEPTH_LP_FUTILE_JOBS 128 /* ... a depth's, whose gain is a few per cent: from here (guarded.c) */
+#define GY_GUARD_GAIN_Z GY_GUARD_LOOK_Z /* ... and promoted only with its gain over half that shown at this z */
+#define GY_GUARD_GAIN_Z_MAX 1000.0  /* the gain's z is clamped here (no spread: a test feeding exact numbers) */
 
 /* ---- statistics (guard_stats.c) ------------------------------------------------------------- */
 /* The k-th smallest (1-based, 1..n) of n values; `scratch` holds n values (sorted there). */
@@ -91,6 +93,19 @@ void gy_guard_block_u(const uint32_t *arm, uint32_t m, const uint32_t *stop, uin
                       int32_t *u2, uint32_t *var12);
 /* The standardized sum over blocks: z >> 0, the arm's jobs shorter than stop's times 1 + eps. */
 double gy_guard_blocks_z(int64_t u2_sum, uint64_t var12_sum);
+
+/* Cycles summed for a ratio of sums (launches per microsecond over them): their launches, length,
+ * and the sum of each cycle's squared launches off the ratio (its spread, sum (w - R u)^2). */
+struct gy_guard_ratio_sums {
+    double work, us, spread;
+};
+/* How far one ratio of sums stands over another times `reference`, standardized: (Q - reference) /
+ * se(Q), Q = (work/us of `tried`) / (work/us of `base`), its variance by the delta method from
+ * each side's spread (the ratio estimator's variance: spread / us^2). z >> 0: tried's rate is
+ * above base's times reference beyond its noise. 0 when a side has nothing counted;
+ * +-GY_GUARD_GAIN_Z_MAX without any spread (and for any reading past it), so always finite. */
+double gy_guard_ratio_gain_z(const struct gy_guard_ratio_sums *tried, const struct gy_guard_ratio_sums *base,
+                             double reference);
 
 /* ---- the rule (guarded.c) ------------------------------------------------------------------- */
 
@@ -194,6 +209,10 @@ void gy_guard_depth_stats(const struct gy_guard *g, struct gy_guard_arm_stats *o
 /* The lower processes' launches per second over stop jobs' cycles whose gap ran at `us` (0: their
  * own bound; one of GY_GUARD_DEPTHS), what a depth is promoted by; 0 when unmeasured. */
 double gy_guard_gap_lp_per_s(const struct gy_guard *g, uint32_t us);
+/* The depth tried's gain over the depth in force's x (1 + GY_GUARD_CYCLE_GAIN / 2), its z against
+ * the cycles' spread (promotion needs GY_GUARD_GAIN_Z); 0 with no trial or fewer than
+ * GY_GUARD_MIN_JOBS cycles a side. */
+double gy_guard_depth_gain_z(const struct gy_guard *g);
 const char *gy_guard_arm_name(enum gy_guard_arm arm);  /* "stop", "partition:16", ...; "?" if unknown */
 unsigned gy_guard_arm_sms(enum gy_guard_arm arm);      /* the lower processes' SMs; 0 for stop */
 /* Was a job whose guard job count was kept as `dated` (its low 32 bits: stop_recent_job) counted at

@@ -183,6 +183,14 @@ struct gy_guard {
     uint32_t gap_us;
     uint32_t depth_cycle_work[GY_GUARD_DEPTH_COUNT + 1];
     uint32_t depth_cycle_us[GY_GUARD_DEPTH_COUNT + 1];
+    /* The depth trial's gain test (guarded.c, depth_gain_z): over its stretch's stop jobs' cycles
+     * whose gap ran at the lower processes' own bound ([0]) or at the depth tried ([1]), their
+     * launches and length (microseconds), and the squares of each cycle's launches off the rate of
+     * the cycles before it (its spread; a float: the segment stays under 64 KiB, these took the
+     * last 24 bytes). They start with the trial. */
+    uint32_t gain_work[2];
+    uint32_t gain_us[2];
+    float gain_spread[2];
     /* The window under test (a trial's, else the arm in force's) against stop block by block
      * (gy_guard_block_u, guarded.c): sums over its blocks of GY_GUARD_RECENT jobs, each against
      * stop's jobs of the same stretch of time; they start again with stop's paired window, and

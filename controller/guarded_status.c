@@ -88,7 +88,9 @@ int gy_guarded_json(const struct gy_guard *g, char *buf, size_t len)
     static const uint32_t depths[GY_GUARD_DEPTH_COUNT] = {GY_GUARD_DEPTHS(GAP_DEPTH_US)};
     for (int i = 0; i < GY_GUARD_DEPTH_COUNT; i++) /* what the gaps at each depth gave the LP: promotion's gain */
         EMIT(", \"%u\": %.1f", depths[i], gy_guard_gap_lp_per_s(g, depths[i]));
-    EMIT("}, \"trial\": ");
+    EMIT("}, \"gain_z\": "); /* the depth tried's gain shown against its gaps' spread (promotion needs GY_GUARD_GAIN_Z) */
+    EMIT(g->depth_trial ? "%.2f" : "null", gy_guard_depth_gain_z(g));
+    EMIT(", \"trial\": ");
     if (!gy_guard_depth_outlook(g, &o)) { /* where the depth tried stands, as an arm's trial */
         EMIT("null}");
     } else {
@@ -167,8 +169,8 @@ void gy_guarded_print(FILE *to, const struct gy_guard *g)
                                                     : "",
                 gy_guard_reason_text((enum gy_guard_reason)g->depth_reason));
         if (g->depth_trial)
-            fprintf(to, "%u us; its window %u jobs, p50 %.3f ms, p99 %.3f ms\n", g->depth_trial, d.window, d.p50_ms,
-                    d.p99_ms);
+            fprintf(to, "%u us; its window %u jobs, p50 %.3f ms, p99 %.3f ms; its gaps' gain z %.2f (promotion: %.1f)\n",
+                    g->depth_trial, d.window, d.p50_ms, d.p99_ms, gy_guard_depth_gain_z(g), GY_GUARD_GAIN_Z);
         else
             fprintf(to, "-\n");
         if (gy_guard_depth_outlook(g, &o)) {

@@ -41,7 +41,7 @@
     X(gy_guard, depth_reason) X(gy_guard, depth_confirmed) X(gy_guard, depth_backoff_until)               \
     X(gy_guard, depth_strikes) X(gy_guard, depth_window) X(gy_guard, cycle_arm) X(gy_guard, cycle_mean_us)   \
     X(gy_guard, cycle_start_ns) X(gy_guard, cycle_start_work) X(gy_guard, cycle_work) X(gy_guard, cycle_us)   \
-    X(gy_guard, cycles_counted) X(gy_guard, rate_ref_us) X(gy_guard, gap_us) X(gy_guard, depth_cycle_work) X(gy_guard, depth_cycle_us) X(gy_guard, blocks_arm) X(gy_guard, blocks_u2) X(gy_guard, blocks_var12) X(gy_guard, stop_block) \
+    X(gy_guard, cycles_counted) X(gy_guard, rate_ref_us) X(gy_guard, gap_us) X(gy_guard, depth_cycle_work) X(gy_guard, depth_cycle_us) X(gy_guard, gain_work) X(gy_guard, gain_us) X(gy_guard, gain_spread) X(gy_guard, blocks_arm) X(gy_guard, blocks_u2) X(gy_guard, blocks_var12) X(gy_guard, stop_block) \
     X(gy_guard, trials_ended) X(gy_guard, last_trial)
 #define GY_GUARD_WINDOW_FIELDS(X)                                                                      \
     X(gy_guard_window, bins) X(gy_guard_window, recent) X(gy_guard_window, head) X(gy_guard_window, recent_n) X(gy_guard_window, n) X(gy_guard_window, jobs)         \

@@ -1443,6 +1443,19 @@ def test_guard_replay_promotes_a_costless_arm_on_a_measured_trace_and_never_a_co
                               "--depth-cost", "1", "--depth-gain", "0"]) == 0
     row = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("| small + gemm, poisson-25 |")][0]
     assert re.search(r"; depth 0/4", row), row
+    # the gaps' launches spread (--gap-spread, as on the H200): a depth giving the LP 4 % a step is
+    # still promoted; the total row counts the runs that promoted one at all
+    assert guard_replay.main(["--build", build, str(tmp_path), "--costs", "1.5", "--jobs", "6000", "--runs", "4",
+                              "--depth-cost", "1", "--gap-spread", "0.4"]) == 0
+    out = capsys.readouterr().out
+    row = [ln for ln in out.splitlines() if ln.startswith("| small + gemm, poisson-25 |")][0]
+    total = [ln for ln in out.splitlines() if ln.startswith("| all |")][0]
+    kept, promoted = int(re.search(r"; depth (\d+)/4", row).group(1)), int(re.search(r"promoted in (\d+)", total).group(1))
+    assert kept > 0 and promoted >= kept, (row, total)
+    for bad_spread in (["--gap-spread", "0.4"], ["--depth-cost", "1", "--gap-spread", "2"]):
+        with pytest.raises(SystemExit):
+            guard_replay.main(["--build", build, str(tmp_path)] + bad_spread)
+        assert "--gap-spread" in capsys.readouterr().err
     # a depth costing 1.5x only once in force (its trial costless): promoted (its median first
     # promotion a job number), then dropped again on its confirmation in all runs but one at most
     assert guard_replay.main(["--build", build, str(tmp_path), "--costs", "1.5", "--jobs", "6000", "--runs", "4",
@@ -1463,7 +1476,8 @@ def test_guard_replay_promotes_a_costless_arm_on_a_measured_trace_and_never_a_co
     trace = tmp_path / "trace.txt"
     trace.write_text("\n".join(["4000"] * 64))
     for extra in (["depth=9"], ["depth=1", "depth=1"], ["deep"], ["depth-in-force"], ["depth-gain=0"],
-                  ["depth=1", "depth-gain=-1"], ["depth=1", "depth-gain=0", "depth-gain=0"]):
+                  ["depth=1", "depth-gain=-1"], ["depth=1", "depth-gain=0", "depth-gain=0"], ["gap-spread=0.4"],
+                  ["depth=1", "gap-spread=2"], ["depth=1", "gap-spread=0.1", "gap-spread=0.1"]):
         bad = subprocess.run([os.path.join(build, "bench", "guard-replay"), str(trace), "1", "100", "2"] + extra,
                              capture_output=True, text=True)
         assert bad.returncode == 2 and "usage: guard-replay" in bad.stderr and bad.stderr.count("\n") == 2, (extra, bad.stderr)
