@@ -811,7 +811,8 @@ def trials_said(ends):
 
 def trial_outlook(guard):
     """', trying ARM (N of its jobs, z Z now: about K more)' from status --json's guarded object (and
-    ', trying depth US us (...)' for a queue depth's trial, its "queue_depth" "trial"), or ''."""
+    ', trying depth US us (..., gain z G)' for a queue depth's trial, its "queue_depth" "trial" and
+    "gain_z"), or ''."""
     said, depth = "", guard.get("queue_depth") or {}
     for t, depth_us in ((guard.get("trial"), None), (depth.get("trial"), depth.get("trying_us"))):
         if not t:
@@ -820,7 +821,9 @@ def trial_outlook(guard):
         more = t.get("more_jobs_estimate")
         ahead = ("" if more is None else f": about {more} more of its jobs" + (", past its trial's cap" if t.get("beyond_cap") else ""))
         what = t["arm"] if depth_us is None else f"depth {depth_us} us"
-        said += f", trying {what} ({t['jobs']} of its jobs, {z}{ahead})"
+        # a depth's gain shown against its gaps' spread (promotion needs 2.5 too; since a39ef9f)
+        gain = "" if depth_us is None or depth.get("gain_z") is None else f", gain z {depth['gain_z']:.2f}"
+        said += f", trying {what} ({t['jobs']} of its jobs, {z}{ahead}{gain})"
     return said
 
 

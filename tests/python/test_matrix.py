@@ -1630,6 +1630,9 @@ def test_the_learning_line_says_where_the_trial_stands():
     assert matrix.trial_outlook(dict(depth, trial=t)).startswith(", trying partition:64 (412 of its jobs, not judged yet)"
                                                                  ", trying depth 2000 us (")
     assert matrix.trial_outlook({"queue_depth": {"trying_us": None, "trial": None}}) == ""
+    # with its gaps' gain shown against their spread (status since a39ef9f)
+    depth["queue_depth"]["gain_z"] = 1.234
+    assert matrix.trial_outlook(depth).endswith("past its trial's cap, gain z 1.23)")
 
 
 def test_hp_noise_separates_drift_from_job_to_job_noise_and_names_the_host_side():
