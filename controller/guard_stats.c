@@ -6,6 +6,7 @@
  *     test between two of them, for promotion: it compares every arm job with every stop job, so
  *     it needs far fewer jobs than two separate confidence intervals of medians (and no
  *     point estimate of a noisy median ever promotes an arm; the test's bound does). */
+#include <float.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -171,7 +172,7 @@ double gy_guard_ratio_gain_z(const struct gy_guard_ratio_sums *tried, const stru
     double rate[2], rel_var = 0; /* each side's rate, and the sum of their variances over rate^2 */
     for (int i = 0; i < 2; i++) {
         const struct gy_guard_ratio_sums *s = side[i];
-        if (!(s->work > 0 && s->us > 0))
+        if (!(s->work > 0 && s->us > 0 && s->spread >= 0 && s->spread <= DBL_MAX)) /* NaN or infinite: no evidence */
             return 0;
         rate[i] = s->work / s->us;
         rel_var += (s->spread > 0 ? s->spread : 0) / (s->us * s->us) / (rate[i] * rate[i]);

@@ -54,6 +54,7 @@
  * windows, out when futile against the whole p50 bound); one out of it goes like an arm (fallback
  * to the own bound, backoff). */
 #include <errno.h>
+#include <float.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -500,6 +501,9 @@ bool gy_guard_sane(const struct gy_guard *g)
         return false;
     for (uint32_t a = 0; a < GY_GUARD_ARM_COUNT; a++)
         if (!window_sane(&g->arms[a]))
+            return false;
+    for (int side = 0; side < 2; side++) /* a NaN or infinite spread could read as no spread: a gain shown */
+        if (!(g->gain_spread[side] >= 0 && g->gain_spread[side] <= FLT_MAX))
             return false;
     return true;
 }

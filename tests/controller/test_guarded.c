@@ -398,7 +398,7 @@ TEST(settings_out_of_range_are_refused)
 TEST(a_guard_with_an_index_out_of_range_starts_over_keeping_its_settings)
 {
     struct run r = {0};
-    for (int field = 0; field < 9; field++) {
+    for (int field = 0; field < 11; field++) {
         struct gy_guard *g = fresh(40 + (uint64_t)field);
         REQUIRE(gy_guard_configure(g, 0.03, 0.07, 0.3, 40 + (uint64_t)field) == 0);
         simulate(g, &costless, 1200, &r);
@@ -413,6 +413,8 @@ TEST(a_guard_with_an_index_out_of_range_starts_over_keeping_its_settings)
         case 5: g->cycle_arm = 12; break;
         case 6: g->reason = GY_GUARD_REASON_COUNT; break;
         case 7: g->depth_in_force = 1234; break;
+        case 8: g->gain_spread[0] = NAN; break; /* would read as no spread: a depth's gain shown */
+        case 9: g->gain_spread[1] = -1.0f; break;
         default: atomic_store(&g->current, 77u); break;
         }
         CHECK(!gy_guard_sane(g), "field %d: not sane", field);
