@@ -570,10 +570,12 @@ static void add_gain_cycle(struct gy_guard *g, uint32_t gap_us, uint32_t work, u
         return;
     double rate = g->gain_us[side] ? (double)g->gain_work[side] / g->gain_us[side]
                                    : launch_rate(g->depth_cycle_work[0], g->depth_cycle_us[0]) / 1e6;
-    double off = (double)work - rate * us;
+    double off = (double)work - rate * us, square = off * off;
     g->gain_work[side] += work;
     g->gain_us[side] += us;
-    g->gain_spread[side] += (float)(off * off);
+    /* a double past FLT_MAX does not convert (undefined): clamped, the sum then goes infinite and
+     * the guard is not sane (a segment's garbage; real cycles square to under 10^12) */
+    g->gain_spread[side] += (float)(square < FLT_MAX ? square : FLT_MAX);
 }
 
 /* The depth tried's gain over the depth in force, standardized against the cycles' spread: its
