@@ -30,10 +30,20 @@ $(error CUDA_HOME=$(CUDA_HOME) has no include/cuda.h: pass the toolkit root (e.g
 endif
 endif
 
+# What every object was compiled under, kept in the build folder: when a folder is reused with
+# another CUDA_HOME or SAN, every object is made again. Without it objects made without CUDA (no
+# NVTX ranges in the hook) stayed beside ones made with it, and the NVTX test failed on the mix.
+BUILD_FLAGS := $(CC) $(CFLAGS) $(LDFLAGS) CUDA_HOME=$(CUDA_HOME)
+FLAGS_STAMP := $(O)/obj/.build-flags
+ifneq ($(file <$(FLAGS_STAMP)),$(BUILD_FLAGS))
+$(shell mkdir -p $(O)/obj)
+$(file >$(FLAGS_STAMP),$(BUILD_FLAGS))
+endif
+
 .PHONY: all
 all: all_targets
 
-$(O)/obj/%.o: %.c
+$(O)/obj/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 

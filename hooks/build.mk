@@ -36,7 +36,7 @@ $(FAKECUDA_LIB): $(FAKECUDA_SRC:%.c=$(O)/obj/%.o)
 
 # The same fake as an older driver (no cuEventElapsedTime_v2): the hook must fall back.
 FAKECUDA_OLD_LIB := $(O)/fakecuda-old/libcuda.so.1
-$(O)/obj-old/tests/fakecuda/%.o: tests/fakecuda/%.c
+$(O)/obj-old/tests/fakecuda/%.o: tests/fakecuda/%.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -fvisibility=hidden -Itests/fakecuda -DFK_OLD_DRIVER -MMD -MP -c $< -o $@
 $(FAKECUDA_OLD_LIB): $(FAKECUDA_SRC:%.c=$(O)/obj-old/%.o)

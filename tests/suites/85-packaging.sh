@@ -26,6 +26,15 @@ expect bench_gate_help 0 "^usage: gate-bench" timeout 5 "$BUILD/bench/gate-bench
 expect bench_gate_bad_argument 2 "takes no arguments" timeout 5 "$BUILD/bench/gate-bench" 100
 check make_sh_writes_no_pth bash -c "! grep -q '\.pth' '$ROOT/make.sh'"
 
+# A build folder reused with other flags (SAN, CUDA_HOME) makes its objects again: build.mk keeps
+# what they were compiled under (obj/.build-flags). One object in a scratch folder: up to date
+# under its own flags, out of date under others (make -q: 0 up to date, 1 not).
+make_q() { make -q -s -f build.mk O="$T/flags" ROOT="$ROOT" CUDA_HOME= "$@" "$T/flags/obj/controller/version.o"; }
+make -s -f build.mk O="$T/flags" ROOT="$ROOT" CUDA_HOME= SAN= "$T/flags/obj/controller/version.o" > /dev/null 2>&1
+check build_flags_same_flags_up_to_date make_q SAN=
+out_of_date() { ! make_q "$@"; }
+check build_flags_other_flags_rebuild out_of_date SAN=asan
+
 # pip, offline, on a copy of the tree (what git tracks plus what it does not ignore): --target,
 # a fresh venv with the whole tool (the extension, the hook, the tools, run_exp --simulate), and
 # editable. The copy's build/setuptools is shared: the C build is made once, then reused.
