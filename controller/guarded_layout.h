@@ -187,7 +187,9 @@ struct gy_guard {
      * whose gap ran at the lower processes' own bound ([0]) or at the depth tried ([1]), their
      * launches and length (microseconds), and the squares of each cycle's launches off the rate of
      * the cycles before it (its spread; a float: the segment stays under 64 KiB, these took the
-     * last 24 bytes). They start with the trial. */
+     * last 24 bytes). They start with the trial. [1] is not the tried depth's depth_cycle sums
+     * read again: those halve past GY_GUARD_CYCLE_HORIZON_US, which a spread summed beside them
+     * would not follow, and [0] is this stretch's own bound, not its long-run sums. */
     uint32_t gain_work[2];
     uint32_t gain_us[2];
     float gain_spread[2];
