@@ -13,6 +13,9 @@
 #include "guard_bins.h"
 #include "guarded.h"
 
+_Static_assert(sizeof gy_guard_bin_edges / sizeof gy_guard_bin_edges[0] == GY_GUARD_BINS - 1,
+               "guard_bins.h is of another bin count: run python3 controller/guard_bins.py");
+
 static int cmp_u32(const void *a, const void *b)
 {
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;

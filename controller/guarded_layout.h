@@ -43,7 +43,7 @@ enum gy_guard_arm { GY_GUARD_ARMS(GY_GUARD_ARM_ENUM) GY_GUARD_ARM_COUNT };
 enum { GY_GUARD_DEPTH_COUNT = 0 GY_GUARD_DEPTHS(GY_GUARD_DEPTH_ONE) };
 #undef GY_GUARD_DEPTH_ONE
 
-#define GY_GUARD_BINS 256  /* histogram bins of HP job durations per arm (guard_bins.h) */
+#define GY_GUARD_BINS 512  /* histogram bins of HP job durations per arm: 0.45x to 72x the base (guard_bins.py says why) */
 #define GY_GUARD_RECENT 16 /* the last job durations kept per arm, for the fast fallback */
 
 /* Why the arm in force is what it is. X(enum suffix, code, text) */
@@ -81,7 +81,7 @@ enum gy_guard_reason { GY_GUARD_REASONS(GY_GUARD_REASON_ENUM) GY_GUARD_REASON_CO
 enum gy_guard_trial_outcome { GY_GUARD_TRIAL_ENDS(GY_GUARD_TRIAL_END_ENUM) GY_GUARD_TRIAL_OUTCOME_COUNT };
 #undef GY_GUARD_TRIAL_END_ENUM
 
-/* The last trial's end as the segment keeps it, packed (the segment stays under 64 KiB: this and
+/* The last trial's end as the segment keeps it, packed (the segment was at its 64 KiB limit then: this and
  * trials_ended took its last 24 bytes): the arm, how it ended, the arm in force it was tried
  * against, what the rule had measured of it then, when. guarded.h's gy_guard_last_trial reads it. */
 struct gy_guard_trial_end {
@@ -162,7 +162,7 @@ struct gy_guard {
      * begun (GY_GUARD_NO_ARM: none), when, and the lower processes' launches then; per arm the
      * launches and length (microseconds) of its counted cycles, both halved once the length
      * passes GY_GUARD_CYCLE_HORIZON_US (they age by time, apart from the job windows; 32 bits
-     * each: the segment stays under 64 KiB). */
+     * each: the segment was at its 64 KiB limit then). */
     uint32_t cycle_arm;
     /* The HP's job rate, for a load shift (guarded.c, note_rate): a running mean of the counted
      * cycles' lengths in microseconds, how many were counted since it was last taken as the
@@ -186,7 +186,7 @@ struct gy_guard {
     /* The depth trial's gain test (guarded.c, depth_gain_z): over its stretch's stop jobs' cycles
      * whose gap ran at the lower processes' own bound ([0]) or at the depth tried ([1]), their
      * launches and length (microseconds), and the squares of each cycle's launches off the rate of
-     * the cycles before it (its spread; a float: the segment stays under 64 KiB, these took the
+     * the cycles before it (its spread; a float: the segment was at its 64 KiB limit, these took the
      * last 24 bytes). They start with the trial. [1] is not the tried depth's depth_cycle sums
      * read again: those halve past GY_GUARD_CYCLE_HORIZON_US, which a spread summed beside them
      * would not follow, and [0] is this stretch's own bound, not its long-run sums. */

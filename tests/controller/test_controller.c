@@ -121,7 +121,7 @@ TEST(create_is_exclusive_private_and_removable)
     REQUIRE(stat(path, &st) == 0);
     CHECK((st.st_mode & 0777) == 0600, "mode %o", st.st_mode & 0777);
     CHECK(st.st_size == (off_t)sizeof(struct gy_segment));
-    CHECK(sizeof(struct gy_segment) < 64 * 1024);
+    CHECK(sizeof(struct gy_segment) < 128 * 1024);
     CHECK(shm.seg->drain_timeout_ns == GY_DEFAULT_DRAIN_TIMEOUT_NS);
     CHECK(gy_create(tag, 0, &again, &err) == -1 && err.code == EEXIST && strstr(err.msg, "already exists"),
           "%s", err.msg);

@@ -71,6 +71,8 @@ static double sim_gap_bases = GAP_BASES; /* a test of a load change sets another
  * the launches over stop jobs' cycles spread 0.25-0.61 about their rate a cycle
  * (bench/results/2026-12-04-h200-depth-gain-rule, gain_noise.txt). */
 static double sim_gap_spread;
+/* TAILED: where its slow jobs lie, over the base, and their share (fresh() restores 3.5x, 4 %). */
+static double sim_tail_at = 3.5, sim_tail_share = 0.04;
 
 /* The ladder's index of a depth (1000, 2000, 4000 us), -1 for the own bound. */
 static int ladder_index(uint32_t us)
@@ -121,7 +123,7 @@ static uint64_t duration_ns(const struct pair *p, enum gy_guard_arm arm, uint32_
         f = drift_level * exp(DRIFT_JOB * normal01());
         break;
     case TAILED:
-        f = uniform01() < 0.04 ? 3.5 * (1.0 + 0.05 * (2 * uniform01() - 1)) * (p->tail_cost[arm] > 0 ? p->tail_cost[arm] : 1.0)
+        f = uniform01() < sim_tail_share ? sim_tail_at * (1.0 + 0.05 * (2 * uniform01() - 1)) * (p->tail_cost[arm] > 0 ? p->tail_cost[arm] : 1.0)
                                : 1.0 + 0.005 * (2 * uniform01() - 1);
         break;
     default: f = pow(1.0 - uniform01(), -1.0 / 1.5); break;       /* Pareto, alpha 1.5: heavy tail */
@@ -221,6 +223,7 @@ static struct gy_guard *fresh(uint64_t seed)
     drift_level = 1.0, drift_left = 0; /* a drifting HP's stretches start again with its seed */
     sim_gap_bases = GAP_BASES;
     sim_gap_spread = 0;
+    sim_tail_at = 3.5, sim_tail_share = 0.04;
     sim_depth_in_force_only = false;
     return &g;
 }
@@ -1320,6 +1323,39 @@ TEST(a_cost_only_in_the_tail_near_four_times_the_base_is_judged)
     }
     CHECK(promoted == 0, "an arm with a 25 %% slower tail promoted in %u of 10 runs", promoted);
     CHECK(promoted_same >= 8, "an arm with the same tail promoted in only %u of 10 runs", promoted_same);
+}
+
+/* A server with a few long requests: its slow jobs far past its median, where the 256 bins of
+ * before 2026-12-04 (to 5.7x the base) put them all in the last bin under every arm, so that an arm
+ * making them 25 % slower was promoted in 10 of 10 runs at 6-12x (its p99 unjudged). */
+TEST(a_cost_only_in_a_tail_far_past_the_median_is_judged)
+{
+    const struct { double at, share, cost; } tails[] = {
+        {8.0, 0.04, 1.25},  /* 4 % of the jobs at 8x */
+        {40.0, 0.04, 1.25}, /* ... at 40x */
+        {8.0, 0.30, 1.10},  /* two kinds of request: 30 % of them 8x the others, 10 % slower */
+    };
+    for (size_t k = 0; k < sizeof tails / sizeof tails[0]; k++) {
+        struct pair slower_tail = {10.0, EVERY_PARTITION(1), TAILED, LP_PER_MS, {0}, {0}, EVERY_PARTITION(tails[k].cost), {0}};
+        struct pair same_tail = {10.0, EVERY_PARTITION(1), TAILED, LP_PER_MS, {0}, {0}, EVERY_PARTITION(1), {0}};
+        unsigned promoted = 0, promoted_same = 0;
+        for (uint64_t seed = 1; seed <= 10; seed++) {
+            struct gy_guard *g = fresh(seed);
+            sim_tail_at = tails[k].at, sim_tail_share = tails[k].share;
+            struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
+            simulate(g, &slower_tail, 6000, &r);
+            promoted += r.first_partition_in_force != GY_GUARD_ARM_COUNT;
+            g = fresh(seed);
+            sim_tail_at = tails[k].at, sim_tail_share = tails[k].share;
+            struct run same = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
+            simulate(g, &same_tail, 6000, &same);
+            promoted_same += same.first_partition_in_force != GY_GUARD_ARM_COUNT;
+        }
+        CHECK(promoted == 0, "%.0f %% of the jobs at %.0fx, %.0f %% slower under the arm: promoted in %u of 10 runs",
+              tails[k].share * 100, tails[k].at, (tails[k].cost - 1) * 100, promoted);
+        CHECK(promoted_same >= 8, "%.0f %% of the jobs at %.0fx, the same under the arm: promoted in only %u of 10 runs",
+              tails[k].share * 100, tails[k].at, promoted_same);
+    }
 }
 
 /* ---- re-checks ------------------------------------------------------------------------------- */
