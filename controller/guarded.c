@@ -1084,8 +1084,14 @@ static void measure_again(struct gy_guard *g, struct gy_guard_change *c)
     g->last_recheck = g->jobs;
 }
 
-/* Stop's recent median far from its window's: the HP's own speed changed (another input, or a
- * host-bound HP's CPU: on the H100 the launch-bound HP ran whole segments at 5 or at 11 ms a job).
+/* Stop's recent median far from its window's, and all of its last 16 jobs on that side of the
+ * window's median: the HP's own speed changed (another input, or a host-bound HP's CPU: on the H100
+ * the launch-bound HP ran whole segments at 5 or at 11 ms a job). The median of 16 alone is no
+ * such sign where the HP's jobs are of two kinds (two request sizes, or two HP processes sharing
+ * the guard) with about as many of each: it flips between them, and on the fake driver with half
+ * the jobs 8x the others every trial ended at a false shift (119-164 in 8 000 jobs, no arm ever
+ * promoted); a real shift of 2x moves all 16 within 16 stop jobs, 16 of 16 from a 50/50 mix
+ * comes once in 32 768 looks (a_two_kinds_of_hp_job_are_no_shift_and_costless_arms_pass).
  * The windows start again around the new median (stop's last 16 jobs are its first samples); the
  * arm in force stays, unconfirmed, measured again like after a re-check: its fast fallback is
  * judged against stop's recent jobs, so an arm that costs the changed HP goes within a block or
@@ -1103,6 +1109,10 @@ static bool shifted(struct gy_guard *g, struct gy_guard_change *c)
     uint32_t recent = gy_guard_order_stat(w->recent, GY_GUARD_RECENT, GY_GUARD_RECENT / 2, scratch);
     if (!(whole > 0) || (recent <= whole * GY_GUARD_SHIFT && recent * GY_GUARD_SHIFT >= whole))
         return false;
+    bool up = recent > whole; /* and every one of the last 16 on that side of the window's median */
+    for (uint32_t i = 0; i < GY_GUARD_RECENT; i++)
+        if (up ? w->recent[i] <= whole : w->recent[i] >= whole)
+            return false;
     measure_again(g, c); /* first: the trial's end is logged with its window */
     memcpy(kept, w->recent, sizeof kept);
     uint32_t head = w->head;

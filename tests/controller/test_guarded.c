@@ -1476,6 +1476,33 @@ TEST(a_trial_cut_by_a_shift_of_the_job_rate_is_told_at_the_begin)
           r.ended[tried][GY_GUARD_TRIAL_ENDED], told, g->trials_ended);
 }
 
+/* An HP whose jobs are of two kinds about as often (two request sizes, or two HP processes of
+ * different models sharing the guard), one 8x the other: the median of stop's last 16 flips
+ * between them, and until 2026-12-04 every flip was taken for a shift of the HP's speed: every
+ * trial ended there (119-164 in 8 000 jobs), no arm was ever promoted. */
+TEST(a_two_kinds_of_hp_job_are_no_shift_and_costless_arms_pass)
+{
+    struct pair free_arms = {10.0, EVERY_PARTITION(1), TAILED, LP_PER_MS, {0}, {0}, EVERY_PARTITION(1), {0}};
+    struct pair costing = {10.0, EVERY_PARTITION(1.05), TAILED, LP_PER_MS, {0}, {0}, EVERY_PARTITION(1), {0}};
+    unsigned promoted = 0, ended_by_shifts = 0, costly_promoted = 0;
+    for (uint64_t seed = 1; seed <= 10; seed++) {
+        struct gy_guard *g = fresh(seed);
+        sim_tail_at = 8.0, sim_tail_share = 0.5;
+        struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
+        simulate(g, &free_arms, 8000, &r);
+        promoted += r.first_partition_in_force != GY_GUARD_ARM_COUNT;
+        ended_by_shifts += ended_as(&r, GY_GUARD_TRIAL_ENDED);
+        g = fresh(seed);
+        sim_tail_at = 8.0, sim_tail_share = 0.5;
+        struct run c = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
+        simulate(g, &costing, 8000, &c);
+        costly_promoted += c.promotions_costly;
+    }
+    CHECK(promoted >= 8, "costless arms promoted in only %u of 10 runs", promoted);
+    CHECK(ended_by_shifts <= 10, "%u trials ended by a shift in 10 runs of an HP whose speed never changed", ended_by_shifts);
+    CHECK(costly_promoted == 0, "an arm costing 5 %% promoted %u times", costly_promoted);
+}
+
 TEST(a_wandering_hp_time_is_no_shift_and_costless_arms_still_pass)
 {
     unsigned promoted = 0;
