@@ -81,7 +81,8 @@ import time
 from . import host_counters, raw_record
 from .stats import nearest_rank, percentile_of, rate_of, ratio_two_stage
 
-HP_KINDS = ("gemm", "small", "frcnn720", "bert")
+DEFAULT_HP_KINDS = ("gemm", "small", "frcnn720", "bert")
+HP_KINDS = DEFAULT_HP_KINDS + ("mixed",)  # two kinds of request: only when named (matrix_kinds.py)
 DEFAULT_LP_KINDS = ("gemm", "resnet50train", "graph", "frcnn1440", "graphr50")
 LP_KINDS = DEFAULT_LP_KINDS + ("hostonly",)  # a host-only neighbour: only when named (matrix_kinds.py)
 LOADS = {"poisson-25": 0.25, "poisson-60": 0.60}
@@ -644,7 +645,8 @@ def estimate_s(args, plan):
     for i, (hp, lp, load) in enumerate(plan):
         first = i == 0 or plan[i - 1][0] != hp
         # H100 service medians under corun (the 2026-11-25 records' segments: 3.76, 3.98, 18.6, 4.61 ms)
-        svc = {"gemm": 0.0038, "small": 0.004, "frcnn720": 0.0186, "bert": 0.0046}.get(hp, 0.01)
+        # (mixed: 9 small jobs to 1 of 100 GEMMs, estimated from those)
+        svc = {"gemm": 0.0038, "small": 0.004, "frcnn720": 0.0186, "bert": 0.0046, "mixed": 0.0074}.get(hp, 0.01)
         w = window_s(args, LOADS[load] / svc)
         n = len(cell_setups(args.setups, first, args.cost)) * args.rounds
         total += n * (w + args.lp_lead_s + 0.6) + (15 if first else 5)
@@ -1128,7 +1130,7 @@ def parse_args(argv):
     p.add_argument("--build", help="the build folder (bin/expcontroller, lib/libgpuyield.so, python/)")
     p.add_argument("--out", required=True)
     p.add_argument("--merge", nargs="+", metavar="DIR", help="invocations' folders (raw.json, raw.json.xz or raw.json.gz) to merge")
-    p.add_argument("--hp-kinds", type=kinds(HP_KINDS, "HP kind"), default=list(HP_KINDS))
+    p.add_argument("--hp-kinds", type=kinds(HP_KINDS, "HP kind"), default=list(DEFAULT_HP_KINDS))
     p.add_argument("--lp-kinds", type=kinds(LP_KINDS, "LP kind"), default=list(DEFAULT_LP_KINDS))
     p.add_argument("--loads", type=kinds(tuple(LOADS), "load"), default=list(LOADS))
     p.add_argument("--high-load-lp", default="resnet50train", help="the LP kind of the cells at the higher loads")

@@ -7,6 +7,10 @@ HP kinds (a job = the work, then the GPU synchronised, as a server answers a req
   small     launch-bound: 100 x (256^2 matmul + tanh) = 200 small kernels, the GPU mostly idle
   frcnn720  torchvision FasterRCNN-ResNet50-FPN on one 720x1280 image (the reference HP)
   bert      a BERT-base-sized encoder (12 layers, d 768, 12 heads, FFN 3072), batch 1, sequence 128
+  mixed     only when named: two kinds of request, the small job 9 times in 10 and, drawn at random
+            (seeded), a long GPU-bound one of 100 x (2048^2 matmul + tanh), about 9x the small job on
+            an H100: a server with a few long requests, whose p99 lies far past its median (the guard's
+            histograms reach 72x its base since 2026-12-04, 5.7x before)
 LP kinds (a unit = one step, queued without a synchronisation: the LP keeps the GPU busy):
   gemm           an eager loop: 4 x (2048^2 fp32 matmul + tanh) a unit
   resnet50train  ResNet-50 SGD training step, batch 64, 224x224
@@ -18,8 +22,11 @@ LP kinds (a unit = one step, queued without a synchronisation: the LP keeps the 
                  neighbour on the LP's CPUs; beside the HP under corun it is never stopped, so the HP's
                  time against hp_ctl_alone is what another process's host work alone costs it)
 """
+import random
 
-HP_KINDS = ("gemm", "small", "frcnn720", "bert")
+DEFAULT_HP_KINDS = ("gemm", "small", "frcnn720", "bert")
+HP_KINDS = DEFAULT_HP_KINDS + ("mixed",)
+MIXED_LONG_SHARE = 0.1  # of the mixed HP's jobs, the long ones
 LP_KINDS = ("gemm", "resnet50train", "graph", "frcnn1440", "graphr50", "hostonly")
 
 
@@ -69,6 +76,17 @@ def _small(torch, dev):
         for _ in range(100):
             x = torch.tanh(x @ w)
         return x
+    return unit
+
+
+def _mixed(torch, dev, draw):
+    """The small job, or with probability MIXED_LONG_SHARE the long GEMM chain; `draw` gives a
+    uniform number in [0, 1) per job (a seeded random.Random's random: every process draws the
+    same sequence of kinds)."""
+    small, long = _small(torch, dev), _gemm_chain(torch, dev, 100)
+
+    def unit():
+        return long() if draw() < MIXED_LONG_SHARE else small()
     return unit
 
 
@@ -152,7 +170,8 @@ class TorchBackend:
         t, tv, dev = self.torch, self.torchvision, self.dev
         if role == "hp":
             table = {"gemm": lambda: _gemm_chain(t, dev, 10), "small": lambda: _small(t, dev),
-                     "frcnn720": lambda: _frcnn(t, tv, dev, 720, 1280), "bert": lambda: _bert(t, dev)}
+                     "frcnn720": lambda: _frcnn(t, tv, dev, 720, 1280), "bert": lambda: _bert(t, dev),
+                     "mixed": lambda: _mixed(t, dev, random.Random(0).random)}
         else:
             table = {"gemm": lambda: _gemm_chain(t, dev, 4), "resnet50train": lambda: _resnet_train(t, tv, dev),
                      "graph": lambda: _graph(t, dev), "frcnn1440": lambda: _frcnn(t, tv, dev, 1440, 2560),

@@ -1710,3 +1710,51 @@ def test_hp_noise_prints_a_row_per_segment_and_refuses_what_it_cannot_read(tmp_p
             hp_noise.main([str(tmp_path)] + bad)
     with pytest.raises(SystemExit, match="hp_noise: no raw.json"):
         hp_noise.main([str(tmp_path / "missing")])
+
+
+def test_the_mixed_hp_is_a_small_job_or_now_and_then_a_long_one_and_runs_only_when_named():
+    """mixed: two kinds of request (bench/gpu/matrix_kinds.py), the long one about one job in ten,
+    the same sequence in every process (seeded). A stand-in torch records the size of each matmul
+    of a job; the kind lists agree; a default matrix leaves it out."""
+    import random
+    from bench.gpu import matrix_kinds
+    sizes = []
+
+    class Matrix:
+        def __init__(self, n):
+            self.n = n
+
+        def __matmul__(self, other):
+            sizes.append(self.n)
+            return self
+
+        def __truediv__(self, other):
+            return self
+
+    class FakeTorch:
+        @staticmethod
+        def randn(n, m, device=None):
+            return Matrix(n)
+
+        @staticmethod
+        def tanh(x):
+            return x
+
+    def jobs_of(count):
+        unit, seen = matrix_kinds._mixed(FakeTorch, None, random.Random(0).random), []
+        for _ in range(count):
+            del sizes[:]
+            unit()
+            seen.append(tuple(sizes))
+        return seen
+
+    seen = jobs_of(2000)
+    assert set(seen) == {(256,) * 100, (2048,) * 100}, "a job is the small one or the long GEMM chain, whole"
+    long_jobs = seen.count((2048,) * 100)
+    assert 150 <= long_jobs <= 250, f"{long_jobs} long jobs of 2000, not about one in ten"
+    assert jobs_of(50) == jobs_of(50), "the same kinds in the same order in every process"
+    assert matrix_kinds.HP_KINDS == matrix.HP_KINDS and "mixed" not in matrix.DEFAULT_HP_KINDS
+    build = os.environ.get("BUILD", os.path.join(ROOT, "build"))
+    if os.path.exists(os.path.join(build, "bin", "expcontroller")):
+        assert matrix.parse_args(["--build", build, "--out", "o"]).hp_kinds == list(matrix.DEFAULT_HP_KINDS)
+        assert matrix.parse_args(["--build", build, "--out", "o", "--hp-kinds", "mixed"]).hp_kinds == ["mixed"]
