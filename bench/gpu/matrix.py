@@ -645,8 +645,8 @@ def estimate_s(args, plan):
     for i, (hp, lp, load) in enumerate(plan):
         first = i == 0 or plan[i - 1][0] != hp
         # H100 service medians under corun (the 2026-11-25 records' segments: 3.76, 3.98, 18.6, 4.61 ms)
-        # (mixed: 9 small jobs to 1 of 100 GEMMs, estimated from those)
-        svc = {"gemm": 0.0038, "small": 0.004, "frcnn720": 0.0186, "bert": 0.0046, "mixed": 0.0074}.get(hp, 0.01)
+        # (mixed: 9 small jobs to 1 of 200 GEMMs, estimated from those)
+        svc = {"gemm": 0.0038, "small": 0.004, "frcnn720": 0.0186, "bert": 0.0046, "mixed": 0.0108}.get(hp, 0.01)
         w = window_s(args, LOADS[load] / svc)
         n = len(cell_setups(args.setups, first, args.cost)) * args.rounds
         total += n * (w + args.lp_lead_s + 0.6) + (15 if first else 5)

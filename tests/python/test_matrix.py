@@ -1749,8 +1749,8 @@ def test_the_mixed_hp_is_a_small_job_or_now_and_then_a_long_one_and_runs_only_wh
         return seen
 
     seen = jobs_of(2000)
-    assert set(seen) == {(256,) * 100, (2048,) * 100}, "a job is the small one or the long GEMM chain, whole"
-    long_jobs = seen.count((2048,) * 100)
+    assert set(seen) == {(256,) * 100, (2048,) * 200}, "a job is the small one or the long GEMM chain, whole"
+    long_jobs = seen.count((2048,) * 200)
     assert 150 <= long_jobs <= 250, f"{long_jobs} long jobs of 2000, not about one in ten"
     assert jobs_of(50) == jobs_of(50), "the same kinds in the same order in every process"
     assert matrix_kinds.HP_KINDS == matrix.HP_KINDS and "mixed" not in matrix.DEFAULT_HP_KINDS
