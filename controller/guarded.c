@@ -1090,8 +1090,8 @@ static void measure_again(struct gy_guard *g, struct gy_guard_change *c)
  * such sign where the HP's jobs are of two kinds (two request sizes, or two HP processes sharing
  * the guard) with about as many of each: it flips between them, and on the fake driver with half
  * the jobs 8x the others every trial ended at a false shift (119-164 in 8 000 jobs, no arm ever
- * promoted); a real shift of 2x moves all 16 within 16 stop jobs, 16 of 16 from a 50/50 mix
- * comes once in 32 768 looks (a_two_kinds_of_hp_job_are_no_shift_and_costless_arms_pass).
+ * promoted); a real shift of 2x moves all 16 once 16 stop jobs ran at it (where the HP's own
+ * jobs spread less than 2x), while 16 of 16 on one side from a 50/50 mix comes once in 32 768 looks (a_two_kinds_of_hp_job_are_no_shift_and_costless_arms_pass).
  * The windows start again around the new median (stop's last 16 jobs are its first samples); the
  * arm in force stays, unconfirmed, measured again like after a re-check: its fast fallback is
  * judged against stop's recent jobs, so an arm that costs the changed HP goes within a block or
