@@ -1531,6 +1531,100 @@ TEST(a_wandering_hp_time_is_no_shift_and_costless_arms_still_pass)
 
 /* ---- the queue depth ------------------------------------------------------------------------- */
 
+
+/* Several HP processes at one priority (or a server with requests in flight at once) share one
+ * guard, and their jobs overlap. The open arm is stop while any open job is a stop sample
+ * (guarded.c, publish_current), so a partition job overlapped by a stop job runs partly without
+ * the LP beside it and measures less than the arm's full cost: the rule then judges the cost as
+ * the HP pays it, and what it pays must stay within the bound. An event simulation in time: each
+ * stream alternates a job (1 ms of work, 5 % lognormal) and an exponential gap; while the open arm
+ * is a partition every open job progresses at 1 / cost. Returns the p50 and p99 of the jobs'
+ * times over the second half (ms); *promoted: whether a partition was in force at the end. */
+#define STREAM_JOBS 20000
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void simulate_streams(struct gy_guard *g, int streams, double gap_ms, double cost, double *p50,
+                             double *p99, bool *promoted)
+{
+    static double times[STREAM_JOBS];
+    const double lp_per_ms[GY_GUARD_ARM_COUNT] = LP_PER_MS;
+    double now = 0, left[4], began[4], next_begin[4], lp_work = 0, lp_launches = 0;
+    bool open[4] = {false};
+    enum gy_guard_arm arm[4];
+    uint64_t work_at_begin[4];
+    REQUIRE(streams <= 4, "at most 4 streams");
+    for (int s = 0; s < streams; s++)
+        next_begin[s] = uniform01() * gap_ms;
+    for (unsigned done = 0, kept = 0; done < STREAM_JOBS;) {
+        bool any_open = false;
+        for (int s = 0; s < streams; s++)
+            any_open |= open[s];
+        enum gy_guard_arm current = (enum gy_guard_arm)atomic_load(&g->current);
+        bool partitioned = any_open && current != GY_ARM_STOP;
+        double rate = partitioned ? 1.0 / cost : 1.0, dt = INFINITY;
+        int next = 0;
+        for (int s = 0; s < streams; s++) { /* the next begin or end */
+            double d = open[s] ? left[s] / rate : next_begin[s] - now;
+            if (d < dt)
+                dt = d, next = s;
+        }
+        dt = fmax(dt, 0.0);
+        now += dt;
+        for (int s = 0; s < streams; s++)
+            if (open[s])
+                left[s] -= dt * rate;
+        lp_work += partitioned ? lp_per_ms[current] * dt : 0;
+        lp_launches += (partitioned ? lp_per_ms[current] : any_open ? 0 : lp_per_ms[TOP]) * dt;
+        int s = next;
+        uint64_t now_ns = 1000000000ull + (uint64_t)(now * 1e6);
+        if (!open[s]) {
+            arm[s] = gy_guard_pick(g, NULL);
+            gy_guard_cycle(g, arm[s], now_ns, (uint64_t)lp_launches);
+            open[s] = true, left[s] = exp(0.05 * normal01()), began[s] = now, work_at_begin[s] = (uint64_t)lp_work;
+            continue;
+        }
+        open[s] = false;
+        double ms = now - began[s];
+        gy_guard_record(g, arm[s], 0, (uint64_t)(ms * 1e6), (uint64_t)lp_work - work_at_begin[s]);
+        if (++done > STREAM_JOBS / 2)
+            times[kept++] = ms;
+        next_begin[s] = now - gap_ms * log(1.0 - uniform01());
+    }
+    unsigned n = STREAM_JOBS / 2;
+    qsort(times, n, sizeof times[0], compare_doubles);
+    *p50 = times[n / 2], *p99 = times[n * 99 / 100];
+    *promoted = g->in_force != GY_ARM_STOP;
+}
+
+TEST(overlapping_hp_jobs_of_several_processes_pay_within_the_bound)
+{
+    const int stream_counts[] = {2, 4};
+    const double costs[] = {1.0, 1.03, 1.05, 1.08, 1.2};
+    for (int i = 0; i < 2; i++)
+        for (uint64_t seed = 1; seed <= 3; seed++) {
+            double stop_p50, stop_p99, p50, p99;
+            bool promoted;
+            /* the same streams with stop on every job: what corun gives them */
+            struct gy_guard *g = fresh(seed);
+            gy_guard_configure(g, GY_GUARD_DEFAULT_EPS_P50, GY_GUARD_DEFAULT_EPS_P99, 1.0, seed);
+            simulate_streams(g, stream_counts[i], 0.3, 1.0, &stop_p50, &stop_p99, &promoted);
+            for (int c = 0; c < 5; c++) {
+                g = fresh(seed);
+                simulate_streams(g, stream_counts[i], 0.3, costs[c], &p50, &p99, &promoted);
+                CHECK(p50 <= stop_p50 * (1 + GY_GUARD_DEFAULT_EPS_P50) && p99 <= stop_p99 * (1 + GY_GUARD_DEFAULT_EPS_P99),
+                      "%d streams, seed %llu, cost %.2f: p50 x%.4f, p99 x%.4f of stop's (%s in force)",
+                      stream_counts[i], (unsigned long long)seed, costs[c], p50 / stop_p50, p99 / stop_p99,
+                      gy_guard_arm_name(g->in_force));
+                if (costs[c] == 1.0) /* the LP still harvests beside them */
+                    CHECK(promoted, "%d streams, seed %llu: a costless partition not in force after %d jobs",
+                          stream_counts[i], (unsigned long long)seed, STREAM_JOBS);
+            }
+        }
+}
 /* Depths are learned only when asked for (--guard-depth): by default every job runs after a gap
  * at the LP's own bound; turning it off drops a depth in force at once. */
 TEST(depths_are_learned_only_when_asked_for)
