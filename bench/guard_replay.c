@@ -26,7 +26,10 @@
  * costless): does the rule drop a depth that costs more once promoted than its trial showed. With
  * `gap-spread=S` the LP's launches in each gap spread by S (relative SD, normal, none below 0; 0.25-0.61
  * a cycle on the H200, bench/results/2026-12-04-h200-depth-gain-rule): does the rule promote a depth
- * by its gaps' noise. */
+ * by its gaps' noise. With `tail=Q` only the trace's slow jobs, at or past its Q-quantile, cost COST
+ * under an arm (a server whose long requests need the SMs its short ones leave): the line then says
+ * the share of those jobs that ran on a partition arm and the HP's p99 over the trace's (each run's
+ * jobs as they ran against the same jobs traced; the median run and the largest). */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -80,6 +83,12 @@ static int cmp_u32(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
 static int cmp_long(const void *a, const void *b)
 {
     long x = *(const long *)a, y = *(const long *)b;
@@ -96,7 +105,7 @@ static int usage(const char *why)
 {
     fprintf(stderr, "guard-replay: %s\nusage: guard-replay TRACE COST JOBS RUNS [in-force] [depth=F] (TRACE: a job time "
                     "in us a line; COST: the arms' factor, 1 to 4, or SMS=F pairs joined by '/' (16=1/64=1.5); JOBS, "
-                    "RUNS: 1 to 10000000; in-force: the cost only once in force; depth=F: the queue depth learnt too, "
+                    "RUNS: 1 to 10000000; in-force: the cost only once in force; tail=Q: only on the jobs past the trace's Q-quantile; depth=F: the queue depth learnt too, "
                     "F from 1 to 4 the cost of a job after a gap at a depth; depth-gain=S: the LP launches 1 + S x k "
                     "as much in a gap at the k-th depth, default 0.04; gap-spread=S: the LP's launches in a gap spread "
                     "by S, 0 to 1)\n", why);
@@ -146,15 +155,19 @@ static int parse_costs(const char *text, double cost[GY_GUARD_ARM_COUNT])
 
 int main(int argc, char **argv)
 {
-    if (argc < 5 || argc > 10)
+    if (argc < 5 || argc > 11)
         return usage("four arguments, then `in-force`, `depth=F` (and `depth-in-force`, `depth-gain=S`, `gap-spread=S`), "
                      "or nothing");
     bool in_force_only = false, depth_on = false, depth_in_force_only = false, depth_gain_set = false,
          spread_set = false;
-    double depth_cost = 1.0;
+    double depth_cost = 1.0, tail_q = 0;
     for (int i = 5; i < argc; i++) {
         char *end;
-        if (strcmp(argv[i], "in-force") == 0 && !in_force_only) {
+        if (strncmp(argv[i], "tail=", 5) == 0 && !tail_q) {
+            tail_q = strtod(argv[i] + 5, &end);
+            if (*end || end == argv[i] + 5 || !(tail_q > 0 && tail_q < 1))
+                return usage("tail=Q: Q a quantile between 0 and 1 (0.9: the slowest tenth of the trace's jobs)");
+        } else if (strcmp(argv[i], "in-force") == 0 && !in_force_only) {
             in_force_only = true;
         } else if (strcmp(argv[i], "depth-in-force") == 0 && !depth_in_force_only) {
             depth_in_force_only = true;
@@ -174,8 +187,8 @@ int main(int argc, char **argv)
             if (*end || end == argv[i] + 6 || !(depth_cost >= 1 && depth_cost <= 4))
                 return usage("depth=F: F a number from 1 to 4");
         } else {
-            return usage("after the four arguments only `in-force`, `depth=F`, `depth-in-force`, `depth-gain=S` and "
-                         "`gap-spread=S`, each at most once");
+            return usage("after the four arguments only `in-force`, `depth=F`, `depth-in-force`, `depth-gain=S`, "
+                         "`gap-spread=S` and `tail=Q`, each at most once");
         }
     }
     if ((depth_in_force_only || depth_gain_set || spread_set) && !depth_on)
@@ -206,6 +219,13 @@ int main(int argc, char **argv)
     memcpy(sorted, trace, n * sizeof *trace);
     qsort(sorted, n, sizeof *sorted, cmp_u32);
     double gap_ms = 3.0 * sorted[n / 2] / 1000.0; /* a job's median and 3 of it idle: a quarter load */
+    /* with tail=Q: the jobs at or past this time are the slow ones, the only ones an arm costs */
+    uint32_t slow_from = tail_q ? sorted[(long)(tail_q * (double)(n - 1))] : 0;
+    long slow_jobs = 0, slow_on_arms = 0;
+    double *p99_over = tail_q ? calloc(runs, sizeof *p99_over) : NULL;
+    uint32_t *ran = tail_q ? calloc(jobs, sizeof *ran) : NULL, *traced = tail_q ? calloc(jobs, sizeof *traced) : NULL;
+    if (tail_q && (!p99_over || !ran || !traced))
+        return 2;
 
     long promoted = 0, at_end = 0, on_arms = 0, ends_in[GY_GUARD_ARM_COUNT] = {0};
     long trial_ends[GY_GUARD_TRIAL_OUTCOME_COUNT] = {0};
@@ -236,8 +256,16 @@ int main(int argc, char **argv)
                 trial_ends[begun.trial_end.outcome]++;
             bool costs = arm != GY_ARM_STOP && (!in_force_only || (arm == g.in_force && arm != g.trial));
             bool depth_costs = depth && (!depth_in_force_only || depth == g.depth_in_force);
+            uint32_t us = trace[(start + j) % n];
+            bool slow = us >= slow_from;
+            costs = costs && slow;
             double factor = (costs ? cost[arm] : 1.0) * (depth_costs ? depth_cost : 1.0);
-            uint64_t ns = (uint64_t)(trace[(start + j) % n] * factor * 1000.0);
+            uint64_t ns = (uint64_t)(us * factor * 1000.0);
+            if (tail_q) {
+                slow_jobs += slow;
+                slow_on_arms += slow && arm != GY_ARM_STOP;
+                ran[j] = (uint32_t)(ns / 1000), traced[j] = us;
+            }
             now_ns += ns + (uint64_t)(gap_ms * 1e6);
             double cycle_lp = job_launches_per_ms[arm] * ns / 1e6 + GAP_LAUNCHES_PER_MS * gap_ms * gap_gain(&g) * spread_factor();
             lp += (uint64_t)cycle_lp;
@@ -256,6 +284,12 @@ int main(int argc, char **argv)
                 dropped[r] = j - first[r];
             if (c.depth_changed && c.depth_to && depth_first[r] < 0)
                 depth_first[r] = j;
+        }
+        if (tail_q) {
+            qsort(ran, jobs, sizeof *ran, cmp_u32);
+            qsort(traced, jobs, sizeof *traced, cmp_u32);
+            long at = (long)(0.99 * (double)(jobs - 1));
+            p99_over[r] = (double)ran[at] / (double)traced[at];
         }
         depth_at_end += g.depth_in_force != 0;
         for (int i = 0; i < GY_GUARD_DEPTH_COUNT; i++)
@@ -280,6 +314,7 @@ int main(int argc, char **argv)
            argv[2], in_force_only ? " once in force" : "", promoted, runs, at_end, median(first, k),
            100.0 * on_arms / ((double)jobs * runs), 100.0 * (ran_us / traced_us - 1.0),
            100.0 * (lp_total / lp_stop - 1.0), d, median(dropped, d));
+
     for (int a = GY_ARM_STOP + 1; a < GY_GUARD_ARM_COUNT; a++)
         if (ends_in[a])
             printf(" %u:%ld", gy_guard_arm_sms((enum gy_guard_arm)a), ends_in[a]);
@@ -294,7 +329,15 @@ int main(int argc, char **argv)
             if (depth_ends[i])
                 printf(" %u:%ld", depths[i], depth_ends[i]);
     }
+    if (tail_q) {
+        qsort(p99_over, runs, sizeof *p99_over, cmp_double);
+        printf("; tail: slow jobs on partition arms %.1f %%, HP p99 x%.4f of the trace's in the median run, x%.4f at "
+               "most", slow_jobs ? 100.0 * slow_on_arms / slow_jobs : 0.0, p99_over[(runs - 1) / 2], p99_over[runs - 1]);
+    }
     printf("\n");
+    free(p99_over);
+    free(ran);
+    free(traced);
     free(depth_first);
     free(dropped);
     free(first);

@@ -16,11 +16,13 @@ only the jobs at the depth in force cost F (its trial ran costless). The LP laun
 step of the depth ladder in a gap at a depth (--depth-gain S: 1 + S x k at the k-th; 0, an LP the
 depth gives nothing), since the rule promotes a depth only with the gain an arm needs; with --gap-spread S
 the LP's launches in each gap spread by S (relative SD; 0.25-0.61 a cycle on the H200), so that a depth
-giving under the gain (--depth-gain 0.01) is promoted only by that noise.
+giving under the gain (--depth-gain 0.01) is promoted only by that noise. With --tail-above Q only the
+trace's slow jobs, at or past its Q-quantile, cost the arms' factor (a server whose long requests need the
+SMs its short ones leave); a last row says how many of them ran on an arm and the HP's p99 over the trace's.
 `guard-replay` (built from bench/guard_replay.c) runs the rule itself; a build of another commit replays that rule.
     python3 -m bench.guard_replay --build BUILD DIR [DIR ...] [--costs 1,1.02,1.03] [--jobs 2000] [--runs 40]
                                   [--in-force-only] [--depth-cost F [--depth-in-force-only] [--depth-gain S]
-                                  [--gap-spread S]]
+                                  [--gap-spread S]] [--tail-above Q]
 Each DIR a matrix invocation's folder (raw.json, raw.json.xz or raw.json.gz)."""
 import argparse
 import os
@@ -38,7 +40,9 @@ LINE = re.compile(r"promoted in (\d+) of (\d+) runs, in force at the end in (\d+
                   r"(?:; trials ended:(.*?))?"
                   r"(?:; depth: in force at the end in (\d+) of \d+ runs, promoted in (\d+), first depth promotion at job"
                   r" (-?\d+) \(median\),"
-                  r" by us:(.*))?$",
+                  r" by us:([\d: ]*))?"
+                  r"(?:; tail: slow jobs on partition arms ([\d.]+) %, HP p99 x([\d.]+) of the trace's in the median run,"
+                  r" x([\d.]+) at most)?$",
                   re.M)
 PROFILE = re.compile(r"^\d+=[\d.]+(/\d+=[\d.]+)*$")
 MIN_STOP_JOBS = 256  # a shorter trace repeats itself within one learning
@@ -67,14 +71,15 @@ def traces(folders):
 
 
 def replay(binary, trace, cost, jobs, runs, in_force_only=False, depth_cost=None, depth_in_force_only=False,
-           depth_gain=None, gap_spread=None):
+           depth_gain=None, gap_spread=None, tail_above=None):
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
         f.write("\n".join(str(max(1, us)) for us in trace))
     try:
         extra = ((["in-force"] if in_force_only else []) + ([f"depth={depth_cost}"] if depth_cost is not None else [])
                  + (["depth-in-force"] if depth_in_force_only else [])
                  + ([f"depth-gain={depth_gain}"] if depth_gain is not None else [])
-                 + ([f"gap-spread={gap_spread}"] if gap_spread is not None else []))
+                 + ([f"gap-spread={gap_spread}"] if gap_spread is not None else [])
+                 + ([f"tail={tail_above}"] if tail_above is not None else []))
         out = subprocess.run([binary, f.name, f"{cost}", str(jobs), str(runs)] + extra,
                              capture_output=True, text=True, check=False)
     finally:
@@ -86,7 +91,8 @@ def replay(binary, trace, cost, jobs, runs, in_force_only=False, depth_cost=None
     # (promoted, runs, in force at the end, first promotion, % of jobs on arms, HP time + %, LP + %, dropped,
     #  jobs after, {SMs: runs that ended with that size in force}, {outcome: trials that ended so},
     #  and with a depth cost (runs with a depth in force at the end, median first depth promotion,
-    #  {us: runs that ended with that depth}, runs that promoted a depth at all), else None)
+    #  {us: runs that ended with that depth}, runs that promoted a depth at all), else None,
+    #  and with a tail (% of the slow jobs on partition arms, HP p99 over the trace's: median run, largest), else None)
     ends = {int(k): int(v) for k, v in (pair.split(":") for pair in g[9].split())}
     how = {k: int(v) for k, v in (pair.split("=") for pair in (g[10] or "").split())}
     depth = None
@@ -95,7 +101,13 @@ def replay(binary, trace, cost, jobs, runs, in_force_only=False, depth_cost=None
             raise RuntimeError(f"{binary} said nothing of the depth: a build from before guard-replay's depth=F")
         depth = (int(g[11]), int(g[13]), {int(k): int(v) for k, v in (pair.split(":") for pair in g[14].split())},
                  int(g[12]))
-    return tuple(int(x) for x in g[:4]) + tuple(float(x) for x in g[4:7]) + tuple(int(x) for x in g[7:9]) + (ends, how, depth)
+    tail = None
+    if tail_above is not None:
+        if g[15] is None:
+            raise RuntimeError(f"{binary} said nothing of the slow jobs: a build from before guard-replay's tail=Q")
+        tail = (float(g[15]), float(g[16]), float(g[17]))
+    return (tuple(int(x) for x in g[:4]) + tuple(float(x) for x in g[4:7]) + tuple(int(x) for x in g[7:9])
+            + (ends, how, depth, tail))
 
 
 def main(argv=None):
@@ -118,7 +130,12 @@ def main(argv=None):
     p.add_argument("--gap-spread", type=float, default=None, metavar="S",
                    help="with --depth-cost: the LP's launches in each gap spread by S (relative SD, 0 to 1; 0.25-0.61 "
                         "a cycle on the H200)")
+    p.add_argument("--tail-above", type=float, default=None, metavar="Q",
+                   help="only the trace's slow jobs, at or past its Q-quantile (0.9: the slowest tenth), cost the "
+                        "arms' factor; a last row says how many of them ran on an arm and the HP's p99 over the trace's")
     args = p.parse_args(argv)
+    if args.tail_above is not None and not 0 < args.tail_above < 1:
+        p.error(f"--tail-above {args.tail_above}: a quantile between 0 and 1")
     if args.gap_spread is not None and (args.depth_cost is None or not 0 <= args.gap_spread <= 1):
         p.error(f"--gap-spread {args.gap_spread}: a spread from 0 to 1, with --depth-cost F")
     if args.depth_in_force_only and args.depth_cost is None:
@@ -159,12 +176,15 @@ def main(argv=None):
     ends = {c: {} for c in costs}  # SMs -> runs that ended with that size in force
     depth_ends = {c: {} for c in costs}  # us -> runs that ended with that depth in force (--depth-cost)
     how = {c: {} for c in costs}  # outcome -> trials that ended so (controller/guarded_layout.h)
+    slow = {c: [] for c in costs}  # --tail-above: per cell (% slow jobs on arms, p99 over, median run and largest)
     for name, trace in cells:
         row = f"| {name} | {len(trace)}"
         for c in costs:
-            promoted, runs, _, first, arms_pct, over_pct, lp_pct, dropped, after, ended, outcomes, depth = replay(
+            promoted, runs, _, first, arms_pct, over_pct, lp_pct, dropped, after, ended, outcomes, depth, tail = replay(
                 binary, trace, c, args.jobs, args.runs, args.in_force_only, args.depth_cost, args.depth_in_force_only,
-                args.depth_gain, args.gap_spread)
+                args.depth_gain, args.gap_spread, args.tail_above)
+            if tail is not None:
+                slow[c].append(tail)
             for sms, n in ended.items():
                 ends[c][sms] = ends[c].get(sms, 0) + n
             for o, n in outcomes.items():
@@ -201,6 +221,16 @@ def main(argv=None):
     print("| trials ended, by how | | " +
           " | ".join(", ".join(f"{o} {n}" for o, n in sorted(how[c].items(), key=lambda kv: -kv[1])) or "none"
                      for c in costs) + " |")
+    if args.tail_above is not None:
+        # the slow jobs (past the trace's --tail-above quantile) that paid an arm's cost, and what that did to
+        # the HP's p99: the median over the cells of each cell's median run, and the largest of any run
+        def median(values):
+            values = sorted(values)
+            return values[(len(values) - 1) // 2]
+        print(f"| slow jobs (past the trace's q{args.tail_above:g}) on arms, HP p99 over the trace's (median cell's"
+              " median run; largest run) | | " +
+              " | ".join(f"{median([t[0] for t in slow[c]]):.1f} %, x{median([t[1] for t in slow[c]]):.4f}; "
+                         f"x{max(t[2] for t in slow[c]):.4f}" for c in costs) + " |")
     if args.depth_cost is not None:
         print(f"| depth in force at the end (depth cost {args.depth_cost}), runs by us | | " +
               " | ".join(", ".join(f"{us}: {n}" for us, n in sorted(depth_ends[c].items())) or "none" for c in costs) + " |")

@@ -110,6 +110,18 @@ int gy_guard_bins_for(double eps)
     return factor - power > power * GY_GUARD_BIN_STEP - factor ? k + 1 : k;
 }
 
+uint32_t gy_guard_bins_top(const uint16_t *bins, uint32_t n, double share, uint16_t *out)
+{
+    double want = share * n;
+    uint32_t k = (uint32_t)want < want ? (uint32_t)want + 1 : (uint32_t)want, left = k; /* rounded up */
+    for (int b = GY_GUARD_BINS - 1; b >= 0; b--) { /* from the slowest bin down */
+        uint16_t take = bins[b] < left ? bins[b] : (uint16_t)left;
+        out[b] = take;
+        left -= take;
+    }
+    return k - left;
+}
+
 static double root(double x) /* Newton's square root: the controller library needs no libm */
 {
     if (!(x > 0))

@@ -43,6 +43,7 @@
 #define GY_GUARD_P99_MIN_JOBS 256   /* a p99 is judged (so an arm passed) from this many jobs a window: its
                                        3rd slowest; of 32 it is the slowest, or none of the slow ones */
 #define GY_GUARD_LOOK_STEP 128     /* from GY_GUARD_P99_MIN_JOBS on, the full test looks this often */
+#define GY_GUARD_TAIL_SHARE 0.1     /* the slow jobs: each window's slowest tenth, judged at eps_p99 */
 #define GY_GUARD_WINDOW_MAX 4096    /* a window's counts are halved here (it ages) */
 #define GY_GUARD_TRIAL_STOP_SHARE 0.5 /* the stop share while an arm is tried (at least) */
 #define GY_GUARD_BACKOFF_JOBS 500   /* a rejected or fallen-back arm is not tried again before */
@@ -77,6 +78,9 @@ double gy_guard_bin_us(unsigned bin, uint32_t base_us);
 unsigned gy_guard_bin_quantile(const uint16_t *bins, uint32_t n, double q);
 /* The whole bins nearest to a factor 1 + eps (2 for 2 %: 1.01^2 = 1.0201). */
 int gy_guard_bins_for(double eps);
+/* The slowest `share` of a histogram's n jobs (rounded up; part of the bin where they begin) as a
+ * histogram in out; returns how many. */
+uint32_t gy_guard_bins_top(const uint16_t *bins, uint32_t n, double share, uint16_t *out);
 /* Mann-Whitney's test on two histograms, standardized: U counts the pairs (arm job, stop job) with
  * the arm's bin below the stop's bin + shift (a tie counts half), z = (U - mn/2) / sqrt(mn(m+n+1)/12).
  * z >> 0: the arm's jobs are shorter than stop's times 1.01^shift (its whole distribution, not one

@@ -1064,6 +1064,23 @@ TEST(the_bins_are_one_percent_wide_around_the_base)
           gy_guard_bin_quantile(h, 100, 0.99) == 200);
 }
 
+/* The slow jobs' test (guarded.c, test_window) takes each window's slowest share as a histogram:
+ * the share of its jobs rounded up, from the slowest bin down, part of the bin where they begin. */
+TEST(the_slowest_share_of_a_window_is_taken_from_the_top)
+{
+    uint16_t bins[GY_GUARD_BINS] = {0}, top[GY_GUARD_BINS];
+    bins[10] = 50, bins[80] = 45, bins[81] = 3, bins[GY_GUARD_BINS - 1] = 2; /* 100 jobs */
+    CHECK(gy_guard_bins_top(bins, 100, 0.1, top) == 10 && top[GY_GUARD_BINS - 1] == 2 && top[81] == 3 &&
+              top[80] == 5 && top[10] == 0,
+          "the slowest tenth: %u past the last bin, %u in 81, %u in 80, %u in 10", top[GY_GUARD_BINS - 1], top[81],
+          top[80], top[10]);
+    CHECK(gy_guard_bins_top(bins, 100, 0.015, top) == 2 && top[GY_GUARD_BINS - 1] == 2 && top[81] == 0,
+          "1.5 %% of 100 is 2 jobs");
+    CHECK(gy_guard_bins_top(bins, 100, 1.0, top) == 100 && memcmp(top, bins, sizeof bins) == 0);
+    /* a window whose count says more than its bins hold (the segment is anyone's to write): what there is */
+    CHECK(gy_guard_bins_top(bins, 4000, 0.1, top) == 100);
+}
+
 TEST(the_rank_statistic_counts_pairs_below_the_bound)
 {
     static uint16_t arm[GY_GUARD_BINS], stop[GY_GUARD_BINS];
@@ -1356,6 +1373,31 @@ TEST(a_cost_only_in_a_tail_far_past_the_median_is_judged)
         CHECK(promoted_same >= 8, "%.0f %% of the jobs at %.0fx, the same under the arm: promoted in only %u of 10 runs",
               tails[k].share * 100, tails[k].at, promoted_same);
     }
+}
+
+/* An arm that costs only the HP's slow jobs (one in ten, 18x the others: a server's long
+ * requests), 10 % past the p99 bound: its p50 test passes and the fast fallback's 4 slow jobs of 16
+ * seldom come. A p99 is one order statistic, so such an arm passed on a lucky one or ran its trial
+ * to the cap of 2048 jobs; the slow jobs' rank test (test_window) shows it out. */
+TEST(an_arm_that_costs_only_the_slow_jobs_is_shown_out_before_its_cap)
+{
+    struct pair slower_tail = {10.0, EVERY_PARTITION(1), TAILED, LP_PER_MS, {0}, {0}, EVERY_PARTITION(1.10), {0}};
+    unsigned promoted = 0, at_cap = 0, over = 0;
+    uint64_t on_partitions = 0;
+    for (uint64_t seed = 1; seed <= 10; seed++) {
+        struct gy_guard *g = fresh(seed);
+        sim_tail_at = 18.0, sim_tail_share = 0.10;
+        struct run r = {.first_partition_in_force = GY_GUARD_ARM_COUNT};
+        simulate(g, &slower_tail, 20000, &r);
+        promoted += r.first_partition_in_force != GY_GUARD_ARM_COUNT;
+        at_cap += ended_as(&r, GY_GUARD_TRIAL_CAP);
+        over += ended_as(&r, GY_GUARD_TRIAL_OVER);
+        on_partitions += jobs_on_partitions(&r, GY_ARM_P16);
+    }
+    CHECK(promoted == 0 && at_cap == 0 && over > 0,
+          "promoted in %u of 10 runs; trials to the cap %u, shown over %u", promoted, at_cap, over);
+    /* its trials' jobs: 32 149 of 200 000 (with the p99 alone 76 436, and 17 trials to the cap) */
+    CHECK(on_partitions < 40000, "%llu of 200 000 jobs on a partition", (unsigned long long)on_partitions);
 }
 
 /* ---- re-checks ------------------------------------------------------------------------------- */

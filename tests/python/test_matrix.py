@@ -1421,6 +1421,21 @@ def test_guard_replay_promotes_a_costless_arm_on_a_measured_trace_and_never_a_co
     row = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("| small + gemm")][0]
     promoted, dropped = row.split("|")[3].strip().split(", ")
     assert int(promoted.split("/")[0]) >= 3 and dropped.startswith(promoted.split("/")[0] + " ("), row
+    # a cost on the trace's slowest tenth only (--tail-above): a row says how many of those jobs ran
+    # on an arm and the HP's p99 over the trace's; costless, x1 exactly; 1.5x, higher, and never promoted
+    assert guard_replay.main(["--build", build, str(tmp_path), "--costs", "1,1.5", "--jobs", "2000", "--runs", "4",
+                              "--tail-above", "0.9"]) == 0
+    out = capsys.readouterr().out
+    row = [ln for ln in out.splitlines() if ln.startswith("| small + gemm")][0]
+    assert [c.strip() for c in row.split("|")[1:-1]][3] == "0/4", row
+    slow = [ln for ln in out.splitlines() if ln.startswith("| slow jobs (past the trace's q0.9) on arms")][0]
+    costless, costly = [re.fullmatch(r"([\d.]+) %, x([\d.]+); x([\d.]+)", c.strip()).groups()
+                        for c in slow.split("|")[3:5]]
+    assert float(costless[0]) > 10 and costless[1] == costless[2] == "1.0000", slow
+    assert 0 < float(costly[0]) < float(costless[0]) and 1 < float(costly[1]) <= float(costly[2]) <= 1.5, slow
+    with pytest.raises(SystemExit):
+        guard_replay.main(["--build", build, str(tmp_path), "--tail-above", "1.5"])
+    assert "--tail-above 1.5: a quantile between 0 and 1" in capsys.readouterr().err
     # with the queue depth learnt too: a costless depth reaches force in some runs, a 1.5x one in none,
     # and a learning of guarded_depth is a cell of its own, named so
     seg_depth = dict(seg, setup="guarded_depth_learn")
@@ -1477,7 +1492,8 @@ def test_guard_replay_promotes_a_costless_arm_on_a_measured_trace_and_never_a_co
     trace.write_text("\n".join(["4000"] * 64))
     for extra in (["depth=9"], ["depth=1", "depth=1"], ["deep"], ["depth-in-force"], ["depth-gain=0"],
                   ["depth=1", "depth-gain=-1"], ["depth=1", "depth-gain=0", "depth-gain=0"], ["gap-spread=0.4"],
-                  ["depth=1", "gap-spread=2"], ["depth=1", "gap-spread=0.1", "gap-spread=0.1"]):
+                  ["depth=1", "gap-spread=2"], ["depth=1", "gap-spread=0.1", "gap-spread=0.1"], ["tail=0"], ["tail=1"],
+                  ["tail=x"], ["tail=0.9", "tail=0.9"]):
         bad = subprocess.run([os.path.join(build, "bench", "guard-replay"), str(trace), "1", "100", "2"] + extra,
                              capture_output=True, text=True)
         assert bad.returncode == 2 and "usage: guard-replay" in bad.stderr and bad.stderr.count("\n") == 2, (extra, bad.stderr)
