@@ -134,3 +134,56 @@ def test_call_size_counts_what_a_device_call_carries(tmp_path):
     assert r.returncode == 1 and "OVER by" in r.stdout and "refused" in r.stdout, r.stdout
     r = run("--root", str(tmp_path / "nowhere"))
     assert r.returncode == 2 and "not a git checkout" in r.stdout, r.stdout
+
+
+def _cells(tmp_path, plan_text, **env_extra):
+    """bench/gpu/cells.sh on a plan, with a stand-in runner that records what each cell got."""
+    plan = tmp_path / "plan.txt"
+    plan.write_text(plan_text)
+    stub = tmp_path / "run_all_stub.sh"
+    stub.write_text('echo "$* | $MX_ARGS | $GY_RESULTS | $OUT" >> "$CELLS_CALLS"\n'
+                    'mkdir -p "$OUT" && touch "$OUT/heatmap.png" "$OUT/matrix.json" "$OUT/results.tgz"\n'
+                    'echo "[worker noise]"; echo "matrix exit 0"\n')
+    out, calls = tmp_path / "out", tmp_path / "calls.txt"
+    env = dict(os.environ, OUT=str(out), RUN_ALL=str(stub), CELLS_CALLS=str(calls), **env_extra)
+    proc = subprocess.run(["bash", os.path.join(GPU, "cells.sh"), str(plan)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=60)
+    return proc, out, (calls.read_text().splitlines() if calls.exists() else [])
+
+
+def test_cells_runs_each_cell_of_a_plan_as_one_matrix_invocation(tmp_path):
+    proc, out, calls = _cells(tmp_path, "# two cells\n"
+                              "gemm-r50 gemm resnet50train hp_alone,lp_alone,corun,guarded_depth 8000 3 205 225 1\n\n"
+                              "mixed-gemm mixed gemm corun,guarded 3000 2 300 330 7 --loads poisson-50  # a comment\n")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("cells.sh: 2 cell(s), at most 555 s\n")
+    assert "[worker noise]" not in proc.stdout and "cells.sh: mixed-gemm done at" in proc.stdout
+    assert len(calls) == 2
+    stage, args, results, cell_out = calls[0].split(" | ")
+    assert stage == "matrix" and results == str(out / "gemm-r50" / "gy-results") and cell_out == str(out / "gemm-r50")
+    assert args == ("--hp-kinds gemm --lp-kinds resnet50train --setups hp_alone,lp_alone,corun,guarded_depth "
+                    "--learn-jobs 8000 --rounds 3 --budget-s 205 --seed 1 --no-cost --pin --loads poisson-25")
+    assert calls[1].split(" | ")[1].endswith("--seed 7 --no-cost --pin --loads poisson-25 --loads poisson-50")
+    for name in ("gemm-r50", "mixed-gemm"):  # the log kept; the heat map and matrix.json left out, the rest kept
+        assert (out / f"{name}.log").read_text().startswith("[worker noise]")
+        assert sorted(os.listdir(out / name)) == ["results.tgz"]
+
+
+def test_cells_refuses_a_bad_plan_before_running_any_cell(tmp_path):
+    good = "a gemm gemm corun 100 1 50 60 1\n"
+    for plan, message in ((good + "b gemm gemm corun 100 1 50\n", ":2: 7 fields, a cell needs 9"),
+                          (good + "b gemm gemm corun 100 x 50 60 1\n", ":2: field 6 'x' must be a whole number"),
+                          (good + "b gemm gemm corun 0 1 50 60 1\n", ":2: field 5 '0' must be a whole number"),
+                          (good + "b gemm gemm corun 100 1 60 60 1\n", ":2: budget 60 s must be under the timeout 60 s"),
+                          (good + "a gemm gemm corun 100 1 50 60 1\n", ":2: the name 'a' is taken"),
+                          ("../a gemm gemm corun 100 1 50 60 1\n", ":1: name '../a'"),
+                          ("# nothing\n\n", "holds no cell"),
+                          (good + "b gemm gemm corun 100 1 500 520 1\n", "sum to 580 s, past the call's 570 s")):
+        proc, out, calls = _cells(tmp_path, plan)
+        assert proc.returncode == 2 and message in proc.stderr and proc.stderr.count("\n") == 1, (plan, proc.stderr)
+        assert calls == [] and not out.exists(), plan
+    proc, _, calls = _cells(tmp_path, good + "b gemm gemm corun 100 1 500 520 1\n", CALL_LIMIT_S="600")
+    assert proc.returncode == 0 and len(calls) == 2, proc.stderr  # the limit is the caller's to raise
+    missing = subprocess.run(["bash", os.path.join(GPU, "cells.sh"), str(tmp_path / "none.txt")],
+                             capture_output=True, text=True)
+    assert missing.returncode == 2 and "cannot read" in missing.stderr
