@@ -895,6 +895,25 @@ static double window_z(const struct gy_guard *g, const struct gy_guard_window *w
                                         : gy_guard_scale_z(w->bins, w->n, s->bins, s->n, gy_guard_bins_for(eps_p50));
 }
 
+/* The slow jobs' test: the rank test of the full one on each window's slowest GY_GUARD_TAIL_SHARE,
+ * against stop's paired window's times 1 + eps_p99, once both hold GY_GUARD_P99_MIN_JOBS jobs (0 and
+ * *judged false before). A p99 is one order statistic (the 3rd slowest of 256), and an arm that
+ * cost only the HP's slow jobs passed on a lucky one, or never passed and ran its trial to the cap:
+ * replayed on the H200's learnings with the slowest tenth of each trace 10 % slower under the arms,
+ * one was promoted in 32 % of 3 000-job learnings (13 % with this test), 25 % slower in 7 % (4 %),
+ * a costless arm as often as before (bench/results/2026-12-04-slow-job-test/). */
+static double slow_jobs_z(const struct gy_guard *g, const struct gy_guard_window *w, bool *judged)
+{
+    const struct gy_guard_window *s = &g->paired_stop;
+    *judged = w->n >= GY_GUARD_P99_MIN_JOBS && s->n >= GY_GUARD_P99_MIN_JOBS;
+    if (!*judged)
+        return 0;
+    uint16_t arm_top[GY_GUARD_BINS], stop_top[GY_GUARD_BINS];
+    uint32_t arm_n = gy_guard_bins_top(w->bins, w->n, GY_GUARD_TAIL_SHARE, arm_top);
+    uint32_t stop_n = gy_guard_bins_top(s->bins, s->n, GY_GUARD_TAIL_SHARE, stop_top);
+    return gy_guard_scale_z(arm_top, arm_n, stop_top, stop_n, gy_guard_bins_for(g->eps_p99_ppm / 1e6));
+}
+
 /* The full test of `arm` against stop's jobs of the same time (paired_stop): -1 clearly out of the bound, 1
  * within it, 0 cannot tell yet. Within: Mann-Whitney's z for "the arm's jobs are shorter than
  * stop's times 1 + eps_p50" at least GY_GUARD_LOOK_Z, the arm's p99 bin within stop's p99 bin
@@ -913,23 +932,11 @@ static int test_window(struct gy_guard *g, const struct gy_guard_window *w, doub
     g->z_milli = (int32_t)(z * 1000 + (z < 0 ? -0.5 : 0.5));
     /* past the last bin a p99 cannot be judged: within only when stop's is past it too; and below
      * GY_GUARD_P99_MIN_JOBS a window's p99 is one of its few slowest jobs, or none of the slow ones */
-    int p99_bins = gy_guard_bins_for(g->eps_p99_ppm / 1e6);
-    bool p99_judged = w->n >= GY_GUARD_P99_MIN_JOBS && s->n >= GY_GUARD_P99_MIN_JOBS;
-    bool p99_ok = p99_judged && (p99 < GY_GUARD_BINS - 1 ? (int)p99 <= (int)stop_p99 + p99_bins
-                                                         : stop_p99 == GY_GUARD_BINS - 1);
-    /* The slow jobs: the same rank test on each window's slowest GY_GUARD_TAIL_SHARE, against
-     * stop's times 1 + eps_p99. A p99 is one order statistic (the 3rd slowest of 256), and an arm
-     * that cost only the HP's slow jobs passed on a lucky one, or never passed and ran its trial to
-     * the cap: replayed on the H200's learnings with the slowest tenth of each trace 10 % slower
-     * under the arms, one was promoted in 32 % of 3 000-job learnings (13 % now), 25 % slower in
-     * 7 % (4 %), a costless arm as often as before (bench/results/2026-12-04-slow-job-test/). */
-    double tail_z = 0;
-    if (p99_judged) {
-        uint16_t arm_top[GY_GUARD_BINS], stop_top[GY_GUARD_BINS];
-        uint32_t arm_n = gy_guard_bins_top(w->bins, w->n, GY_GUARD_TAIL_SHARE, arm_top);
-        uint32_t stop_n = gy_guard_bins_top(s->bins, s->n, GY_GUARD_TAIL_SHARE, stop_top);
-        tail_z = gy_guard_scale_z(arm_top, arm_n, stop_top, stop_n, p99_bins);
-    }
+    bool p99_judged;
+    double tail_z = slow_jobs_z(g, w, &p99_judged);
+    bool p99_ok = p99_judged && (p99 < GY_GUARD_BINS - 1
+                                     ? (int)p99 <= (int)stop_p99 + gy_guard_bins_for(g->eps_p99_ppm / 1e6)
+                                     : stop_p99 == GY_GUARD_BINS - 1);
     if (z <= -GY_GUARD_OUT_Z || tail_z <= -GY_GUARD_OUT_Z)
         return -1;
     return z >= GY_GUARD_LOOK_Z && p99_ok && tail_z >= 0 ? 1 : 0;
@@ -951,6 +958,7 @@ static void outlook_of(const struct gy_guard *g, const struct gy_guard_window *w
     if (!out->judged)
         return;
     out->z = window_z(g, w, eps, by_blocks);
+    out->slow_z = slow_jobs_z(g, w, &out->slow_judged);
     if (out->z > 0) {
         double need = w->n * (GY_GUARD_LOOK_Z / out->z) * (GY_GUARD_LOOK_Z / out->z);
         need = need > GY_GUARD_P99_MIN_JOBS ? need : GY_GUARD_P99_MIN_JOBS;

@@ -202,6 +202,8 @@ struct gy_guard_outlook {
     double z;              /* as its next look would compute it; passes at GY_GUARD_LOOK_Z */
     int64_t more_jobs;     /* of its own, at this trend, to pass; -1 where z <= 0 (no trend within) */
     bool beyond_cap;       /* ... past GY_GUARD_TRIAL_MAX: the trial ends first unless the trend improves */
+    bool slow_judged;      /* its slowest tenth's test could be computed (GY_GUARD_P99_MIN_JOBS a window) */
+    double slow_z;         /* ... its z: the trial passes only at >= 0, is out at <= -GY_GUARD_OUT_Z */
 };
 bool gy_guard_trial_outlook(const struct gy_guard *g, struct gy_guard_outlook *out);
 /* The same for the queue depth's trial (false when none is tried): arm is the arm in force it is

@@ -33,7 +33,8 @@ void gy_guard_trial_figures(const struct gy_guard_trial_view *t, char *buf, size
         snprintf(buf + used, len - used, "; its cycles not compared with %s's", gy_guard_arm_name(t->in_force));
 }
 
-/* {"arm": ..., "jobs": ..., "passes_at_z": ..., "z_now": ..., "more_jobs_estimate": ..., "beyond_cap": ...}
+/* {"arm": ..., "jobs": ..., "passes_at_z": ..., "z_now": ..., "more_jobs_estimate": ..., "beyond_cap": ...,
+ *  "slow_jobs_z": ...}
  * into buf (may be NULL when len is 0); returns the length it needs, as snprintf. */
 static size_t outlook_json(const struct gy_guard_outlook *o, char *buf, size_t len)
 {
@@ -43,7 +44,8 @@ static size_t outlook_json(const struct gy_guard_outlook *o, char *buf, size_t l
     EMIT(o->judged ? "%.3f" : "null", o->z);
     EMIT(", \"more_jobs_estimate\": ");
     EMIT(o->more_jobs >= 0 ? "%lld" : "null", (long long)o->more_jobs);
-    EMIT(", \"beyond_cap\": %s}", o->beyond_cap ? "true" : "false");
+    EMIT(", \"beyond_cap\": %s, \"slow_jobs_z\": ", o->beyond_cap ? "true" : "false");
+    EMIT(o->slow_judged ? "%.3f}" : "null}", o->slow_z);
     return used;
 }
 
@@ -124,15 +126,19 @@ int gy_guarded_json(const struct gy_guard *g, char *buf, size_t len)
 static void print_outlook(FILE *to, const struct gy_guard_outlook *o, double bound_pct)
 {
     if (!o->judged)
-        fprintf(to, ", not judged yet (stop's paired window needs %u jobs)\n", GY_GUARD_MIN_JOBS);
+        fprintf(to, ", not judged yet (stop's paired window needs %u jobs)", GY_GUARD_MIN_JOBS);
     else if (o->more_jobs < 0)
         fprintf(to, ", z %.2f now: its jobs so far are not shorter than stop's + %.1f %% (ends when futile, from %u "
-                    "jobs)\n", o->z, bound_pct, GY_GUARD_FUTILE_JOBS);
+                    "jobs)", o->z, bound_pct, GY_GUARD_FUTILE_JOBS);
     else
-        fprintf(to, ", z %.2f now (passes at %.2f, from %u jobs): at this trend about %lld more of its jobs%s\n", o->z,
+        fprintf(to, ", z %.2f now (passes at %.2f, from %u jobs): at this trend about %lld more of its jobs%s", o->z,
                 GY_GUARD_LOOK_Z, GY_GUARD_P99_MIN_JOBS, (long long)o->more_jobs,
                 o->beyond_cap ? ", past its trial's cap: it ends first unless the trend improves"
                               : " (it gets at most half the HP's jobs while tried)");
+    if (o->slow_judged) /* the slow jobs' test: a trial passes only where it does not lean over */
+        fprintf(to, "; its slowest tenth z %.2f against stop's + p99 bound (passes at >= 0, out at <= -%.2f)",
+                o->slow_z, GY_GUARD_OUT_Z);
+    fputc('\n', to);
 }
 
 void gy_guarded_print(FILE *to, const struct gy_guard *g)

@@ -825,7 +825,9 @@ def trial_outlook(guard):
         what = t["arm"] if depth_us is None else f"depth {depth_us} us"
         # a depth's gain shown against its gaps' spread (promotion needs 2.5 too; since a39ef9f)
         gain = "" if depth_us is None or depth.get("gain_z") is None else f", gain z {depth['gain_z']:.2f}"
-        said += f", trying {what} ({t['jobs']} of its jobs, {z}{ahead}{gain})"
+        # the slow jobs' test (status since 2026-12-04): the trial passes only where it is >= 0
+        slow = "" if t.get("slow_jobs_z") is None else f", slowest tenth z {t['slow_jobs_z']:.2f}"
+        said += f", trying {what} ({t['jobs']} of its jobs, {z}{ahead}{slow}{gain})"
     return said
 
 

@@ -1034,13 +1034,34 @@ TEST(status_says_how_far_a_trial_is_from_passing)
     CHECK(o.z > GY_GUARD_LOOK_Z && o.more_jobs == GY_GUARD_P99_MIN_JOBS - 100, "z %.2f, %lld more", o.z,
           (long long)o.more_jobs);
     gy_guarded_json(g, text, sizeof text);
-    char want[160];
+    char want[256];
     snprintf(want, sizeof want, "\"trial\": {\"arm\": \"partition:64\", \"jobs\": 100, \"passes_at_z\": 2.50, \"z_now\": %.3f, "
-             "\"more_jobs_estimate\": %d, \"beyond_cap\": false}, \"queue_depth\"", o.z, GY_GUARD_P99_MIN_JOBS - 100);
+             "\"more_jobs_estimate\": %d, \"beyond_cap\": false, \"slow_jobs_z\": null}, \"queue_depth\"", o.z,
+             GY_GUARD_P99_MIN_JOBS - 100);
     CHECK(strstr(text, want), "%s\nwanted %s", text, want);
     status_table(g, text, sizeof text);
     snprintf(want, sizeof want, "guarded: trial of partition:64: 100 of its jobs, z %.2f now (passes at 2.50, from %d jobs): "
              "at this trend about %d more of its jobs", o.z, GY_GUARD_P99_MIN_JOBS, GY_GUARD_P99_MIN_JOBS - 100);
+    CHECK(strstr(text, want) && !strstr(text, "slowest tenth"), "%s\nwanted %s", text, want);
+
+    /* from GY_GUARD_P99_MIN_JOBS jobs a window on, the slow jobs' test too: an arm whose slow jobs
+     * (one in ten, 18x) are 10 % slower leans over (a_trial_that_costs_only_the_slow_jobs...) */
+    struct pair slower_tail = {10.0, EVERY_PARTITION(1), TAILED, LP_PER_MS, {0}, {0}, EVERY_PARTITION(1.10), {0}};
+    g = fresh(5);
+    sim_tail_at = 18.0, sim_tail_share = 0.10;
+    bool seen = false;
+    for (int j = 0; j < 20000 && !seen; j++) {
+        simulate(g, &slower_tail, 1, &r);
+        seen = gy_guard_trial_outlook(g, &o) && o.slow_judged;
+    }
+    REQUIRE(seen, "no trial of this pair reached %d jobs a window", GY_GUARD_P99_MIN_JOBS);
+    CHECK(o.slow_z < 0, "the slowest tenth's z %.2f", o.slow_z);
+    gy_guarded_json(g, text, sizeof text);
+    snprintf(want, sizeof want, "\"slow_jobs_z\": %.3f}, \"queue_depth\"", o.slow_z);
+    CHECK(strstr(text, want), "%s\nwanted %s", text, want);
+    status_table(g, text, sizeof text);
+    snprintf(want, sizeof want, "; its slowest tenth z %.2f against stop's + p99 bound (passes at >= 0, out at <= -3.09)\n",
+             o.slow_z);
     CHECK(strstr(text, want), "%s\nwanted %s", text, want);
 }
 

@@ -1635,7 +1635,9 @@ def test_the_learning_line_says_where_the_trial_stands():
     assert matrix.trial_outlook({"trial": t}).endswith("z 0.20 now: about 63000 more of its jobs, past its trial's cap)")
     t.update(z_now=-0.5, more_jobs_estimate=None, beyond_cap=False)
     assert matrix.trial_outlook({"trial": t}) == ", trying partition:64 (412 of its jobs, z -0.50 now)"
-    t.update(z_now=None)
+    t.update(slow_jobs_z=-1.234)  # the slow jobs' test, once judged
+    assert matrix.trial_outlook({"trial": t}) == ", trying partition:64 (412 of its jobs, z -0.50 now, slowest tenth z -1.23)"
+    t.update(z_now=None, slow_jobs_z=None)
     assert matrix.trial_outlook({"trial": t}) == ", trying partition:64 (412 of its jobs, not judged yet)"
     # a queue depth's trial (its own "trial" in "queue_depth"), with or without an arm's
     d = {"arm": "partition:16", "jobs": 2388, "z_now": 0.82, "passes_at_z": 2.5, "more_jobs_estimate": 22000,
