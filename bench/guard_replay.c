@@ -103,7 +103,7 @@ static long median(long *v, long n) /* of the first n (sorted in place), -1 for 
 
 static int usage(const char *why)
 {
-    fprintf(stderr, "guard-replay: %s\nusage: guard-replay TRACE COST JOBS RUNS [in-force] [depth=F] (TRACE: a job time "
+    fprintf(stderr, "guard-replay: %s\nusage: guard-replay TRACE COST JOBS RUNS [in-force] [tail=Q] [depth=F] (TRACE: a job time "
                     "in us a line; COST: the arms' factor, 1 to 4, or SMS=F pairs joined by '/' (16=1/64=1.5); JOBS, "
                     "RUNS: 1 to 10000000; in-force: the cost only once in force; tail=Q: only on the jobs past the trace's Q-quantile; depth=F: the queue depth learnt too, "
                     "F from 1 to 4 the cost of a job after a gap at a depth; depth-gain=S: the LP launches 1 + S x k "
@@ -156,8 +156,8 @@ static int parse_costs(const char *text, double cost[GY_GUARD_ARM_COUNT])
 int main(int argc, char **argv)
 {
     if (argc < 5 || argc > 11)
-        return usage("four arguments, then `in-force`, `depth=F` (and `depth-in-force`, `depth-gain=S`, `gap-spread=S`), "
-                     "or nothing");
+        return usage("four arguments, then `in-force`, `tail=Q`, `depth=F` (and `depth-in-force`, `depth-gain=S`, "
+                     "`gap-spread=S`), or nothing");
     bool in_force_only = false, depth_on = false, depth_in_force_only = false, depth_gain_set = false,
          spread_set = false;
     double depth_cost = 1.0, tail_q = 0;
