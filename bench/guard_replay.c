@@ -254,11 +254,10 @@ int main(int argc, char **argv)
             struct gy_guard_change begun = gy_guard_cycle(&g, arm, now_ns, lp);
             if (begun.trial_ended)
                 trial_ends[begun.trial_end.outcome]++;
-            bool costs = arm != GY_ARM_STOP && (!in_force_only || (arm == g.in_force && arm != g.trial));
-            bool depth_costs = depth && (!depth_in_force_only || depth == g.depth_in_force);
             uint32_t us = trace[(start + j) % n];
-            bool slow = us >= slow_from;
-            costs = costs && slow;
+            bool slow = us >= slow_from; /* every job without tail=Q */
+            bool costs = slow && arm != GY_ARM_STOP && (!in_force_only || (arm == g.in_force && arm != g.trial));
+            bool depth_costs = depth && (!depth_in_force_only || depth == g.depth_in_force);
             double factor = (costs ? cost[arm] : 1.0) * (depth_costs ? depth_cost : 1.0);
             uint64_t ns = (uint64_t)(us * factor * 1000.0);
             if (tail_q) {
