@@ -17,10 +17,11 @@ guarded, learning first, the HP marking nothing under GPUYIELD_JOBS=auto: guarde
 unmodified server; its HP results have no per-job arms, the segment's status has them).
 
 Load: Poisson arrivals at a share of the HP's alone capacity (poisson-25: 25 %, poisson-60), the
-rate set once per HP kind from its alone service time (median of --calib-jobs jobs, plain
+rate set once per HP kind from its alone service time (the mean of --calib-jobs jobs, plain
 process, each job followed by 3x its time idle: a host-bound job is slower after idle time than back
-to back); latency counts from arrival, queueing included. A round whose plain HP alone was over
-85 % busy (rate x its median service time) queued, so its latency is mostly waiting: it is left
+to back; the mean, not the median, since 2026-12-07: an HP with a few long jobs is busy by its mean);
+latency counts from arrival, queueing included. A round whose plain HP alone was over
+85 % busy (rate x its mean service time) queued, so its latency is mostly waiting: it is left
 out of the cell for every setup and counted (alone_overloaded_rounds). Every setup of a round uses the same
 arrival seed. The LP starts --lp-lead-s before the HP's first arrival (its queue is full when
 the HP starts) and its units are counted over the HP's window only.
@@ -175,10 +176,21 @@ TARGET_P50, TARGET_P50_CI, TARGET_P99 = 1.03, 1.06, 1.10
 TARGET_LP_BELOW_CORUN = 0.02  # a harvesting setup's LP may fall this far under corun's in the cell (issue 26)
 # Calibration idles 3x each job's service time after it (the pace of a 25 % load).
 CALIB_GAP = 3
-# A round whose plain HP alone was busier than this (rate x its median service time) queued: its
+# A round whose plain HP alone was busier than this (rate x its mean service time) queued: its
 # latency is mostly waiting, a denominator that makes every setup look faster than alone. Such a
 # round is left out of the cell for every setup (matrix.json counts them: alone_overloaded_rounds).
 ALONE_BUSY_MAX = 0.85
+# Calibration jobs by default: enough that an HP of two kinds of job shows its mix (the mixed HP's
+# seeded draws hold no long job in their first 30 and 16 in their first 200). On 2026-12-07 a rate
+# from the median of 30 ran every mixed cell at 1.0-1.6 of its plain alone's time busy
+# (bench/results/2026-12-07-h100-matrix).
+CALIB_JOBS = 200
+
+
+def load_rate(kind, share):
+    """HP arrivals per second that keep its plain process alone busy `share` of the time: the
+    share over its mean calibrated service time (raw records before 2026-12-07 hold the median only)."""
+    return share / (kind.get("svc_mean_ms", kind["svc_p50_ms"]) / 1000.0)
 
 
 def fail(msg, code=1):
@@ -645,11 +657,12 @@ def estimate_s(args, plan):
     for i, (hp, lp, load) in enumerate(plan):
         first = i == 0 or plan[i - 1][0] != hp
         # H100 service medians under corun (the 2026-11-25 records' segments: 3.76, 3.98, 18.6, 4.61 ms)
-        # (mixed: 9 small jobs to 1 of 200 GEMMs, estimated from those)
-        svc = {"gemm": 0.0038, "small": 0.004, "frcnn720": 0.0186, "bert": 0.0046, "mixed": 0.0108}.get(hp, 0.01)
+        # (mixed: its mean, 9 small jobs of 2.2 ms to 1 of 200 GEMMs of 70 ms on 2026-12-07)
+        svc = {"gemm": 0.0038, "small": 0.004, "frcnn720": 0.0186, "bert": 0.0046, "mixed": 0.009}.get(hp, 0.01)
         w = window_s(args, LOADS[load] / svc)
         n = len(cell_setups(args.setups, first, args.cost)) * args.rounds
-        total += n * (w + args.lp_lead_s + 0.6) + (15 if first else 5)
+        calib = args.calib_jobs * svc * (1 + CALIB_GAP) if first else 0.0
+        total += n * (w + args.lp_lead_s + 0.6) + calib + (15 if first else 5)
         if args.learn_jobs:
             total += len(learning_groups(args)) * (args.learn_jobs * svc / learn_load(args, load) + args.lp_lead_s + 1)
     return total
@@ -687,6 +700,7 @@ def run_cells(args, plan, procs, tools, raw, started, irq=None):
                                 f"calibrating {hp}")["svc_ms"]
             busy = plain.request({"cmd": "busy", "jobs": args.busy_jobs}, 300, f"profiling {hp}")
             raw["hp_kinds"][hp] = {"svc_alone_ms": svc, "svc_p50_ms": nearest_rank(svc, 50),
+                                   "svc_mean_ms": round(sum(svc) / len(svc), 4),
                                    "busy_ms": busy["busy_ms"], "wall_ms": busy["wall_ms"]}
             loaded_hp = hp
         if lp != loaded_lp:
@@ -695,7 +709,12 @@ def run_cells(args, plan, procs, tools, raw, started, irq=None):
             for p in lp_procs:
                 p.reply(300, f"loading LP kind {lp}")
             loaded_lp = lp
-        rate = LOADS[load] / (raw["hp_kinds"][hp]["svc_p50_ms"] / 1000.0)
+        rate = load_rate(raw["hp_kinds"][hp], LOADS[load])
+        gpu_busy = rate * raw["hp_kinds"][hp]["busy_ms"] / 1000.0
+        if gpu_busy > ALONE_BUSY_MAX:
+            print(f"matrix: warning: {hp}+{lp} {load}: the HP's GPU work alone fills {gpu_busy:.2f} of the GPU at "
+                  f"this rate ({rate:.1f} jobs/s x {raw['hp_kinds'][hp]['busy_ms']:.2f} ms busy a job): its rounds "
+                  f"will queue; name a lower load", flush=True)
         seconds = window_s(args, rate)
         for group in learning_groups(args) if args.learn_jobs else ():
             # what the LP sent to partitions while guarded learned is not the next segment's
@@ -846,7 +865,7 @@ def learn_guarded(args, procs, tools, raw, cell, group="guarded"):
         fail(f"cannot reset the guarded segment {tools.segments[group]}: {r.stdout.strip()}")
     setup = LEARNING_GROUPS[group]
     hp, lp, load = cell
-    rate = learn_load(args, load) / (raw["hp_kinds"][hp]["svc_p50_ms"] / 1000.0)
+    rate = load_rate(raw["hp_kinds"][hp], learn_load(args, load))
     seconds = args.learn_jobs / rate
     seg = {"hp": hp, "lp": lp, "load": load, "setup": f"{setup}_learn", "round": -1, "rate": rate, "seconds": seconds}
     seg.update(run_window(args, procs, group, ("hp", "lp"), rate, seconds, args.seed, SETUP[setup][2], 0.3,
@@ -890,12 +909,13 @@ def lp_units(result):
 
 
 def alone_busy(seg):
-    """How busy the plain HP alone was in its segment: arrival rate x median service time (None
-    without service times)."""
+    """How busy the plain HP alone was in its segment: arrival rate x mean service time (None
+    without service times). The mean: an HP with one long job in ten is busy by it while its median
+    is a short job's (until 2026-12-07 the median, which let every mixed round of that day pass)."""
     svc = (seg or {}).get("hp_result", {}).get("svc_ms")
     if not svc:
         return None
-    return seg["rate"] * nearest_rank(svc, 50) / 1000.0
+    return seg["rate"] * (sum(svc) / len(svc)) / 1000.0
 
 
 def analyze(raws):
@@ -962,7 +982,9 @@ def analyze(raws):
                 row["lp_throughput_ratio"] = ratio_two_stage(inv, rate_of(lambda b: b["lp"]), rate_of(lambda b: b["lp_den"]))
                 v = row["lp_throughput_ratio"]["value"]
                 if row["hp_jobs"]:  # an LP-only setup had the whole GPU: no share of what an HP left
-                    row["lp_share_of_left"] = round(v / share_left, 4) if v is not None and share_left else None
+                    # (none either where the HP's GPU work alone fills the GPU: nothing is left to share)
+                    row["lp_share_of_left"] = (round(v / share_left, 4) if v is not None and share_left
+                                               and share_left > 0 else None)
             if row["hp_jobs"]:
                 p50, p99 = row["hp_p50_ratio"], row["hp_p99_ratio"]
                 row["meets_hp_target"] = bool(p50["value"] is not None and p50["value"] <= TARGET_P50 and p50["ci"]
@@ -986,7 +1008,7 @@ def analyze(raws):
     first = raws[0]
     return {"device": first["device"], "commit": ",".join(sorted({r["commit"] for r in raws})),
             "invocations": [{"started": r["started"], "commit": r["commit"], "device": r["device"]} for r in raws],
-            "method": METHOD, "hp_kinds": {k: {"svc_p50_ms": v["svc_p50_ms"], "busy_ms": v["busy_ms"]}
+            "method": METHOD, "hp_kinds": {k: {key: v[key] for key in ("svc_p50_ms", "svc_mean_ms", "busy_ms") if key in v}
                                           for k, v in first["hp_kinds"].items()},
             "cells": out_cells}
 
@@ -997,8 +1019,9 @@ METHOD = ("HP latency from Poisson arrival (queueing included), nearest-rank p50
           "units launched in the HP's window per second over the same in lp_alone (one denominator per cell); 95 % "
           "intervals by a two-stage bootstrap (invocations, then rounds; 2000 resamples); lp_share_of_left = LP "
           "ratio / (1 - rate x GPU-busy ms of one HP job alone, profiler); the load's rate from the plain HP's "
-          "median service time (calibrated back to back until 2026-11-24 19:15 UTC, at a 25 % pace since); a round whose plain HP alone was over 85 % busy "
-          "(rate x its median service time: it queued) is left out for every setup; clocks logged, never set.")
+          "mean service time over 200 jobs (until 2026-12-07 the median of 30; calibrated back to back until 2026-11-24 "
+          "19:15 UTC, at a 25 % pace since); a round whose plain HP alone was over 85 % busy (rate x its mean service "
+          "time, the median until 2026-12-07: it queued) is left out for every setup; clocks logged, never set.")
 
 
 def write_outputs(raws, out):
@@ -1147,7 +1170,9 @@ def parse_args(argv):
                         "a device call cut by its time limit loses the cell it was in (the plan ran 10-30 %% over the "
                         "actual time on the H100 on 2026-11-25: it errs on the side of refusing)")
     p.add_argument("--lp-lead-s", type=float, default=0.4)
-    p.add_argument("--calib-jobs", type=int, default=30)
+    p.add_argument("--calib-jobs", type=int, default=CALIB_JOBS,
+                   help="plain HP jobs alone, each followed by 3x its time idle, whose mean service sets the "
+                        "load's rate (default %(default)s)")
     p.add_argument("--busy-jobs", type=int, default=10)
     p.add_argument("--lp-mode", default="time:500")
     p.add_argument("--learn-jobs", type=int, default=300,

@@ -8,10 +8,10 @@ HP kinds (a job = the work, then the GPU synchronised, as a server answers a req
   frcnn720  torchvision FasterRCNN-ResNet50-FPN on one 720x1280 image (the reference HP)
   bert      a BERT-base-sized encoder (12 layers, d 768, 12 heads, FFN 3072), batch 1, sequence 128
   mixed     only when named: two kinds of request, the small job 9 times in 10 and, drawn at random
-            (seeded), a long GPU-bound one of 200 x (2048^2 matmul + tanh), about 18x the small job
-            on an H100 (from the two kinds' times there): a server with a few long requests, whose
-            p99 lies far past its median (the guard's histograms reach 72x its base since
-            2026-12-04, 5.7x before)
+            (seeded), a long GPU-bound one of 200 x (2048^2 matmul + tanh): 70 ms against 2.2 ms
+            on the H100 (32x, measured 2026-12-07; 18x was the estimate before), a mean service of
+            about 9 ms, four times its median: a server with a few long requests, whose p99 lies far
+            past its median (the guard's histograms reach 72x its base since 2026-12-04, 5.7x before)
 LP kinds (a unit = one step, queued without a synchronisation: the LP keeps the GPU busy):
   gemm           an eager loop: 4 x (2048^2 fp32 matmul + tanh) a unit
   resnet50train  ResNet-50 SGD training step, batch 64, 224x224

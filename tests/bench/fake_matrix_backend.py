@@ -1,7 +1,8 @@
 """A stand-in for bench.gpu.matrix_kinds.TorchBackend in the matrix benchmark's dry run: units
 sleep instead of running kernels (HP jobs 2 ms, LP units 3 ms, no torch, no GPU); "GPU" events are
 host times, so the LP's completion timing runs the same code. Each build logs the process's
-GPUYIELD_* environment on stderr (the worker's log, GROUP_ROLE.log): what the harness gave it."""
+GPUYIELD_* environment on stderr (the worker's log, GROUP_ROLE.log): what the harness gave it.
+FAKE_BUSY_MS: the GPU-busy milliseconds the profiler reports of one HP job (default 1)."""
 import json
 import os
 import sys
@@ -28,4 +29,4 @@ class FakeBackend:
         return (b - a) * 1000.0
 
     def busy_ms_per_job(self, job, jobs):
-        return 1.0, 2.0
+        return float(os.environ.get("FAKE_BUSY_MS", "1.0")), 2.0

@@ -428,6 +428,53 @@ def test_a_round_whose_plain_alone_queued_is_left_out_for_every_setup():
     assert row.startswith("gemm+graph poisson-25") and "queued in every round, up to 90% busy: no verdict" in row
 
 
+def test_the_load_rate_comes_from_the_mean_service_of_the_calibration():
+    # an HP of two kinds of job (the mixed kind: 2.2 ms, one in ten 70 ms) is busy by its mean
+    kind = {"svc_p50_ms": 2.2, "svc_mean_ms": 9.0}
+    assert matrix.load_rate(kind, 0.25) == pytest.approx(0.25 / 0.009)
+    assert matrix.load_rate({"svc_p50_ms": 4.0}, 0.25) == pytest.approx(62.5)  # a record before 2026-12-07
+    assert matrix.parse_args(["--merge", "d", "--out", "o"]).calib_jobs == matrix.CALIB_JOBS >= 200
+
+
+def test_a_round_whose_plain_alone_is_busy_by_a_few_long_jobs_is_left_out():
+    # 25 jobs/s; nine jobs in ten 10 ms, one in ten 300 ms: median 10 ms (0.25 busy), mean 39 ms (0.975)
+    raw = synthetic_raw(slow=1.02, lp_share=0.6)
+    for seg in raw["segments"]:
+        if seg["setup"] == "hp_alone" and seg["round"] == 1:
+            seg["hp_result"]["svc_ms"] = [10.0] * 90 + [300.0] * 10
+    (cell,) = matrix.analyze([raw])["cells"]
+    assert cell["alone_overloaded_rounds"] == 1 and cell["alone_busy_max"] == pytest.approx(0.975)
+    assert cell["setups"]["corun"]["hp_jobs"] == 100  # round 0 only
+
+
+def test_no_share_of_the_time_left_where_the_hps_gpu_work_fills_the_gpu():
+    raw = synthetic_raw(slow=1.0, lp_share=0.6)
+    raw["hp_kinds"]["gemm"]["busy_ms"] = 60.0  # 25 jobs/s x 60 ms: 1.5 of the GPU
+    (cell,) = matrix.analyze([raw])["cells"]
+    assert cell["gpu_time_left"] == pytest.approx(-0.5)
+    corun = cell["setups"]["corun"]
+    assert corun["lp_throughput_ratio"]["value"] == pytest.approx(0.6) and corun["lp_share_of_left"] is None
+
+
+def test_a_load_the_hps_gpu_work_alone_cannot_meet_is_said_before_its_rounds(tmp_path):
+    """The rate from the calibration's mean (raw: svc_mean_ms, each segment's rate); a rate at which
+    the profiled GPU work of the HP's jobs fills over 85 % of the GPU gets a warning line."""
+    out = tmp_path / "out"
+    r = short_dry_run(out, "--hp-kinds", "gemm", "--lp-kinds", "graph", "--setups", "hp_alone,lp_alone,corun",
+                      FAKE_BUSY_MS="8")  # 2 ms jobs at 25 %: 125 jobs/s x 8 ms = about 1.0 of the GPU
+    assert r.returncode == 0, r.stdout
+    assert re.search(r"matrix: warning: gemm\+graph poisson-25: the HP's GPU work alone fills (0\.9\d|1\.\d\d) "
+                     r"of the GPU .* its rounds will queue", r.stdout), r.stdout
+    raw = json.loads((out / "raw.json").read_text())
+    kind = raw["hp_kinds"]["gemm"]
+    assert len(kind["svc_alone_ms"]) == 30 and kind["svc_mean_ms"] == pytest.approx(
+        sum(kind["svc_alone_ms"]) / 30, abs=1e-3)
+    assert all(s["rate"] == pytest.approx(0.25 / (kind["svc_mean_ms"] / 1000)) for s in raw["segments"])
+    r = short_dry_run(tmp_path / "quiet", "--hp-kinds", "gemm", "--lp-kinds", "graph", "--setups",
+                      "hp_alone,lp_alone,corun")  # 1 ms busy a job: an eighth of the GPU
+    assert r.returncode == 0 and "warning" not in r.stdout, r.stdout
+
+
 def test_calibration_idles_after_each_job_in_proportion_to_it():
     from bench.gpu import matrix_worker
     stamps = []
@@ -452,7 +499,8 @@ def short_dry_run(out, *args, **env):
                                                         os.path.join(build, "python"), ROOT]), MPLBACKEND="Agg", **env)
     return subprocess.run([sys.executable, "-m", "bench.gpu.matrix", "--build", build, "--out", str(out), "--backend",
                            "fake_matrix_backend:FakeBackend", "--no-mps", "--no-cost", "--rounds", "1", "--jobs", "4",
-                           "--min-seconds", "0.2", "--max-seconds", "0.3", "--lp-lead-s", "0.05", *args],
+                           "--min-seconds", "0.2", "--max-seconds", "0.3", "--lp-lead-s", "0.05", "--calib-jobs", "30",
+                           *args],
                           cwd=ROOT, env=penv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=180)
 
 
