@@ -1289,6 +1289,26 @@ static void drop_depth(struct gy_guard *g, uint32_t us, enum gy_guard_reason why
     publish_depth(g);
 }
 
+/* The fast fallback's drop of a depth. Over stop's median by GY_GUARD_GROSS_EPS x its half bound
+ * (4 %) it is gross, as an arm's fallback at four times its bound is: a GPU-bound HP waits for what
+ * the LP queued ahead of its jobs, and a depth that cost it that much does again at each retrial (on
+ * the H100 the GEMM HP's 2000 us fell back at x1.065-1.08 of stop in an 8 000-job learning, tried
+ * five times, and its next trial ran through the measured rounds: p50 1.10-1.13 of alone against
+ * corun's 1.06-1.07, bench/results/2026-12-07-h100-matrix). It counts as GY_GUARD_GROSS_STRIKES
+ * drops (the first backoff 4x), and every deeper depth, whose queue ahead of a job is longer, backs
+ * off at least as long. */
+static void drop_depth_out(struct gy_guard *g, uint32_t us, struct gy_guard_change *c)
+{
+    int i = depth_index(us);
+    bool gross = i >= 0 && g->ratio_p50_ppm >= ppm(1.0 + GY_GUARD_GROSS_EPS * (g->eps_p50_ppm / 2e6));
+    if (gross && g->depth_strikes[i] < UINT32_MAX - GY_GUARD_GROSS_STRIKES)
+        g->depth_strikes[i] += GY_GUARD_GROSS_STRIKES - 1;
+    drop_depth(g, us, GY_GUARD_WHY_FALLBACK, c);
+    for (int j = i + 1; gross && j < GY_GUARD_DEPTH_COUNT; j++)
+        if (g->depth_backoff_until[j] < g->depth_backoff_until[i])
+            g->depth_backoff_until[j] = g->depth_backoff_until[i];
+}
+
 /* A job of the arm in force at the depth tried (or, stop in force, at the depth in force) ended:
  * the same fast fallback and full test as an arm's, against the same stop samples. */
 static void record_depth(struct gy_guard *g, uint64_t duration_ns, struct gy_guard_change *c)
@@ -1301,7 +1321,7 @@ static void record_depth(struct gy_guard *g, uint64_t duration_ns, struct gy_gua
     if (g->depth_trial) /* under test: its blocks against stop's of the same stretch (below) */
         add_block_of(g, w, GY_GUARD_DEPTH_BLOCKS, g->eps_p50_ppm / 2);
     if (recent_out(g, w)) {
-        drop_depth(g, us, GY_GUARD_WHY_FALLBACK, c);
+        drop_depth_out(g, us, c);
         return;
     }
     bool on_confirmation = gy_guard_depth_on_confirmation(g);
