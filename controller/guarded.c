@@ -1289,6 +1289,11 @@ static void drop_depth(struct gy_guard *g, uint32_t us, enum gy_guard_reason why
     publish_depth(g);
 }
 
+/* A job or block this far over stop's is a gross cost: GY_GUARD_GROSS_EPS x the bound it is tested
+ * at (an arm's eps_p50; a depth's, half of it). */
+static double gross_margin_at(double eps) { return 1.0 + GY_GUARD_GROSS_EPS * eps; }
+static double gross_margin(const struct gy_guard *g) { return gross_margin_at(g->eps_p50_ppm / 1e6); }
+
 /* The fast fallback's drop of a depth. Over stop's median by GY_GUARD_GROSS_EPS x its half bound
  * (4 %) it is gross, as an arm's fallback at four times its bound is: a GPU-bound HP waits for what
  * the LP queued ahead of its jobs, and a depth that cost it that much does again at each retrial (on
@@ -1300,7 +1305,7 @@ static void drop_depth(struct gy_guard *g, uint32_t us, enum gy_guard_reason why
 static void drop_depth_out(struct gy_guard *g, uint32_t us, struct gy_guard_change *c)
 {
     int i = depth_index(us);
-    bool gross = i >= 0 && g->ratio_p50_ppm >= ppm(1.0 + GY_GUARD_GROSS_EPS * (g->eps_p50_ppm / 2e6));
+    bool gross = i >= 0 && g->ratio_p50_ppm >= ppm(gross_margin_at(g->eps_p50_ppm / 2e6));
     if (gross && g->depth_strikes[i] < UINT32_MAX - GY_GUARD_GROSS_STRIKES)
         g->depth_strikes[i] += GY_GUARD_GROSS_STRIKES - 1;
     drop_depth(g, us, GY_GUARD_WHY_FALLBACK, c);
@@ -1413,8 +1418,6 @@ static void record_depth(struct gy_guard *g, uint64_t duration_ns, struct gy_gua
     }
 }
 
-/* A job or block this far over stop's is a gross cost (GY_GUARD_GROSS_EPS x eps_p50). */
-static double gross_margin(const struct gy_guard *g) { return 1.0 + GY_GUARD_GROSS_EPS * (g->eps_p50_ppm / 1e6); }
 
 /* The fast fallback's drop. A gross cost does not go away by itself (a GPU-bound HP's jobs were
  * 1.08-1.73x stop's on 16 SMs beside every LP on the H100, bench/results/2026-11-25-matrix-refresh),
