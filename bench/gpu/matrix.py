@@ -1095,20 +1095,25 @@ def plot(matrix, raws, out):
     rows = [f"{c['hp']}+{c['lp']} {c['load']}" for c in matrix["cells"]]
     grid = [[((c["setups"].get(s) or {}).get("hp_p50_ratio") or {}).get("value") for s in setups] for c in matrix["cells"]]
     fig, ax = plt.subplots(figsize=(2 + 1.6 * len(setups), 1 + 0.45 * len(rows)))
-    data = [[v if v is not None else float("nan") for v in r] for r in grid]
-    im = ax.imshow(data, cmap="RdYlGn_r", vmin=0.95, vmax=1.5, aspect="auto")
-    for i, c in enumerate(matrix["cells"]):
-        for j, s in enumerate(setups):
-            r = c["setups"].get(s)
-            if r:
-                lp = r.get("lp_throughput_ratio", {}).get("value")
-                hp50 = r.get("hp_p50_ratio", {}).get("value")
-                ax.text(j, i, ("-" if hp50 is None else f"{hp50:.2f}") + (f"\nLP {lp:.2f}" if lp is not None else ""),
-                        ha="center", va="center", fontsize=7)
-    ax.set_xticks(range(len(setups)), setups, rotation=30, ha="right")
-    ax.set_yticks(range(len(rows)), rows, fontsize=7)
     ax.set_title(f"HP p50 latency / alone (colour) and LP throughput / alone\n{matrix['device']}", fontsize=9)
-    fig.colorbar(im, ax=ax, label="HP p50 ratio")
+    if not setups:  # no cell has a verdict (its plain HP alone queued in every round): no empty grid
+        ax.axis("off")
+        ax.text(0.5, 0.5, "no verdict in any cell:\nthe plain HP alone queued\nin every round", ha="center",
+                va="center", fontsize=8)
+    else:
+        data = [[v if v is not None else float("nan") for v in r] for r in grid]
+        im = ax.imshow(data, cmap="RdYlGn_r", vmin=0.95, vmax=1.5, aspect="auto")
+        for i, c in enumerate(matrix["cells"]):
+            for j, s in enumerate(setups):
+                r = c["setups"].get(s)
+                if r:
+                    lp = r.get("lp_throughput_ratio", {}).get("value")
+                    hp50 = r.get("hp_p50_ratio", {}).get("value")
+                    ax.text(j, i, ("-" if hp50 is None else f"{hp50:.2f}") + (f"\nLP {lp:.2f}" if lp is not None else ""),
+                            ha="center", va="center", fontsize=7)
+        ax.set_xticks(range(len(setups)), setups, rotation=30, ha="right")
+        ax.set_yticks(range(len(rows)), rows, fontsize=7)
+        fig.colorbar(im, ax=ax, label="HP p50 ratio")
     fig.tight_layout()
     fig.savefig(os.path.join(out, "heatmap.png"), dpi=110)
     plt.close(fig)

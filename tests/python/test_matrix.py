@@ -405,7 +405,7 @@ def test_dry_run_end_to_end_with_a_stand_in_backend(tmp_path):
     assert not [n for n in os.listdir("/dev/shm") if n.startswith(f"gpuyield-{os.getuid()}-matrix{proc.pid}-")]
 
 
-def test_a_round_whose_plain_alone_queued_is_left_out_for_every_setup():
+def test_a_round_whose_plain_alone_queued_is_left_out_for_every_setup(tmp_path):
     # round 1's plain HP alone took 36 ms a job at 25 jobs/s: 90 % busy, its latency mostly waiting
     raw = synthetic_raw(slow=1.02, lp_share=0.6)
     for seg in raw["segments"]:
@@ -426,6 +426,14 @@ def test_a_round_whose_plain_alone_queued_is_left_out_for_every_setup():
     assert cell["setups"] == {} and cell["alone_overloaded_rounds"] == 2
     row = matrix.summary_table(matrix.analyze([raw])).splitlines()[-1]
     assert row.startswith("gemm+graph poisson-25") and "queued in every round, up to 90% busy: no verdict" in row
+    # its --merge says so and draws its figures without an empty grid (no matplotlib warning)
+    (tmp_path / "rec").mkdir()
+    (tmp_path / "rec" / "raw.json").write_text(json.dumps(raw))
+    r = subprocess.run([sys.executable, "-m", "bench.gpu.matrix", "--merge", str(tmp_path / "rec"), "--out",
+                        str(tmp_path / "out")], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                       timeout=120, env=dict(os.environ, MPLBACKEND="Agg"))
+    assert r.returncode == 0 and "no verdict" in r.stdout and "Warning" not in r.stdout, r.stdout
+    assert (tmp_path / "out" / "heatmap.png").stat().st_size > 0
 
 
 def test_the_load_rate_comes_from_the_mean_service_of_the_calibration():
