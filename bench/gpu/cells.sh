@@ -70,6 +70,8 @@ for c in "${cells[@]}"; do
     mkdir -p "$OUT/$name"
     GY_RESULTS=$OUT/$name/gy-results OUT=$OUT/$name MX_ARGS="$args${more:+ $more}" \
         timeout -s TERM "${f[7]}" bash "$RUN_ALL" matrix 2>&1 | tee "$OUT/$name.log" | grep -v '^\[' | tail -4
+    # a warning comes early (before the cell's rounds), out of that tail: said again after it
+    grep '^matrix: warning' "$OUT/$name.log" | sed "s/^/cells.sh: $name: /"
     rm -f "$OUT/$name/heatmap.png" "$OUT/$name/matrix.json"
     echo "cells.sh: $name done at $((SECONDS - start)) s"
 done

@@ -143,7 +143,8 @@ def _cells(tmp_path, plan_text, **env_extra):
     stub = tmp_path / "run_all_stub.sh"
     stub.write_text('echo "$* | $MX_ARGS | $GY_RESULTS | $OUT" >> "$CELLS_CALLS"\n'
                     'mkdir -p "$OUT" && touch "$OUT/heatmap.png" "$OUT/matrix.json" "$OUT/results.tgz"\n'
-                    'echo "[worker noise]"; echo "matrix exit 0"\n')
+                    'echo "[worker noise]"; echo "$MX_WARNING"; for i in 1 2 3 4; do echo "line $i"; done\n'
+                    'echo "matrix exit 0"\n')
     out, calls = tmp_path / "out", tmp_path / "calls.txt"
     env = dict(os.environ, OUT=str(out), RUN_ALL=str(stub), CELLS_CALLS=str(calls), **env_extra)
     proc = subprocess.run(["bash", os.path.join(GPU, "cells.sh"), str(plan)], cwd=ROOT, env=env,
@@ -158,6 +159,7 @@ def test_cells_runs_each_cell_of_a_plan_as_one_matrix_invocation(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("cells.sh: 2 cell(s), at most 555 s\n")
     assert "[worker noise]" not in proc.stdout and "cells.sh: mixed-gemm done at" in proc.stdout
+    assert "warning" not in proc.stdout  # none given
     assert len(calls) == 2
     stage, args, results, cell_out = calls[0].split(" | ")
     assert stage == "matrix" and results == str(out / "gemm-r50" / "gy-results") and cell_out == str(out / "gemm-r50")
@@ -167,6 +169,17 @@ def test_cells_runs_each_cell_of_a_plan_as_one_matrix_invocation(tmp_path):
     for name in ("gemm-r50", "mixed-gemm"):  # the log kept; the heat map and matrix.json left out, the rest kept
         assert (out / f"{name}.log").read_text().startswith("[worker noise]")
         assert sorted(os.listdir(out / name)) == ["results.tgz"]
+
+
+def test_cells_says_a_matrix_warning_again_after_the_cells_tail(tmp_path):
+    """The matrix warns before a cell's rounds (its HP's GPU work fills the GPU at the rate): the call's
+    output shows a cell's last lines only, so cells.sh repeats the warning after them."""
+    warning = "matrix: warning: mixed+gemm poisson-25: the HP's GPU work alone fills 1.67 of the GPU"
+    proc, out, calls = _cells(tmp_path, "mixed-gemm mixed gemm corun,guarded 3000 2 300 330 7\n", MX_WARNING=warning)
+    assert proc.returncode == 0 and len(calls) == 1, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert f"cells.sh: mixed-gemm: {warning}" in lines and lines.index(f"cells.sh: mixed-gemm: {warning}") > \
+        lines.index("matrix exit 0"), proc.stdout
 
 
 def test_cells_refuses_a_bad_plan_before_running_any_cell(tmp_path):
