@@ -1297,9 +1297,9 @@ static double gross_margin(const struct gy_guard *g) { return gross_margin_at(g-
 /* The fast fallback's drop of a depth. Over stop's median by GY_GUARD_GROSS_EPS x its half bound
  * (4 %) it is gross, as an arm's fallback at four times its bound is: a GPU-bound HP waits for what
  * the LP queued ahead of its jobs, and a depth that cost it that much does again at each retrial (on
- * the H100 the GEMM HP's 2000 us fell back at x1.065-1.08 of stop in an 8 000-job learning, tried
- * five times, and its next trial ran through the measured rounds: p50 1.10-1.13 of alone against
- * corun's 1.06-1.07, bench/results/2026-12-07-h100-matrix). It counts as GY_GUARD_GROSS_STRIKES
+ * the H100 the GEMM HP's 2000 us ended four times in an 8 000-job learning, three of them fast
+ * fallbacks at x1.065-1.109 of stop, and its fifth trial ran through the measured rounds: p50
+ * 1.10-1.13 of alone against corun's 1.06-1.07, bench/results/2026-12-07-h100-matrix). It counts as GY_GUARD_GROSS_STRIKES
  * drops (the first backoff 4x), and every deeper depth, whose queue ahead of a job is longer, backs
  * off at least as long. */
 static void drop_depth_out(struct gy_guard *g, uint32_t us, struct gy_guard_change *c)

@@ -1969,8 +1969,8 @@ TEST(a_depth_that_costs_the_hp_is_never_promoted)
     }
 }
 
-/* A GPU-bound HP's depths: 7 % a job at 1000 and 2000 us (the GEMM HP's on the H100 fell back at
- * x1.065-1.08). Each fast fallback there is gross (over 4x the half bound): its backoff starts 4x
+/* A GPU-bound HP's depths: 7 % a job at 1000 and 2000 us (the GEMM HP's 2000 us on the H100 fell
+ * back at x1.065-1.109). Each fast fallback there is gross (over 4x the half bound): its backoff starts 4x
  * longer, and 2000 is not tried while 1000 backs off from such a fall. Over 20 000 jobs these five
  * seeds ran 960 jobs after a costly gap in 60 depth trials under the rule before (each fall one
  * strike, each depth on its own backoff), 480 in 30 with it. */
