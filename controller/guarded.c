@@ -1294,21 +1294,23 @@ static void drop_depth(struct gy_guard *g, uint32_t us, enum gy_guard_reason why
 static double gross_margin_at(double eps) { return 1.0 + GY_GUARD_GROSS_EPS * eps; }
 static double gross_margin(const struct gy_guard *g) { return gross_margin_at(g->eps_p50_ppm / 1e6); }
 
-/* The fast fallback's drop of a depth. Over stop's median by GY_GUARD_GROSS_EPS x its half bound
- * (4 %) it is gross, as an arm's fallback at four times its bound is: a GPU-bound HP waits for what
- * the LP queued ahead of its jobs, and a depth that cost it that much does again at each retrial (on
- * the H100 the GEMM HP's 2000 us ended four times in an 8 000-job learning, three of them fast
- * fallbacks at x1.065-1.109 of stop, and its fifth trial ran through the measured rounds: p50
- * 1.10-1.13 of alone against corun's 1.06-1.07, bench/results/2026-12-07-h100-matrix). It counts as GY_GUARD_GROSS_STRIKES
- * drops (the first backoff 4x), and every deeper depth, whose queue ahead of a job is longer, backs
- * off at least as long. */
-static void drop_depth_out(struct gy_guard *g, uint32_t us, struct gy_guard_change *c)
+/* A depth out on its cost: its fast fallback, or its trial shown over the bound at a look. Over
+ * stop's median by GY_GUARD_GROSS_EPS x its half bound (4 %) it is gross, as an arm's fallback at
+ * four times its bound is: a GPU-bound HP waits for what the LP queued ahead of its jobs, and a
+ * depth that cost it that much does again at each retrial (on the H100 the GEMM HP's 2000 us ended
+ * four times in an 8 000-job learning, three of them fast fallbacks at x1.065-1.109 of stop, and its
+ * fifth trial ran through the measured rounds: p50 1.10-1.13 of alone against corun's 1.06-1.07;
+ * beside FasterRCNN 1440p it was rejected four times at x1.051, bench/results/2026-12-07-h100-matrix).
+ * It counts as GY_GUARD_GROSS_STRIKES drops (the first backoff 4x), and every deeper depth, whose
+ * queue ahead of a job is longer, backs off at least as long. A trial ended futile or at its cap is
+ * no evidence of a gross cost: drop_depth. */
+static void drop_depth_out(struct gy_guard *g, uint32_t us, enum gy_guard_reason why, struct gy_guard_change *c)
 {
     int i = depth_index(us);
     bool gross = i >= 0 && g->ratio_p50_ppm >= ppm(gross_margin_at(g->eps_p50_ppm / 2e6));
     if (gross && g->depth_strikes[i] < UINT32_MAX - GY_GUARD_GROSS_STRIKES)
         g->depth_strikes[i] += GY_GUARD_GROSS_STRIKES - 1;
-    drop_depth(g, us, GY_GUARD_WHY_FALLBACK, c);
+    drop_depth(g, us, why, c);
     for (int j = i + 1; gross && j < GY_GUARD_DEPTH_COUNT; j++)
         if (g->depth_backoff_until[j] < g->depth_backoff_until[i])
             g->depth_backoff_until[j] = g->depth_backoff_until[i];
@@ -1326,7 +1328,7 @@ static void record_depth(struct gy_guard *g, uint64_t duration_ns, struct gy_gua
     if (g->depth_trial) /* under test: its blocks against stop's of the same stretch (below) */
         add_block_of(g, w, GY_GUARD_DEPTH_BLOCKS, g->eps_p50_ppm / 2);
     if (recent_out(g, w)) {
-        drop_depth_out(g, us, c);
+        drop_depth_out(g, us, GY_GUARD_WHY_FALLBACK, c);
         return;
     }
     bool on_confirmation = gy_guard_depth_on_confirmation(g);
@@ -1414,7 +1416,10 @@ static void record_depth(struct gy_guard *g, uint64_t duration_ns, struct gy_gua
          * its trial and 3 % over stop once in force was in force at the end in 19-20 % of runs
          * against 63-67 % without the confirmation (15 % with its look at the half bound), one
          * costless throughout in 75-81 % against 82-88 % (66-74 % at the half bound). */
-        drop_depth(g, us, g->depth_trial || on_confirmation ? GY_GUARD_WHY_REJECTED : GY_GUARD_WHY_FALLBACK, c);
+        if (verdict < 0 && g->depth_trial)
+            drop_depth_out(g, us, GY_GUARD_WHY_REJECTED, c);
+        else
+            drop_depth(g, us, g->depth_trial || on_confirmation ? GY_GUARD_WHY_REJECTED : GY_GUARD_WHY_FALLBACK, c);
     }
 }
 
