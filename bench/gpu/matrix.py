@@ -19,12 +19,17 @@ unmodified server; its HP results have no per-job arms, the segment's status has
 Load: Poisson arrivals at a share of the HP's alone capacity (poisson-25: 25 %, poisson-60), the
 rate set once per HP kind from its alone service time (the mean of --calib-jobs jobs, plain
 process, each job followed by 3x its time idle: a host-bound job is slower after idle time than back
-to back; the mean, not the median, since 2026-12-07: an HP with a few long jobs is busy by its mean);
+to back; the mean, not the median, since 2026-12-07: an HP with a few long jobs is busy by its mean;
+an HP of several kinds of job runs each its exact share of the calibration's jobs, raw.json
+svc_alone_variant saying which ran);
 latency counts from arrival, queueing included. A round whose plain HP alone was over
 85 % busy (rate x its mean service time) queued, so its latency is mostly waiting: it is left
 out of the cell for every setup and counted (alone_overloaded_rounds). Every setup of a round uses the same
-arrival seed. The LP starts --lp-lead-s before the HP's first arrival (its queue is full when
-the HP starts) and its units are counted over the HP's window only.
+arrival seed, and an HP of several kinds of job (mixed) draws each job's kind from that seed anew
+(matrix_worker: the same kind at the same arrival in every setup; until 2026-12-07 each process
+drew from one stream over its life, and the setups' kinds differed). The LP starts --lp-lead-s
+before the HP's first arrival (its queue is full when the HP starts) and its units are counted over
+the HP's window only.
 
 Setups: hp_alone, lp_alone, nocontrol, mps, corun, partition, guarded, guarded_depth (guarded
 created with --guard-depth: it also learns the LP's queue depth; it learns before each cell's
@@ -56,7 +61,9 @@ Per cell and setup (matrix.json): hp_p50_ratio and hp_p99_ratio (nearest-rank pe
 setup's latencies / the same of hp_alone's, pooled over rounds), lp_throughput_ratio (LP units/s
 in the setup / in lp_alone: one denominator per cell), each with a 95 % two-stage bootstrap
 interval (invocations, then rounds inside them; bench.gpu.stats); lp_share_of_left: the LP ratio
-over the GPU time the HP leaves, 1 - rate x (GPU-busy ms of one HP job alone, from the profiler);
+over the GPU time the HP leaves, 1 - rate x (GPU-busy ms of one HP job alone, from the profiler;
+an HP of several kinds of job: each kind profiled over --busy-jobs jobs of its own and weighed by
+its share, raw.json busy_variants, since 2026-12-07);
 by_arm (guarded setups): the HP's jobs grouped by the arm each ran under ("partition:16", or
 "stop@2000us" after a gap at a raised LP queue depth; jobs, service p50,
 latency p50 and p99), so that a slow tail can be tied to its arm; meets_hp_target (p50 <= 1.03,
@@ -181,9 +188,10 @@ CALIB_GAP = 3
 # round is left out of the cell for every setup (matrix.json counts them: alone_overloaded_rounds).
 ALONE_BUSY_MAX = 0.85
 # Calibration jobs by default: enough that an HP of two kinds of job shows its mix (the mixed HP's
-# seeded draws hold no long job in their first 30 and 16 in their first 200). On 2026-12-07 a rate
-# from the median of 30 ran every mixed cell at 1.0-1.6 of its plain alone's time busy
-# (bench/results/2026-12-07-h100-matrix).
+# seeded draws held no long job in their first 30 and 16 in their first 200; since 2026-12-07 the
+# worker runs each kind of such an HP its exact share of the jobs: 20 long ones in 200). On
+# 2026-12-07 a rate from the median of 30 ran every mixed cell at 1.0-1.6 of its plain alone's time
+# busy (bench/results/2026-12-07-h100-matrix).
 CALIB_JOBS = 200
 
 
@@ -696,12 +704,17 @@ def run_cells(args, plan, procs, tools, raw, started, irq=None):
             for p in hp_procs:
                 p.reply(300, f"loading HP kind {hp}")
             plain = procs[("plain", "hp")]
-            svc = plain.request({"cmd": "calib", "jobs": args.calib_jobs, "gap": CALIB_GAP}, 300,
-                                f"calibrating {hp}")["svc_ms"]
+            calib = plain.request({"cmd": "calib", "jobs": args.calib_jobs, "gap": CALIB_GAP}, 300,
+                                  f"calibrating {hp}")
+            svc = calib["svc_ms"]
             busy = plain.request({"cmd": "busy", "jobs": args.busy_jobs}, 300, f"profiling {hp}")
             raw["hp_kinds"][hp] = {"svc_alone_ms": svc, "svc_p50_ms": nearest_rank(svc, 50),
                                    "svc_mean_ms": round(sum(svc) / len(svc), 4),
                                    "busy_ms": busy["busy_ms"], "wall_ms": busy["wall_ms"]}
+            if "variant" in calib:  # an HP of several kinds of job: which kind each calibration job was
+                raw["hp_kinds"][hp]["svc_alone_variant"] = calib["variant"]
+            if "variants" in busy:  # and each kind's share and profile, busy_ms their weighed mean
+                raw["hp_kinds"][hp]["busy_variants"] = busy["variants"]
             loaded_hp = hp
         if lp != loaded_lp:
             for p in lp_procs:
@@ -1015,11 +1028,14 @@ def analyze(raws):
 
 METHOD = ("HP latency from Poisson arrival (queueing included), nearest-rank p50/p99 pooled over rounds, over "
           "the same of the HP alone as a plain process in the same rounds (ABAB: every setup and both alone runs "
-          "once per round, in a seeded shuffled order, the same arrival seed within a round); LP throughput = LP "
+          "once per round, in a seeded shuffled order, the same arrival seed within a round, and, since 2026-12-07, "
+          "an HP of several kinds of job the same kind at each arrival); LP throughput = LP "
           "units launched in the HP's window per second over the same in lp_alone (one denominator per cell); 95 % "
           "intervals by a two-stage bootstrap (invocations, then rounds; 2000 resamples); lp_share_of_left = LP "
-          "ratio / (1 - rate x GPU-busy ms of one HP job alone, profiler); the load's rate from the plain HP's "
-          "mean service time over 200 jobs (until 2026-12-07 the median of 30; calibrated back to back until 2026-11-24 "
+          "ratio / (1 - rate x GPU-busy ms of one HP job alone, profiler; each kind of job of an HP of several "
+          "profiled apart and weighed by its share since 2026-12-07); the load's rate from the plain HP's "
+          "mean service time over 200 jobs (until 2026-12-07 the median of 30, since then each kind of job of an HP "
+          "of several its exact share of the 200; calibrated back to back until 2026-11-24 "
           "19:15 UTC, at a 25 % pace since); a round whose plain HP alone was over 85 % busy (rate x its mean service "
           "time, the median until 2026-12-07: it queued) is left out for every setup; clocks logged, never set.")
 

@@ -2,7 +2,8 @@
 low-priority (LP) unit are, per kind. Random weights everywhere (the GPU machine has no network);
 the kernels and their times are those of trained weights.
 
-HP kinds (a job = the work, then the GPU synchronised, as a server answers a request):
+HP kinds (a job = the work, then the GPU synchronised, as a server answers a request; a unit of
+more than one kind of job may carry `reseed(seed)` and `variants`, see matrix_worker.Worker):
   gemm      GPU-bound: 10 x (2048^2 fp32 matmul + tanh), about 3.6 ms on an H100
   small     launch-bound: 100 x (256^2 matmul + tanh) = 200 small kernels, the GPU mostly idle
   frcnn720  torchvision FasterRCNN-ResNet50-FPN on one 720x1280 image (the reference HP)
@@ -11,7 +12,10 @@ HP kinds (a job = the work, then the GPU synchronised, as a server answers a req
             (seeded), a long GPU-bound one of 200 x (2048^2 matmul + tanh): 70 ms against 2.2 ms
             on the H100 (32x, measured 2026-12-07; 18x was the estimate before), a mean service of
             about 9 ms, four times its median: a server with a few long requests, whose p99 lies far
-            past its median (the guard's histograms reach 72x its base since 2026-12-04, 5.7x before)
+            past its median (the guard's histograms reach 72x its base since 2026-12-04, 5.7x before).
+            Its draws restart from each `hp` command's seed (unit.reseed), so that every setup of a
+            round runs the same kind at the same arrival; it names its two jobs with their shares
+            (unit.variants), which the profiler and the calibration weigh (see _mixed)
 LP kinds (a unit = one step, queued without a synchronisation: the LP keeps the GPU busy):
   gemm           an eager loop: 4 x (2048^2 fp32 matmul + tanh) a unit
   resnet50train  ResNet-50 SGD training step, batch 64, 224x224
@@ -80,14 +84,27 @@ def _small(torch, dev):
     return unit
 
 
-def _mixed(torch, dev, draw):
-    """The small job, or with probability MIXED_LONG_SHARE the long GEMM chain; `draw` gives a
-    uniform number in [0, 1) per job (a seeded random.Random's random: every process draws the
-    same sequence of kinds)."""
+def _mixed(torch, dev, seed=0):
+    """The small job, or with probability MIXED_LONG_SHARE the long GEMM chain, drawn per job from
+    the unit's own random.Random (seeded with `seed` when built).
+
+    unit.reseed(s): restart the draws from seed `s` (matrix_worker's `hp` command does, with one
+    taken from its arrival seed, before its first arrival; `calib` too): the kind of the i-th job of
+    an `hp` command is then the same in every process given the same seed, whatever each process
+    ran before. A stream drawn over a process's whole life was not: on the H100 on 2026-12-07 the
+    plain alone HP ran 18-24 long jobs a round, corun's 11-13 and guarded's 14-18 over the same
+    arrivals, so that the setups' ratios were not paired.
+    unit.variants: ((share, job), ...), the two kinds of job apart, so that the profiler and the
+    calibration can weigh each by its share instead of relying on a few draws (on 2026-12-07 the 10
+    profiled jobs drew no long one: 0.7 ms GPU-busy a job, the GPU time left read 0.97-0.98 where
+    it is about 0.75)."""
     small, long = _small(torch, dev), _gemm_chain(torch, dev, 200)
+    rng = random.Random(seed)
 
     def unit():
-        return long() if draw() < MIXED_LONG_SHARE else small()
+        return long() if rng.random() < MIXED_LONG_SHARE else small()
+    unit.reseed = rng.seed
+    unit.variants = ((1.0 - MIXED_LONG_SHARE, small), (MIXED_LONG_SHARE, long))
     return unit
 
 
@@ -172,7 +189,7 @@ class TorchBackend:
         if role == "hp":
             table = {"gemm": lambda: _gemm_chain(t, dev, 10), "small": lambda: _small(t, dev),
                      "frcnn720": lambda: _frcnn(t, tv, dev, 720, 1280), "bert": lambda: _bert(t, dev),
-                     "mixed": lambda: _mixed(t, dev, random.Random(0).random)}
+                     "mixed": lambda: _mixed(t, dev)}
         else:
             table = {"gemm": lambda: _gemm_chain(t, dev, 4), "resnet50train": lambda: _resnet_train(t, tv, dev),
                      "graph": lambda: _graph(t, dev), "frcnn1440": lambda: _frcnn(t, tv, dev, 1440, 2560),

@@ -7,13 +7,19 @@ not one per cell (loading torch and a model costs 10-15 s a process).
 Commands come on stdin, one JSON object a line; each gets one JSON reply line on the original
 stdout (whatever the libraries print goes to stderr). Times are CLOCK_MONOTONIC, which every
 process of the machine shares, so the harness can start an HP and an LP at the same instant t0.
-  {"cmd": "load", "kind": K}                 build and warm up kind K -> {"ok", "load_s"}
-  {"cmd": "calib", "jobs": N, "gap": G}      HP: N jobs, each followed by G x its own service time
-        idle (G = 3: the pace of a 25 % load; 0: back to back) -> {"svc_ms": [...]}
-  {"cmd": "busy", "jobs": N}                 HP: GPU-busy ms per job alone (profiler) -> {"busy_ms", "wall_ms"}
+  {"cmd": "load", "kind": K}                 build and warm up kind K (each of its variants) -> {"ok", "load_s"}
+  {"cmd": "calib", "jobs": N, "gap": G[, "seed": S]}  HP: N jobs, each followed by G x its own service
+        time idle (G = 3: the pace of a 25 % load; 0: back to back) -> {"svc_ms": [...]}; a unit of
+        several kinds of job (variants) runs each kind its share of the N jobs, in an order shuffled
+        with S (default 0), and also says which ran: "variant": [index per job]
+  {"cmd": "busy", "jobs": N}                 HP: GPU-busy ms per job alone (profiler) -> {"busy_ms", "wall_ms"};
+        a unit with variants: each profiled over N jobs of its own, the means weighed by the shares,
+        and "variants": [{"share", "busy_ms", "wall_ms"}, ...]
   {"cmd": "hp", "t0", "seconds", "rate", "seed", "mark"}
         Poisson arrivals at `rate` jobs/s from t0 for `seconds`; a job starts at its arrival or when
-        the previous one ends (one server, FIFO), so latency counts queueing. mark: begin/end each job
+        the previous one ends (one server, FIFO), so latency counts queueing. A unit that draws its
+        kind of job (reseed) draws from `seed` anew, so that every process given the same command runs
+        the same kind at the same arrival. mark: begin/end each job
         at priority 1 in $GPUYIELD_SHM's segment. -> {"lat_ms", "svc_ms", "start_ms", "launch_ms",
         "launch_cpu_ms", "begin_us", "end_us", "arms", "lp_launches", "late"} (start_ms: each job's
         start after t0; arms: per marked job its guarded arm, None where it got none; lp_launches: the
@@ -89,6 +95,35 @@ def sleep_until(t):
         time.sleep(min(left, 0.002) if left < 0.004 else left - 0.002)
 
 
+# Units of more than one kind of job (bench.gpu.matrix_kinds._mixed) carry
+#   unit.reseed(seed): restart the draw of each job's kind from `seed`, and
+#   unit.variants: ((share, job), ...), each kind of job apart with its share of the jobs.
+# `hp` reseeds from its command's seed before its first arrival, `calib` from a fixed one: a stream
+# drawn over a process's whole life gave each setup of a round other kinds of job over the same
+# arrivals (the H100 on 2026-12-07: the mixed HP's plain alone ran 18-24 long jobs a round, corun's
+# 11-13, guarded's 14-18, of 139-167), so that their ratios were not paired. `busy` and `calib`
+# weigh the variants by their shares: the 10 profiled jobs had drawn no long one (0.7 ms busy a
+# job, the GPU time left 0.97-0.98 where it is about 0.75).
+CALIB_SEED = 0
+
+
+def draw_seed(what, seed):
+    """The seed of a unit's own draws for command `what` given its seed: a string, not the number,
+    so that the kinds' stream is not the arrivals' random.Random(seed) (the same uniform numbers would
+    tie each job's kind to the gap before it: a long job after a short gap)."""
+    return f"{what}:{seed}"
+
+
+def apportion(shares, n):
+    """n jobs split by shares (largest remainder): the counts sum to n."""
+    total = float(sum(shares))
+    exact = [sh / total * n for sh in shares]
+    counts = [int(x) for x in exact]
+    for i in sorted(range(len(shares)), key=lambda i: counts[i] - exact[i])[:n - sum(counts)]:
+        counts[i] += 1
+    return counts
+
+
 def arrivals(t0, seconds, rate, seed):
     """Poisson arrival times in [t0, t0 + seconds), seeded: every setup of a round sees the same."""
     rng, t, out = random.Random(seed), t0, []
@@ -107,14 +142,27 @@ class Worker:
         self.unit()
         self.backend.sync()
 
+    def variants(self):
+        """The unit's ((share, job), ...), or () for a unit of one kind of job."""
+        return tuple(getattr(self.unit, "variants", None) or ())
+
+    def reseed(self, seed):
+        """Restart the unit's draws of its kinds of job from `seed`, where it draws any."""
+        fn = getattr(self.unit, "reseed", None)
+        if fn is not None:
+            fn(seed)
+
     def load(self, cmd):
         t = time.monotonic()
         self.unit = None
         self.backend.release()
         self.unit = self.backend.build(cmd["kind"], self.role)
         self.kind = cmd["kind"]
-        for _ in range(int(cmd.get("warmup", 5))):
-            self.unit()
+        # each kind of job warmed, not only those the first draws give (the mixed HP's first five
+        # draws hold no long job: its first one would have been calibrated or profiled cold)
+        for fn in [job for _, job in self.variants()] or [self.unit]:
+            for _ in range(int(cmd.get("warmup", 5))):
+                fn()
         self.backend.sync()
         return {"ok": True, "load_s": round(time.monotonic() - t, 3)}
 
@@ -122,20 +170,52 @@ class Worker:
         # Paced, not back to back: a host-bound job runs slower after idle time (measured on the
         # H100: the launch-bound HP 2.4-3.4 ms back to back, 3.5-5.7 ms under Poisson arrivals), and
         # a rate set from the back-to-back time overloads the plain alone process at 60 %.
-        out = []
+        # A unit of several kinds of job runs each kind its exact share of the jobs, shuffled: the
+        # mean (the load's rate, bench.gpu.matrix.load_rate) then carries no draw's luck (200 draws
+        # at one in ten hold 20 +- 4 long jobs, +-16 % on the mixed HP's mean).
+        out, jobs, seed = [], int(cmd["jobs"]), cmd.get("seed", CALIB_SEED)
         gap = float(cmd.get("gap", 0))
-        for _ in range(int(cmd["jobs"])):
+        self.reseed(draw_seed("calib", seed))
+        variants = self.variants()
+        order = None
+        if variants:
+            order = [i for i, c in enumerate(apportion([sh for sh, _ in variants], jobs)) for _ in range(c)]
+            random.Random(draw_seed("calib-order", seed)).shuffle(order)
+        for i in order if order is not None else [None] * jobs:
             t = time.perf_counter_ns()
-            self.job()
+            if i is None:
+                self.job()
+            else:
+                variants[i][1]()
+                self.backend.sync()
             ms = (time.perf_counter_ns() - t) / 1e6
             out.append(ms)
             if gap > 0:
                 time.sleep(gap * ms / 1000.0)
-        return {"ok": True, "svc_ms": out}
+        reply = {"ok": True, "svc_ms": out}
+        if order is not None:
+            reply["variant"] = order
+        return reply
 
     def busy(self, cmd):
-        busy_ms, wall_ms = self.backend.busy_ms_per_job(self.job, int(cmd["jobs"]))
-        return {"ok": True, "busy_ms": busy_ms, "wall_ms": wall_ms}
+        jobs = int(cmd["jobs"])
+        variants = self.variants()
+        if not variants:
+            self.reseed(draw_seed("busy", CALIB_SEED))  # the same draws in every profile
+            busy_ms, wall_ms = self.backend.busy_ms_per_job(self.job, jobs)
+            return {"ok": True, "busy_ms": busy_ms, "wall_ms": wall_ms}
+        # each kind of job profiled over `jobs` of its own, weighed by its share: a few draws of
+        # the mix miss its rare long kind (see the comment above CALIB_SEED)
+        parts = []
+        for share, fn in variants:
+            def job(fn=fn):
+                fn()
+                self.backend.sync()
+            busy_ms, wall_ms = self.backend.busy_ms_per_job(job, jobs)
+            parts.append({"share": share, "busy_ms": busy_ms, "wall_ms": wall_ms})
+        total = float(sum(p["share"] for p in parts))
+        return {"ok": True, "busy_ms": sum(p["share"] * p["busy_ms"] for p in parts) / total,
+                "wall_ms": sum(p["share"] * p["wall_ms"] for p in parts) / total, "variants": parts}
 
     def marker(self):
         if self.segment is None:
@@ -151,6 +231,9 @@ class Worker:
         lat, svc, start_ms, launch_ms, launch_cpu_ms, begin_us, end_us, arms, lp_launches, cpus, rusage = (
             [] for _ in range(11))
         late = 0
+        # the i-th arrival's kind of job from this command's seed alone: the same in every setup of
+        # the round, whatever each process ran before (warmup, calibration, profile, learning)
+        self.reseed(draw_seed("hp", cmd["seed"]))
         for arrival in arrivals(cmd["t0"], cmd["seconds"], cmd["rate"], cmd["seed"]):
             now = time.monotonic()
             if now < arrival:

@@ -1786,14 +1786,8 @@ def test_hp_noise_prints_a_row_per_segment_and_refuses_what_it_cannot_read(tmp_p
         hp_noise.main([str(tmp_path / "missing")])
 
 
-def test_the_mixed_hp_is_a_small_job_or_now_and_then_a_long_one_and_runs_only_when_named():
-    """mixed: two kinds of request (bench/gpu/matrix_kinds.py), the long one about one job in ten,
-    the same sequence in every process (seeded). A stand-in torch records the size of each matmul
-    of a job; the kind lists agree; a default matrix leaves it out."""
-    import random
-    from bench.gpu import matrix_kinds
-    sizes = []
-
+def _fake_torch(sizes):
+    """A stand-in torch for matrix_kinds' GEMM kinds: each matmul appends its size to `sizes`."""
     class Matrix:
         def __init__(self, n):
             self.n = n
@@ -1813,22 +1807,158 @@ def test_the_mixed_hp_is_a_small_job_or_now_and_then_a_long_one_and_runs_only_wh
         @staticmethod
         def tanh(x):
             return x
+    return FakeTorch
 
-    def jobs_of(count):
-        unit, seen = matrix_kinds._mixed(FakeTorch, None, random.Random(0).random), []
+
+def test_the_mixed_hp_is_a_small_job_or_now_and_then_a_long_one_and_runs_only_when_named():
+    """mixed: two kinds of request (bench/gpu/matrix_kinds.py), the long one about one job in ten,
+    drawn from the unit's own seeded stream, which reseed restarts whatever ran before; its
+    variants are the two jobs with their shares. A stand-in torch records the size of each matmul
+    of a job; the kind lists agree; a default matrix leaves it out."""
+    from bench.gpu import matrix_kinds
+    sizes = []
+    small_job, long_job = (256,) * 100, (2048,) * 200
+
+    def jobs_of(unit, count):
+        seen = []
         for _ in range(count):
             del sizes[:]
             unit()
             seen.append(tuple(sizes))
         return seen
 
-    seen = jobs_of(2000)
-    assert set(seen) == {(256,) * 100, (2048,) * 200}, "a job is the small one or the long GEMM chain, whole"
-    long_jobs = seen.count((2048,) * 200)
+    unit = matrix_kinds._mixed(_fake_torch(sizes), None)
+    seen = jobs_of(unit, 2000)
+    assert set(seen) == {small_job, long_job}, "a job is the small one or the long GEMM chain, whole"
+    long_jobs = seen.count(long_job)
     assert 150 <= long_jobs <= 250, f"{long_jobs} long jobs of 2000, not about one in ten"
-    assert jobs_of(50) == jobs_of(50), "the same kinds in the same order in every process"
+    other = matrix_kinds._mixed(_fake_torch(sizes), None)
+    jobs_of(other, 7)  # another history
+    unit.reseed("hp:5")
+    other.reseed("hp:5")
+    assert jobs_of(unit, 50) == jobs_of(other, 50), "the same kinds in the same order after the same reseed"
+    (s_share, s_fn), (l_share, l_fn) = unit.variants
+    assert (s_share, l_share) == pytest.approx((1 - matrix_kinds.MIXED_LONG_SHARE, matrix_kinds.MIXED_LONG_SHARE))
+    assert jobs_of(s_fn, 1) == [small_job] and jobs_of(l_fn, 1) == [long_job]
     assert matrix_kinds.HP_KINDS == matrix.HP_KINDS and "mixed" not in matrix.DEFAULT_HP_KINDS
     build = os.environ.get("BUILD", os.path.join(ROOT, "build"))
     if os.path.exists(os.path.join(build, "bin", "expcontroller")):
         assert matrix.parse_args(["--build", build, "--out", "o"]).hp_kinds == list(matrix.DEFAULT_HP_KINDS)
         assert matrix.parse_args(["--build", build, "--out", "o", "--hp-kinds", "mixed"]).hp_kinds == ["mixed"]
+
+
+class _VariantBackend:
+    """A stand-in backend whose HP unit is two kinds of job ("s" 9 in 10, "L"), drawn per job from
+    the unit's own random.Random, as matrix_kinds._mixed; `ran` records each job's kind. The
+    profiler reports per kind: "s" 0.7 ms busy and 2 ms wall, "L" 70 and 71 ms."""
+    PROFILE = {"s": (0.7, 2.0), "L": (70.0, 71.0)}
+
+    def __init__(self, variants=True):
+        self.ran, self.profiled, self.with_variants = [], [], variants
+
+    def build(self, kind, role):
+        import random
+        rng = random.Random(0)
+        small, long = (lambda: self.ran.append("s")), (lambda: self.ran.append("L"))
+
+        def unit():
+            return long() if rng.random() < 0.1 else small()
+        if self.with_variants:
+            unit.reseed = rng.seed
+            unit.variants = ((0.9, small), (0.1, long))
+        return unit
+
+    def sync(self):
+        pass
+
+    def release(self):
+        pass
+
+    def busy_ms_per_job(self, job, jobs):
+        first = len(self.ran)
+        for _ in range(jobs):
+            job()
+        kinds = set(self.ran[first:])
+        self.profiled.append((tuple(sorted(kinds)), jobs))
+        if len(kinds) != 1:  # a mix profiled whole: the mean of what it drew
+            return sum(self.PROFILE[k][0] for k in self.ran[first:]) / jobs, 2.0
+        return self.PROFILE[kinds.pop()]
+
+
+def _hp_kinds_run(worker, seed, seconds=1.0, rate=200.0):
+    """The kinds of job one `hp` command ran, its arrivals all in the past (no waiting)."""
+    first = len(worker.backend.ran)
+    r = worker.hp({"t0": time.monotonic() - 10, "seconds": seconds, "rate": rate, "seed": seed})
+    kinds = worker.backend.ran[first:]
+    assert len(kinds) == len(r["lat_ms"]) == len(arrivals(0.0, seconds, rate, seed))
+    return kinds
+
+
+def test_every_process_runs_the_same_kind_of_job_at_the_same_arrival_whatever_it_ran_before():
+    """Pairing (2026-12-07 H100: the mixed HP's plain alone ran 18-24 long jobs a round, corun's
+    11-13, over the same arrivals): two workers, one with a longer history (calibration, profile,
+    a learning segment), given the same hp command run the same kinds in the same order."""
+    from bench.gpu import matrix_worker
+    a = matrix_worker.Worker("hp", _VariantBackend())
+    b = matrix_worker.Worker("hp", _VariantBackend())
+    for w in (a, b):
+        w.load({"kind": "mixed"})
+    a.calib({"jobs": 30})
+    a.busy({"jobs": 10})
+    _hp_kinds_run(a, 7)  # a learning segment at another seed
+    b.backend.build("mixed", "hp")()  # and b one stray job more of its own
+    ka, kb = _hp_kinds_run(a, 3), _hp_kinds_run(b, 3)
+    assert ka == kb and "L" in ka and "s" in ka
+    assert _hp_kinds_run(b, 3) == ka, "the same again: the command's seed alone decides"
+    assert _hp_kinds_run(b, 4) != ka, "another round's seed draws other kinds"
+    import random
+    rng = random.Random(3)
+    assert ka != ["L" if rng.random() < 0.1 else "s" for _ in ka], "the kinds' stream is not the arrivals'"
+
+
+def test_calibration_runs_each_kind_of_job_its_exact_share_in_a_reproducible_order():
+    from bench.gpu import matrix_worker
+    a = matrix_worker.Worker("hp", _VariantBackend())
+    b = matrix_worker.Worker("hp", _VariantBackend())
+    for w in (a, b):
+        w.load({"kind": "mixed", "warmup": 2})
+    assert a.backend.ran == ["s", "s", "L", "L"], "each kind warmed"
+    _hp_kinds_run(a, 9)
+    ra, rb = a.calib({"jobs": 200}), b.calib({"jobs": 200})
+    assert ra["variant"] == rb["variant"] and ra["variant"].count(1) == 20 and len(ra["svc_ms"]) == 200
+    assert a.backend.ran[-200:] == ["sL"[i] for i in ra["variant"]]
+    assert matrix_worker.apportion([0.9, 0.1], 200) == [180, 20]
+    assert matrix_worker.apportion([0.9, 0.1], 7) == [6, 1] and matrix_worker.apportion([1, 1, 1], 4) == [2, 1, 1]
+    assert b.calib({"jobs": 30, "seed": 5})["variant"] != rb["variant"][:30]
+
+
+def test_the_profile_of_an_hp_of_several_kinds_of_job_weighs_each_kind_by_its_share():
+    """busy: each kind profiled over --busy-jobs jobs of its own (10 jobs of the mix drew no long
+    one on 2026-12-07: 0.7 ms busy a job, the time left 0.97-0.98 where it is about 0.75)."""
+    from bench.gpu import matrix_worker
+    w = matrix_worker.Worker("hp", _VariantBackend())
+    w.load({"kind": "mixed"})
+    r = w.busy({"jobs": 10})
+    assert r["busy_ms"] == pytest.approx(0.9 * 0.7 + 0.1 * 70.0)
+    assert r["wall_ms"] == pytest.approx(0.9 * 2.0 + 0.1 * 71.0)
+    assert w.backend.profiled == [(("s",), 10), (("L",), 10)]
+    assert [(v["share"], v["busy_ms"], v["wall_ms"]) for v in r["variants"]] == [(0.9, 0.7, 2.0), (0.1, 70.0, 71.0)]
+
+
+def test_a_unit_of_one_kind_of_job_is_loaded_calibrated_profiled_and_run_as_before():
+    from bench.gpu import matrix_worker
+    backend = _VariantBackend(variants=False)
+    w = matrix_worker.Worker("hp", backend)
+    w.load({"kind": "gemm", "warmup": 3})
+    assert len(backend.ran) == 3
+    r = w.calib({"jobs": 12})
+    assert set(r) == {"ok", "svc_ms"} and len(r["svc_ms"]) == 12 and len(backend.ran) == 15
+    r = w.busy({"jobs": 10})
+    assert set(r) == {"ok", "busy_ms", "wall_ms"} and backend.profiled == [(backend.profiled[0][0], 10)]
+    # no reseed: the unit's one stream goes on from job to job, as it did
+    import random
+    rng = random.Random(0)
+    expected = ["L" if rng.random() < 0.1 else "s" for _ in range(len(backend.ran))]
+    kinds = _hp_kinds_run(w, 3)
+    expected += ["L" if rng.random() < 0.1 else "s" for _ in kinds]
+    assert backend.ran == expected
