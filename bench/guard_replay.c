@@ -26,7 +26,13 @@
  * costless): does the rule drop a depth that costs more once promoted than its trial showed. With
  * `gap-spread=S` the LP's launches in each gap spread by S (relative SD, normal, none below 0; 0.25-0.61
  * a cycle on the H200, bench/results/2026-12-04-h200-depth-gain-rule): does the rule promote a depth
- * by its gaps' noise. With `tail=Q` only the trace's slow jobs, at or past its Q-quantile, cost COST
+ * by its gaps' noise. With `depth-trace=US:FILE` (each depth at most once) a job after a gap at depth US
+ * takes the next of FILE's job times instead of the trace's x F: the times a learning recorded at
+ * that depth, in order, so that a cost that falls on some jobs only (on the H100 the GEMM HP's
+ * 2000 us cost its jobs after a gap of 8 ms or more 8 %, the others nothing,
+ * bench/results/2026-12-07-h100-depth-gross-mixed) is replayed as it was; the trace's jobs then go
+ * to the stop and arm jobs in turn, not by job number. With `tail=Q` only the trace's slow jobs, at
+ * or past its Q-quantile, cost COST
  * under an arm (a server whose long requests need the SMs its short ones leave): the line then says
  * the share of those jobs that ran on a partition arm and the HP's p99 over the trace's (each run's
  * jobs as they ran against the same jobs traced; the median run and the largest). */
@@ -40,6 +46,7 @@
 
 #define MAX_TRACE 1000000
 #define DEPTH_US(us) us,
+static const uint32_t ladder_us[GY_GUARD_DEPTH_COUNT] = {GY_GUARD_DEPTHS(DEPTH_US)}; /* 1000, 2000, 4000 */
 #define GAP_LAUNCHES_PER_MS 340.0
 static const double job_launches_per_ms[GY_GUARD_ARM_COUNT] = {0, 100, 180, 240, 240, 300, 340, 340};
 /* The LP launches more in a gap at a depth (the rule promotes a depth by that, guarded.c): 4 % more
@@ -49,10 +56,9 @@ static const double job_launches_per_ms[GY_GUARD_ARM_COUNT] = {0, 100, 180, 240,
 static double depth_gain_step = DEPTH_GAP_GAIN_STEP; /* depth-gain=S: another step (0: an LP the depth gives nothing) */
 static double gap_gain(const struct gy_guard *g)
 {
-    static const uint32_t depths[GY_GUARD_DEPTH_COUNT] = {GY_GUARD_DEPTHS(DEPTH_US)};
     uint32_t gap = atomic_load_explicit(&g->queue_us, memory_order_relaxed); /* the gap after this job */
     for (int i = 0; i < GY_GUARD_DEPTH_COUNT; i++)
-        if (depths[i] == gap)
+        if (ladder_us[i] == gap)
             return 1.0 + depth_gain_step * (i + 1);
     return 1.0;
 }
@@ -66,6 +72,14 @@ static double spread_uniform(void)
     spread_state ^= spread_state >> 12, spread_state ^= spread_state << 25, spread_state ^= spread_state >> 27;
     return (double)((spread_state * 0x2545f4914f6cdd1dull) >> 11) / 9007199254740992.0;
 }
+/* depth-trace=US:FILE: job times recorded at a depth of the ladder (NULL: the trace's x F) */
+static uint32_t *depth_trace[GY_GUARD_DEPTH_COUNT];
+static long depth_trace_n[GY_GUARD_DEPTH_COUNT];
+
+/* Job times in whole microseconds, one a line, into a new array of *n (at most MAX_TRACE); NULL and
+ * a reason in *why if the file cannot be read or holds fewer than 2 x GY_GUARD_RECENT times. */
+static uint32_t *read_times(const char *path, long *n, const char **why);
+
 static double spread_factor(void) /* 1 + S x a standard normal (Irwin-Hall of 12: no libm), at least 0 */
 {
     if (gap_spread <= 0)
@@ -112,6 +126,28 @@ static int usage(const char *why)
     return 2;
 }
 
+static uint32_t *read_times(const char *path, long *n, const char **why)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        *why = strerror(errno);
+        return NULL;
+    }
+    uint32_t *out = malloc(MAX_TRACE * sizeof *out);
+    unsigned long v;
+    *n = 0;
+    while (out && *n < MAX_TRACE && fscanf(f, "%lu", &v) == 1)
+        out[(*n)++] = v > 0 && v < UINT32_MAX ? (uint32_t)v : 1;
+    int bad = !out || (!feof(f) && *n < MAX_TRACE);
+    fclose(f);
+    if (bad || *n < 2 * GY_GUARD_RECENT) {
+        *why = !out ? "out of memory" : bad ? "not a job time (whole microseconds) on every line" : "fewer than 32 job times";
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
 static int parse_count(const char *text, long *out)
 {
     char *end;
@@ -155,11 +191,11 @@ static int parse_costs(const char *text, double cost[GY_GUARD_ARM_COUNT])
 
 int main(int argc, char **argv)
 {
-    if (argc < 5 || argc > 11)
+    if (argc < 5 || argc > 14)
         return usage("four arguments, then `in-force`, `tail=Q`, `depth=F` (and `depth-in-force`, `depth-gain=S`, "
-                     "`gap-spread=S`), or nothing");
+                     "`gap-spread=S`, `depth-trace=US:FILE`), or nothing");
     bool in_force_only = false, depth_on = false, depth_in_force_only = false, depth_gain_set = false,
-         spread_set = false;
+         spread_set = false, depth_traced = false;
     double depth_cost = 1.0, tail_q = 0;
     for (int i = 5; i < argc; i++) {
         char *end;
@@ -181,6 +217,21 @@ int main(int argc, char **argv)
             gap_spread = strtod(argv[i] + 11, &end);
             if (*end || end == argv[i] + 11 || !(gap_spread >= 0 && gap_spread <= 1))
                 return usage("gap-spread=S: S a number from 0 to 1");
+        } else if (strncmp(argv[i], "depth-trace=", 12) == 0) {
+            long us = strtol(argv[i] + 12, &end, 10);
+            int k = -1;
+            for (int d = 0; d < GY_GUARD_DEPTH_COUNT; d++)
+                if (ladder_us[d] == us)
+                    k = d;
+            if (end == argv[i] + 12 || *end != ':' || k < 0 || depth_trace[k])
+                return usage("depth-trace=US:FILE: US a depth of the ladder (1000, 2000, 4000), each at most once");
+            const char *why = NULL;
+            depth_trace[k] = read_times(end + 1, &depth_trace_n[k], &why);
+            if (!depth_trace[k]) {
+                fprintf(stderr, "guard-replay: %s: %s\n", end + 1, why);
+                return 2;
+            }
+            depth_traced = true;
         } else if (strncmp(argv[i], "depth=", 6) == 0 && !depth_on) {
             depth_on = true;
             depth_cost = strtod(argv[i] + 6, &end);
@@ -188,11 +239,11 @@ int main(int argc, char **argv)
                 return usage("depth=F: F a number from 1 to 4");
         } else {
             return usage("after the four arguments only `in-force`, `depth=F`, `depth-in-force`, `depth-gain=S`, "
-                         "`gap-spread=S` and `tail=Q`, each at most once");
+                         "`gap-spread=S`, `depth-trace=US:FILE` and `tail=Q`, each at most once");
         }
     }
-    if ((depth_in_force_only || depth_gain_set || spread_set) && !depth_on)
-        return usage("`depth-in-force`, `depth-gain=S` and `gap-spread=S` qualify `depth=F`: give it too");
+    if ((depth_in_force_only || depth_gain_set || spread_set || depth_traced) && !depth_on)
+        return usage("`depth-in-force`, `depth-gain=S`, `gap-spread=S` and `depth-trace=US:FILE` qualify `depth=F`: give it too");
     double cost[GY_GUARD_ARM_COUNT];
     long jobs, runs;
     if (parse_costs(argv[2], cost))
@@ -232,7 +283,6 @@ int main(int argc, char **argv)
     double traced_us = 0, ran_us = 0; /* the trace's job times, and the same jobs as they ran */
     double lp_total = 0, lp_stop = 0;  /* the LP's launches, and those it would have made under stop */
     long depth_at_end = 0, depth_ends[GY_GUARD_DEPTH_COUNT] = {0};
-    static const uint32_t depths[GY_GUARD_DEPTH_COUNT] = {GY_GUARD_DEPTHS(DEPTH_US)};
     long *first = calloc(runs, sizeof *first), *dropped = calloc(runs, sizeof *dropped);
     long *depth_first = calloc(runs, sizeof *depth_first);
     if (!first || !dropped || !depth_first)
@@ -245,6 +295,7 @@ int main(int argc, char **argv)
         gy_guard_set_depth(&g, depth_on);
         spread_state = 0x9e3779b97f4a7c15ull * (uint64_t)(r + 1) + 1;
         depth_first[r] = -1;
+        long depth_jobs[GY_GUARD_DEPTH_COUNT] = {0}, stop_k = 0; /* recorded times taken this run: each depth's, stop's */
         uint64_t now_ns = 1000000000ull, lp = 0;
         long start = r * n / runs;
         first[r] = dropped[r] = -1;
@@ -254,16 +305,28 @@ int main(int argc, char **argv)
             struct gy_guard_change begun = gy_guard_cycle(&g, arm, now_ns, lp);
             if (begun.trial_ended)
                 trial_ends[begun.trial_end.outcome]++;
-            uint32_t us = trace[(start + j) % n];
-            bool slow = us >= slow_from; /* every job without tail=Q */
+            /* with recorded depths each stop or arm job takes the next stop job recorded, as each depth
+             * job takes the next recorded at its depth: the two streams advance as they ran on the GPU
+             * (indexed by the job number instead, stop's jobs outran the depth's and a 2000-us trial
+             * that ran 2 304 of its jobs there ended after 768, bench/results/2026-12-07-h100-depth-gross-mixed) */
+            uint32_t base_us = trace[(start + (depth_traced ? stop_k : j)) % n], us = base_us;
+            int dk = -1; /* the depth's recorded times, if given: the cost as it was */
+            for (int d = 0; d < GY_GUARD_DEPTH_COUNT; d++)
+                if (depth && ladder_us[d] == depth && depth_trace[d])
+                    dk = d;
+            bool recorded = dk >= 0 && (!depth_in_force_only || depth == g.depth_in_force);
+            stop_k += !recorded; /* a recorded depth job leaves the stop job for the next */
+            if (recorded)
+                us = depth_trace[dk][(r * depth_trace_n[dk] / runs + depth_jobs[dk]++) % depth_trace_n[dk]];
+            bool slow = base_us >= slow_from; /* every job without tail=Q */
             bool costs = slow && arm != GY_ARM_STOP && (!in_force_only || (arm == g.in_force && arm != g.trial));
-            bool depth_costs = depth && (!depth_in_force_only || depth == g.depth_in_force);
+            bool depth_costs = depth && !recorded && (!depth_in_force_only || depth == g.depth_in_force);
             double factor = (costs ? cost[arm] : 1.0) * (depth_costs ? depth_cost : 1.0);
             uint64_t ns = (uint64_t)(us * factor * 1000.0);
             if (tail_q) {
                 slow_jobs += slow;
                 slow_on_arms += slow && arm != GY_ARM_STOP;
-                ran[j] = (uint32_t)(ns / 1000), traced[j] = us;
+                ran[j] = (uint32_t)(ns / 1000), traced[j] = base_us;
             }
             now_ns += ns + (uint64_t)(gap_ms * 1e6);
             double cycle_lp = job_launches_per_ms[arm] * ns / 1e6 + GAP_LAUNCHES_PER_MS * gap_ms * gap_gain(&g) * spread_factor();
@@ -271,7 +334,7 @@ int main(int argc, char **argv)
             lp_total += cycle_lp;
             lp_stop += GAP_LAUNCHES_PER_MS * gap_ms;
             on_arms += arm != GY_ARM_STOP;
-            traced_us += trace[(start + j) % n];
+            traced_us += base_us; /* the HP's job under stop there */
             ran_us += ns / 1000.0;
             struct gy_guard_change c =
                 gy_guard_record(&g, arm, depth, ns, (uint64_t)(job_launches_per_ms[arm] * ns / 1e6));
@@ -292,7 +355,7 @@ int main(int argc, char **argv)
         }
         depth_at_end += g.depth_in_force != 0;
         for (int i = 0; i < GY_GUARD_DEPTH_COUNT; i++)
-            depth_ends[i] += g.depth_in_force == depths[i];
+            depth_ends[i] += g.depth_in_force == ladder_us[i];
         promoted += first[r] >= 0;
         at_end += g.in_force != GY_ARM_STOP;
         if (g.in_force < GY_GUARD_ARM_COUNT)
@@ -326,7 +389,7 @@ int main(int argc, char **argv)
                "(median), by us:", depth_at_end, runs, e, median(depth_first, e));
         for (int i = 0; i < GY_GUARD_DEPTH_COUNT; i++)
             if (depth_ends[i])
-                printf(" %u:%ld", depths[i], depth_ends[i]);
+                printf(" %u:%ld", ladder_us[i], depth_ends[i]);
     }
     if (tail_q) {
         qsort(p99_over, runs, sizeof *p99_over, cmp_double);
@@ -338,6 +401,8 @@ int main(int argc, char **argv)
     free(ran);
     free(traced);
     free(depth_first);
+    for (int i = 0; i < GY_GUARD_DEPTH_COUNT; i++)
+        free(depth_trace[i]);
     free(dropped);
     free(first);
     return 0;

@@ -16,13 +16,17 @@ only the jobs at the depth in force cost F (its trial ran costless). The LP laun
 step of the depth ladder in a gap at a depth (--depth-gain S: 1 + S x k at the k-th; 0, an LP the
 depth gives nothing), since the rule promotes a depth only with the gain an arm needs; with --gap-spread S
 the LP's launches in each gap spread by S (relative SD; 0.25-0.61 a cycle on the H200), so that a depth
-giving under the gain (--depth-gain 0.01) is promoted only by that noise. With --tail-above Q only the
+giving under the gain (--depth-gain 0.01) is promoted only by that noise. With --depth-recorded a job after
+a gap at a depth takes the time the cell's learning recorded at that depth (its jobs of arm stop@<us>us, in
+order; depths with fewer than MIN_DEPTH_JOBS of them cost F) and each stop job the next stop job recorded: a
+cost that falls on some jobs only, as the GEMM HP's 2000 us on the H100 (8 % after long gaps, nothing after
+short ones), replayed as it ran. With --tail-above Q only the
 trace's slow jobs, at or past its Q-quantile, cost the arms' factor (a server whose long requests need the
 SMs its short ones leave); a last row says how many of them ran on an arm and the HP's p99 over the trace's.
 `guard-replay` (built from bench/guard_replay.c) runs the rule itself; a build of another commit replays that rule.
     python3 -m bench.guard_replay --build BUILD DIR [DIR ...] [--costs 1,1.02,1.03] [--jobs 2000] [--runs 40]
                                   [--in-force-only] [--depth-cost F [--depth-in-force-only] [--depth-gain S]
-                                  [--gap-spread S]] [--tail-above Q]
+                                  [--gap-spread S] [--depth-recorded]] [--tail-above Q]
 Each DIR a matrix invocation's folder (raw.json, raw.json.xz or raw.json.gz)."""
 import argparse
 import os
@@ -46,13 +50,17 @@ LINE = re.compile(r"promoted in (\d+) of (\d+) runs, in force at the end in (\d+
                   re.M)
 PROFILE = re.compile(r"^\d+=[\d.]+(/\d+=[\d.]+)*$")
 MIN_STOP_JOBS = 256  # a shorter trace repeats itself within one learning
+MIN_DEPTH_JOBS = 64  # --depth-recorded: a depth's recorded jobs, at least (fewer: its jobs cost F)
+DEPTHS_US = (1000, 2000, 4000)
 LEARNINGS = {"guarded_learn": "", "guarded_depth_learn": " (guarded_depth)", "guarded_auto_learn": " (guarded_auto)",
              "guarded@twin_learn": " (guarded@twin)", "guarded_depth@twin_learn": " (guarded_depth@twin)"}
 
 
-def traces(folders):
+def traces(folders, depths=False):
     """[(cell name, [stop job microseconds in order])] from each cell's guarded learning (guarded_learn;
-    guarded_depth_learn and guarded_auto_learn too, named so)."""
+    guarded_depth_learn and guarded_auto_learn too, named so); with depths, a third item: {us: [the
+    microseconds of its jobs of arm stop@<us>us, in order]} for each depth of the ladder that ran
+    MIN_DEPTH_JOBS of them."""
     out = []
     for folder in folders:
         record = raw_record.load_or_exit(folder, "guard_replay")
@@ -65,25 +73,37 @@ def traces(folders):
             if setup not in LEARNINGS or not r.get("ok") or not r.get("arms"):
                 continue
             stop = [round(ms * 1000) for ms, arm in zip(r["svc_ms"], r["arms"]) if arm == "stop"]
-            if len(stop) >= MIN_STOP_JOBS:
-                out.append((f"{seg['hp']} + {seg['lp']}, {seg['load']}" + LEARNINGS[setup], stop))
+            if len(stop) < MIN_STOP_JOBS:
+                continue
+            name = f"{seg['hp']} + {seg['lp']}, {seg['load']}" + LEARNINGS[setup]
+            if not depths:
+                out.append((name, stop))
+                continue
+            at = {us: [round(ms * 1000) for ms, arm in zip(r["svc_ms"], r["arms"]) if arm == f"stop@{us}us"]
+                  for us in DEPTHS_US}
+            out.append((name, stop, {us: t for us, t in at.items() if len(t) >= MIN_DEPTH_JOBS}))
     return out
 
 
 def replay(binary, trace, cost, jobs, runs, in_force_only=False, depth_cost=None, depth_in_force_only=False,
-           depth_gain=None, gap_spread=None, tail_above=None):
-    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
-        f.write("\n".join(str(max(1, us)) for us in trace))
+           depth_gain=None, gap_spread=None, tail_above=None, depth_traces=None):
+    files = []
+    for times in [trace] + [t for _, t in sorted((depth_traces or {}).items())]:
+        with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+            f.write("\n".join(str(max(1, us)) for us in times))
+        files.append(f.name)
     try:
         extra = ((["in-force"] if in_force_only else []) + ([f"depth={depth_cost}"] if depth_cost is not None else [])
                  + (["depth-in-force"] if depth_in_force_only else [])
                  + ([f"depth-gain={depth_gain}"] if depth_gain is not None else [])
                  + ([f"gap-spread={gap_spread}"] if gap_spread is not None else [])
-                 + ([f"tail={tail_above}"] if tail_above is not None else []))
-        out = subprocess.run([binary, f.name, f"{cost}", str(jobs), str(runs)] + extra,
+                 + ([f"tail={tail_above}"] if tail_above is not None else [])
+                 + [f"depth-trace={us}:{path}" for us, path in zip(sorted(depth_traces or {}), files[1:])])
+        out = subprocess.run([binary, files[0], f"{cost}", str(jobs), str(runs)] + extra,
                              capture_output=True, text=True, check=False)
     finally:
-        os.unlink(f.name)
+        for path in files:
+            os.unlink(path)
     m = LINE.search(out.stdout)
     if out.returncode or not m:
         raise RuntimeError(f"{binary} failed (exit {out.returncode}): {out.stderr.strip() or out.stdout.strip()}")
@@ -130,6 +150,10 @@ def main(argv=None):
     p.add_argument("--gap-spread", type=float, default=None, metavar="S",
                    help="with --depth-cost: the LP's launches in each gap spread by S (relative SD, 0 to 1; 0.25-0.61 "
                         "a cycle on the H200)")
+    p.add_argument("--depth-recorded", action="store_true",
+                   help="with --depth-cost: a job after a gap at a depth takes the time the cell's learning recorded "
+                        f"at that depth (where it ran {MIN_DEPTH_JOBS} or more; the others cost F), each stop job the "
+                        "next stop job recorded")
     p.add_argument("--tail-above", type=float, default=None, metavar="Q",
                    help="only the trace's slow jobs, at or past its Q-quantile (0.9: the slowest tenth), cost the "
                         "arms' factor; a last row says how many of them ran on an arm and the HP's p99 over the trace's")
@@ -138,6 +162,8 @@ def main(argv=None):
         p.error(f"--tail-above {args.tail_above}: a quantile between 0 and 1")
     if args.gap_spread is not None and (args.depth_cost is None or not 0 <= args.gap_spread <= 1):
         p.error(f"--gap-spread {args.gap_spread}: a spread from 0 to 1, with --depth-cost F")
+    if args.depth_recorded and args.depth_cost is None:
+        p.error("--depth-recorded qualifies --depth-cost F: give both")
     if args.depth_in_force_only and args.depth_cost is None:
         p.error("--depth-in-force-only qualifies --depth-cost F: give both")
     if args.depth_gain is not None and args.depth_cost is None:
@@ -160,7 +186,7 @@ def main(argv=None):
                     f"(e.g. 1,1.03,16=1/64=1.5): not {c!r}")
     if args.jobs < 1 or args.runs < 1:
         p.error("--jobs and --runs at least 1")
-    cells = traces(args.folders)
+    cells = [cell if len(cell) == 3 else cell + ({},) for cell in traces(args.folders, depths=args.depth_recorded)]
     if not cells:
         print(f"guard_replay: no guarded learning with {MIN_STOP_JOBS} stop jobs or more in {' '.join(args.folders)}",
               file=sys.stderr)
@@ -177,12 +203,13 @@ def main(argv=None):
     depth_ends = {c: {} for c in costs}  # us -> runs that ended with that depth in force (--depth-cost)
     how = {c: {} for c in costs}  # outcome -> trials that ended so (controller/guarded_layout.h)
     slow = {c: [] for c in costs}  # --tail-above: per cell (% slow jobs on arms, p99 over, median run and largest)
-    for name, trace in cells:
-        row = f"| {name} | {len(trace)}"
+    for name, trace, recorded in cells:
+        row = f"| {name} | {len(trace)}" + (" (" + ", ".join(f"{us} us: {len(t)}" for us, t in sorted(recorded.items())) + ")"
+                                            if recorded else "")
         for c in costs:
             promoted, runs, _, first, arms_pct, over_pct, lp_pct, dropped, after, ended, outcomes, depth, tail = replay(
                 binary, trace, c, args.jobs, args.runs, args.in_force_only, args.depth_cost, args.depth_in_force_only,
-                args.depth_gain, args.gap_spread, args.tail_above)
+                args.depth_gain, args.gap_spread, args.tail_above, recorded)
             if tail is not None:
                 slow[c].append(tail)
             for sms, n in ended.items():

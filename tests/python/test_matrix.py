@@ -1589,6 +1589,49 @@ def test_guard_replay_refuses_a_bad_trace_or_argument_with_one_line(tmp_path):
     assert out.returncode == 0 and "of 2 runs" in out.stdout
 
 
+def test_guard_replay_takes_a_depths_recorded_jobs_with_depth_recorded(tmp_path, capsys):
+    """A learning whose jobs at 2000 us ran 1.5x stop's: with --depth-recorded those times are
+    replayed (the depth never in force though F says it costs nothing), without it the depth costs F
+    (in force in some runs); a depth with too few recorded jobs costs F; bad arguments are refused."""
+    import random
+    from bench import guard_replay
+    build = os.environ.get("BUILD", os.path.join(ROOT, "build"))
+    rng = random.Random(7)
+    stop = [4.0 * rng.lognormvariate(0, 0.03) for _ in range(1000)]
+    deep = [6.0 * rng.lognormvariate(0, 0.03) for _ in range(300)]
+    seg = {"hp": "small", "lp": "gemm", "load": "poisson-25", "setup": "guarded_depth_learn", "round": -1,
+           "hp_result": {"ok": True, "svc_ms": stop + deep + [9.0] * 10,
+                         "arms": ["stop"] * 1000 + ["stop@2000us"] * 300 + ["stop@1000us"] * 10}}
+    (tmp_path / "raw.json").write_text(json.dumps({"segments": [seg]}))
+    (name, trace, recorded), = guard_replay.traces([str(tmp_path)], depths=True)
+    assert len(trace) == 1000 and sorted(recorded) == [2000] and len(recorded[2000]) == 300  # 1000 us: 10 < 64
+    kept = {}
+    for extra in ([], ["--depth-recorded"]):
+        assert guard_replay.main(["--build", build, str(tmp_path), "--costs", "1.5", "--jobs", "6000", "--runs", "4",
+                                  "--depth-cost", "1"] + extra) == 0
+        out = capsys.readouterr().out
+        row = [ln for ln in out.splitlines() if ln.startswith("| small + gemm")][0]
+        assert ("(2000 us: 300)" in row) == bool(extra), row
+        ends = [ln for ln in out.splitlines() if ln.startswith("| depth in force at the end")][0]
+        kept[bool(extra)] = ends
+    # costless by F the ladder's deepest reaches force; replayed as recorded 2000 us never does (and
+    # 4000, costless by F, waits behind it), 1000 does
+    assert re.search(r"\b(2000|4000): 4\b", kept[False]) and "2000:" not in kept[True] and "1000:" in kept[True], kept
+    with pytest.raises(SystemExit):
+        guard_replay.main(["--build", build, str(tmp_path), "--depth-recorded"])
+    assert "--depth-recorded qualifies --depth-cost F" in capsys.readouterr().err
+    times = tmp_path / "t.txt"
+    times.write_text("4000\n" * 64)
+    binary = os.path.join(build, "bench", "guard-replay")
+    for extra, message in ((["depth=1", "depth-trace=3000:" + str(times)], "depth-trace=US:FILE"),
+                           (["depth=1", "depth-trace=2000:" + str(times), "depth-trace=2000:" + str(times)],
+                            "depth-trace=US:FILE"),
+                           (["depth-trace=2000:" + str(times)], "qualify `depth=F`"),
+                           (["depth=1", "depth-trace=2000:" + str(tmp_path / "none.txt")], "none.txt")):
+        bad = subprocess.run([binary, str(times), "1", "100", "2"] + extra, capture_output=True, text=True)
+        assert bad.returncode == 2 and message in bad.stderr and not bad.stdout, (extra, bad.stderr)
+
+
 def test_guard_replay_gives_each_size_its_own_cost(tmp_path, capsys):
     """16 SMs free, every larger size 1.5x: the rule must end on 16 SMs (a size costing 1.5x never);
     with every size 1.5x, on none."""
