@@ -159,6 +159,19 @@ double gy_guard_scale_z(const uint16_t *arm, uint32_t m, const uint16_t *stop, u
     return (u - mn / 2) / root(mn * ((double)m + n + 1) / 12);
 }
 
+double gy_guard_median_z(const uint16_t *arm, uint32_t m, const uint16_t *stop, uint32_t n, int shift)
+{
+    if (!m || !n)
+        return 0;
+    int bound = (int)gy_guard_bin_quantile(stop, n, 0.5) + shift;
+    double over = 0; /* the arm's jobs past stop's median times 1.01^shift, its bin's half */
+    for (int a = bound < 0 ? 0 : bound; a < GY_GUARD_BINS; a++)
+        over += a == bound ? 0.5 * arm[a] : arm[a];
+    /* the binomial spread of the arm's share, and as much again for stop's median, whose rank's share
+     * spreads the same */
+    return (over / m - 0.5) / root(0.25 / m + 0.25 / n);
+}
+
 void gy_guard_block_u(const uint32_t *arm, uint32_t m, const uint32_t *stop, uint32_t k, uint32_t eps_ppm,
                       int32_t *u2, uint32_t *var12)
 {

@@ -87,6 +87,12 @@ uint32_t gy_guard_bins_top(const uint16_t *bins, uint32_t n, double share, uint1
  * quantile); z << 0: longer. Ranks only, so any distribution of noise; ties make it conservative. */
 double gy_guard_scale_z(const uint16_t *arm, uint32_t m, const uint16_t *stop, uint32_t n, int shift);
 
+/* Mood's median test on two histograms, standardized: the share of the arm's m jobs past stop's
+ * median bin + shift (a job in that bin counts half) against one half, over the spread of that share
+ * and of stop's median (n jobs): z >> 0, the arm's median is over stop's times 1.01^shift. Where a
+ * cost falls on some jobs only, the rank test above can stay near 0 while the median moves. */
+double gy_guard_median_z(const uint16_t *arm, uint32_t m, const uint16_t *stop, uint32_t n, int shift);
+
 /* One block of the van Elteren test (Mann-Whitney within strata, summed): the m jobs of an arm's
  * block against the k jobs of stop in the same stretch of time, U counting the pairs with the arm's
  * job below stop's times 1 + eps_ppm / 10^6 (a tie half). *u2 = 2U - mk (its excess over no
