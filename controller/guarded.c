@@ -926,9 +926,9 @@ static double window_median_z(const struct gy_guard *g, const struct gy_guard_wi
  * stop's times 1 + eps_p50" at least GY_GUARD_LOOK_Z, the arm's p99 bin within stop's p99 bin
  * times 1 + eps_p99 (an arm's p99 beyond the last bin: within only when stop's is beyond it too),
  * and its slow jobs not leaning over stop's times 1 + eps_p99 (tail_z below), both windows holding
- * GY_GUARD_P99_MIN_JOBS jobs, and its median not leaning over stop's times 1 + eps_p50 (median_z
- * below 0, since 2026-12-07: below). Out: either z at -GY_GUARD_OUT_Z or below, or the median shown
- * over the bound (median_z at GY_GUARD_OUT_Z or above). */
+ * GY_GUARD_P99_MIN_JOBS jobs, and (since 2026-12-07, see below) its median not leaning over stop's
+ * times 1 + eps_p50 (median_z below 0). Out: either z at -GY_GUARD_OUT_Z or below, or the median
+ * shown over the bound (median_z at GY_GUARD_OUT_Z or above). */
 static int test_window(struct gy_guard *g, const struct gy_guard_window *w, double eps_p50, bool by_blocks)
 {
     const struct gy_guard_window *s = &g->paired_stop;
