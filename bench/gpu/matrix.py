@@ -27,7 +27,8 @@ latency counts from arrival, queueing included. A round whose plain HP alone was
 out of the cell for every setup and counted (alone_overloaded_rounds). Every setup of a round uses the same
 arrival seed, and an HP of several kinds of job (mixed) draws each job's kind from that seed anew
 (matrix_worker: the same kind at the same arrival in every setup; until 2026-12-07 each process
-drew from one stream over its life, and the setups' kinds differed). The LP starts --lp-lead-s
+drew from one stream over its life, and the setups' kinds differed); a round whose setups' hp
+replies say they ran different kinds anyway is left out too (unpaired_rounds). The LP starts --lp-lead-s
 before the HP's first arrival (its queue is full when the HP starts) and its units are counted over
 the HP's window only.
 
@@ -931,6 +932,14 @@ def alone_busy(seg):
     return seg["rate"] * (sum(svc) / len(svc)) / 1000.0
 
 
+def kinds_differ(segs):
+    """Whether the setups of one round ran different kinds of job at the same arrivals: their hp
+    replies' variant lists (an HP of several kinds of job) differ, so their ratios are not paired (on
+    2026-12-07, before the draws were reseeded by each round's seed, the mixed HP's plain alone ran
+    18-24 long jobs over three rounds where corun ran 11-13)."""
+    return len({tuple(v) for s in segs if (v := (s.get("hp_result") or {}).get("variant")) is not None}) > 1
+
+
 def analyze(raws):
     """matrix.json's dict from one or more invocations' raw records."""
     cells_seen = []
@@ -944,7 +953,7 @@ def analyze(raws):
         invs = {}  # setup -> [invocation: [round block]]
         by_arm = {}  # setup -> guarded arm -> [(service ms, latency ms)] of the HP's jobs
         left = []
-        busy_seen, overloaded = [], 0
+        busy_seen, overloaded, unpaired = [], 0, 0
         for raw in raws:
             segs = [s for s in raw["segments"] if (s["hp"], s["lp"], s["load"]) == (hp, lp, load)]
             if not segs:
@@ -961,6 +970,8 @@ def analyze(raws):
                     busy_seen.append(busy)
                 if busy is not None and busy > ALONE_BUSY_MAX:
                     overloaded += 1
+                elif kinds_differ([s for (rr, setup), s in by.items() if rr == r and not setup.endswith("_learn")]):
+                    unpaired += 1
                 else:
                     rounds.append(r)
             for setup in sorted({s["setup"] for s in segs}):
@@ -1017,7 +1028,7 @@ def analyze(raws):
                 row["meets_lp_target"] = bool(row["lp_minus_corun"] >= -TARGET_LP_BELOW_CORUN - 1e-9)
         out_cells.append({"hp": hp, "lp": lp, "load": load, "gpu_time_left": round(share_left, 4) if share_left else None,
                           "alone_busy_max": round(max(busy_seen), 3) if busy_seen else None,
-                          "alone_overloaded_rounds": overloaded, "setups": setups})
+                          "alone_overloaded_rounds": overloaded, "unpaired_rounds": unpaired, "setups": setups})
     first = raws[0]
     return {"device": first["device"], "commit": ",".join(sorted({r["commit"] for r in raws})),
             "invocations": [{"started": r["started"], "commit": r["commit"], "device": r["device"]} for r in raws],
@@ -1075,10 +1086,13 @@ def summary_table(matrix):
             hp50, hp99 = (r.get(k, {}).get("value") for k in ("hp_p50_ratio", "hp_p99_ratio"))
             txt = "/".join("-" if v is None else f"{v:.2f}" for v in (hp50, hp99, lp))
             row += f"{txt:>22}"
-        dropped = c.get("alone_overloaded_rounds", 0)
-        if dropped:
-            row += (f"  (plain HP alone queued in every round, up to {c['alone_busy_max']:.0%} busy: no verdict)"
-                    if not c["setups"] else f"  ({dropped} round(s) left out: the plain HP alone queued)")
+        dropped, unpaired = c.get("alone_overloaded_rounds", 0), c.get("unpaired_rounds", 0)
+        if dropped and not c["setups"] and not unpaired:
+            row += f"  (plain HP alone queued in every round, up to {c['alone_busy_max']:.0%} busy: no verdict)"
+        elif dropped or unpaired:
+            why = ([f"{dropped} the plain HP alone queued"] if dropped else []) + \
+                  ([f"{unpaired} the setups ran different kinds of job"] if unpaired else [])
+            row += f"  (round(s) left out: {', '.join(why)}{'; no verdict' if not c['setups'] else ''})"
         lines.append(row)
     return "\n".join(lines)
 

@@ -102,7 +102,8 @@ def _mixed(torch, dev, seed=0):
     rng = random.Random(seed)
 
     def unit():
-        return long() if rng.random() < MIXED_LONG_SHARE else small()
+        unit.last = 1 if rng.random() < MIXED_LONG_SHARE else 0  # which of unit.variants ran: the hp reply says
+        return long() if unit.last else small()
     unit.reseed = rng.seed
     unit.variants = ((1.0 - MIXED_LONG_SHARE, small), (MIXED_LONG_SHARE, long))
     return unit

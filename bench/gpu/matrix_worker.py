@@ -21,8 +21,9 @@ process of the machine shares, so the harness can start an HP and an LP at the s
         kind of job (reseed) draws from `seed` anew, so that every process given the same command runs
         the same kind at the same arrival. mark: begin/end each job
         at priority 1 in $GPUYIELD_SHM's segment. -> {"lat_ms", "svc_ms", "start_ms", "launch_ms",
-        "launch_cpu_ms", "begin_us", "end_us", "arms", "lp_launches", "late"} (start_ms: each job's
-        start after t0; arms: per marked job its guarded arm, None where it got none; lp_launches: the
+        "launch_cpu_ms", "begin_us", "end_us", "arms", "lp_launches", "late"[, "variant"]} (start_ms: each
+        job's start after t0; variant: from a unit that draws its kind, the index in its variants that
+        each job ran (unit.last), so that the harness can check every setup of a round ran the same; arms: per marked job its guarded arm, None where it got none; lp_launches: the
         lower processes' kernel and graph launches as the rule read them at the job's begin, None
         where it got no arm (two jobs' difference: what the rule charged to the first one's cycle);
         launch_ms: the job's first launch to its last one's return, launch_cpu_ms: the CPU time the
@@ -228,8 +229,9 @@ class Worker:
 
     def hp(self, cmd):
         seg = self.marker() if cmd.get("mark") else None
-        lat, svc, start_ms, launch_ms, launch_cpu_ms, begin_us, end_us, arms, lp_launches, cpus, rusage = (
-            [] for _ in range(11))
+        lat, svc, start_ms, launch_ms, launch_cpu_ms, begin_us, end_us, arms, lp_launches, cpus, rusage, kinds = (
+            [] for _ in range(12))
+        drawn = bool(self.variants()) and hasattr(self.unit, "reseed")  # a unit that draws its kind of job
         late = 0
         # the i-th arrival's kind of job from this command's seed alone: the same in every setup of
         # the round, whatever each process ran before (warmup, calibration, profile, learning)
@@ -253,6 +255,8 @@ class Worker:
             cpu0, unit_start = time.thread_time(), time.monotonic()
             self.unit()
             launched, cpu1 = time.monotonic(), time.thread_time()
+            if drawn:
+                kinds.append(getattr(self.unit, "last", None))
             cpus.append(current_cpu())
             self.backend.sync()
             launch_ms.append((launched - unit_start) * 1e3)
@@ -266,9 +270,12 @@ class Worker:
             rusage.append(usage_delta(usage0, thread_usage()))
             lat.append((done - arrival) * 1e3)
             svc.append((done - start) * 1e3)
-        return {"ok": True, "lat_ms": lat, "svc_ms": svc, "start_ms": start_ms, "launch_ms": launch_ms,
-                "launch_cpu_ms": launch_cpu_ms, "cpus": cpus, "rusage": rusage,
-                "begin_us": begin_us, "end_us": end_us, "arms": arms, "lp_launches": lp_launches, "late": late}
+        reply = {"ok": True, "lat_ms": lat, "svc_ms": svc, "start_ms": start_ms, "launch_ms": launch_ms,
+                 "launch_cpu_ms": launch_cpu_ms, "cpus": cpus, "rusage": rusage,
+                 "begin_us": begin_us, "end_us": end_us, "arms": arms, "lp_launches": lp_launches, "late": late}
+        if drawn:  # which of the unit's variants each job ran: the harness checks the setups ran the same
+            reply["variant"] = kinds
+        return reply
 
     def lp(self, cmd):
         """Units back to back; each unit's completion is timed on the GPU (an event after it), so

@@ -436,6 +436,36 @@ def test_a_round_whose_plain_alone_queued_is_left_out_for_every_setup(tmp_path):
     assert (tmp_path / "out" / "heatmap.png").stat().st_size > 0
 
 
+def test_a_round_whose_setups_ran_different_kinds_of_job_is_left_out_for_every_setup(tmp_path):
+    # an HP of two kinds of job: every setup's hp reply says which kind each job ran; in round 1
+    # corun ran a long job where the plain alone ran a short one, so its ratios would not be paired
+    raw = synthetic_raw(slow=1.02, lp_share=0.6)
+    for seg in raw["segments"]:
+        if seg.get("hp_result"):
+            seg["hp_result"]["variant"] = [0] * 99 + [1]
+            if seg["setup"] == "corun" and seg["round"] == 1:
+                seg["hp_result"]["variant"] = [1] + [0] * 98 + [1]
+    (cell,) = matrix.analyze([raw])["cells"]
+    assert cell["unpaired_rounds"] == 1 and cell["alone_overloaded_rounds"] == 0
+    assert cell["setups"]["corun"]["hp_jobs"] == 100 and cell["setups"]["hp_ctl_alone"]["hp_jobs"] == 100  # round 0
+    row = matrix.summary_table(matrix.analyze([raw])).splitlines()[-1]
+    assert "round(s) left out: 1 the setups ran different kinds of job" in row and "no verdict" not in row, row
+    # both rounds so: no verdict, and why
+    for seg in raw["segments"]:
+        if seg["setup"] == "corun":
+            seg["hp_result"]["variant"] = [1] * 100
+    (cell,) = matrix.analyze([raw])["cells"]
+    assert cell["setups"] == {} and cell["unpaired_rounds"] == 2
+    row = matrix.summary_table(matrix.analyze([raw])).splitlines()[-1]
+    assert "2 the setups ran different kinds of job; no verdict" in row, row
+    # replies without kinds (one kind of job, or a record before 2026-12-07): every round as before
+    for seg in raw["segments"]:
+        if seg.get("hp_result"):
+            seg["hp_result"].pop("variant")
+    (cell,) = matrix.analyze([raw])["cells"]
+    assert cell["unpaired_rounds"] == 0 and cell["setups"]["corun"]["hp_jobs"] == 200
+
+
 def test_the_load_rate_comes_from_the_mean_service_of_the_calibration():
     # an HP of two kinds of job (the mixed kind: 2.2 ms, one in ten 70 ms) is busy by its mean
     kind = {"svc_p50_ms": 2.2, "svc_mean_ms": 9.0}
@@ -1905,7 +1935,8 @@ class _VariantBackend:
         small, long = (lambda: self.ran.append("s")), (lambda: self.ran.append("L"))
 
         def unit():
-            return long() if rng.random() < 0.1 else small()
+            unit.last = 1 if rng.random() < 0.1 else 0
+            return long() if unit.last else small()
         if self.with_variants:
             unit.reseed = rng.seed
             unit.variants = ((0.9, small), (0.1, long))
@@ -1934,6 +1965,8 @@ def _hp_kinds_run(worker, seed, seconds=1.0, rate=200.0):
     r = worker.hp({"t0": time.monotonic() - 10, "seconds": seconds, "rate": rate, "seed": seed})
     kinds = worker.backend.ran[first:]
     assert len(kinds) == len(r["lat_ms"]) == len(arrivals(0.0, seconds, rate, seed))
+    # the reply says which kind each job ran (the harness checks a round's setups ran the same)
+    assert r.get("variant") == (["sL".index(k) for k in kinds] if worker.backend.with_variants else None)
     return kinds
 
 
