@@ -47,6 +47,13 @@
 #define MAX_TRACE 1000000
 #define DEPTH_US(us) us,
 static const uint32_t ladder_us[GY_GUARD_DEPTH_COUNT] = {GY_GUARD_DEPTHS(DEPTH_US)}; /* 1000, 2000, 4000 */
+static int ladder_index(long us) /* of a depth of the ladder, -1 for any other (0: the own bound) */
+{
+    for (int i = 0; i < GY_GUARD_DEPTH_COUNT; i++)
+        if (ladder_us[i] == us)
+            return i;
+    return -1;
+}
 #define GAP_LAUNCHES_PER_MS 340.0
 static const double job_launches_per_ms[GY_GUARD_ARM_COUNT] = {0, 100, 180, 240, 240, 300, 340, 340};
 /* The LP launches more in a gap at a depth (the rule promotes a depth by that, guarded.c): 4 % more
@@ -56,11 +63,8 @@ static const double job_launches_per_ms[GY_GUARD_ARM_COUNT] = {0, 100, 180, 240,
 static double depth_gain_step = DEPTH_GAP_GAIN_STEP; /* depth-gain=S: another step (0: an LP the depth gives nothing) */
 static double gap_gain(const struct gy_guard *g)
 {
-    uint32_t gap = atomic_load_explicit(&g->queue_us, memory_order_relaxed); /* the gap after this job */
-    for (int i = 0; i < GY_GUARD_DEPTH_COUNT; i++)
-        if (ladder_us[i] == gap)
-            return 1.0 + depth_gain_step * (i + 1);
-    return 1.0;
+    int i = ladder_index(atomic_load_explicit(&g->queue_us, memory_order_relaxed)); /* the gap after this job */
+    return i < 0 ? 1.0 : 1.0 + depth_gain_step * (i + 1);
 }
 
 /* The gaps' spread (gap-spread=S): its own xorshift64* stream a run, so the HP's side is the same
@@ -218,11 +222,7 @@ int main(int argc, char **argv)
             if (*end || end == argv[i] + 11 || !(gap_spread >= 0 && gap_spread <= 1))
                 return usage("gap-spread=S: S a number from 0 to 1");
         } else if (strncmp(argv[i], "depth-trace=", 12) == 0) {
-            long us = strtol(argv[i] + 12, &end, 10);
-            int k = -1;
-            for (int d = 0; d < GY_GUARD_DEPTH_COUNT; d++)
-                if (ladder_us[d] == us)
-                    k = d;
+            int k = ladder_index(strtol(argv[i] + 12, &end, 10));
             if (end == argv[i] + 12 || *end != ':' || k < 0 || depth_trace[k])
                 return usage("depth-trace=US:FILE: US a depth of the ladder (1000, 2000, 4000), each at most once");
             const char *why = NULL;
@@ -310,11 +310,8 @@ int main(int argc, char **argv)
              * (indexed by the job number instead, stop's jobs outran the depth's and a 2000-us trial
              * that ran 2 304 of its jobs there ended after 768, bench/results/2026-12-07-h100-depth-gross-mixed) */
             uint32_t base_us = trace[(start + (depth_traced ? stop_k : j)) % n], us = base_us;
-            int dk = -1; /* the depth's recorded times, if given: the cost as it was */
-            for (int d = 0; d < GY_GUARD_DEPTH_COUNT; d++)
-                if (depth && ladder_us[d] == depth && depth_trace[d])
-                    dk = d;
-            bool recorded = dk >= 0 && (!depth_in_force_only || depth == g.depth_in_force);
+            int dk = depth ? ladder_index(depth) : -1; /* the depth's recorded times, if given: the cost as it was */
+            bool recorded = dk >= 0 && depth_trace[dk] && (!depth_in_force_only || depth == g.depth_in_force);
             stop_k += !recorded; /* a recorded depth job leaves the stop job for the next */
             if (recorded)
                 us = depth_trace[dk][(r * depth_trace_n[dk] / runs + depth_jobs[dk]++) % depth_trace_n[dk]];
