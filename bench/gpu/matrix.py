@@ -940,6 +940,30 @@ def kinds_differ(segs):
     return len({tuple(v) for s in segs if (v := (s.get("hp_result") or {}).get("variant")) is not None}) > 1
 
 
+def by_kind(inv):
+    """{kind: {"hp_jobs", "hp_p50_ratio", "hp_p99_ratio"}} of an HP of several kinds of job, each
+    kind's latencies over the plain alone's of that kind in the same rounds (intervals as the
+    cell's: invocations, then rounds); None for an HP of one kind, or replies that do not say. The
+    pooled p50 of the mixed HP is a short job's and its p99 a long one's: apart, each says which
+    job a setup slowed (on 2026-12-07 the short jobs ran 0.72-0.82 of alone as MPS clients, the
+    long ones 1.00)."""
+    blocks = [b for i in inv for b in i]
+    if not blocks or any(b["hp_var"] is None or b["den_var"] is None or len(b["hp_var"]) != len(b["hp"])
+                         or len(b["den_var"]) != len(b["hp_den"]) for b in blocks):
+        return None
+    seen = sorted({v for b in blocks for v in b["hp_var"]} | {v for b in blocks for v in b["den_var"]})
+    if len(seen) < 2:
+        return None
+    out = {}
+    for k in seen:
+        num = lambda b, k=k: [x for x, v in zip(b["hp"], b["hp_var"]) if v == k]
+        den = lambda b, k=k: [x for x, v in zip(b["hp_den"], b["den_var"]) if v == k]
+        out[str(k)] = {"hp_jobs": sum(len(num(b)) for b in blocks),
+                       "hp_p50_ratio": ratio_two_stage(inv, percentile_of(num, 50), percentile_of(den, 50)),
+                       "hp_p99_ratio": ratio_two_stage(inv, percentile_of(num, 99), percentile_of(den, 99))}
+    return out
+
+
 def analyze(raws):
     """matrix.json's dict from one or more invocations' raw records."""
     cells_seen = []
@@ -984,6 +1008,8 @@ def analyze(raws):
                         continue
                     blocks.append({"hp": s.get("hp_result", {}).get("lat_ms", []),
                                    "hp_den": ha["hp_result"]["lat_ms"],
+                                   "hp_var": s.get("hp_result", {}).get("variant"),
+                                   "den_var": ha["hp_result"].get("variant"),
                                    "lp": lp_units(s["lp_result"]) if "lp_result" in s else None,
                                    "lp_den": lp_units(la["lp_result"]) if la else None})
                 if blocks:
@@ -1014,6 +1040,9 @@ def analyze(raws):
                 row["meets_hp_target"] = bool(p50["value"] is not None and p50["value"] <= TARGET_P50 and p50["ci"]
                                               and p50["ci"][1] <= TARGET_P50_CI and p99["value"] is not None
                                               and p99["value"] <= TARGET_P99)
+            kinds = by_kind(inv)
+            if kinds:
+                row["by_kind"] = kinds
             if by_arm.get(setup):
                 row["by_arm"] = {arm: {"jobs": len(v), "svc_p50_ms": round(nearest_rank([x[0] for x in v], 50), 3),
                                        "lat_p50_ms": round(nearest_rank([x[1] for x in v], 50), 3),
@@ -1032,7 +1061,9 @@ def analyze(raws):
     first = raws[0]
     return {"device": first["device"], "commit": ",".join(sorted({r["commit"] for r in raws})),
             "invocations": [{"started": r["started"], "commit": r["commit"], "device": r["device"]} for r in raws],
-            "method": METHOD, "hp_kinds": {k: {key: v[key] for key in ("svc_p50_ms", "svc_mean_ms", "busy_ms") if key in v}
+            "method": METHOD, "hp_kinds": {k: dict({key: v[key] for key in ("svc_p50_ms", "svc_mean_ms", "busy_ms") if key in v},
+                                               **({"variant_shares": [x.get("share") for x in v["busy_variants"]]}
+                                                  if v.get("busy_variants") else {}))
                                           for k, v in first["hp_kinds"].items()},
             "cells": out_cells}
 

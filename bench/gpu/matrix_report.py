@@ -195,6 +195,7 @@ def report(folders, setups):
             line += (f"; launch-bound HPs at the lower load: LP >= {TARGET_LP_ALONE:.2f} of alone in {t['lb'][0]} of "
                      f"{t['lb'][2]}, >= {TARGET_LP_SHARE:.1f} of the time left in {t['lb'][1]} of {t['lb'][2]}")
         lines.append(line)
+    lines += kind_lines(matrices, setups)
     if p99_jobs:
         lo, hi = min(p99_jobs), max(p99_jobs)
         first, last = slowest_rank(lo), slowest_rank(hi)
@@ -202,6 +203,30 @@ def report(folders, setups):
         lines.append(f"- each p99 stands on {lo}" + (f"-{hi}" if hi != lo else "") + " HP jobs of a setup (nearest rank: "
                      f"the {which} slowest of them)".replace("the 1st slowest", "the slowest"))
     return "\n".join(lines)
+
+
+def kind_lines(matrices, setups):
+    """Per cell of an HP of several kinds of job, each named setup's ratios per kind (matrix.json's
+    by_kind): the pooled p50 is the common kind's and the p99 the rare one's, so the table alone
+    cannot say which kind a setup slowed."""
+    out = []
+    for m in matrices:
+        shares = {k: v.get("variant_shares") for k, v in (m.get("hp_kinds") or {}).items()}
+        for c in m["cells"]:
+            parts = []
+            for s in setups:
+                kinds = (c["setups"].get(s) or {}).get("by_kind")
+                if not kinds:
+                    continue
+                each = []
+                for k, r in sorted(kinds.items(), key=lambda kv: int(kv[0])):
+                    share = (shares.get(c["hp"]) or [])[int(k)] if int(k) < len(shares.get(c["hp"]) or []) else None
+                    name = f"kind {k}" + (f" ({share:.0%} of jobs)" if share is not None else "")
+                    each.append(f"{name}, {r['hp_jobs']} jobs: " + fmt_setup(dict(r, meets_hp_target=True)))
+                parts.append(f"{s}: " + "; ".join(each))
+            if parts:
+                out.append(f"- by kind of job, {c['hp']} + {c['lp']}, {c['load']}: " + " | ".join(parts))
+    return out
 
 
 def slowest_rank(n):

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from bench.gpu import host_counters, matrix, stats
+from bench.gpu import host_counters, matrix, matrix_report, stats
 from bench.gpu.matrix_worker import arrivals, units_inside
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -464,6 +464,47 @@ def test_a_round_whose_setups_ran_different_kinds_of_job_is_left_out_for_every_s
             seg["hp_result"].pop("variant")
     (cell,) = matrix.analyze([raw])["cells"]
     assert cell["unpaired_rounds"] == 0 and cell["setups"]["corun"]["hp_jobs"] == 200
+
+
+def test_an_hp_of_several_kinds_of_job_gets_ratios_per_kind(tmp_path):
+    # 90 short jobs and 10 long ones a round, the same kinds in every setup: corun runs the short
+    # ones 0.8 of alone (an MPS client) and the long ones 1.1: the pooled p50 is the short jobs'
+    # and the pooled p99 the long jobs', so only the ratios per kind say which kind it slowed
+    raw = synthetic_raw()
+    kinds = [0] * 90 + [1] * 10
+    for seg in raw["segments"]:
+        if seg.get("hp_result"):
+            f = {"hp_alone": (1.0, 1.0), "corun": (0.8, 1.1), "hp_ctl_alone": (1.0, 1.0)}[seg["setup"]]
+            lat = [10.0 * f[0]] * 90 + [70.0 * f[1]] * 10
+            seg["hp_result"].update(lat_ms=lat, svc_ms=lat, variant=kinds)
+    raw["hp_kinds"]["gemm"]["busy_variants"] = [{"share": 0.9, "busy_ms": 1.0}, {"share": 0.1, "busy_ms": 69.0}]
+    m = matrix.analyze([raw])
+    corun = m["cells"][0]["setups"]["corun"]
+    assert corun["hp_p50_ratio"]["value"] == pytest.approx(0.8) and corun["hp_p99_ratio"]["value"] == pytest.approx(1.1)
+    short, long_ = corun["by_kind"]["0"], corun["by_kind"]["1"]
+    assert (short["hp_jobs"], long_["hp_jobs"]) == (180, 20)
+    assert short["hp_p50_ratio"]["value"] == pytest.approx(0.8) and short["hp_p99_ratio"]["value"] == pytest.approx(0.8)
+    assert long_["hp_p50_ratio"]["value"] == pytest.approx(1.1) and long_["hp_p50_ratio"]["ci"] == [1.1, 1.1]
+    assert m["cells"][0]["setups"]["hp_ctl_alone"]["by_kind"]["1"]["hp_p50_ratio"]["value"] == pytest.approx(1.0)
+    assert m["hp_kinds"]["gemm"]["variant_shares"] == [0.9, 0.1]
+    # the report says it per kind, with the shares
+    (tmp_path / "matrix.json").write_text(json.dumps(m))
+    text = matrix_report.report([str(tmp_path)], ["corun"])
+    (line,) = [x for x in text.splitlines() if x.startswith("- by kind of job")]
+    assert ("gemm + graph, poisson-25: corun: kind 0 (90% of jobs), 180 jobs: 0.80 [0.80, 0.80] · 0.80"
+            in line and "kind 1 (10% of jobs), 20 jobs: 1.10 [1.10, 1.10] · 1.10" in line), line
+    # an HP of one kind of job, or replies that do not say which: no ratios per kind, no line
+    for seg in raw["segments"]:
+        if seg.get("hp_result"):
+            seg["hp_result"]["variant"] = [0] * 100
+    assert "by_kind" not in matrix.analyze([raw])["cells"][0]["setups"]["corun"]
+    for seg in raw["segments"]:
+        if seg.get("hp_result"):
+            seg["hp_result"].pop("variant")
+    m = matrix.analyze([raw])
+    assert "by_kind" not in m["cells"][0]["setups"]["corun"]
+    (tmp_path / "matrix.json").write_text(json.dumps(m))
+    assert "by kind" not in matrix_report.report([str(tmp_path)], ["corun"])
 
 
 def test_the_load_rate_comes_from_the_mean_service_of_the_calibration():
