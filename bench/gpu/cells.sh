@@ -12,6 +12,11 @@
 # line, a budget not under its timeout, or timeouts summing past CALL_LIMIT_S (default 570: the
 # device allows 600 s a call, and a fresh machine's start comes out of it) refuse it, nothing run.
 # RUN_ALL names another runner (a test's).
+# FILL=1: a plan longer than one call (a whole sweep): cells start in order while the time used plus
+# the next cell's timeout stays within CALL_LIMIT_S; the first that would pass it and the rest are
+# not run, named in the output and in $OUT/not_run.txt (a cell runs well under its timeout, so a
+# call fills with more cells than a plan cut in advance by timeouts). FROM=NAME starts at the cell
+# NAME (the next call's: `FILL=1 FROM=NAME bash bench/gpu/cells.sh PLAN`).
 set -u
 plan=${1:-}
 if [ -z "$plan" ] || [ ! -r "$plan" ]; then
@@ -21,6 +26,8 @@ fi
 OUT=${OUT:-/tmp/out}
 RUN_ALL=${RUN_ALL:-bench/gpu/run_all.sh}
 limit=${CALL_LIMIT_S:-570}
+fill=${FILL:-0} from=${FROM:-}
+case $fill in 0|1) ;; *) echo "cells.sh: FILL=$fill: 1 (fill the call from a longer plan) or 0" >&2; exit 2 ;; esac
 whole='^[0-9]+$'
 total=0 n=0 line_no=0
 cells=()
@@ -48,22 +55,50 @@ while IFS= read -r line || [ -n "$line" ]; do
     for c in "${cells[@]}"; do
         [ "${c%% *}" = "${f[0]}" ] && { echo "$where: the name '${f[0]}' is taken by an earlier cell" >&2; exit 2; }
     done
-    total=$((total + 10#${f[7]})) n=$((n + 1))
+    if [ "$((10#${f[7]}))" -gt "$limit" ]; then
+        echo "$where: timeout ${f[7]} s is past the call's $limit s (CALL_LIMIT_S): no call can run it" >&2
+        exit 2
+    fi
     cells+=("${f[*]}")
 done <"$plan"
+if [ -n "$from" ]; then  # the cells before FROM ran in an earlier call
+    for i in "${!cells[@]}"; do
+        [ "${cells[$i]%% *}" = "$from" ] && { cells=("${cells[@]:$i}"); from=; break; }
+    done
+    if [ -n "$from" ]; then
+        echo "cells.sh: FROM=$from: $plan has no cell of that name" >&2
+        exit 2
+    fi
+fi
+for c in "${cells[@]}"; do
+    read -r -a f <<<"$c"
+    total=$((total + 10#${f[7]})) n=$((n + 1))
+done
 if [ "$n" -eq 0 ]; then
     echo "cells.sh: $plan holds no cell" >&2
     exit 2
 fi
-if [ "$total" -gt "$limit" ]; then
-    echo "cells.sh: $plan: its $n cells' timeouts sum to $total s, past the call's $limit s (CALL_LIMIT_S): split it" >&2
+if [ "$total" -gt "$limit" ] && [ "$fill" = 0 ]; then
+    echo "cells.sh: $plan: its $n cells' timeouts sum to $total s, past the call's $limit s (CALL_LIMIT_S): split it, or FILL=1" >&2
     exit 2
 fi
-echo "cells.sh: $n cell(s), at most $total s"
+if [ "$total" -gt "$limit" ]; then
+    echo "cells.sh: $n cell(s), their timeouts $total s: as many as fit the call's $limit s (FILL=1)"
+else
+    echo "cells.sh: $n cell(s), at most $total s"
+fi
+mkdir -p "$OUT"
 start=$SECONDS
-for c in "${cells[@]}"; do
-    read -r -a f <<<"$c"
+for i in "${!cells[@]}"; do
+    read -r -a f <<<"${cells[$i]}"
     name=${f[0]}
+    if [ $((SECONDS - start + 10#${f[7]})) -gt "$limit" ]; then
+        left=("${cells[@]:$i}")
+        printf '%s\n' "${left[@]%% *}" >"$OUT/not_run.txt"
+        echo "cells.sh: not run, $((SECONDS - start)) s used and $name's timeout ${f[7]} s would pass the call's $limit s: ${left[*]%% *}"
+        echo "cells.sh: next: FILL=1 FROM=$name bash bench/gpu/cells.sh $plan"
+        break
+    fi
     args="--hp-kinds ${f[1]} --lp-kinds ${f[2]} --setups ${f[3]} --learn-jobs ${f[4]} --rounds ${f[5]}"
     args="$args --budget-s ${f[6]} --seed ${f[8]} --no-cost --pin --loads poisson-25"
     more="${f[*]:9}"

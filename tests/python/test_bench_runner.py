@@ -141,7 +141,7 @@ def _cells(tmp_path, plan_text, **env_extra):
     plan = tmp_path / "plan.txt"
     plan.write_text(plan_text)
     stub = tmp_path / "run_all_stub.sh"
-    stub.write_text('echo "$* | $MX_ARGS | $GY_RESULTS | $OUT" >> "$CELLS_CALLS"\n'
+    stub.write_text('echo "$* | $MX_ARGS | $GY_RESULTS | $OUT" >> "$CELLS_CALLS"; sleep "${STUB_SLEEP:-0}"\n'
                     'mkdir -p "$OUT" && touch "$OUT/heatmap.png" "$OUT/matrix.json" "$OUT/results.tgz"\n'
                     'echo "[worker noise]"; echo "$MX_WARNING"; for i in 1 2 3 4; do echo "line $i"; done\n'
                     'echo "matrix exit 0"\n')
@@ -197,6 +197,35 @@ def test_cells_refuses_a_bad_plan_before_running_any_cell(tmp_path):
         assert calls == [] and not out.exists(), plan
     proc, _, calls = _cells(tmp_path, good + "b gemm gemm corun 100 1 500 520 1\n", CALL_LIMIT_S="600")
     assert proc.returncode == 0 and len(calls) == 2, proc.stderr  # the limit is the caller's to raise
+    before = len(calls)
+    proc, _, calls = _cells(tmp_path, good + "b gemm gemm corun 100 1 500 580 1\n", FILL="1")
+    assert proc.returncode == 2 and ":2: timeout 580 s is past the call's 570 s" in proc.stderr and len(calls) == before
+    for env, message in (({"FILL": "yes"}, "FILL=yes: 1 (fill the call from a longer plan) or 0"),
+                         ({"FROM": "c"}, "FROM=c: ")):
+        proc, _, calls = _cells(tmp_path, good, **env)
+        assert proc.returncode == 2 and message in proc.stderr and len(calls) == before, proc.stderr
     missing = subprocess.run(["bash", os.path.join(GPU, "cells.sh"), str(tmp_path / "none.txt")],
                              capture_output=True, text=True)
     assert missing.returncode == 2 and "cannot read" in missing.stderr
+
+
+def test_cells_fills_a_call_from_a_longer_plan_and_says_where_the_next_one_starts(tmp_path):
+    """FILL=1: cells start in order while the time used plus the next one's timeout fits the call;
+    the rest are named (output and not_run.txt) and FROM=NAME runs them in the next call."""
+    plan = "".join(f"{n} gemm gemm corun 100 1 1 3 {i}\n" for i, n in enumerate("abcd"))
+    # each cell takes 2 s (3 s by the shell's whole seconds): a (0 + 3 <= 6) and b (2-3 + 3 <= 6)
+    # run, then c would end past 6 s
+    proc, out, calls = _cells(tmp_path, plan, FILL="1", CALL_LIMIT_S="6", MX_WARNING="", STUB_SLEEP="2")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("cells.sh: 4 cell(s), their timeouts 12 s: as many as fit the call's 6 s (FILL=1)\n")
+    assert [c.split(" | ")[1].split("--seed ")[1].split()[0] for c in calls] == ["0", "1"]
+    assert re.search(r"cells.sh: not run, [45] s used and c's timeout 3 s would pass the call's 6 s: c d\n",
+                     proc.stdout), proc.stdout
+    assert f"cells.sh: next: FILL=1 FROM=c bash bench/gpu/cells.sh {tmp_path / 'plan.txt'}" in proc.stdout
+    assert (out / "not_run.txt").read_text() == "c\nd\n" and not (out / "c").exists()
+    proc, out, calls = _cells(tmp_path, plan, FILL="1", FROM="c", CALL_LIMIT_S="6", MX_WARNING="")
+    assert proc.returncode == 0 and proc.stdout.startswith("cells.sh: 2 cell(s), at most 6 s\n"), proc.stdout
+    assert [c.split(" | ")[1].split("--seed ")[1].split()[0] for c in calls[-2:]] == ["2", "3"] and len(calls) == 4
+    # without FILL the same plan is refused as before: its timeouts pass the call
+    proc, _, _ = _cells(tmp_path, plan, CALL_LIMIT_S="6")
+    assert proc.returncode == 2 and "sum to 12 s, past the call's 6 s (CALL_LIMIT_S): split it, or FILL=1" in proc.stderr
