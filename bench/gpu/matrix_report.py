@@ -4,7 +4,8 @@ HP leaves, for each named setup; beside each guarded setup named (guarded, guard
 guarded_depth), the arm in force at the cell's end, why, and how many HP jobs of the cell (learning
 and rounds) each arm other than stop ran.
 Then per setup the issue's targets counted over the cells, the launch-bound HPs' LP target among
-them, and how many HP jobs the p99s stand on (a nearest-rank p99 of 150 jobs is the second slowest:
+them, the cells where it missed the HP target that corun met in the same rounds (what making it the
+default must not do), and how many HP jobs the p99s stand on (a nearest-rank p99 of 150 jobs is the second slowest:
 one burst of queued jobs moves it). Give every folder of one record at once (each one matrix invocation: matrix.json, and
 raw.json, raw.json.xz or raw.json.gz for the guarded states):
     python3 -m bench.gpu.matrix_report DIR [DIR ...] [--setups corun,guarded,guarded_auto]
@@ -138,7 +139,7 @@ def fmt_state(state):
 
 
 def report(folders, setups):
-    lines, summary = [], {s: {"hp": [0, 0], "lp": [0, 0], "lb": [0, 0, 0]} for s in setups}
+    lines, summary = [], {s: {"hp": [0, 0], "lp": [0, 0], "lb": [0, 0, 0], "worse": [], "beside": 0} for s in setups}
     p99_jobs = []  # the HP jobs each p99 shown stands on
     # each guarded setup (guarded, guarded_auto, guarded_depth) named gets its state at the end
     stated = [s for s in setups if s in GUARDED_SETUPS]
@@ -172,6 +173,11 @@ def report(folders, setups):
                 if "meets_hp_target" in r:
                     t["hp"][0] += r["meets_hp_target"]
                     t["hp"][1] += 1
+                    corun = c["setups"].get("corun") or {}
+                    if s != "corun" and "meets_hp_target" in corun:  # the default's test: no cell lost to corun
+                        t["beside"] += 1
+                        if corun["meets_hp_target"] and not r["meets_hp_target"]:
+                            t["worse"].append(f"{c['hp']} + {c['lp']}, {c['load']}")
                 if "meets_lp_target" in r:
                     t["lp"][0] += r["meets_lp_target"]
                     t["lp"][1] += 1
@@ -194,6 +200,9 @@ def report(folders, setups):
         if t["lb"][2]:
             line += (f"; launch-bound HPs at the lower load: LP >= {TARGET_LP_ALONE:.2f} of alone in {t['lb'][0]} of "
                      f"{t['lb'][2]}, >= {TARGET_LP_SHARE:.1f} of the time left in {t['lb'][1]} of {t['lb'][2]}")
+        if t["beside"]:
+            line += (f"; missed the HP target where corun met it in {len(t['worse'])} of {t['beside']}"
+                     + (f" ({'; '.join(t['worse'])})" if t["worse"] else ""))
         lines.append(line)
     lines += kind_lines(matrices, setups)
     if p99_jobs:

@@ -1428,6 +1428,9 @@ def test_matrix_report_gives_each_cells_setups_the_guarded_end_state_and_the_tar
             in capsys.readouterr().out)
     assert "✗HP ✗LP" in lines["| small + gemm, poisson-60"]
     assert "- guarded: HP target in 2 of 3 cells; LP within 0.02 of corun's or above in 2 of 3" in out
+    # the default's test: the cells where guarded missed what corun met in the same rounds, named
+    assert "; missed the HP target where corun met it in 1 of 3 (small + gemm, poisson-60)\n" in out
+    assert "- corun: HP target in 3 of 3 cells" in out and "corun met it" not in out.split("- corun:")[1].split("\n")[0]
     # only the launch-bound HP (small) at the lower load counts for the LP target: 0.79 and 0.83 meet it
     assert "launch-bound HPs at the lower load: LP >= 0.60 of alone in 1 of 1, >= 0.8 of the time left in 1 of 1" in out
     assert ">= 0.8 of the time left in 0 of 1" in out  # corun's 0.74
