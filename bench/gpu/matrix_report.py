@@ -222,16 +222,16 @@ def kind_lines(matrices, setups):
     for m in matrices:
         shares = {k: v.get("variant_shares") for k, v in (m.get("hp_kinds") or {}).items()}
         for c in m["cells"]:
-            parts = []
+            parts, kind_shares = [], shares.get(c["hp"]) or []
             for s in setups:
                 kinds = (c["setups"].get(s) or {}).get("by_kind")
                 if not kinds:
                     continue
                 each = []
                 for k, r in sorted(kinds.items(), key=lambda kv: int(kv[0])):
-                    share = (shares.get(c["hp"]) or [])[int(k)] if int(k) < len(shares.get(c["hp"]) or []) else None
+                    share = kind_shares[int(k)] if int(k) < len(kind_shares) else None
                     name = f"kind {k}" + (f" ({share:.0%} of jobs)" if share is not None else "")
-                    each.append(f"{name}, {r['hp_jobs']} jobs: " + fmt_setup(dict(r, meets_hp_target=True)))
+                    each.append(f"{name}, {r['hp_jobs']} jobs: " + fmt_setup(r))
                 parts.append(f"{s}: " + "; ".join(each))
             if parts:
                 out.append(f"- by kind of job, {c['hp']} + {c['lp']}, {c['load']}: " + " | ".join(parts))
