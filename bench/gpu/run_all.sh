@@ -36,6 +36,9 @@ stages=()
 for stage in "$@"; do
     if [ "$stage" = recheck ]; then stages+=(pyext hookcount launch gating preempt-quick); else stages+=("$stage"); fi
 done
+# The device as the records name it: model, driver and the card's UUID (on 2026-12-07 three H100
+# leases ran on three cards, and the GEMM HP's plain alone ran 5-7 % apart between them).
+device_line() { nvidia-smi --query-gpu=name,driver_version,uuid --format=csv,noheader | head -n 1; }
 for stage in "${stages[@]}"; do
     stage_log "$stage"
     case $stage in
@@ -45,12 +48,12 @@ for stage in "${stages[@]}"; do
     launch-cost)
         OLD_LIB=${OLD_LIB:-} bash bench/gpu/launch_cost.sh "$B" "$R/launch_cost.jsonl" "${ROUNDS:-7}" > /dev/null
         "$PY" -m bench.gpu.summarize launch-cost "$R/launch_cost.jsonl" "$R/launch_cost.json" \
-            "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1)" ;;
+            "$(device_line)" ;;
     begin-cost) bash bench/gpu/begin_cost.sh "$B" "$R/begin-cost" ;;
     launch-cost-auto)  # issue 27: mode none inside an open auto job (auto) and outside jobs (none), paired
         VARIANTS="nohook none auto" bash bench/gpu/launch_cost.sh "$B" "$R/launch_cost_auto.jsonl" "${ROUNDS:-15}" > /dev/null
         "$PY" -m bench.gpu.summarize launch-cost "$R/launch_cost_auto.jsonl" "$R/launch_cost_auto.json" \
-            "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1)"
+            "$(device_line)"
         cp "$R/launch_cost_auto.json" "$OUT/" 2>/dev/null ;;
     gating) bash bench/gpu/gating.sh "$B" "$R" ;;
     gating-auto) bash bench/gpu/gating.sh "$B" "$R" auto  # issue 27: the HP unmarked, its jobs opened by the hook
@@ -59,7 +62,7 @@ for stage in "${stages[@]}"; do
     preempt-quick) bash bench/gpu/preempt_latency.sh "$B" "$R/preempt.jsonl" "500" "none sync:1 event:1 event:4" 20 ;;
     matrix)  # issue 25's matrix, one invocation (MX_ARGS: more flags, e.g. --hp-kinds gemm,small --rounds 2)
         "$PY" -m bench.gpu.matrix --build "$B" --out "$R/matrix" --commit "${COMMIT:-unknown}" \
-            --device "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1)" ${MX_ARGS:-}
+            --device "$(device_line)" ${MX_ARGS:-}
         echo "matrix exit $?"
         cp "$R/matrix/matrix.json" "$R/matrix/heatmap.png" "$OUT/" 2>/dev/null ;;
     wakeups)  # the matrix (MX_ARGS, with --pin) under the kernel's ipi and sched_wakeup events
