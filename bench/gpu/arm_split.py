@@ -165,7 +165,7 @@ def main(argv):
             print(f"  host, {setup:<12} " + "   ".join(
                 f"{role} CPUs: busy {v['busy']:.3f} irq {v['irq']:.4f} steal {v['steal']:.4f} "
                 f"intr/s {v['intr_per_s']:.0f}" + (" (" + " ".join(
-                    f"{src} {n:.0f}" for src, n in sorted(v["intr_top"].items(), key=lambda x: -x[1])[:4]) + ")"
+                    f"{src} {n:.0f}" for src, n in sorted(v["intr_top"].items(), key=lambda x: (-x[1], x[0]))[:4]) + ")"
                     if v.get("intr_top") else "") for role, v in sorted(roles.items())))
     for cell, setup, arm, per_round, r in ratios:
         ci = "[{:.3f}, {:.3f}]".format(*r["ci"]) if r["ci"] else "[no interval]"

@@ -229,3 +229,73 @@ def test_cells_fills_a_call_from_a_longer_plan_and_says_where_the_next_one_start
     # without FILL the same plan is refused as before: its timeouts pass the call
     proc, _, _ = _cells(tmp_path, plan, CALL_LIMIT_S="6")
     assert proc.returncode == 2 and "sum to 12 s, past the call's 6 s (CALL_LIMIT_S): split it, or FILL=1" in proc.stderr
+
+
+def _call_dir(tmp_path, call, cells, raw=True):
+    """What a cells.sh call brings back: NAME/results.tgz (gy-results/matrix/ inside) and NAME.log
+    per cell, and the GPU's state before and after."""
+    import json
+    from bench.gpu import matrix
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from test_matrix import synthetic_raw
+    d = tmp_path / call
+    d.mkdir()
+    (d / "gpu_start.txt").write_text("name, clocks\nTest GPU, 345 MHz\n")
+    (d / "gpu_end.txt").write_text("name, clocks\nTest GPU, 1980 MHz\n")
+    for name in cells:
+        m = tmp_path / f"{call}-{name}-src" / "gy-results" / "matrix"
+        m.mkdir(parents=True)
+        r = synthetic_raw(slow=1.02, lp_share=0.6)
+        r["args"] = {"setups": ["hp_alone", "lp_alone", "hp_ctl_alone", "corun"]}
+        if raw:
+            (m / "raw.json").write_text(json.dumps(r))
+        (m / "matrix.json").write_text(json.dumps(matrix.analyze([r])))
+        (m / "clocks.csv").write_text("2026/12/07 15:00:00.000, 1980, 2619, 300.0, 50, 90\n")
+        (m / "corun_hp.log").write_text("gpuyield: pid 1: gates its launches\ngpuyield: pid 1: guarded trial ended\nother\n")
+        (d / name).mkdir()
+        with tarfile.open(d / name / "results.tgz", "w:gz") as t:
+            t.add(tmp_path / f"{call}-{name}-src" / "gy-results", arcname="gy-results")
+        (d / f"{name}.log").write_text(f"=== matrix\nmatrix exit 0 ({name})\n")
+    return d
+
+
+def test_record_cells_makes_a_records_folders_from_device_calls(tmp_path):
+    from bench.gpu import record_cells
+    one = _call_dir(tmp_path, "c1", ["gemm-a", "gemm-b"])
+    two = _call_dir(tmp_path, "c2", ["gemm-a"])
+    (two / "not_run.txt").write_text("gemm-c\n")
+    out = tmp_path / "rec"
+    assert record_cells.main(["--out", str(out), str(one), str(two)]) == 0
+    assert sorted(os.listdir(out)) == ["call1-gemm-a", "call1-gemm-b", "call2-gemm-a", "gpu_end_call1.txt",
+                                       "gpu_end_call2.txt", "gpu_start_call1.txt", "gpu_start_call2.txt",
+                                       "not_run_call2.txt"]
+    cell = out / "call2-gemm-a"
+    assert sorted(os.listdir(cell)) == ["arm_split.txt", "cells.md", "clocks.csv", "lp_cycles.txt", "matrix.json",
+                                        "raw.json.xz", "round_ratios.txt", "run.log", "worker_lines.log"]
+    import lzma, json
+    assert json.loads(lzma.open(cell / "raw.json.xz").read())["args"]["setups"][3] == "corun"
+    assert (cell / "worker_lines.log").read_text() == "gpuyield: pid 1: guarded trial ended\n"
+    assert (cell / "run.log").read_text().endswith("matrix exit 0 (gemm-a)\n")
+    # the table's columns: corun first, then the other setups in --setups order
+    assert (cell / "cells.md").read_text().startswith("| cell | GPU time left | corun | hp_ctl_alone |")
+    assert "r0  alone svc 10.000" in (cell / "round_ratios.txt").read_text()
+    assert (out / "gpu_end_call1.txt").read_text().endswith("1980 MHz\n")
+    assert not [n for n in os.listdir(tmp_path) if n.startswith(".record-")]
+    # again into the same folder: refused before anything is written
+    assert record_cells.main(["--out", str(out), str(one)]) == 1
+    assert len(os.listdir(out)) == 8
+
+
+def test_record_cells_refuses_a_bad_call_folder_and_leaves_nothing(tmp_path, capsys):
+    from bench.gpu import record_cells
+    good = _call_dir(tmp_path, "good", ["gemm-a"])
+    unfinished = _call_dir(tmp_path, "unfinished", ["gemm-x"], raw=False)
+    (tmp_path / "empty").mkdir()
+    for calls, message in (([good, tmp_path / "empty"], "no NAME/results.tgz in it"),
+                           ([good, unfinished], "no raw.json in it: the cell's matrix did not finish"),
+                           ([good, tmp_path / "nowhere"], "no such folder")):
+        out = tmp_path / "rec"
+        assert record_cells.main(["--out", str(out)] + [str(c) for c in calls]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("record_cells: ") and message in err and err.count("\n") == 1, err
+        assert not out.exists() and not [n for n in os.listdir(tmp_path) if n.startswith(".record-")]
