@@ -55,7 +55,8 @@ def matrix_folder(tgz, into):
             for m in members:
                 if m.name.startswith("/") or ".." in m.name.split("/"):
                     raise RecordError(f"{tgz}: member {m.name!r} leaves the folder: refused")
-            t.extractall(into, members=members)
+            safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}  # Python 3.12+ asks for one
+            t.extractall(into, members=members, **safe)
     except (OSError, tarfile.TarError) as e:
         raise RecordError(f"{tgz}: cannot read it: {e}") from e
     raws = sorted(glob.glob(os.path.join(into, "**", "raw.json"), recursive=True))
