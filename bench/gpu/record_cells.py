@@ -7,7 +7,9 @@ numbered in the order given; cell NAME of call N becomes callN-NAME/ with matrix
 cell's worker logs but the gate's start-up lines: each trial's end and each change), cells.md
 (matrix_report over corun and every other setup the cell ran), round_ratios.txt, arm_split.txt and
 lp_cycles.txt (those tools' output, or their one-line refusal); the calls' gpu_start_callN.txt and
-gpu_end_callN.txt; and not_run_callN.txt where a FILL=1 call left cells for the next one.
+gpu_end_callN.txt; and not_run_callN.txt where a FILL=1 call left cells for the next one. A cell
+whose matrix did not finish (no raw.json: cut by its timeout, or failed) keeps its log alone, and
+the output says so.
 Everything is written in a folder beside OUT and moved into place at the end: a bad call folder
 leaves nothing behind, and an existing OUT/callN-NAME is never overwritten.
 The README (what ran, what it shows) stays the recorder's to write."""
@@ -58,11 +60,9 @@ def matrix_folder(tgz, into):
             safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}  # Python 3.12+ asks for one
             t.extractall(into, members=members, **safe)
     except (OSError, tarfile.TarError) as e:
-        raise RecordError(f"{tgz}: cannot read it: {e}") from e
+        raise RecordError(f"{tgz}: cannot read it: {' '.join(str(e).split())}") from e  # one line
     raws = sorted(glob.glob(os.path.join(into, "**", "raw.json"), recursive=True))
-    if not raws:
-        raise RecordError(f"{tgz}: no raw.json in it: the cell's matrix did not finish (see its log)")
-    return os.path.dirname(raws[0])
+    return os.path.dirname(raws[0]) if raws else None
 
 
 def setups_of(folder):
@@ -141,8 +141,17 @@ def record(call_dirs, out):
             if os.path.exists(os.path.join(call_dir, "not_run.txt")):
                 shutil.copy(os.path.join(call_dir, "not_run.txt"), os.path.join(stage, f"not_run_call{n}.txt"))
             for name, tgz, log in cells:
+                dest = os.path.join(stage, f"call{n}-{name}")
                 with tempfile.TemporaryDirectory() as tmp:
-                    setups = record_cell(matrix_folder(tgz, tmp), log, os.path.join(stage, f"call{n}-{name}"))
+                    src = matrix_folder(tgz, tmp)
+                    if src is None:  # cut by its timeout, or failed: its log says where it stopped
+                        os.makedirs(dest)
+                        if log:
+                            shutil.copy(log, os.path.join(dest, "run.log"))
+                        done.append(f"call{n}-{name}: no raw.json, the cell's matrix did not finish: only its log "
+                                    "kept (run.log); say so in the README")
+                        continue
+                    setups = record_cell(src, log, dest)
                 done.append(f"call{n}-{name} ({', '.join(setups) or 'no setup'})")
         os.makedirs(out, exist_ok=True)
         for entry in sorted(os.listdir(stage)):

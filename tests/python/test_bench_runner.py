@@ -289,13 +289,25 @@ def test_record_cells_makes_a_records_folders_from_device_calls(tmp_path):
 def test_record_cells_refuses_a_bad_call_folder_and_leaves_nothing(tmp_path, capsys):
     from bench.gpu import record_cells
     good = _call_dir(tmp_path, "good", ["gemm-a"])
-    unfinished = _call_dir(tmp_path, "unfinished", ["gemm-x"], raw=False)
     (tmp_path / "empty").mkdir()
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "gemm-z").mkdir()
+    (tmp_path / "bad" / "gemm-z" / "results.tgz").write_text("not a tar file")
     for calls, message in (([good, tmp_path / "empty"], "no NAME/results.tgz in it"),
-                           ([good, unfinished], "no raw.json in it: the cell's matrix did not finish"),
+                           ([good, tmp_path / "bad"], "gemm-z/results.tgz: cannot read it"),
                            ([good, tmp_path / "nowhere"], "no such folder")):
         out = tmp_path / "rec"
         assert record_cells.main(["--out", str(out)] + [str(c) for c in calls]) == 1
         err = capsys.readouterr().err
         assert err.startswith("record_cells: ") and message in err and err.count("\n") == 1, err
         assert not out.exists() and not [n for n in os.listdir(tmp_path) if n.startswith(".record-")]
+    # a cell whose matrix did not finish (cut by its timeout): its log kept, the others recorded
+    unfinished = _call_dir(tmp_path, "unfinished", ["gemm-x", "gemm-y"], raw=False)
+    os.remove(unfinished / "gemm-y" / "results.tgz")
+    _call_dir(tmp_path, "half", ["gemm-y"])
+    shutil.move(str(tmp_path / "half" / "gemm-y" / "results.tgz"), str(unfinished / "gemm-y" / "results.tgz"))
+    out = tmp_path / "rec"
+    assert record_cells.main(["--out", str(out), str(unfinished)]) == 0
+    said = capsys.readouterr().out
+    assert "call1-gemm-x: no raw.json, the cell's matrix did not finish: only its log kept (run.log)" in said, said
+    assert os.listdir(out / "call1-gemm-x") == ["run.log"] and (out / "call1-gemm-y" / "raw.json.xz").exists()
