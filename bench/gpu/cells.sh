@@ -4,7 +4,7 @@
 # PLAN: one cell a line (blank lines and # comments skipped), whitespace-separated:
 #   NAME HP_KINDS LP_KINDS SETUPS LEARN_JOBS ROUNDS BUDGET_S TIMEOUT_S SEED [MORE MATRIX FLAGS...]
 # e.g. `gemm-frcnn1440 gemm frcnn1440 hp_alone,lp_alone,corun,guarded_depth 8000 3 205 225 1`.
-# Each cell runs `timeout -s TERM TIMEOUT_S bash bench/gpu/run_all.sh matrix` with the matrix's
+# Each cell runs `timeout -s TERM -k 10 TIMEOUT_S bash bench/gpu/run_all.sh matrix` with the matrix's
 # `--budget-s BUDGET_S` (a little under the timeout: the matrix refuses a plan it estimates longer)
 # and `--no-cost --pin --loads poisson-25`, then MORE (a later --loads wins), its results and log under
 # $OUT/NAME (run_all's results.tgz there, the log as $OUT/NAME.log; the heat map and matrix.json
@@ -27,6 +27,11 @@ OUT=${OUT:-/tmp/out}
 RUN_ALL=${RUN_ALL:-bench/gpu/run_all.sh}
 limit=${CALL_LIMIT_S:-570}
 fill=${FILL:-0} from=${FROM:-}
+if ! [[ $limit =~ ^[0-9]+$ ]] || [ "$((10#$limit))" -eq 0 ]; then
+    echo "cells.sh: CALL_LIMIT_S=$limit: a whole number of seconds above 0 (570 by default)" >&2
+    exit 2
+fi
+limit=$((10#$limit))
 case $fill in 0|1) ;; *) echo "cells.sh: FILL=$fill: 1 (fill the call from a longer plan) or 0" >&2; exit 2 ;; esac
 whole='^[0-9]+$'
 total=0 n=0 line_no=0
@@ -42,6 +47,10 @@ while IFS= read -r line || [ -n "$line" ]; do
         exit 2
     fi
     case ${f[0]} in *[!A-Za-z0-9._-]*|.*) echo "$where: name '${f[0]}': letters, digits, '.', '_' and '-' only, not first '.'" >&2; exit 2 ;; esac
+    case ${f[0]} in *.log|not_run.txt|gpu_start.txt|gpu_end.txt)  # a cell's log, or a call's own files
+        echo "$where: name '${f[0]}' is taken by the call's files (NAME.log, not_run.txt, gpu_start.txt, gpu_end.txt): rename the cell" >&2
+        exit 2 ;;
+    esac
     for i in 4 5 6 7 8; do
         if ! [[ ${f[$i]} =~ $whole ]] || { [ "$i" -ne 8 ] && [ "$((10#${f[$i]}))" -eq 0 ]; }; then
             echo "$where: field $((i + 1)) '${f[$i]}' must be a whole number, above 0 but for the seed" >&2
@@ -88,7 +97,9 @@ else
     echo "cells.sh: $n cell(s), at most $total s"
 fi
 mkdir -p "$OUT"
+rm -f "$OUT/not_run.txt"  # an earlier call's into the same folder
 start=$SECONDS
+failed=()
 for i in "${!cells[@]}"; do
     read -r -a f <<<"${cells[$i]}"
     name=${f[0]}
@@ -104,9 +115,23 @@ for i in "${!cells[@]}"; do
     more="${f[*]:9}"
     mkdir -p "$OUT/$name"
     GY_RESULTS=$OUT/$name/gy-results OUT=$OUT/$name MX_ARGS="$args${more:+ $more}" \
-        timeout -s TERM "${f[7]}" bash "$RUN_ALL" matrix 2>&1 | tee "$OUT/$name.log" | grep -v '^\[' | tail -4
+        timeout -s TERM -k 10 "${f[7]}" bash "$RUN_ALL" matrix 2>&1 | tee "$OUT/$name.log" | grep -v '^\[' | tail -4
+    rc=${PIPESTATUS[0]}
+    # run_all.sh packs and exits 0 whatever its stage did: the matrix's own exit is in the log
+    if [ "$rc" = 0 ] && ! grep -q '^matrix exit 0$' "$OUT/$name.log"; then
+        rc=$(sed -n 's/^matrix exit \([0-9]*\)$/\1/p' "$OUT/$name.log" | tail -n 1)
+        rc=${rc:-1}
+    fi
     # a warning comes early (before the cell's rounds), out of that tail: said again after it
     grep '^matrix: warning' "$OUT/$name.log" | sed "s/^/cells.sh: $name: /"
     rm -f "$OUT/$name/heatmap.png" "$OUT/$name/matrix.json"
-    echo "cells.sh: $name done at $((SECONDS - start)) s"
+    case $rc in
+    0) echo "cells.sh: $name done at $((SECONDS - start)) s" ;;
+    124|137) echo "cells.sh: $name cut by its timeout ${f[7]} s at $((SECONDS - start)) s"; failed+=("$name") ;;
+    *) echo "cells.sh: $name: its matrix exited $rc at $((SECONDS - start)) s (see $name.log)"; failed+=("$name") ;;
+    esac
 done
+if [ ${#failed[@]} -gt 0 ]; then
+    echo "cells.sh: ${#failed[@]} cell(s) did not finish: ${failed[*]}"
+    exit 1
+fi

@@ -144,7 +144,7 @@ def _cells(tmp_path, plan_text, **env_extra):
     stub.write_text('echo "$* | $MX_ARGS | $GY_RESULTS | $OUT" >> "$CELLS_CALLS"; sleep "${STUB_SLEEP:-0}"\n'
                     'mkdir -p "$OUT" && touch "$OUT/heatmap.png" "$OUT/matrix.json" "$OUT/results.tgz"\n'
                     'echo "[worker noise]"; echo "$MX_WARNING"; for i in 1 2 3 4; do echo "line $i"; done\n'
-                    'echo "matrix exit 0"\n')
+                    'echo "matrix exit ${MX_EXIT:-0}"\n')
     out, calls = tmp_path / "out", tmp_path / "calls.txt"
     env = dict(os.environ, OUT=str(out), RUN_ALL=str(stub), CELLS_CALLS=str(calls), **env_extra)
     proc = subprocess.run(["bash", os.path.join(GPU, "cells.sh"), str(plan)], cwd=ROOT, env=env,
@@ -198,6 +198,13 @@ def test_cells_refuses_a_bad_plan_before_running_any_cell(tmp_path):
     proc, _, calls = _cells(tmp_path, good + "b gemm gemm corun 100 1 500 520 1\n", CALL_LIMIT_S="600")
     assert proc.returncode == 0 and len(calls) == 2, proc.stderr  # the limit is the caller's to raise
     before = len(calls)
+    for env, message in (({"CALL_LIMIT_S": "abc"}, "CALL_LIMIT_S=abc: a whole number of seconds above 0"),
+                         ({"CALL_LIMIT_S": "0"}, "CALL_LIMIT_S=0: a whole number")):
+        proc, _, calls = _cells(tmp_path, good, **env)
+        assert proc.returncode == 2 and message in proc.stderr and len(calls) == before, proc.stderr
+    for name in ("a.log", "not_run.txt", "gpu_start.txt"):
+        proc, _, calls = _cells(tmp_path, f"{name} gemm gemm corun 100 1 50 60 1\n")
+        assert proc.returncode == 2 and f"name '{name}' is taken by the call's files" in proc.stderr, proc.stderr
     proc, _, calls = _cells(tmp_path, good + "b gemm gemm corun 100 1 500 580 1\n", FILL="1")
     assert proc.returncode == 2 and ":2: timeout 580 s is past the call's 570 s" in proc.stderr and len(calls) == before
     for env, message in (({"FILL": "yes"}, "FILL=yes: 1 (fill the call from a longer plan) or 0"),
@@ -311,3 +318,20 @@ def test_record_cells_refuses_a_bad_call_folder_and_leaves_nothing(tmp_path, cap
     said = capsys.readouterr().out
     assert "call1-gemm-x: no raw.json, the cell's matrix did not finish: only its log kept (run.log)" in said, said
     assert os.listdir(out / "call1-gemm-x") == ["run.log"] and (out / "call1-gemm-y" / "raw.json.xz").exists()
+
+
+def test_cells_says_which_cell_did_not_finish_and_exits_1(tmp_path):
+    """run_all.sh packs and exits 0 whatever the matrix did: a cell whose matrix failed (its log's
+    `matrix exit N`) or that its timeout cut is named, the cells after it still run, and the call
+    exits 1; an earlier call's not_run.txt in the same folder is removed."""
+    plan = "a gemm gemm corun 100 1 1 2 1\nb gemm gemm corun 100 1 1 2 2\n"
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "not_run.txt").write_text("old\n")
+    proc, out, calls = _cells(tmp_path, plan, MX_EXIT="3", MX_WARNING="")
+    assert proc.returncode == 1 and len(calls) == 2, proc.stdout
+    assert "cells.sh: a: its matrix exited 3 at" in proc.stdout and "cells.sh: b: its matrix exited 3" in proc.stdout
+    assert proc.stdout.rstrip().endswith("cells.sh: 2 cell(s) did not finish: a b") and not (out / "not_run.txt").exists()
+    proc, out, calls = _cells(tmp_path, plan, STUB_SLEEP="3", MX_WARNING="")  # past its 2-s timeout
+    assert proc.returncode == 1 and "cells.sh: a cut by its timeout 2 s at" in proc.stdout, proc.stdout
+    proc, out, calls = _cells(tmp_path, plan, MX_WARNING="")
+    assert proc.returncode == 0 and "did not finish" not in proc.stdout, proc.stdout
