@@ -11,7 +11,8 @@ gpu_end_callN.txt; and not_run_callN.txt where a FILL=1 call left cells for the 
 whose matrix did not finish (no raw.json: cut by its timeout, or failed) keeps its log alone, and
 the output says so.
 Everything is written in a folder beside OUT and moved into place at the end: a bad call folder
-leaves nothing behind, and an existing OUT/callN-NAME is never overwritten.
+leaves nothing behind, and nothing in OUT is overwritten (a sweep recorded in batches numbers the
+next batch's calls on with --first-call N).
 The README (what ran, what it shows) stays the recorder's to write."""
 import argparse
 import glob
@@ -35,17 +36,20 @@ class RecordError(Exception):
 
 
 def cells_of(call_dir):
-    """[(name, results.tgz, log or None)] of a call folder, in name order."""
+    """[(name, results.tgz or None, log or None)] of a call folder, in name order: every NAME/ that
+    cells.sh made with its results.tgz or its NAME.log (run_all.sh can stop before it packs)."""
     if not os.path.isdir(call_dir):
         raise RecordError(f"{call_dir}: no such folder (give the folders a device call brought back)")
-    found = sorted(glob.glob(os.path.join(call_dir, "*", "results.tgz")))
-    if not found:
-        raise RecordError(f"{call_dir}: no NAME/results.tgz in it: not the output of bench/gpu/cells.sh")
     out = []
-    for tgz in found:
-        name = os.path.basename(os.path.dirname(tgz))
-        log = os.path.join(call_dir, f"{name}.log")
-        out.append((name, tgz, log if os.path.exists(log) else None))
+    for name in sorted(os.listdir(call_dir)):
+        if not os.path.isdir(os.path.join(call_dir, name)):
+            continue
+        tgz, log = os.path.join(call_dir, name, "results.tgz"), os.path.join(call_dir, f"{name}.log")
+        if os.path.exists(tgz) or os.path.exists(log):
+            out.append((name, tgz if os.path.exists(tgz) else None, log if os.path.exists(log) else None))
+    if not out:
+        raise RecordError(f"{call_dir}: no NAME/results.tgz or NAME.log of a cell in it: not the output of "
+                          "bench/gpu/cells.sh")
     return out
 
 
@@ -98,12 +102,12 @@ def record_cell(src, log, dest):
     os.makedirs(dest)
     for name in ("matrix.json", "clocks.csv"):
         if os.path.exists(os.path.join(src, name)):
-            shutil.copy(os.path.join(src, name), dest)
+            shutil.copyfile(os.path.join(src, name), os.path.join(dest, name))
     with open(os.path.join(src, "raw.json"), "rb") as f, lzma.open(os.path.join(dest, "raw.json.xz"), "wb",
                                                                     preset=9) as out:
         shutil.copyfileobj(f, out)
     if log:
-        shutil.copy(log, os.path.join(dest, "run.log"))
+        shutil.copyfile(log, os.path.join(dest, "run.log"))
     with open(os.path.join(dest, "worker_lines.log"), "w") as f:
         f.write(worker_lines(src))
     setups = setups_of(src)
@@ -122,54 +126,87 @@ def record_cell(src, log, dest):
     return setups
 
 
-def record(call_dirs, out):
-    plan = [(n, cells_of(d)) for n, d in enumerate(call_dirs, 1)]
-    for n, cells in plan:
-        for name, _, _ in cells:
-            if os.path.exists(os.path.join(out, f"call{n}-{name}")):
-                raise RecordError(f"{out}/call{n}-{name} exists: record into another folder, or remove it")
+def entries(plan):
+    """The names a record's calls write, per call: its GPU states, its cells not run, its cells."""
+    return [name for n, cells in plan for name in
+            [f"gpu_start_call{n}.txt", f"gpu_end_call{n}.txt", f"not_run_call{n}.txt"]
+            + [f"call{n}-{cell}" for cell, _, _ in cells]]
+
+
+def unfinished(dest, log, why, done, label):
+    """A cell whose matrix did not finish: its log alone, and a line saying so."""
+    os.makedirs(dest)
+    if log:
+        shutil.copyfile(log, os.path.join(dest, "run.log"))
+    done.append(f"{label}: {why}: only its log kept (run.log); say so in the README")
+
+
+def record(call_dirs, out, first=1):
+    plan = [(n, cells_of(d)) for n, d in enumerate(call_dirs, first)]
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise RecordError(f"--out {out} is a file: name the record's folder")
+    taken = [e for e in entries(plan) if os.path.exists(os.path.join(out, e))]
+    if taken:
+        raise RecordError(f"{out} already holds {', '.join(taken)}: record into another folder, or number these "
+                          f"calls on with --first-call")
     parent = os.path.dirname(os.path.abspath(out))
+    made_parent = not os.path.exists(parent)
     os.makedirs(parent, exist_ok=True)
     stage = tempfile.mkdtemp(prefix=".record-", dir=parent)
-    done = []
+    done, moved = [], False
     try:
         for (n, cells), call_dir in zip(plan, call_dirs):
             for side in ("start", "end"):
                 src = os.path.join(call_dir, f"gpu_{side}.txt")
                 if os.path.exists(src):
-                    shutil.copy(src, os.path.join(stage, f"gpu_{side}_call{n}.txt"))
+                    shutil.copyfile(src, os.path.join(stage, f"gpu_{side}_call{n}.txt"))
             if os.path.exists(os.path.join(call_dir, "not_run.txt")):
-                shutil.copy(os.path.join(call_dir, "not_run.txt"), os.path.join(stage, f"not_run_call{n}.txt"))
+                shutil.copyfile(os.path.join(call_dir, "not_run.txt"), os.path.join(stage, f"not_run_call{n}.txt"))
             for name, tgz, log in cells:
-                dest = os.path.join(stage, f"call{n}-{name}")
+                dest, label = os.path.join(stage, f"call{n}-{name}"), f"call{n}-{name}"
+                if tgz is None:  # run_all.sh stopped before it packed
+                    unfinished(dest, log, "no results.tgz", done, label)
+                    continue
                 with tempfile.TemporaryDirectory() as tmp:
                     src = matrix_folder(tgz, tmp)
                     if src is None:  # cut by its timeout, or failed: its log says where it stopped
-                        os.makedirs(dest)
-                        if log:
-                            shutil.copy(log, os.path.join(dest, "run.log"))
-                        done.append(f"call{n}-{name}: no raw.json, the cell's matrix did not finish: only its log "
-                                    "kept (run.log); say so in the README")
+                        unfinished(dest, log, "no raw.json, the cell's matrix did not finish", done, label)
+                        continue
+                    try:
+                        raw_record.load(src)
+                    except raw_record.RawRecordError as e:  # written while it was cut
+                        unfinished(dest, log, f"its raw.json cannot be read ({' '.join(str(e).split())[-120:]})",
+                                   done, label)
                         continue
                     setups = record_cell(src, log, dest)
-                done.append(f"call{n}-{name} ({', '.join(setups) or 'no setup'})")
+                done.append(f"{label} ({', '.join(setups) or 'no setup'})")
         os.makedirs(out, exist_ok=True)
+        moved = True
         for entry in sorted(os.listdir(stage)):
             os.replace(os.path.join(stage, entry), os.path.join(out, entry))
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+        if not moved and made_parent:
+            shutil.rmtree(parent, ignore_errors=True)
     return done
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python3 -m bench.gpu.record_cells", description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True, help="the record's folder, e.g. bench/results/2026-12-08-h100-sweep")
+    p.add_argument("--first-call", type=int, default=1, metavar="N",
+                   help="the number of the first call given (a sweep recorded in batches: the next batch's)")
     p.add_argument("calls", nargs="+", metavar="CALL_DIR", help="what each device call brought back, in call order")
     args = p.parse_args(argv)
+    if args.first_call < 1:
+        p.error(f"--first-call {args.first_call}: calls are numbered from 1")
     try:
-        done = record(args.calls, args.out)
+        done = record(args.calls, args.out, args.first_call)
     except (RecordError, raw_record.RawRecordError) as e:
         print(f"record_cells: {e}", file=sys.stderr)
+        return 1
+    except (OSError, subprocess.SubprocessError) as e:
+        print(f"record_cells: {' '.join(str(e).split())}", file=sys.stderr)
         return 1
     for line in done:
         print(f"record_cells: {args.out}/{line}")

@@ -288,9 +288,18 @@ def test_record_cells_makes_a_records_folders_from_device_calls(tmp_path):
     assert "r0  alone svc 10.000" in (cell / "round_ratios.txt").read_text()
     assert (out / "gpu_end_call1.txt").read_text().endswith("1980 MHz\n")
     assert not [n for n in os.listdir(tmp_path) if n.startswith(".record-")]
-    # again into the same folder: refused before anything is written
+    # again into the same folder: refused before anything is written, whatever it would clash with
     assert record_cells.main(["--out", str(out), str(one)]) == 1
     assert len(os.listdir(out)) == 8
+    three = _call_dir(tmp_path, "c3", ["gemm-d"])
+    assert record_cells.main(["--out", str(out), str(three)]) == 1  # gpu_start_call1.txt is there
+    assert len(os.listdir(out)) == 8
+    # the next batch of a sweep numbers its calls on
+    assert record_cells.main(["--out", str(out), "--first-call", "3", str(three)]) == 0
+    assert {"call3-gemm-d", "gpu_start_call3.txt"} <= set(os.listdir(out)) and len(os.listdir(out)) == 11
+    # an --out that is a file: one line, nothing written
+    (tmp_path / "afile").write_text("x")
+    assert record_cells.main(["--out", str(tmp_path / "afile"), str(three)]) == 1
 
 
 def test_record_cells_refuses_a_bad_call_folder_and_leaves_nothing(tmp_path, capsys):
@@ -300,7 +309,7 @@ def test_record_cells_refuses_a_bad_call_folder_and_leaves_nothing(tmp_path, cap
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "gemm-z").mkdir()
     (tmp_path / "bad" / "gemm-z" / "results.tgz").write_text("not a tar file")
-    for calls, message in (([good, tmp_path / "empty"], "no NAME/results.tgz in it"),
+    for calls, message in (([good, tmp_path / "empty"], "no NAME/results.tgz or NAME.log of a cell in it"),
                            ([good, tmp_path / "bad"], "gemm-z/results.tgz: cannot read it"),
                            ([good, tmp_path / "nowhere"], "no such folder")):
         out = tmp_path / "rec"
@@ -318,6 +327,18 @@ def test_record_cells_refuses_a_bad_call_folder_and_leaves_nothing(tmp_path, cap
     said = capsys.readouterr().out
     assert "call1-gemm-x: no raw.json, the cell's matrix did not finish: only its log kept (run.log)" in said, said
     assert os.listdir(out / "call1-gemm-x") == ["run.log"] and (out / "call1-gemm-y" / "raw.json.xz").exists()
+    # run_all.sh stopped before it packed (a log, no results.tgz), and a raw.json cut while written
+    cut = _call_dir(tmp_path, "cut", ["gemm-p", "gemm-q"])
+    os.remove(cut / "gemm-p" / "results.tgz")
+    src = tmp_path / "cut-gemm-q-src" / "gy-results"
+    (src / "matrix" / "raw.json").write_text('{"segments": [{"hp": ')
+    with tarfile.open(cut / "gemm-q" / "results.tgz", "w:gz") as t:
+        t.add(src, arcname="gy-results")
+    out = tmp_path / "rec2"
+    assert record_cells.main(["--out", str(out), str(cut)]) == 0
+    said = capsys.readouterr().out
+    assert "call1-gemm-p: no results.tgz: only its log kept" in said and "call1-gemm-q: its raw.json cannot be read" in said
+    assert os.listdir(out / "call1-gemm-p") == ["run.log"] and os.listdir(out / "call1-gemm-q") == ["run.log"]
 
 
 def test_cells_says_which_cell_did_not_finish_and_exits_1(tmp_path):
