@@ -16,7 +16,6 @@ next batch's calls on with --first-call N).
 The README (what ran, what it shows) stays the recorder's to write."""
 import argparse
 import glob
-import io
 import lzma
 import os
 import shutil
@@ -25,7 +24,7 @@ import sys
 import tarfile
 import tempfile
 
-from . import raw_record
+from . import matrix_report, raw_record
 
 ANALYSES = ("round_ratios", "arm_split", "lp_cycles")
 ALONE = ("hp_alone", "lp_alone")
@@ -112,14 +111,12 @@ def record_cell(src, log, dest):
         f.write(worker_lines(src))
     setups = setups_of(src)
     if os.path.exists(os.path.join(src, "matrix.json")) and setups:
-        from . import matrix_report
-        buf = io.StringIO()
         try:
-            buf.write(matrix_report.report([src], setups) + "\n")
+            table = matrix_report.report([src], setups)
         except matrix_report.ReportError as e:
-            buf.write(f"matrix_report: {e}\n")
+            table = f"matrix_report: {e}"
         with open(os.path.join(dest, "cells.md"), "w") as f:
-            f.write(buf.getvalue())
+            f.write(table + "\n")
     for module in ANALYSES:
         with open(os.path.join(dest, f"{module}.txt"), "w") as f:
             f.write(tool_output(module, src))
