@@ -68,10 +68,9 @@ def matrix_folder(tgz, into):
     return os.path.dirname(raws[0]) if raws else None
 
 
-def setups_of(folder):
+def setups_of(raw):
     """corun and every other setup the cell ran but the alone ones and the learnings, in the order
     of the matrix's --setups (the segments run them shuffled)."""
-    raw = raw_record.load(folder)
     ran = {seg["setup"] for seg in raw["segments"]}
     named = list((raw.get("args") or {}).get("setups") or []) + sorted(ran)
     seen = []
@@ -97,7 +96,7 @@ def worker_lines(folder):
     return "".join(lines)
 
 
-def record_cell(src, log, dest):
+def record_cell(src, raw, log, dest):
     os.makedirs(dest)
     for name in ("matrix.json", "clocks.csv"):
         if os.path.exists(os.path.join(src, name)):
@@ -109,7 +108,7 @@ def record_cell(src, log, dest):
         shutil.copyfile(log, os.path.join(dest, "run.log"))
     with open(os.path.join(dest, "worker_lines.log"), "w") as f:
         f.write(worker_lines(src))
-    setups = setups_of(src)
+    setups = setups_of(raw)
     if os.path.exists(os.path.join(src, "matrix.json")) and setups:
         try:
             table = matrix_report.report([src], setups)
@@ -170,12 +169,12 @@ def record(call_dirs, out, first=1):
                         unfinished(dest, log, "no raw.json, the cell's matrix did not finish", done, label)
                         continue
                     try:
-                        raw_record.load(src)
+                        raw = raw_record.load(src)
                     except raw_record.RawRecordError as e:  # written while it was cut
                         unfinished(dest, log, f"its raw.json cannot be read ({' '.join(str(e).split())[-120:]})",
                                    done, label)
                         continue
-                    setups = record_cell(src, log, dest)
+                    setups = record_cell(src, raw, log, dest)
                 done.append(f"{label} ({', '.join(setups) or 'no setup'})")
         os.makedirs(out, exist_ok=True)
         moved = True
