@@ -6,9 +6,12 @@
 # e.g. `gemm-frcnn1440 gemm frcnn1440 hp_alone,lp_alone,corun,guarded_depth 8000 3 205 225 1`.
 # Each cell runs `timeout -s TERM -k 10 TIMEOUT_S bash bench/gpu/run_all.sh matrix` with the matrix's
 # `--budget-s BUDGET_S` (a little under the timeout: the matrix refuses a plan it estimates longer)
-# and `--no-cost --pin --loads poisson-25`, then MORE (a later --loads wins), its results and log under
-# $OUT/NAME (run_all's results.tgz there, the log as $OUT/NAME.log; the heat map and matrix.json
-# left out: the record merges them again from raw.json). The whole plan is checked first: a bad
+# and `--no-cost --pin --loads poisson-25`, then MORE (a later --loads wins). As each cell ends, its
+# run_all results.tgz (as NAME/results.tgz) and its log (NAME.log) are appended to $OUT/cells.tar
+# and removed from $OUT: a device call brings back at most 8 files, no deeper than $OUT/a/b, so one
+# archive carries every cell of the call, and a call cut short still holds the cells that ended
+# (the heat map, matrix.json and the unpacked results are left out: the record merges them again
+# from raw.json; `python3 -m bench.gpu.record_cells` reads cells.tar). The whole plan is checked first: a bad
 # line, a budget not under its timeout, or timeouts summing past CALL_LIMIT_S (default 570: the
 # device allows 600 s a call, and a fresh machine's start comes out of it) refuse it, nothing run.
 # RUN_ALL names another runner (a test's).
@@ -47,8 +50,8 @@ while IFS= read -r line || [ -n "$line" ]; do
         exit 2
     fi
     case ${f[0]} in *[!A-Za-z0-9._-]*|.*) echo "$where: name '${f[0]}': letters, digits, '.', '_' and '-' only, not first '.'" >&2; exit 2 ;; esac
-    case ${f[0]} in *.log|not_run.txt|gpu_start.txt|gpu_end.txt)  # a cell's log, or a call's own files
-        echo "$where: name '${f[0]}' is taken by the call's files (NAME.log, not_run.txt, gpu_start.txt, gpu_end.txt): rename the cell" >&2
+    case ${f[0]} in *.log|not_run.txt|gpu_start.txt|gpu_end.txt|cells.tar)  # a cell's log, or a call's own files
+        echo "$where: name '${f[0]}' is taken by the call's files (NAME.log, not_run.txt, gpu_start.txt, gpu_end.txt, cells.tar): rename the cell" >&2
         exit 2 ;;
     esac
     for i in 4 5 6 7 8; do
@@ -91,6 +94,10 @@ if [ "$total" -gt "$limit" ] && [ "$fill" = 0 ]; then
     echo "cells.sh: $plan: its $n cells' timeouts sum to $total s, past the call's $limit s (CALL_LIMIT_S): split it, or FILL=1" >&2
     exit 2
 fi
+if [ -e "$OUT/cells.tar" ]; then  # an earlier call's cells: never appended to, never overwritten
+    echo "cells.sh: $OUT/cells.tar exists (an earlier call's cells): move it away, or set OUT to another folder" >&2
+    exit 2
+fi
 if [ "$total" -gt "$limit" ]; then
     echo "cells.sh: $n cell(s), their timeouts $total s: as many as fit the call's $limit s (FILL=1)"
 else
@@ -124,7 +131,13 @@ for i in "${!cells[@]}"; do
     fi
     # a warning comes early (before the cell's rounds), out of that tail: said again after it
     grep '^matrix: warning' "$OUT/$name.log" | sed "s/^/cells.sh: $name: /"
-    rm -f "$OUT/$name/heatmap.png" "$OUT/$name/matrix.json"
+    packed=("$name.log")
+    [ -e "$OUT/$name/results.tgz" ] && packed+=("$name/results.tgz")
+    if tar -rf "$OUT/cells.tar" -C "$OUT" "${packed[@]}"; then
+        rm -rf "${OUT:?}/$name" "$OUT/$name.log"
+    else  # left in place for a look by hand: the call's files may then be more than come back
+        echo "cells.sh: $name: could not append it to $OUT/cells.tar: its files left in $OUT/$name" >&2
+    fi
     case $rc in
     0) echo "cells.sh: $name done at $((SECONDS - start)) s" ;;
     124|137) echo "cells.sh: $name cut by its timeout ${f[7]} s at $((SECONDS - start)) s"; failed+=("$name") ;;

@@ -1,7 +1,8 @@
 """A record's folders from device calls of bench/gpu/cells.sh, as every matrix record keeps them:
     python3 -m bench.gpu.record_cells --out bench/results/NAME CALL_DIR [CALL_DIR ...]
-Each CALL_DIR is what one call brought back (the run's files_at): per cell NAME/results.tgz and
-NAME.log, and gpu_start.txt / gpu_end.txt where the call's command wrote them. The calls are
+Each CALL_DIR is what one call brought back (the run's files_at): cells.tar (cells.sh packs every
+cell's NAME/results.tgz and NAME.log in it) or those files unpacked, and gpu_start.txt / gpu_end.txt
+where the call's command wrote them. The calls are
 numbered in the order given; cell NAME of call N becomes callN-NAME/ with matrix.json, raw.json.xz
 (xz -9), clocks.csv, run.log (the cell's log), worker_lines.log (every `gpuyield` line of the
 cell's worker logs but the gate's start-up lines: each trial's end and each change), cells.md
@@ -34,9 +35,11 @@ class RecordError(Exception):
     pass
 
 
-def cells_of(call_dir):
+def cells_of(call_dir, label=None):
     """[(name, results.tgz or None, log or None)] of a call folder, in name order: every NAME/ that
-    cells.sh made with its results.tgz or its NAME.log (run_all.sh can stop before it packs)."""
+    cells.sh made with its results.tgz or its NAME.log (run_all.sh can stop before it packs).
+    LABEL names the folder in errors (the call's, where CALL_DIR is its cells.tar unpacked)."""
+    label = label or call_dir
     if not os.path.isdir(call_dir):
         raise RecordError(f"{call_dir}: no such folder (give the folders a device call brought back)")
     out = []
@@ -47,23 +50,39 @@ def cells_of(call_dir):
         if os.path.exists(tgz) or os.path.exists(log):
             out.append((name, tgz if os.path.exists(tgz) else None, log if os.path.exists(log) else None))
     if not out:
-        raise RecordError(f"{call_dir}: no NAME/results.tgz or NAME.log of a cell in it: not the output of "
+        raise RecordError(f"{label}: no NAME/results.tgz or NAME.log of a cell in it: not the output of "
                           "bench/gpu/cells.sh")
     return out
 
 
-def matrix_folder(tgz, into):
-    """Extract a cell's results.tgz into INTO and return its matrix folder (the one with raw.json)."""
+def extract(archive, into):
+    """Extract ARCHIVE's files and folders into INTO, refusing a member that would leave it."""
     try:
-        with tarfile.open(tgz) as t:
+        with tarfile.open(archive) as t:
             members = [m for m in t.getmembers() if m.isfile() or m.isdir()]
             for m in members:
                 if m.name.startswith("/") or ".." in m.name.split("/"):
-                    raise RecordError(f"{tgz}: member {m.name!r} leaves the folder: refused")
+                    raise RecordError(f"{archive}: member {m.name!r} leaves the folder: refused")
             safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}  # Python 3.12+ asks for one
             t.extractall(into, members=members, **safe)
     except (OSError, tarfile.TarError) as e:
-        raise RecordError(f"{tgz}: cannot read it: {' '.join(str(e).split())}") from e  # one line
+        raise RecordError(f"{archive}: cannot read it: {' '.join(str(e).split())}") from e  # one line
+
+
+def unpacked(call_dir, into):
+    """The folder holding a call's cells: its cells.tar extracted into INTO where it has one (a device
+    call brings back at most 8 files, so cells.sh packs them), else CALL_DIR itself."""
+    archive = os.path.join(call_dir, "cells.tar")
+    if not os.path.exists(archive):
+        return call_dir
+    os.makedirs(into)
+    extract(archive, into)
+    return into
+
+
+def matrix_folder(tgz, into):
+    """Extract a cell's results.tgz into INTO and return its matrix folder (the one with raw.json)."""
+    extract(tgz, into)
     raws = sorted(glob.glob(os.path.join(into, "**", "raw.json"), recursive=True))
     return os.path.dirname(raws[0]) if raws else None
 
@@ -138,7 +157,16 @@ def unfinished(dest, log, why, done, label):
 
 
 def record(call_dirs, out, first=1):
-    plan = [(n, cells_of(d)) for n, d in enumerate(call_dirs, first)]
+    with tempfile.TemporaryDirectory() as unpack:
+        for d in call_dirs:
+            if not os.path.isdir(d):
+                raise RecordError(f"{d}: no such folder (give the folders a device call brought back)")
+        cell_dirs = [unpacked(d, os.path.join(unpack, str(n))) for n, d in enumerate(call_dirs)]
+        return record_unpacked(call_dirs, cell_dirs, out, first)
+
+
+def record_unpacked(call_dirs, cell_dirs, out, first):
+    plan = [(n, cells_of(d, label)) for n, (d, label) in enumerate(zip(cell_dirs, call_dirs), first)]
     if os.path.exists(out) and not os.path.isdir(out):
         raise RecordError(f"--out {out} is a file: name the record's folder")
     taken = [e for e in entries(plan) if os.path.exists(os.path.join(out, e))]

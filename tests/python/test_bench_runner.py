@@ -166,9 +166,15 @@ def test_cells_runs_each_cell_of_a_plan_as_one_matrix_invocation(tmp_path):
     assert args == ("--hp-kinds gemm --lp-kinds resnet50train --setups hp_alone,lp_alone,corun,guarded_depth "
                     "--learn-jobs 8000 --rounds 3 --budget-s 205 --seed 1 --no-cost --pin --loads poisson-25")
     assert calls[1].split(" | ")[1].endswith("--seed 7 --no-cost --pin --loads poisson-25 --loads poisson-50")
-    for name in ("gemm-r50", "mixed-gemm"):  # the log kept; the heat map and matrix.json left out, the rest kept
-        assert (out / f"{name}.log").read_text().startswith("[worker noise]")
-        assert sorted(os.listdir(out / name)) == ["results.tgz"]
+    # each cell's log and results.tgz in one archive (a call brings back 8 files), nothing else left
+    assert sorted(os.listdir(out)) == ["cells.tar"]
+    with tarfile.open(out / "cells.tar") as t:
+        assert t.getnames() == ["gemm-r50.log", "gemm-r50/results.tgz", "mixed-gemm.log", "mixed-gemm/results.tgz"]
+        assert t.extractfile("gemm-r50.log").read().decode().startswith("[worker noise]")
+    # a second call into the same folder would mix two calls' cells: refused, the archive kept
+    proc, out, again = _cells(tmp_path, "c gemm gemm corun 100 1 50 60 1\n")
+    assert proc.returncode == 2 and "cells.tar exists (an earlier call's cells)" in proc.stderr, proc.stderr
+    assert len(again) == 2 and sorted(os.listdir(out)) == ["cells.tar"]
 
 
 def test_cells_says_a_matrix_warning_again_after_the_cells_tail(tmp_path):
@@ -230,6 +236,9 @@ def test_cells_fills_a_call_from_a_longer_plan_and_says_where_the_next_one_start
                      proc.stdout), proc.stdout
     assert f"cells.sh: next: FILL=1 FROM=c bash bench/gpu/cells.sh {tmp_path / 'plan.txt'}" in proc.stdout
     assert (out / "not_run.txt").read_text() == "c\nd\n" and not (out / "c").exists()
+    with tarfile.open(out / "cells.tar") as t:
+        assert [n for n in t.getnames() if n.endswith(".log")] == ["a.log", "b.log"]
+    os.rename(out / "cells.tar", tmp_path / "call1.tar")  # brought back
     proc, out, calls = _cells(tmp_path, plan, FILL="1", FROM="c", CALL_LIMIT_S="6", MX_WARNING="")
     assert proc.returncode == 0 and proc.stdout.startswith("cells.sh: 2 cell(s), at most 6 s\n"), proc.stdout
     assert [c.split(" | ")[1].split("--seed ")[1].split()[0] for c in calls[-2:]] == ["2", "3"] and len(calls) == 4
@@ -271,6 +280,11 @@ def test_record_cells_makes_a_records_folders_from_device_calls(tmp_path):
     one = _call_dir(tmp_path, "c1", ["gemm-a", "gemm-b"])
     two = _call_dir(tmp_path, "c2", ["gemm-a"])
     (two / "not_run.txt").write_text("gemm-c\n")
+    with tarfile.open(two / "cells.tar", "w") as t:  # as cells.sh brings a call's cells back
+        for entry in ("gemm-a.log", "gemm-a/results.tgz"):
+            t.add(two / entry, arcname=entry)
+    shutil.rmtree(two / "gemm-a")
+    os.remove(two / "gemm-a.log")
     out = tmp_path / "rec"
     assert record_cells.main(["--out", str(out), str(one), str(two)]) == 0
     assert sorted(os.listdir(out)) == ["call1-gemm-a", "call1-gemm-b", "call2-gemm-a", "gpu_end_call1.txt",
@@ -309,7 +323,13 @@ def test_record_cells_refuses_a_bad_call_folder_and_leaves_nothing(tmp_path, cap
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "gemm-z").mkdir()
     (tmp_path / "bad" / "gemm-z" / "results.tgz").write_text("not a tar file")
+    (tmp_path / "badtar").mkdir()
+    (tmp_path / "badtar" / "cells.tar").write_text("not a tar file")
+    (tmp_path / "emptytar").mkdir()
+    tarfile.open(tmp_path / "emptytar" / "cells.tar", "w").close()
     for calls, message in (([good, tmp_path / "empty"], "no NAME/results.tgz or NAME.log of a cell in it"),
+                           ([good, tmp_path / "badtar"], "badtar/cells.tar: cannot read it"),
+                           ([good, tmp_path / "emptytar"], "emptytar: no NAME/results.tgz or NAME.log of a cell"),
                            ([good, tmp_path / "bad"], "gemm-z/results.tgz: cannot read it"),
                            ([good, tmp_path / "nowhere"], "no such folder")):
         out = tmp_path / "rec"
@@ -350,9 +370,15 @@ def test_cells_says_which_cell_did_not_finish_and_exits_1(tmp_path):
     (tmp_path / "out" / "not_run.txt").write_text("old\n")
     proc, out, calls = _cells(tmp_path, plan, MX_EXIT="3", MX_WARNING="")
     assert proc.returncode == 1 and len(calls) == 2, proc.stdout
+    with tarfile.open(out / "cells.tar") as t:  # a failed cell's log packed like the others
+        assert t.getnames() == ["a.log", "a/results.tgz", "b.log", "b/results.tgz"]
+    os.remove(out / "cells.tar")
     assert "cells.sh: a: its matrix exited 3 at" in proc.stdout and "cells.sh: b: its matrix exited 3" in proc.stdout
     assert proc.stdout.rstrip().endswith("cells.sh: 2 cell(s) did not finish: a b") and not (out / "not_run.txt").exists()
     proc, out, calls = _cells(tmp_path, plan, STUB_SLEEP="3", MX_WARNING="")  # past its 2-s timeout
     assert proc.returncode == 1 and "cells.sh: a cut by its timeout 2 s at" in proc.stdout, proc.stdout
+    with tarfile.open(out / "cells.tar") as t:  # cut before run_all packed: its log alone
+        assert t.getnames() == ["a.log", "b.log"]
+    os.remove(out / "cells.tar")
     proc, out, calls = _cells(tmp_path, plan, MX_WARNING="")
     assert proc.returncode == 0 and "did not finish" not in proc.stdout, proc.stdout
