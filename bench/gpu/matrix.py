@@ -69,7 +69,7 @@ by_arm (guarded setups): the HP's jobs grouped by the arm each ran under ("parti
 "stop@2000us" after a gap at a raised LP queue depth; jobs, service p50,
 latency p50 and p99), so that a slow tail can be tied to its arm; meets_hp_target (p50 <= 1.03,
 its interval <= 1.06, p99 <= 1.10); beside corun, lp_minus_corun and meets_lp_target (no more than
-0.02 under corun's LP). After the table, per setup: the cells that met each target.
+0.02 under corun's LP), and lp_minus_corun_ci (the difference's interval, paired by round). After the table, per setup: the cells that met each target.
 Also GPU clocks (nvidia-smi every 500 ms, nothing set) and the CPU load average per segment.
 With --pin the CPUs taking the GPU's interrupts are read again after the workers are up and before
 each cell, and a new one is taken off the LP workers' CPUs (raw.json gpu_irq_moves; IrqWatch).
@@ -88,7 +88,7 @@ import sys
 import time
 
 from . import host_counters, raw_record
-from .stats import nearest_rank, percentile_of, rate_of, ratio_two_stage
+from .stats import nearest_rank, percentile_of, rate_of, ratio_two_stage, two_stage_bootstrap
 
 DEFAULT_HP_KINDS = ("gemm", "small", "frcnn720", "bert")
 HP_KINDS = DEFAULT_HP_KINDS + ("mixed",)  # two kinds of request: only when named (matrix_kinds.py)
@@ -141,7 +141,9 @@ SETUP = {
 # Guarded with one arm pinned (expcontroller guard-force): each arm measured on its own beside the
 # pair, stop still interleaved at a quarter of the HP's jobs as in the product (issue 26: every arm
 # measured alone first). Setup "arm:disjoint:120", process group "arm-disjoint120".
-GUARD_ARMS = ("partition:16", "partition:32", "partition:64", "disjoint:64", "partition:96",
+# "arm:stop" pins stop itself: guarded's machinery with no trial, beside corun (2026-12-07 sweep: beside
+# a BERT HP guarded with stop in force cost the LP 0.03-0.04 of corun's and the HP's launches more CPU).
+GUARD_ARMS = ("stop", "partition:16", "partition:32", "partition:64", "disjoint:64", "partition:96",
               "partition:120", "disjoint:120")
 ARM_GROUPS = {f"arm-{a.replace(':', '')}": a for a in GUARD_ARMS}  # group -> the arm it pins
 for _group, _arm in ARM_GROUPS.items():
@@ -964,6 +966,23 @@ def by_kind(inv):
     return out
 
 
+def lp_minus_corun_ci(setup_invs, corun_invs):
+    """The 95 % interval of a setup's LP ratio minus corun's, paired by round: each resampled round
+    brings both setups' LP and its one lp_alone, so a round slow for every setup (the machine's
+    noise) moves both alike; invocations, then rounds, as the ratios' intervals. None without a
+    round both ran."""
+    corun = {b["at"]: b for inv in corun_invs for b in inv}
+    paired = [[{"lp": b["lp"], "corun": corun[b["at"]]["lp"], "den": b["lp_den"]} for b in inv
+               if b["at"] in corun and b["lp"] and b["lp_den"] and corun[b["at"]]["lp"]] for inv in setup_invs]
+    this, theirs, den = rate_of(lambda b: b["lp"]), rate_of(lambda b: b["corun"]), rate_of(lambda b: b["den"])
+
+    def diff(blocks):
+        a, c, d = this(blocks), theirs(blocks), den(blocks)
+        return None if None in (a, c, d) or d == 0 else a / d - c / d
+    ci = two_stage_bootstrap(paired, diff)
+    return [round(ci[0], 4), round(ci[1], 4)] if ci else None
+
+
 def analyze(raws):
     """matrix.json's dict from one or more invocations' raw records."""
     cells_seen = []
@@ -978,7 +997,7 @@ def analyze(raws):
         by_arm = {}  # setup -> guarded arm -> [(service ms, latency ms)] of the HP's jobs
         left = []
         busy_seen, overloaded, unpaired = [], 0, 0
-        for raw in raws:
+        for inv_no, raw in enumerate(raws):
             segs = [s for s in raw["segments"] if (s["hp"], s["lp"], s["load"]) == (hp, lp, load)]
             if not segs:
                 continue
@@ -1006,7 +1025,7 @@ def analyze(raws):
                     s, ha, la = by.get((r, setup)), by.get((r, "hp_alone")), by.get((r, "lp_alone"))
                     if not s or not ha:
                         continue
-                    blocks.append({"hp": s.get("hp_result", {}).get("lat_ms", []),
+                    blocks.append({"at": (inv_no, r), "hp": s.get("hp_result", {}).get("lat_ms", []),
                                    "hp_den": ha["hp_result"]["lat_ms"],
                                    "hp_var": s.get("hp_result", {}).get("variant"),
                                    "den_var": ha["hp_result"].get("variant"),
@@ -1055,6 +1074,9 @@ def analyze(raws):
             if setup != "corun" and row["hp_jobs"] and v is not None and corun_lp is not None:
                 row["lp_minus_corun"] = round(v - corun_lp, 4)
                 row["meets_lp_target"] = bool(row["lp_minus_corun"] >= -TARGET_LP_BELOW_CORUN - 1e-9)
+                ci = lp_minus_corun_ci(invs[setup], invs["corun"])
+                if ci:
+                    row["lp_minus_corun_ci"] = ci
         out_cells.append({"hp": hp, "lp": lp, "load": load, "gpu_time_left": round(share_left, 4) if share_left else None,
                           "alone_busy_max": round(max(busy_seen), 3) if busy_seen else None,
                           "alone_overloaded_rounds": overloaded, "unpaired_rounds": unpaired, "setups": setups})

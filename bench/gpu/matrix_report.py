@@ -122,7 +122,17 @@ def fmt_setup(row):
         txt += " ✗HP"
     if not row.get("meets_lp_target", True):
         txt += " ✗LP"
+        diff, ci = row.get("lp_minus_corun"), row.get("lp_minus_corun_ci")
+        if diff is not None:
+            txt += f" ({diff:+.2f}" + (f" [{ci[0]:+.2f}, {ci[1]:+.2f}]" if ci else "") + " of corun's)"
     return txt
+
+
+def lp_shown_under(row):
+    """Whether the LP's difference to corun's is under the bound beyond its interval (the whole
+    interval below -0.02), not only by its point."""
+    ci = row.get("lp_minus_corun_ci")
+    return bool(ci) and ci[1] < -matrix.TARGET_LP_BELOW_CORUN
 
 
 def fmt_state(state):
@@ -139,7 +149,8 @@ def fmt_state(state):
 
 
 def report(folders, setups):
-    lines, summary = [], {s: {"hp": [0, 0], "lp": [0, 0], "lb": [0, 0, 0], "worse": [], "beside": 0} for s in setups}
+    lines, summary = [], {s: {"hp": [0, 0], "lp": [0, 0], "lb": [0, 0, 0], "worse": [], "beside": 0, "under": []}
+                          for s in setups}
     p99_jobs = []  # the HP jobs each p99 shown stands on
     # each guarded setup (guarded, guarded_auto, guarded_depth) named gets its state at the end
     stated = [s for s in setups if s in GUARDED_SETUPS]
@@ -181,6 +192,8 @@ def report(folders, setups):
                 if "meets_lp_target" in r:
                     t["lp"][0] += r["meets_lp_target"]
                     t["lp"][1] += 1
+                    if lp_shown_under(r):
+                        t["under"].append(f"{c['hp']} + {c['lp']}, {c['load']}")
                 lp = (r.get("lp_throughput_ratio") or {}).get("value")
                 if c["hp"] in lb and c["load"] == lower_load and lp is not None:
                     t["lb"][0] += lp >= TARGET_LP_ALONE
@@ -197,6 +210,8 @@ def report(folders, setups):
         line = f"- {s}: HP target in {t['hp'][0]} of {t['hp'][1]} cells"
         if t["lp"][1]:
             line += f"; LP within {matrix.TARGET_LP_BELOW_CORUN:.2f} of corun's or above in {t['lp'][0]} of {t['lp'][1]}"
+            line += (f" (under it beyond the paired interval in {len(t['under'])} of {t['lp'][1]}"
+                     + (f": {'; '.join(t['under'])})" if t["under"] else ")"))
         if t["lb"][2]:
             line += (f"; launch-bound HPs at the lower load: LP >= {TARGET_LP_ALONE:.2f} of alone in {t['lb'][0]} of "
                      f"{t['lb'][2]}, >= {TARGET_LP_SHARE:.1f} of the time left in {t['lb'][1]} of {t['lb'][2]}")

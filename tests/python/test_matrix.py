@@ -161,10 +161,37 @@ def test_a_harvesting_setup_is_held_to_corun_s_lp_in_the_same_cell():
     assert setups["guarded"]["lp_minus_corun"] == pytest.approx(-0.01) and setups["guarded"]["meets_lp_target"]
     assert setups["partition"]["lp_minus_corun"] == pytest.approx(-0.05) and not setups["partition"]["meets_lp_target"]
     assert "lp_minus_corun" not in setups["corun"] and "lp_minus_corun" not in setups["hp_ctl_alone"]
+    # the differences' intervals, paired by round: every round the same, so the interval is the point
+    assert setups["guarded"]["lp_minus_corun_ci"] == pytest.approx([-0.01, -0.01])
+    assert setups["partition"]["lp_minus_corun_ci"] == pytest.approx([-0.05, -0.05])
+    assert "lp_minus_corun_ci" not in setups["corun"]
     lines = matrix.target_lines(m)
     assert "corun: HP target in 1 of 1 cells" in lines
     assert any(ln.startswith("partition: HP target in 1 of 1 cells; LP within 0.02 of corun's or above in 0 of 1 "
                              "(lowest -0.05: gemm+graph poisson-25)") for ln in lines), lines
+
+
+def test_the_lp_difference_to_corun_is_paired_by_round():
+    """A round slow for every setup (the machine's noise) moves corun's LP and the setup's alike: the
+    difference's interval, paired by round, stays narrow where each ratio's own interval is wide; a
+    setup always 0.03 under corun's is shown under beyond doubt."""
+    raw = synthetic_raw(slow=1.0, lp_share=0.6, rounds=4)
+    for seg in raw["segments"]:
+        if seg["setup"] == "corun":  # rounds at 0.45, 0.6, 0.75, 0.9 of the LP alone
+            seg["lp_result"]["units"] = seg["lp_result"]["counted"] = 100 * (0.45 + 0.15 * seg["round"])
+    for r in range(4):
+        raw["segments"].append({"hp": "gemm", "lp": "graph", "load": "poisson-25", "setup": "guarded", "round": r,
+                                "rate": 25.0, "hp_result": {"lat_ms": [10.0] * 100, "svc_ms": [10.0] * 100},
+                                "lp_result": {"units": 100 * (0.42 + 0.15 * r), "secs": 1.0,
+                                              "counted": 100 * (0.42 + 0.15 * r), "counted_secs": 1.0}})
+    g = matrix.analyze([raw])["cells"][0]["setups"]["guarded"]
+    lo, hi = g["lp_throughput_ratio"]["ci"]
+    assert hi - lo > 0.2  # each ratio alone: the rounds' spread
+    assert g["lp_minus_corun"] == pytest.approx(-0.03) and g["lp_minus_corun_ci"] == pytest.approx([-0.03, -0.03])
+    from bench.gpu import matrix_report
+    assert matrix_report.lp_shown_under(g) and "✗LP (-0.03 [-0.03, -0.03] of corun's)" in matrix_report.fmt_setup(g)
+    g["lp_minus_corun_ci"] = [-0.05, 0.01]
+    assert not matrix_report.lp_shown_under(g)
 
 
 def test_a_slow_hp_misses_the_target_and_merging_pools_invocations():
@@ -695,10 +722,11 @@ def test_an_arm_setup_runs_on_a_guarded_segment_of_its_own_with_the_arm_pinned(t
     assert env["GPUYIELD_SHM"] == "s-arm" and env["GPUYIELD_PRIORITY"] == "1" and env["CUDA_MPS_PIPE_DIRECTORY"] == "/pipe"
     out = tmp_path / "m"
     r = short_dry_run(out, "--hp-kinds", "gemm", "--lp-kinds", "gemm,graph", "--setups",
-                      "hp_alone,lp_alone,arm:disjoint:64,arm:partition:120")
+                      "hp_alone,lp_alone,arm:disjoint:64,arm:partition:120,arm:stop")
     assert r.returncode == 0, r.stdout
     raw = json.loads((out / "raw.json").read_text())
-    for setup, arm in (("arm:disjoint:64", "disjoint:64"), ("arm:partition:120", "partition:120")):
+    for setup, arm in (("arm:disjoint:64", "disjoint:64"), ("arm:partition:120", "partition:120"),
+                       ("arm:stop", "stop")):  # stop pinned: guarded's machinery without a trial
         segs = [s for s in raw["segments"] if s["setup"] == setup]
         assert len(segs) == 2  # one per cell
         for s in segs:
