@@ -1,0 +1,147 @@
+"""The default's test (issue 26 item 5): may guarded replace corun as the default under MPS?
+    python3 -m bench.gpu.default_decision [--setup guarded] FOLDER [FOLDER ...]
+Each FOLDER is a matrix invocation's folder (raw.json or raw.json.xz in it) or a record holding such
+folders one level down. Every invocation's cells are pooled by cell (HP kind, LP kind, load) and
+analysed together, invocations then rounds resampled (bench.gpu.matrix.analyze), and each cell is
+judged on the two tests the README states:
+  HP: the setup meets the HP target wherever corun meets it (p50 <= 1.03, its interval <= 1.06,
+      p99 <= 1.10 of the plain alone);
+  LP: the setup's LP ratio minus corun's, paired by round, is not under -0.02 beyond its interval
+      (the interval's upper bound at -0.02 or above).
+Then the matrix's cells (4 HP kinds x 5 LP kinds at 25 %, each HP kind beside ResNet-50 training at
+60 %) that no folder covers. The last line is the verdict: passes (every matrix cell covered, none
+failed), fails (the cells named), or incomplete (the cells missing). The folders are the caller's
+choice: give only invocations of the rule being judged."""
+import argparse
+import os
+import sys
+
+from . import matrix, raw_record
+
+
+class DecisionError(Exception):
+    pass
+
+
+def invocation_folders(folder):
+    """FOLDER itself where it holds a raw record, else its sub-folders that do (one level down)."""
+    if not os.path.isdir(folder):
+        raise DecisionError(f"{folder}: no such folder (give matrix invocations' folders or a record of them)")
+    if has_raw(folder):
+        return [folder]
+    subs = sorted(os.path.join(folder, n) for n in os.listdir(folder) if os.path.isdir(os.path.join(folder, n)))
+    found = [s for s in subs if has_raw(s)]
+    if not found:
+        raise DecisionError(f"{folder}: no raw.json or raw.json.xz in it or one level down: not a matrix record")
+    return found
+
+
+def has_raw(folder):
+    return any(os.path.exists(os.path.join(folder, n)) for n, _ in raw_record.NAMES)
+
+
+def judge(cell, setup):
+    """(verdict, why) of one pooled cell: 'pass', 'fail' or 'open' (a test it cannot make)."""
+    corun, cand = cell["setups"].get("corun"), cell["setups"].get(setup)
+    if not corun or not cand or not corun.get("hp_jobs") or not cand.get("hp_jobs"):
+        return "open", f"no {'corun' if not corun or not corun.get('hp_jobs') else setup} in the same rounds"
+    why = []
+    if corun.get("meets_hp_target") and not cand.get("meets_hp_target"):
+        why.append("missed the HP target that corun met")
+    ci = cand.get("lp_minus_corun_ci")
+    if ci is None:
+        return "open", "no LP difference to judge (no round with both LPs)"
+    if ci[1] < -matrix.TARGET_LP_BELOW_CORUN:
+        why.append(f"LP under corun's beyond the interval ({cand['lp_minus_corun']:+.2f} [{ci[0]:+.2f}, {ci[1]:+.2f}])")
+    return ("fail", "; ".join(why)) if why else ("pass", "")
+
+
+def fmt_hp(row):
+    p50, p99 = row.get("hp_p50_ratio") or {}, row.get("hp_p99_ratio") or {}
+    if p50.get("value") is None:
+        return "-"
+    ci = p50.get("ci")
+    txt = f"{p50['value']:.2f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
+    txt += " · " + ("-" if p99.get("value") is None else f"{p99['value']:.2f}")
+    return txt + ("" if row.get("meets_hp_target") else " ✗")
+
+
+def beside_setup(raw, setup):
+    """RAW with only the cells in which it ran SETUP: corun is judged on the rounds the candidate ran
+    in, never pooled with invocations that ran corun alone (a cost or an older rule's cell)."""
+    ran = {(s["hp"], s["lp"], s["load"]) for s in raw["segments"] if s["setup"] == setup}
+    return dict(raw, segments=[s for s in raw["segments"] if (s["hp"], s["lp"], s["load"]) in ran])
+
+
+def report(folders, setup):
+    raws = []
+    for folder in folders:
+        for inv in invocation_folders(folder):
+            raw = beside_setup(raw_record.load(inv), setup)
+            if raw["segments"]:
+                raws.append(raw)
+    if not raws:
+        raise DecisionError(f"no invocation in {', '.join(folders)} ran {setup}: nothing to judge")
+    # each cell pooled over the invocations that ran it beside the candidate, invocations then rounds resampled
+    m = matrix.analyze(raws)
+    runs = {}
+    for raw in raws:
+        for key in {(s["hp"], s["lp"], s["load"]) for s in raw["segments"]}:
+            runs.setdefault(key, []).append(raw)
+    lines = [f"| cell | invocations (commits) | corun HP p50 · p99 | {setup} HP p50 · p99 | {setup} LP − corun's "
+             f"[paired interval] | verdict |", "|---|---|---|---|---|---|"]
+    verdicts = {}
+    for c in sorted(m["cells"], key=lambda c: (c["hp"], c["load"], c["lp"])):
+        key = (c["hp"], c["lp"], c["load"])
+        verdict, why = judge(c, setup)
+        verdicts[key] = (verdict, why)
+        cand, corun = c["setups"].get(setup) or {}, c["setups"].get("corun") or {}
+        diff, ci = cand.get("lp_minus_corun"), cand.get("lp_minus_corun_ci")
+        lp = "-" if diff is None else f"{diff:+.2f}" + (f" [{ci[0]:+.2f}, {ci[1]:+.2f}]" if ci else "")
+        commits = sorted({r["commit"] for r in runs.get(key, [])})
+        left_out = [f"{n} {what}" for n, what in ((c.get("alone_overloaded_rounds"), "overloaded"),
+                                                    (c.get("unpaired_rounds"), "unpaired")) if n]
+        invs = f"{len(runs.get(key, []))} ({', '.join(commits)})" + (
+            f", rounds left out: {', '.join(left_out)}" if left_out else "")
+        lines.append(f"| {c['hp']} + {c['lp']}, {c['load']} | {invs} | "
+                     f"{fmt_hp(corun) if corun else '-'} | {fmt_hp(cand) if cand else '-'} | {lp} | "
+                     f"{verdict}{': ' + why if why else ''} |")
+    expected = matrix.cells(matrix.DEFAULT_HP_KINDS, matrix.DEFAULT_LP_KINDS, list(matrix.LOADS), "resnet50train")
+    missing = [k for k in expected if k not in verdicts or verdicts[k][0] == "open"]
+    failed = [k for k, (v, _) in verdicts.items() if v == "fail"]
+    beyond = [k for k in verdicts if k not in expected]
+    name = lambda k: f"{k[0]} + {k[1]}, {k[2]}"
+    lines.append("")
+    lines.append(f"- {setup}: {sum(v == 'pass' for v, _ in verdicts.values())} of {len(verdicts)} cells pass both "
+                 f"tests; failed {len(failed)}" + (f" ({'; '.join(map(name, failed))})" if failed else ""))
+    lines.append(f"- the matrix's {len(expected)} cells: {len(expected) - len(missing)} judged"
+                 + (f"; not yet: {'; '.join(map(name, missing))}" if missing else ""))
+    if beyond:
+        lines.append(f"- beyond the matrix (judged, counted in the verdict): {'; '.join(map(name, beyond))}")
+    if failed:
+        verdict = f"fails: {setup} stays opt-in"
+    elif missing:
+        verdict = f"incomplete: {len(missing)} of the matrix's cells not judged"
+    else:
+        verdict = f"passes: {setup} may become the default under MPS"
+    lines.append(f"default test: {verdict}")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python3 -m bench.gpu.default_decision", description=__doc__.splitlines()[0])
+    p.add_argument("--setup", default="guarded", help="the candidate setup, judged against corun (default guarded)")
+    p.add_argument("folders", nargs="+", metavar="FOLDER")
+    args = p.parse_args(argv)
+    if args.setup == "corun" or args.setup not in matrix.SETUP:
+        p.error(f"--setup {args.setup}: a matrix setup other than corun (e.g. guarded, guarded_auto)")
+    try:
+        print(report(args.folders, args.setup))
+    except (DecisionError, raw_record.RawRecordError) as e:
+        print(f"default_decision: {' '.join(str(e).split())}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,115 @@
+"""bench/gpu/default_decision.py: the default's two tests per pooled cell, and the verdict over the matrix."""
+import json
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+from bench.gpu import default_decision, matrix  # noqa: E402
+
+
+def cell_raw(cells, guarded_slow=1.0, guarded_lp=0.6, corun_slow=1.0, rounds=3, commit="abc", guarded=True):
+    """One invocation running CELLS [(hp, lp, load)]: per round hp_alone at 10 ms, lp_alone, corun at
+    10 ms x corun_slow with the LP at 0.6 (a noisy 0.5-0.7 over the rounds), and guarded at
+    guarded_slow with the LP at guarded_lp + the same round's noise."""
+    segs = []
+    for hp, lp, load in cells:
+        for r in range(rounds):
+            noise = (r - (rounds - 1) / 2) * 0.1
+            setups = [("hp_alone", [10.0] * 100, None), ("lp_alone", None, 1.0),
+                      ("corun", [10.0 * corun_slow] * 100, 0.6 + noise)]
+            if guarded:
+                setups.append(("guarded", [10.0 * guarded_slow] * 100, guarded_lp + noise))
+            for setup, lat, lp_share in setups:
+                seg = {"hp": hp, "lp": lp, "load": load, "setup": setup, "round": r, "rate": 25.0}
+                if lat:
+                    seg["hp_result"] = {"lat_ms": lat, "svc_ms": lat}
+                if lp_share is not None:
+                    seg["lp_result"] = {"units": 100 * lp_share, "secs": 1.0, "counted": 100 * lp_share,
+                                        "counted_secs": 1.0}
+                segs.append(seg)
+    return {"device": "test GPU", "commit": commit, "started": "2026-12-07T00:00:00+00:00",
+            "hp_kinds": {}, "segments": segs}
+
+
+def write(folder, raw):
+    folder.mkdir(parents=True)
+    (folder / "raw.json").write_text(json.dumps(raw))
+    return folder
+
+
+MATRIX = matrix.cells(matrix.DEFAULT_HP_KINDS, matrix.DEFAULT_LP_KINDS, list(matrix.LOADS), "resnet50train")
+
+
+def test_the_matrix_is_the_twenty_four_cells_the_readme_names():
+    assert len(MATRIX) == 24 and ("bert", "resnet50train", "poisson-60") in MATRIX
+    assert not [c for c in MATRIX if c[2] == "poisson-60" and c[1] != "resnet50train"]
+
+
+def test_a_covered_matrix_where_guarded_keeps_corun_s_hp_and_lp_passes(tmp_path, capsys):
+    # a record of two calls, one level down, and a third invocation given by its own folder
+    write(tmp_path / "rec" / "call1-a", cell_raw(MATRIX[:10]))
+    write(tmp_path / "rec" / "call2-b", cell_raw(MATRIX[10:20], guarded_lp=0.59))  # 0.01 under: within
+    write(tmp_path / "c", cell_raw(MATRIX[20:] + [("mixed", "gemm", "poisson-25")], commit="def"))
+    assert default_decision.main([str(tmp_path / "rec"), str(tmp_path / "c")]) == 0
+    out = capsys.readouterr().out
+    assert out.rstrip().endswith("default test: passes: guarded may become the default under MPS"), out
+    assert "guarded: 25 of 25 cells pass both tests; failed 0" in out
+    assert "the matrix's 24 cells: 24 judged\n" in out
+    assert "beyond the matrix (judged, counted in the verdict): mixed + gemm, poisson-25" in out
+    # the paired difference: each round's noise moves both LPs alike, so the interval is the point
+    assert "| gemm + gemm, poisson-25 | 1 (abc) | 1.00 [1.00, 1.00] · 1.00 | 1.00 [1.00, 1.00] · 1.00 | " \
+           "+0.00 [+0.00, +0.00] | pass |" in out, out
+
+
+def test_a_cell_under_corun_s_lp_beyond_its_interval_or_over_the_hp_target_fails(tmp_path, capsys):
+    write(tmp_path / "a", cell_raw(MATRIX[:23]))
+    write(tmp_path / "lp", cell_raw(MATRIX[23:], guarded_lp=0.55))  # 0.05 under in every round
+    assert default_decision.main([str(tmp_path / "a"), str(tmp_path / "lp")]) == 0
+    out = capsys.readouterr().out
+    last = MATRIX[23]
+    name = f"{last[0]} + {last[1]}, {last[2]}"
+    assert f"fail: LP under corun's beyond the interval (-0.05 [-0.05, -0.05])" in out, out
+    assert out.rstrip().endswith("default test: fails: guarded stays opt-in") and f"failed 1 ({name})" in out
+    # the HP: slower than the target where corun met it
+    write(tmp_path / "hp", cell_raw(MATRIX[23:], guarded_slow=1.08))
+    assert default_decision.main([str(tmp_path / "a"), str(tmp_path / "hp")]) == 0
+    out = capsys.readouterr().out
+    assert "fail: missed the HP target that corun met" in out and "1.08 [1.08, 1.08] · 1.08 ✗" in out, out
+    # ... but not where corun missed it too
+    write(tmp_path / "both", cell_raw(MATRIX[23:], guarded_slow=1.08, corun_slow=1.08))
+    assert default_decision.main([str(tmp_path / "a"), str(tmp_path / "both")]) == 0
+    assert capsys.readouterr().out.rstrip().endswith("default test: passes: guarded may become the default under MPS")
+
+
+def test_cells_not_run_beside_guarded_leave_it_incomplete_and_corun_alone_is_not_pooled(tmp_path, capsys):
+    cell = ("gemm", "graph", "poisson-25")
+    write(tmp_path / "g", cell_raw([cell]))
+    # an invocation that ran corun alone in this cell (a cost cell): slow corun, left out of the pooling
+    write(tmp_path / "cost", cell_raw([cell, ("gemm", "gemm", "poisson-25")], corun_slow=1.5, guarded=False))
+    assert default_decision.main([str(tmp_path / "g"), str(tmp_path / "cost")]) == 0
+    out = capsys.readouterr().out
+    assert "| gemm + graph, poisson-25 | 1 (abc) | 1.00 [1.00, 1.00] · 1.00 |" in out, out
+    assert "gemm + gemm, poisson-25 |" not in out  # never beside guarded: not a row, one of the cells not yet
+    assert "the matrix's 24 cells: 1 judged; not yet: gemm + gemm, poisson-25;" in out
+    assert out.rstrip().endswith("default test: incomplete: 23 of the matrix's cells not judged")
+    # the candidate named: guarded_auto judged where it ran (here nowhere)
+    assert default_decision.main(["--setup", "guarded_auto", str(tmp_path / "g")]) == 1
+    assert "no invocation in" in capsys.readouterr().err
+
+
+def test_bad_folders_and_setups_get_one_line_and_exit_non_zero(tmp_path, capsys):
+    (tmp_path / "empty" / "sub").mkdir(parents=True)
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "raw.json").write_text('{"segments": [')
+    for args, message in (([str(tmp_path / "nowhere")], "no such folder"),
+                          ([str(tmp_path / "empty")], "no raw.json or raw.json.xz in it or one level down"),
+                          ([str(tmp_path / "broken")], "cannot read")):
+        assert default_decision.main(args) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("default_decision: ") and message in err and err.count("\n") == 1, err
+    for setup in ("corun", "nosuch"):
+        with pytest.raises(SystemExit) as e:
+            default_decision.main(["--setup", setup, str(tmp_path)])
+        assert e.value.code == 2 and "a matrix setup other than corun" in capsys.readouterr().err
