@@ -49,9 +49,10 @@ while IFS= read -r line || [ -n "$line" ]; do
         echo "$where: ${#f[@]} fields, a cell needs 9: NAME HP_KINDS LP_KINDS SETUPS LEARN_JOBS ROUNDS BUDGET_S TIMEOUT_S SEED" >&2
         exit 2
     fi
-    case ${f[0]} in *[!A-Za-z0-9._-]*|.*) echo "$where: name '${f[0]}': letters, digits, '.', '_' and '-' only, not first '.'" >&2; exit 2 ;; esac
-    case ${f[0]} in *.log|not_run.txt|gpu_start.txt|gpu_end.txt|cells.tar)  # a cell's log, or a call's own files
-        echo "$where: name '${f[0]}' is taken by the call's files (NAME.log, not_run.txt, gpu_start.txt, gpu_end.txt, cells.tar): rename the cell" >&2
+    case ${f[0]} in *[!A-Za-z0-9._-]*|.*|-*) echo "$where: name '${f[0]}': letters, digits, '.', '_' and '-' only, not first '.' or '-'" >&2; exit 2 ;; esac
+    # a cell's log, or a call's own files (call.log: the call's command tees its output there)
+    case ${f[0]} in *.log|not_run.txt|gpu_start.txt|gpu_end.txt|cells.tar|call)
+        echo "$where: name '${f[0]}' is taken by the call's files (NAME.log, call.log, not_run.txt, gpu_start.txt, gpu_end.txt, cells.tar): rename the cell" >&2
         exit 2 ;;
     esac
     for i in 4 5 6 7 8; do
@@ -131,9 +132,14 @@ for i in "${!cells[@]}"; do
     fi
     # a warning comes early (before the cell's rounds), out of that tail: said again after it
     grep '^matrix: warning' "$OUT/$name.log" | sed "s/^/cells.sh: $name: /"
+    # cut before run_all.sh packed: what the matrix wrote so far, packed as run_all.sh would (the
+    # record keeps a raw.json that can be read, and says the cell did not finish)
+    if [ ! -e "$OUT/$name/results.tgz" ] && [ -d "$OUT/$name/gy-results" ]; then
+        tar czf "$OUT/$name/results.tgz" -C "$OUT/$name" gy-results
+    fi
     packed=("$name.log")
     [ -e "$OUT/$name/results.tgz" ] && packed+=("$name/results.tgz")
-    if tar -rf "$OUT/cells.tar" -C "$OUT" "${packed[@]}"; then
+    if tar -rf "$OUT/cells.tar" -C "$OUT" -- "${packed[@]}"; then
         rm -rf "${OUT:?}/$name" "$OUT/$name.log"
     else  # left in place for a look by hand: the call's files may then be more than come back
         echo "cells.sh: $name: could not append it to $OUT/cells.tar: its files left in $OUT/$name" >&2
@@ -141,7 +147,7 @@ for i in "${!cells[@]}"; do
     case $rc in
     0) echo "cells.sh: $name done at $((SECONDS - start)) s" ;;
     124|137) echo "cells.sh: $name cut by its timeout ${f[7]} s at $((SECONDS - start)) s"; failed+=("$name") ;;
-    *) echo "cells.sh: $name: its matrix exited $rc at $((SECONDS - start)) s (see $name.log)"; failed+=("$name") ;;
+    *) echo "cells.sh: $name: its matrix exited $rc at $((SECONDS - start)) s (see $name.log, in cells.tar)"; failed+=("$name") ;;
     esac
 done
 if [ ${#failed[@]} -gt 0 ]; then

@@ -48,12 +48,15 @@ def judge(cell, setup):
     why = []
     if corun.get("meets_hp_target") and not cand.get("meets_hp_target"):
         why.append("missed the HP target that corun met")
-    ci = cand.get("lp_minus_corun_ci")
-    if ci is None:
-        return "open", "no LP difference to judge (no round with both LPs)"
-    if ci[1] < -matrix.TARGET_LP_BELOW_CORUN:
+    ci, rounds = cand.get("lp_minus_corun_ci"), cand.get("lp_paired_rounds", 0)
+    if ci and rounds >= matrix.LP_PAIRED_ROUNDS_MIN and ci[1] < -matrix.TARGET_LP_BELOW_CORUN:
         why.append(f"LP under corun's beyond the interval ({cand['lp_minus_corun']:+.2f} [{ci[0]:+.2f}, {ci[1]:+.2f}])")
-    return ("fail", "; ".join(why)) if why else ("pass", "")
+    if why:  # a failed test fails the cell whether or not the other could be made
+        return "fail", "; ".join(why)
+    if not ci or rounds < matrix.LP_PAIRED_ROUNDS_MIN:
+        return "open", (f"the LP difference stands on {rounds} paired round(s), under "
+                        f"{matrix.LP_PAIRED_ROUNDS_MIN} (rounds where both setups' LPs and lp_alone ran)")
+    return "pass", ""
 
 
 def fmt_hp(row):

@@ -69,7 +69,8 @@ by_arm (guarded setups): the HP's jobs grouped by the arm each ran under ("parti
 "stop@2000us" after a gap at a raised LP queue depth; jobs, service p50,
 latency p50 and p99), so that a slow tail can be tied to its arm; meets_hp_target (p50 <= 1.03,
 its interval <= 1.06, p99 <= 1.10); beside corun, lp_minus_corun and meets_lp_target (no more than
-0.02 under corun's LP), and lp_minus_corun_ci (the difference's interval, paired by round). After the table, per setup: the cells that met each target.
+0.02 under corun's LP; over the rounds both ran, paired by round), lp_minus_corun_ci (its interval) and
+lp_paired_rounds. After the table, per setup: the cells that met each target.
 Also GPU clocks (nvidia-smi every 500 ms, nothing set) and the CPU load average per segment.
 With --pin the CPUs taking the GPU's interrupts are read again after the workers are up and before
 each cell, and a new one is taken off the LP workers' CPUs (raw.json gpu_irq_moves; IrqWatch).
@@ -184,6 +185,9 @@ AUTO_IDLE_US_DEFAULT = 300  # corun_auto_short's GPUYIELD_IDLE_US unless --auto-
 # The targets of issues 25 and 26, for the summary's "meets" column.
 TARGET_P50, TARGET_P50_CI, TARGET_P99 = 1.03, 1.06, 1.10
 TARGET_LP_BELOW_CORUN = 0.02  # a harvesting setup's LP may fall this far under corun's in the cell (issue 26)
+# the fewest paired rounds on which the LP difference's interval judges a cell: with one or two the
+# round bootstrap draws one or two values, and "beyond the interval" says nothing
+LP_PAIRED_ROUNDS_MIN = 3
 # Calibration idles 3x each job's service time after it (the pace of a 25 % load).
 CALIB_GAP = 3
 # A round whose plain HP alone was busier than this (rate x its mean service time) queued: its
@@ -966,21 +970,26 @@ def by_kind(inv):
     return out
 
 
-def lp_minus_corun_ci(setup_invs, corun_invs):
-    """The 95 % interval of a setup's LP ratio minus corun's, paired by round: each resampled round
-    brings both setups' LP and its one lp_alone, so a round slow for every setup (the machine's
-    noise) moves both alike; invocations, then rounds, as the ratios' intervals. None without a
-    round both ran."""
+def lp_minus_corun_paired(setup_invs, corun_invs):
+    """A setup's LP ratio minus corun's over the rounds both ran, paired by round: each resampled
+    round brings both setups' LP and its one lp_alone, so a round slow for every setup (the
+    machine's noise) moves both alike. {"value", "ci" (95 %, invocations then rounds, as the ratios'
+    intervals), "rounds" (paired)}, or None without a round both ran."""
     corun = {b["at"]: b for inv in corun_invs for b in inv}
     paired = [[{"lp": b["lp"], "corun": corun[b["at"]]["lp"], "den": b["lp_den"]} for b in inv
                if b["at"] in corun and b["lp"] and b["lp_den"] and corun[b["at"]]["lp"]] for inv in setup_invs]
+    paired = [inv for inv in paired if inv]
+    if not paired:
+        return None
     this, theirs, den = rate_of(lambda b: b["lp"]), rate_of(lambda b: b["corun"]), rate_of(lambda b: b["den"])
 
     def diff(blocks):
         a, c, d = this(blocks), theirs(blocks), den(blocks)
         return None if None in (a, c, d) or d == 0 else a / d - c / d
+    value = diff([b for inv in paired for b in inv])
     ci = two_stage_bootstrap(paired, diff)
-    return [round(ci[0], 4), round(ci[1], 4)] if ci else None
+    return {"value": None if value is None else round(value, 4),
+            "ci": [round(ci[0], 4), round(ci[1], 4)] if ci else None, "rounds": sum(len(i) for i in paired)}
 
 
 def analyze(raws):
@@ -1072,11 +1081,17 @@ def analyze(raws):
         for setup, row in setups.items():  # what harvesting kept of the LP, against corun's in the same cell
             v = row.get("lp_throughput_ratio", {}).get("value")
             if setup != "corun" and row["hp_jobs"] and v is not None and corun_lp is not None:
-                row["lp_minus_corun"] = round(v - corun_lp, 4)
+                # over the rounds both ran where there are such (the point and its interval on the same
+                # rounds), else each setup's own rounds
+                paired = lp_minus_corun_paired(invs[setup], invs["corun"])
+                if paired and paired["value"] is not None:
+                    row["lp_minus_corun"] = paired["value"]
+                    row["lp_paired_rounds"] = paired["rounds"]
+                    if paired["ci"]:
+                        row["lp_minus_corun_ci"] = paired["ci"]
+                else:
+                    row["lp_minus_corun"] = round(v - corun_lp, 4)
                 row["meets_lp_target"] = bool(row["lp_minus_corun"] >= -TARGET_LP_BELOW_CORUN - 1e-9)
-                ci = lp_minus_corun_ci(invs[setup], invs["corun"])
-                if ci:
-                    row["lp_minus_corun_ci"] = ci
         out_cells.append({"hp": hp, "lp": lp, "load": load, "gpu_time_left": round(share_left, 4) if share_left else None,
                           "alone_busy_max": round(max(busy_seen), 3) if busy_seen else None,
                           "alone_overloaded_rounds": overloaded, "unpaired_rounds": unpaired, "setups": setups})

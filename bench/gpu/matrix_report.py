@@ -130,9 +130,10 @@ def fmt_setup(row):
 
 def lp_shown_under(row):
     """Whether the LP's difference to corun's is under the bound beyond its interval (the whole
-    interval below -0.02), not only by its point."""
+    interval below -0.02, on enough paired rounds to say so), not only by its point."""
     ci = row.get("lp_minus_corun_ci")
-    return bool(ci) and ci[1] < -matrix.TARGET_LP_BELOW_CORUN
+    return (bool(ci) and ci[1] < -matrix.TARGET_LP_BELOW_CORUN
+            and row.get("lp_paired_rounds", 0) >= matrix.LP_PAIRED_ROUNDS_MIN)
 
 
 def fmt_state(state):

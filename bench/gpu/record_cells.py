@@ -43,9 +43,7 @@ def cells_of(call_dir, label=None):
     if not os.path.isdir(call_dir):
         raise RecordError(f"{call_dir}: no such folder (give the folders a device call brought back)")
     out = []
-    for name in sorted(os.listdir(call_dir)):
-        if not os.path.isdir(os.path.join(call_dir, name)):
-            continue
+    for name in cell_names(call_dir):
         tgz, log = os.path.join(call_dir, name, "results.tgz"), os.path.join(call_dir, f"{name}.log")
         if os.path.exists(tgz) or os.path.exists(log):
             out.append((name, tgz if os.path.exists(tgz) else None, log if os.path.exists(log) else None))
@@ -53,6 +51,22 @@ def cells_of(call_dir, label=None):
         raise RecordError(f"{label}: no NAME/results.tgz or NAME.log of a cell in it: not the output of "
                           "bench/gpu/cells.sh")
     return out
+
+
+CALL_FILES = ("call.log",)  # the call's own log (its command tees cells.sh's output there), not a cell's
+
+
+def cell_names(folder):
+    """The cells a call folder holds, in name order: every NAME/ folder and every NAME.log (a cell cut
+    before run_all.sh made its folder's results.tgz has its log alone)."""
+    names = set()
+    for entry in os.listdir(folder):
+        path = os.path.join(folder, entry)
+        if os.path.isdir(path):
+            names.add(entry)
+        elif entry.endswith(".log") and entry not in CALL_FILES:
+            names.add(entry[:-len(".log")])
+    return sorted(names)
 
 
 def extract(archive, into):
@@ -77,6 +91,15 @@ def unpacked(call_dir, into):
         return call_dir
     os.makedirs(into)
     extract(archive, into)
+    # a cell cells.sh could not append stays beside the archive, unpacked: taken too, never dropped
+    packed = set(cell_names(into))
+    for name in cell_names(call_dir):
+        if name in packed:
+            continue
+        if os.path.isdir(os.path.join(call_dir, name)):
+            shutil.copytree(os.path.join(call_dir, name), os.path.join(into, name))
+        if os.path.exists(os.path.join(call_dir, f"{name}.log")):
+            shutil.copyfile(os.path.join(call_dir, f"{name}.log"), os.path.join(into, f"{name}.log"))
     return into
 
 
@@ -179,7 +202,7 @@ def record_unpacked(call_dirs, cell_dirs, out, first):
     stage = tempfile.mkdtemp(prefix=".record-", dir=parent)
     done, moved = [], False
     try:
-        for (n, cells), call_dir in zip(plan, call_dirs):
+        for (n, cells), call_dir, cell_dir in zip(plan, call_dirs, cell_dirs):
             for side in ("start", "end"):
                 src = os.path.join(call_dir, f"gpu_{side}.txt")
                 if os.path.exists(src):
@@ -192,7 +215,11 @@ def record_unpacked(call_dirs, cell_dirs, out, first):
                     unfinished(dest, log, "no results.tgz", done, label)
                     continue
                 with tempfile.TemporaryDirectory() as tmp:
-                    src = matrix_folder(tgz, tmp)
+                    try:
+                        src = matrix_folder(tgz, tmp)
+                    except RecordError as e:  # named as the call brought it, not by the unpacked copy
+                        raise RecordError(str(e).replace(os.path.join(cell_dir, ""), os.path.join(call_dir, "cells.tar: "))
+                                          if cell_dir != call_dir else str(e)) from e
                     if src is None:  # cut by its timeout, or failed: its log says where it stopped
                         unfinished(dest, log, "no raw.json, the cell's matrix did not finish", done, label)
                         continue

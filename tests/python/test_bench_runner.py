@@ -196,6 +196,7 @@ def test_cells_refuses_a_bad_plan_before_running_any_cell(tmp_path):
                           (good + "b gemm gemm corun 100 1 60 60 1\n", ":2: budget 60 s must be under the timeout 60 s"),
                           (good + "a gemm gemm corun 100 1 50 60 1\n", ":2: the name 'a' is taken"),
                           ("../a gemm gemm corun 100 1 50 60 1\n", ":1: name '../a'"),
+                          ("-x gemm gemm corun 100 1 50 60 1\n", ":1: name '-x'"),  # tar would read an option
                           ("# nothing\n\n", "holds no cell"),
                           (good + "b gemm gemm corun 100 1 500 520 1\n", "sum to 580 s, past the call's 570 s")):
         proc, out, calls = _cells(tmp_path, plan)
@@ -208,7 +209,7 @@ def test_cells_refuses_a_bad_plan_before_running_any_cell(tmp_path):
                          ({"CALL_LIMIT_S": "0"}, "CALL_LIMIT_S=0: a whole number")):
         proc, _, calls = _cells(tmp_path, good, **env)
         assert proc.returncode == 2 and message in proc.stderr and len(calls) == before, proc.stderr
-    for name in ("a.log", "not_run.txt", "gpu_start.txt"):
+    for name in ("a.log", "not_run.txt", "gpu_start.txt", "cells.tar", "call"):
         proc, _, calls = _cells(tmp_path, f"{name} gemm gemm corun 100 1 50 60 1\n")
         assert proc.returncode == 2 and f"name '{name}' is taken by the call's files" in proc.stderr, proc.stderr
     proc, _, calls = _cells(tmp_path, good + "b gemm gemm corun 100 1 500 580 1\n", FILL="1")
@@ -285,6 +286,7 @@ def test_record_cells_makes_a_records_folders_from_device_calls(tmp_path):
             t.add(two / entry, arcname=entry)
     shutil.rmtree(two / "gemm-a")
     os.remove(two / "gemm-a.log")
+    (two / "call.log").write_text("cells.sh: 1 cell(s)\n")  # the call's own log: not a cell
     out = tmp_path / "rec"
     assert record_cells.main(["--out", str(out), str(one), str(two)]) == 0
     assert sorted(os.listdir(out)) == ["call1-gemm-a", "call1-gemm-b", "call2-gemm-a", "gpu_end_call1.txt",
@@ -316,6 +318,21 @@ def test_record_cells_makes_a_records_folders_from_device_calls(tmp_path):
     assert record_cells.main(["--out", str(tmp_path / "afile"), str(three)]) == 1
 
 
+def test_record_cells_takes_a_cell_left_beside_the_archive(tmp_path):
+    """cells.sh leaves a cell unpacked when it cannot append it to cells.tar: the record takes it
+    with the archive's cells, the archive's copy first where a name is in both."""
+    from bench.gpu import record_cells
+    call = _call_dir(tmp_path, "c", ["gemm-a", "gemm-b"])
+    with tarfile.open(call / "cells.tar", "w") as t:
+        for entry in ("gemm-a.log", "gemm-a/results.tgz"):
+            t.add(call / entry, arcname=entry)
+    (call / "gemm-a.log").write_text("a stale copy beside the archive\n")
+    assert record_cells.main(["--out", str(tmp_path / "rec"), str(call)]) == 0
+    assert sorted(os.listdir(tmp_path / "rec"))[:2] == ["call1-gemm-a", "call1-gemm-b"]
+    assert (tmp_path / "rec" / "call1-gemm-b" / "raw.json.xz").exists()
+    assert (tmp_path / "rec" / "call1-gemm-a" / "run.log").read_text().endswith("matrix exit 0 (gemm-a)\n")
+
+
 def test_record_cells_refuses_a_bad_call_folder_and_leaves_nothing(tmp_path, capsys):
     from bench.gpu import record_cells
     good = _call_dir(tmp_path, "good", ["gemm-a"])
@@ -327,7 +344,12 @@ def test_record_cells_refuses_a_bad_call_folder_and_leaves_nothing(tmp_path, cap
     (tmp_path / "badtar" / "cells.tar").write_text("not a tar file")
     (tmp_path / "emptytar").mkdir()
     tarfile.open(tmp_path / "emptytar" / "cells.tar", "w").close()
+    (tmp_path / "badcell").mkdir()
+    with tarfile.open(tmp_path / "badcell" / "cells.tar", "w") as t:  # a bad results.tgz inside the archive
+        (tmp_path / "junk.tgz").write_text("not a tar file")
+        t.add(tmp_path / "junk.tgz", arcname="gemm-j/results.tgz")
     for calls, message in (([good, tmp_path / "empty"], "no NAME/results.tgz or NAME.log of a cell in it"),
+                           ([good, tmp_path / "badcell"], "badcell/cells.tar: gemm-j/results.tgz: cannot read it"),
                            ([good, tmp_path / "badtar"], "badtar/cells.tar: cannot read it"),
                            ([good, tmp_path / "emptytar"], "emptytar: no NAME/results.tgz or NAME.log of a cell"),
                            ([good, tmp_path / "bad"], "gemm-z/results.tgz: cannot read it"),
@@ -379,6 +401,16 @@ def test_cells_says_which_cell_did_not_finish_and_exits_1(tmp_path):
     assert proc.returncode == 1 and "cells.sh: a cut by its timeout 2 s at" in proc.stdout, proc.stdout
     with tarfile.open(out / "cells.tar") as t:  # cut before run_all packed: its log alone
         assert t.getnames() == ["a.log", "b.log"]
-    os.remove(out / "cells.tar")
+    # the record of such a call: each cell named, its log kept (no cell dropped for want of a folder)
+    from bench.gpu import record_cells
+    (tmp_path / "call.log").write_text("the call's own output\n")
+    shutil.move(str(out / "cells.tar"), str(tmp_path / "cells.tar"))
+    call = tmp_path / "cutcall"
+    call.mkdir()
+    for f in ("cells.tar", "call.log"):
+        shutil.move(str(tmp_path / f), str(call / f))
+    assert record_cells.main(["--out", str(tmp_path / "cutrec"), str(call)]) == 0
+    assert sorted(os.listdir(tmp_path / "cutrec")) == ["call1-a", "call1-b"]
+    assert os.listdir(tmp_path / "cutrec" / "call1-a") == ["run.log"]
     proc, out, calls = _cells(tmp_path, plan, MX_WARNING="")
     assert proc.returncode == 0 and "did not finish" not in proc.stdout, proc.stdout

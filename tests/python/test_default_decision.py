@@ -77,6 +77,16 @@ def test_a_cell_under_corun_s_lp_beyond_its_interval_or_over_the_hp_target_fails
     assert default_decision.main([str(tmp_path / "a"), str(tmp_path / "hp")]) == 0
     out = capsys.readouterr().out
     assert "fail: missed the HP target that corun met" in out and "1.08 [1.08, 1.08] · 1.08 ✗" in out, out
+    # an HP miss fails the cell also where the LP cannot be judged (two rounds)
+    write(tmp_path / "hp2", cell_raw(MATRIX[23:], guarded_slow=1.08, rounds=2))
+    assert default_decision.main([str(tmp_path / "a"), str(tmp_path / "hp2")]) == 0
+    assert "fail: missed the HP target that corun met |" in capsys.readouterr().out
+    # two rounds and no HP miss: open, the cell not judged
+    write(tmp_path / "two", cell_raw(MATRIX[23:], rounds=2))
+    assert default_decision.main([str(tmp_path / "a"), str(tmp_path / "two")]) == 0
+    out = capsys.readouterr().out
+    assert "open: the LP difference stands on 2 paired round(s), under 3" in out, out
+    assert out.rstrip().endswith("default test: incomplete: 1 of the matrix's cells not judged")
     # ... but not where corun missed it too
     write(tmp_path / "both", cell_raw(MATRIX[23:], guarded_slow=1.08, corun_slow=1.08))
     assert default_decision.main([str(tmp_path / "a"), str(tmp_path / "both")]) == 0

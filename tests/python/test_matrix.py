@@ -188,9 +188,24 @@ def test_the_lp_difference_to_corun_is_paired_by_round():
     lo, hi = g["lp_throughput_ratio"]["ci"]
     assert hi - lo > 0.2  # each ratio alone: the rounds' spread
     assert g["lp_minus_corun"] == pytest.approx(-0.03) and g["lp_minus_corun_ci"] == pytest.approx([-0.03, -0.03])
+    assert g["lp_paired_rounds"] == 4
+    # a second invocation with the same round numbers and other noise: paired by invocation and round
+    other = json.loads(json.dumps(raw))
+    for seg in other["segments"]:
+        if "lp_result" in seg and seg["setup"] != "lp_alone":
+            lp = seg["lp_result"]["units"] / 100 + (0.2 if seg["round"] % 2 else -0.2)
+            seg["lp_result"]["units"] = seg["lp_result"]["counted"] = 100 * lp
+    g = matrix.analyze([raw, other])["cells"][0]["setups"]["guarded"]
+    assert g["lp_minus_corun_ci"] == pytest.approx([-0.03, -0.03]) and g["lp_paired_rounds"] == 8
+    # a round corun lacks: the point and its interval stand on the rounds both ran
+    raw["segments"] = [s for s in raw["segments"] if not (s["setup"] == "corun" and s["round"] == 3)]
+    g = matrix.analyze([raw])["cells"][0]["setups"]["guarded"]
+    assert g["lp_minus_corun"] == pytest.approx(-0.03) and g["lp_paired_rounds"] == 3
     from bench.gpu import matrix_report
     assert matrix_report.lp_shown_under(g) and "✗LP (-0.03 [-0.03, -0.03] of corun's)" in matrix_report.fmt_setup(g)
     g["lp_minus_corun_ci"] = [-0.05, 0.01]
+    assert not matrix_report.lp_shown_under(g)
+    g["lp_minus_corun_ci"], g["lp_paired_rounds"] = [-0.05, -0.04], 2  # two rounds: too few to say
     assert not matrix_report.lp_shown_under(g)
 
 
