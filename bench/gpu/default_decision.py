@@ -9,11 +9,13 @@ judged on the two tests the README states:
   LP: the setup's LP ratio minus corun's, paired by round, is not under -0.02 beyond its interval
       (the interval's upper bound at -0.02 or above).
 Then the matrix's cells (4 HP kinds x 5 LP kinds at 25 %, each HP kind beside ResNet-50 training at
-60 %) that no folder covers. The last line is the verdict: passes (every matrix cell covered, none
-failed), fails (the cells named), or incomplete (the cells missing). The folders are the caller's
-choice: give only invocations of the rule being judged."""
+60 %) that no folder covers, and the builds (each invocation's commit) whose controller, hooks,
+service or pyext differ, by git: records of two rules are not one verdict. The last line is the
+verdict: passes (every matrix cell covered, none failed, one rule), fails (the cells named),
+incomplete (the cells missing), or mixed (invocations of more than one rule)."""
 import argparse
 import os
+import subprocess
 import sys
 
 from . import matrix, raw_record
@@ -21,6 +23,29 @@ from . import matrix, raw_record
 
 class DecisionError(Exception):
     pass
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# where the rule and what carries it out live: two builds that differ here are two rules
+RULE_PATHS = ("controller", "hooks", "service", "pyext")
+
+
+def rule_differences(commits, repo):
+    """(differing, unknown): [(a, b, files)] for each build b whose RULE_PATHS differ from the first
+    build a's, and the builds git cannot compare (not in REPO's history)."""
+    ordered = sorted(commits)
+    differing, unknown = [], []
+    for c in ordered[1:]:
+        r = subprocess.run(["git", "-C", repo, "diff", "--name-only", ordered[0], c, "--", *RULE_PATHS],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            unknown.append(c)
+        elif r.stdout.split():
+            differing.append((ordered[0], c, r.stdout.split()))
+    if ordered and subprocess.run(["git", "-C", repo, "cat-file", "-e", f"{ordered[0]}^{{commit}}"],
+                                  capture_output=True).returncode != 0:
+        unknown.insert(0, ordered[0])
+    return differing, unknown
 
 
 def invocation_folders(folder):
@@ -76,7 +101,7 @@ def beside_setup(raw, setup):
     return dict(raw, segments=[s for s in raw["segments"] if (s["hp"], s["lp"], s["load"]) in ran])
 
 
-def report(folders, setup):
+def report(folders, setup, repo=ROOT):
     raws = []
     for folder in folders:
         for inv in invocation_folders(folder):
@@ -121,7 +146,15 @@ def report(folders, setup):
                  + (f"; not yet: {'; '.join(map(name, missing))}" if missing else ""))
     if beyond:
         lines.append(f"- beyond the matrix (judged, counted in the verdict): {'; '.join(map(name, beyond))}")
-    if failed:
+    differing, unknown = rule_differences({r["commit"] for r in raws}, repo)
+    for a, b, files in differing:
+        shown = ", ".join(files[:4]) + (f" and {len(files) - 4} more" if len(files) > 4 else "")
+        lines.append(f"- builds {a} and {b} differ in {shown}: two rules, not one")
+    if unknown:
+        lines.append(f"- builds not compared (not in {repo}'s history): {', '.join(unknown)}")
+    if differing:
+        verdict = f"mixed: invocations of {len(differing) + 1} rules: give one rule's records"
+    elif failed:
         verdict = f"fails: {setup} stays opt-in"
     elif missing:
         verdict = f"incomplete: {len(missing)} of the matrix's cells not judged"
@@ -134,12 +167,13 @@ def report(folders, setup):
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python3 -m bench.gpu.default_decision", description=__doc__.splitlines()[0])
     p.add_argument("--setup", default="guarded", help="the candidate setup, judged against corun (default guarded)")
+    p.add_argument("--repo", default=ROOT, help="the git repository whose history compares the builds (this one)")
     p.add_argument("folders", nargs="+", metavar="FOLDER")
     args = p.parse_args(argv)
     if args.setup == "corun" or args.setup not in matrix.SETUP:
         p.error(f"--setup {args.setup}: a matrix setup other than corun (e.g. guarded, guarded_auto)")
     try:
-        print(report(args.folders, args.setup))
+        print(report(args.folders, args.setup, args.repo))
     except (DecisionError, raw_record.RawRecordError) as e:
         print(f"default_decision: {' '.join(str(e).split())}", file=sys.stderr)
         return 1

@@ -1,6 +1,7 @@
 """bench/gpu/default_decision.py: the default's two tests per pooled cell, and the verdict over the matrix."""
 import json
 import os
+import subprocess
 import sys
 
 import pytest
@@ -17,10 +18,10 @@ def cell_raw(cells, guarded_slow=1.0, guarded_lp=0.6, corun_slow=1.0, rounds=3, 
     for hp, lp, load in cells:
         for r in range(rounds):
             noise = (r - (rounds - 1) / 2) * 0.1
-            setups = [("hp_alone", [10.0] * 100, None), ("lp_alone", None, 1.0),
-                      ("corun", [10.0 * corun_slow] * 100, 0.6 + noise)]
+            setups = [("hp_alone", [10.0] * 20, None), ("lp_alone", None, 1.0),
+                      ("corun", [10.0 * corun_slow] * 20, 0.6 + noise)]
             if guarded:
-                setups.append(("guarded", [10.0 * guarded_slow] * 100, guarded_lp + noise))
+                setups.append(("guarded", [10.0 * guarded_slow] * 20, guarded_lp + noise))
             for setup, lat, lp_share in setups:
                 seg = {"hp": hp, "lp": lp, "load": load, "setup": setup, "round": r, "rate": 25.0}
                 if lat:
@@ -123,3 +124,35 @@ def test_bad_folders_and_setups_get_one_line_and_exit_non_zero(tmp_path, capsys)
         with pytest.raises(SystemExit) as e:
             default_decision.main(["--setup", setup, str(tmp_path)])
         assert e.value.code == 2 and "a matrix setup other than corun" in capsys.readouterr().err
+
+
+def test_records_of_two_rules_are_not_one_verdict(tmp_path, capsys):
+    """The builds are compared by git over the rule's folders: a change in controller/ makes two
+    rules (verdict mixed), one in docs/ does not; a build git does not know is named."""
+    repo = tmp_path / "repo"
+    (repo / "controller").mkdir(parents=True)
+    (repo / "docs").mkdir()
+    git = lambda *a: subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *a],
+                                    check=True, capture_output=True, text=True).stdout.strip()
+    git("init", "-q")
+    shas = []
+    for path, text in (("controller/guarded.c", "rule 1"), ("docs/x.md", "words"), ("controller/guarded.c", "rule 2")):
+        (repo / path).write_text(text)
+        git("add", "-A")
+        git("commit", "-qm", path)
+        shas.append(git("rev-parse", "--short", "HEAD"))
+    write(tmp_path / "a", cell_raw(MATRIX[:12], commit=shas[0]))
+    write(tmp_path / "b", cell_raw(MATRIX[12:], commit=shas[1]))  # docs only: the same rule
+    assert default_decision.main(["--repo", str(repo), str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    out = capsys.readouterr().out
+    assert out.rstrip().endswith("default test: passes: guarded may become the default under MPS"), out
+    assert "differ in" not in out and "not compared" not in out
+    write(tmp_path / "c", cell_raw(MATRIX[12:], commit=shas[2]))  # the rule changed
+    assert default_decision.main(["--repo", str(repo), str(tmp_path / "a"), str(tmp_path / "c")]) == 0
+    out = capsys.readouterr().out
+    assert f"differ in controller/guarded.c: two rules, not one" in out, out
+    assert out.rstrip().endswith("default test: mixed: invocations of 2 rules: give one rule's records")
+    write(tmp_path / "d", cell_raw(MATRIX[12:], commit="0000000"))
+    assert default_decision.main(["--repo", str(repo), str(tmp_path / "a"), str(tmp_path / "d")]) == 0
+    out = capsys.readouterr().out
+    assert "builds not compared (not in" in out and "0000000" in out
