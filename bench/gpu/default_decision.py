@@ -33,17 +33,20 @@ RULE_PATHS = ("controller", "hooks", "service", "pyext")
 def rule_differences(commits, repo):
     """(differing, unknown): [(a, b, files)] for each build b whose RULE_PATHS differ from the first
     build a's, and the builds git cannot compare (not in REPO's history)."""
+    def git(*words):
+        try:
+            return subprocess.run(["git", "-C", repo, *words], capture_output=True, text=True)
+        except OSError:  # no git here: nothing can be compared
+            return subprocess.CompletedProcess(words, 127, "", "")
     ordered = sorted(commits)
     differing, unknown = [], []
     for c in ordered[1:]:
-        r = subprocess.run(["git", "-C", repo, "diff", "--name-only", ordered[0], c, "--", *RULE_PATHS],
-                           capture_output=True, text=True)
+        r = git("diff", "--name-only", ordered[0], c, "--", *RULE_PATHS)
         if r.returncode != 0:
             unknown.append(c)
         elif r.stdout.split():
             differing.append((ordered[0], c, r.stdout.split()))
-    if ordered and subprocess.run(["git", "-C", repo, "cat-file", "-e", f"{ordered[0]}^{{commit}}"],
-                                  capture_output=True).returncode != 0:
+    if ordered and git("cat-file", "-e", f"{ordered[0]}^{{commit}}").returncode != 0:
         unknown.insert(0, ordered[0])
     return differing, unknown
 
