@@ -97,3 +97,14 @@ def test_every_python_test_file_runs_in_a_suite():
                      for f in os.listdir(os.path.join(ROOT, "tests", "suites")) if f.endswith(".sh"))
     files = [f for f in os.listdir(os.path.join(ROOT, "tests", "python")) if f.startswith("test_") and f.endswith(".py")]
     assert files and not [f for f in files if f"tests/python/{f}" not in suites]
+
+
+def test_every_record_folder_has_a_row_in_the_results_index():
+    """bench/results/README.md is how a reader finds a record: each folder there has its row
+    (`| NAME/ | device | what it shows |`), and no row names a folder that is not there."""
+    results = os.path.join(ROOT, "bench", "results")
+    with open(os.path.join(results, "README.md")) as f:
+        rows = set(re.findall(r"^\| ([\w.-]+)/ \|", f.read(), re.M))
+    folders = {n for n in os.listdir(results) if os.path.isdir(os.path.join(results, n))}
+    assert not folders - rows, f"record folders with no row in bench/results/README.md: {sorted(folders - rows)}"
+    assert not rows - folders, f"rows naming no folder: {sorted(rows - folders)}"
