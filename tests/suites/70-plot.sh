@@ -11,7 +11,8 @@
 # test_bench_runner.py (bench/gpu/run_all.sh's stages against bench/gpu/README.md's table),
 # test_learning_blocks.py (the learning's blocks per arm, on synthetic records), test_make_twin.py
 # (bench/gpu/make_twin.sh: a commit built for the matrix's @twin setups), test_default_decision.py
-# (bench/gpu/default_decision.py: the default's two tests per pooled cell). Ends with
+# (bench/gpu/default_decision.py: the default's two tests per pooled cell), test_stop_cost.py
+# (bench/gpu/stop_cost.py: a guarded segment's stop rounds against corun's). Ends with
 # "N passed, N failed" converted from pytest's summary (errors count as failures).
 set -uo pipefail
 ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -30,5 +31,5 @@ PYTHONPATH="$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" MPLBACKEND=Agg NSIGHT_PARS
         tests/python/test_partition_records.py tests/python/test_partition_runs.py \
         tests/python/test_readme_verdict.py tests/python/test_perf_page.py tests/python/test_docs.py \
         tests/python/test_matrix.py tests/python/test_bench_runner.py tests/python/test_learning_blocks.py \
-        tests/python/test_make_twin.py tests/python/test_default_decision.py
+        tests/python/test_make_twin.py tests/python/test_default_decision.py tests/python/test_stop_cost.py
 finish

@@ -1,0 +1,101 @@
+"""What a guarded segment's stop costs the HP beside corun's, over records:
+    python3 -m bench.gpu.stop_cost [--setups guarded,arm:stop] FOLDER [FOLDER ...]
+With stop in force a guarded segment does what corun does during an HP job (the lower launches
+wait for its end); a difference in the HP's service is then the guarded machinery's, or the host's.
+Per round of each cell where a setup ran with every HP job under stop (its jobs' recorded arms; a
+round with any partition job is left out, and a round the matrix does not pair: its plain alone
+overloaded, or the setups' HPs ran other kinds of job) beside corun: the setup's HP service median over corun's
+in the same round. Per setup and HP kind: the rounds' median ratio, its quartiles, how many rounds
+are above 1, and a two-sided sign test of "above or below 1 alike" (rounds of one invocation share
+its machine: a small p is a reason to look, not a proof). FOLDER: a matrix invocation's folder or a
+record holding such folders one level down (bench.gpu.default_decision's rule)."""
+import argparse
+import math
+import statistics
+import sys
+
+from . import matrix, raw_record
+from .default_decision import DecisionError, invocation_folders
+from .stats import nearest_rank
+
+MIN_JOBS = 20  # a round's service median on fewer jobs is left out
+
+
+def round_ratios(raw, setup):
+    """[(hp, lp, load, round, ratio)]: SETUP's HP service median over corun's, per round where every
+    SETUP job ran under stop."""
+    by = {}
+    for s in raw["segments"]:
+        if s["setup"] in ("corun", setup, "hp_alone") and "hp_result" in s:
+            by[(s["hp"], s["lp"], s["load"], s["round"], s["setup"])] = s
+    out = []
+    for (hp, lp, load, r, name), seg in sorted(by.items()):
+        corun = by.get((hp, lp, load, r, "corun"))
+        if name != setup or corun is None:
+            continue
+        # the rounds the matrix pairs: not overloaded alone, the same kinds of job in each setup
+        busy = matrix.alone_busy(by.get((hp, lp, load, r, "hp_alone")))
+        if (busy is not None and busy > matrix.ALONE_BUSY_MAX) or matrix.kinds_differ([seg, corun]):
+            continue
+        res, corun = seg["hp_result"], corun["hp_result"]
+        svc = res.get("svc_ms") or []
+        arms = res.get("arms") or [None] * len(svc)
+        if any(a not in (None, "stop") for a in arms):
+            continue  # a partition or a depth in this round: not stop against stop
+        theirs = corun.get("svc_ms") or []
+        if len(svc) < MIN_JOBS or len(theirs) < MIN_JOBS:
+            continue
+        out.append((hp, lp, load, r, statistics.median(svc) / statistics.median(theirs)))
+    return out
+
+
+def sign_test(above, n):
+    """Two-sided p of `above` of n on one side of 1 when each side is as likely (ties none)."""
+    if n == 0:
+        return None
+    k = min(above, n - above)
+    return min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n)
+
+
+def report(folders, setups):
+    per = {}  # (setup, hp) -> [(ratio, where)]
+    for folder in folders:
+        for inv in invocation_folders(folder):
+            raw = raw_record.load(inv)
+            for setup in setups:
+                for hp, lp, load, r, ratio in round_ratios(raw, setup):
+                    per.setdefault((setup, hp), []).append((ratio, f"{inv} {hp}+{lp} {load} r{r}"))
+    if not per:
+        raise DecisionError(f"no round of {', '.join(setups)} with every HP job under stop beside corun in "
+                            f"{', '.join(folders)}")
+    lines = ["| setup | HP kind | rounds | service x corun's: median [quartiles] | above 1 | sign test p |",
+             "|---|---|---|---|---|---|"]
+    for (setup, hp), rows in sorted(per.items()):
+        ratios = [x for x, _ in rows]
+        above = sum(x > 1 for x in ratios)
+        p = sign_test(above, sum(x != 1 for x in ratios))
+        lines.append(f"| {setup} | {hp} | {len(ratios)} | {statistics.median(ratios):.3f} "
+                     f"[{nearest_rank(ratios, 25):.3f}, {nearest_rank(ratios, 75):.3f}] | {above} | "
+                     + ("-" if p is None else f"{p:.3f}") + " |")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python3 -m bench.gpu.stop_cost", description=__doc__.splitlines()[0])
+    p.add_argument("--setups", default="guarded,arm:stop",
+                   help="the setups whose stop rounds are set beside corun's (default guarded,arm:stop)")
+    p.add_argument("folders", nargs="+", metavar="FOLDER")
+    args = p.parse_args(argv)
+    setups = [s for s in args.setups.split(",") if s]
+    if not setups or "corun" in setups:
+        p.error(f"--setups {args.setups}: setups other than corun, separated by commas")
+    try:
+        print(report(args.folders, setups))
+    except (DecisionError, raw_record.RawRecordError) as e:
+        print(f"stop_cost: {' '.join(str(e).split())}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
