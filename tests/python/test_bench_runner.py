@@ -2,6 +2,7 @@
 stages, the same recheck, every script the table names exists, and every file of bench/gpu is named
 in the README, so that the two cannot drift apart and no script is left outside the runner; and a
 run cut by a timeout still packs what it measured."""
+import glob
 import os
 import re
 import shutil
@@ -414,3 +415,30 @@ def test_cells_says_which_cell_did_not_finish_and_exits_1(tmp_path):
     assert os.listdir(tmp_path / "cutrec" / "call1-a") == ["run.log"]
     proc, out, calls = _cells(tmp_path, plan, MX_WARNING="")
     assert proc.returncode == 0 and "did not finish" not in proc.stdout, proc.stdout
+
+
+def test_every_plan_cell_is_one_the_matrix_accepts(tmp_path):
+    """A plan's cell that the matrix refuses (an unknown setup, a budget under its estimate) costs a
+    device call its time: each cell of bench/gpu/plans/*.txt, with the arguments cells.sh gives it,
+    parses (bench.gpu.matrix.parse_args, which checks the budget against the plan's estimate)."""
+    from bench.gpu import matrix
+    plans = sorted(glob.glob(os.path.join(GPU, "plans", "*.txt")))
+    assert plans, "no plan in bench/gpu/plans"
+    build = tmp_path / "build"  # what the parse looks for in a build: its expcontroller
+    (build / "bin").mkdir(parents=True)
+    (build / "bin" / "expcontroller").write_text("#!/bin/sh\n")
+    (build / "bin" / "expcontroller").chmod(0o755)
+    for plan in plans:
+        with open(plan) as f:
+            text = f.read()
+        where = tmp_path / os.path.basename(plan)
+        where.mkdir()
+        proc, _, calls = _cells(where, text, CALL_LIMIT_S="100000", MX_WARNING="")
+        assert proc.returncode == 0, (plan, proc.stderr)
+        assert calls, plan
+        for call in calls:
+            args = call.split(" | ")[1].split()
+            try:
+                matrix.parse_args(["--build", str(build), "--out", str(tmp_path / "m")] + args)
+            except SystemExit:
+                raise AssertionError(f"{plan}: the matrix refuses {' '.join(args)}")
