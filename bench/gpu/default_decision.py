@@ -31,41 +31,27 @@ RULE_PATHS = ("controller", "hooks", "service", "pyext")
 
 
 def rule_differences(commits, repo):
-    """(differing, unknown): [(a, b, files)] for each build b whose RULE_PATHS differ from the first
-    build a's, and the builds git cannot compare (not in REPO's history)."""
+    """(differing, unknown, rules): [(a, b, files)] for each build b whose RULE_PATHS differ from the
+    first build a's, the builds git cannot compare (not in REPO's history), and how many rules the
+    compared builds hold."""
     def git(*words):
         try:
             return subprocess.run(["git", "-C", repo, *words], capture_output=True, text=True)
         except OSError:  # no git here: nothing can be compared
             return subprocess.CompletedProcess(words, 127, "", "")
     ordered = sorted(commits)
-    differing, unknown = [], []
+    differing, unknown, rules = [], [], ordered[:1]  # rules: one build of each rule seen
     for c in ordered[1:]:
         r = git("diff", "--name-only", ordered[0], c, "--", *RULE_PATHS)
         if r.returncode != 0:
             unknown.append(c)
         elif r.stdout.split():
             differing.append((ordered[0], c, r.stdout.split()))
+            if all(git("diff", "--quiet", rule, c, "--", *RULE_PATHS).returncode == 1 for rule in rules[1:]):
+                rules.append(c)
     if ordered and git("cat-file", "-e", f"{ordered[0]}^{{commit}}").returncode != 0:
         unknown.insert(0, ordered[0])
-    return differing, unknown
-
-
-def invocation_folders(folder):
-    """FOLDER itself where it holds a raw record, else its sub-folders that do (one level down)."""
-    if not os.path.isdir(folder):
-        raise DecisionError(f"{folder}: no such folder (give matrix invocations' folders or a record of them)")
-    if has_raw(folder):
-        return [folder]
-    subs = sorted(os.path.join(folder, n) for n in os.listdir(folder) if os.path.isdir(os.path.join(folder, n)))
-    found = [s for s in subs if has_raw(s)]
-    if not found:
-        raise DecisionError(f"{folder}: no raw.json or raw.json.xz in it or one level down: not a matrix record")
-    return found
-
-
-def has_raw(folder):
-    return any(os.path.exists(os.path.join(folder, n)) for n, _ in raw_record.NAMES)
+    return differing, unknown, len(rules)
 
 
 def judge(cell, setup):
@@ -107,7 +93,7 @@ def beside_setup(raw, setup):
 def report(folders, setup, repo=ROOT):
     raws = []
     for folder in folders:
-        for inv in invocation_folders(folder):
+        for inv in raw_record.invocation_folders(folder):
             raw = beside_setup(raw_record.load(inv), setup)
             if raw["segments"]:
                 raws.append(raw)
@@ -149,14 +135,14 @@ def report(folders, setup, repo=ROOT):
                  + (f"; not yet: {'; '.join(map(name, missing))}" if missing else ""))
     if beyond:
         lines.append(f"- beyond the matrix (judged, counted in the verdict): {'; '.join(map(name, beyond))}")
-    differing, unknown = rule_differences({r["commit"] for r in raws}, repo)
+    differing, unknown, rules = rule_differences({r["commit"] for r in raws}, repo)
     for a, b, files in differing:
         shown = ", ".join(files[:4]) + (f" and {len(files) - 4} more" if len(files) > 4 else "")
         lines.append(f"- builds {a} and {b} differ in {shown}: two rules, not one")
     if unknown:
         lines.append(f"- builds not compared (not in {repo}'s history): {', '.join(unknown)}")
     if differing:
-        verdict = f"mixed: invocations of {len(differing) + 1} rules: give one rule's records"
+        verdict = f"mixed: invocations of {rules} rules: give one rule's records"
     elif failed:
         verdict = f"fails: {setup} stays opt-in"
     elif missing:

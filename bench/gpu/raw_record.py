@@ -22,6 +22,20 @@ def raw_path(folder):
     raise RawRecordError(f"no raw.json, raw.json.xz or raw.json.gz in {folder}: give a matrix invocation's folder")
 
 
+def invocation_folders(folder):
+    """FOLDER itself where it holds a raw record, else its sub-folders that do (one level down: a
+    record of several invocations, as bench.gpu.record_cells writes them)."""
+    if not os.path.isdir(folder):
+        raise RawRecordError(f"{folder}: no such folder (give matrix invocations' folders or a record of them)")
+    holds = lambda d: any(os.path.exists(os.path.join(d, name)) for name, _ in NAMES)
+    if holds(folder):
+        return [folder]
+    found = sorted(os.path.join(folder, n) for n in os.listdir(folder) if holds(os.path.join(folder, n)))
+    if not found:
+        raise RawRecordError(f"{folder}: no raw.json or raw.json.xz in it or one level down: not a matrix record")
+    return found
+
+
 def load(folder):
     path = raw_path(folder)
     opener = dict((name, o) for name, o in NAMES)[os.path.basename(path)]

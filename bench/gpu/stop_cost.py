@@ -8,15 +8,18 @@ overloaded, or the setups' HPs ran other kinds of job) beside corun: the setup's
 in the same round. Per setup and HP kind: the rounds' median ratio, its quartiles, how many rounds
 are above 1, and a two-sided sign test of "above or below 1 alike" (rounds of one invocation share
 its machine: a small p is a reason to look, not a proof). FOLDER: a matrix invocation's folder or a
-record holding such folders one level down (bench.gpu.default_decision's rule)."""
+record holding such folders one level down (raw_record.invocation_folders)."""
 import argparse
 import math
 import statistics
 import sys
 
 from . import matrix, raw_record
-from .default_decision import DecisionError, invocation_folders
 from .stats import nearest_rank
+
+class StopCostError(Exception):
+    pass
+
 
 MIN_JOBS = 20  # a round's service median on fewer jobs is left out
 
@@ -60,13 +63,13 @@ def sign_test(above, n):
 def report(folders, setups):
     per = {}  # (setup, hp) -> [(ratio, where)]
     for folder in folders:
-        for inv in invocation_folders(folder):
+        for inv in raw_record.invocation_folders(folder):
             raw = raw_record.load(inv)
             for setup in setups:
                 for hp, lp, load, r, ratio in round_ratios(raw, setup):
                     per.setdefault((setup, hp), []).append((ratio, f"{inv} {hp}+{lp} {load} r{r}"))
     if not per:
-        raise DecisionError(f"no round of {', '.join(setups)} with every HP job under stop beside corun in "
+        raise StopCostError(f"no round of {', '.join(setups)} with every HP job under stop beside corun in "
                             f"{', '.join(folders)}")
     lines = ["| setup | HP kind | rounds | service x corun's: median [quartiles] | above 1 | sign test p |",
              "|---|---|---|---|---|---|"]
@@ -91,7 +94,7 @@ def main(argv=None):
         p.error(f"--setups {args.setups}: setups other than corun, separated by commas")
     try:
         print(report(args.folders, setups))
-    except (DecisionError, raw_record.RawRecordError) as e:
+    except (StopCostError, raw_record.RawRecordError) as e:
         print(f"stop_cost: {' '.join(str(e).split())}", file=sys.stderr)
         return 1
     return 0

@@ -152,6 +152,15 @@ def test_records_of_two_rules_are_not_one_verdict(tmp_path, capsys):
     out = capsys.readouterr().out
     assert f"differ in controller/guarded.c: two rules, not one" in out, out
     assert out.rstrip().endswith("default test: mixed: invocations of 2 rules: give one rule's records")
+    # a fourth build, docs only after the rule's change: three builds, two rules
+    (repo / "docs" / "x.md").write_text("more words")
+    git("add", "-A")
+    git("commit", "-qm", "docs again")
+    write(tmp_path / "e", cell_raw(MATRIX[12:18], commit=git("rev-parse", "--short", "HEAD")))
+    assert default_decision.main(["--repo", str(repo), str(tmp_path / "a"), str(tmp_path / "c"), str(tmp_path / "e")]) == 0
+    out = capsys.readouterr().out
+    assert out.count(": two rules, not one") == 2, out
+    assert out.rstrip().endswith("default test: mixed: invocations of 2 rules: give one rule's records"), out
     write(tmp_path / "d", cell_raw(MATRIX[12:], commit="0000000"))
     assert default_decision.main(["--repo", str(repo), str(tmp_path / "a"), str(tmp_path / "d")]) == 0
     out = capsys.readouterr().out
