@@ -19,6 +19,7 @@ import subprocess
 import sys
 
 from . import matrix, raw_record
+from .matrix_report import lp_shown_under
 
 
 class DecisionError(Exception):
@@ -63,7 +64,7 @@ def judge(cell, setup):
     if corun.get("meets_hp_target") and not cand.get("meets_hp_target"):
         why.append("missed the HP target that corun met")
     ci, rounds = cand.get("lp_minus_corun_ci"), cand.get("lp_paired_rounds", 0)
-    if ci and rounds >= matrix.LP_PAIRED_ROUNDS_MIN and ci[1] < -matrix.TARGET_LP_BELOW_CORUN:
+    if lp_shown_under(cand):
         why.append(f"LP under corun's beyond the interval ({cand['lp_minus_corun']:+.2f} [{ci[0]:+.2f}, {ci[1]:+.2f}])")
     if why:  # a failed test fails the cell whether or not the other could be made
         return "fail", "; ".join(why)
