@@ -55,3 +55,42 @@ def test_nothing_to_set_beside_corun_and_bad_setups_exit_non_zero(tmp_path, caps
     with pytest.raises(SystemExit) as e:
         stop_cost.main(["--setups", "corun", str(tmp_path)])
     assert e.value.code == 2
+
+
+def tail_cell(lp, r, guarded_lat, corun_lat, arms):
+    """One round of a cell bert + LP: 100 jobs each, the alone's at 4 ms."""
+    def one(setup, lat, a=None):
+        s = seg(setup, r, lat, a)
+        s["lp"] = lp
+        return s
+    return [one("hp_alone", [4.0] * 100), one("corun", corun_lat), one("guarded", guarded_lat, arms)]
+
+
+def test_tails_set_stop_only_cells_p99_beside_corun_s(tmp_path, capsys):
+    slow = [4.0] * 95 + [6.0] * 5  # p99 1.50 of the alone's
+    segs = []
+    for r in range(3):
+        segs += tail_cell("gemm", r, slow, [4.0] * 100, ["stop"] * 100)   # guarded missed, corun met
+        segs += tail_cell("graph", r, [4.0] * 100, slow, ["stop"] * 100)  # corun missed, guarded met
+        segs += tail_cell("graphr50", r, slow, [4.0] * 100, ["stop"] * 50 + ["partition:16"] * 50)  # not stop-only
+        segs += tail_cell("resnet50train", r, [4.0] * 100, [4.0] * 100, None)  # arms not recorded: left out
+    raw = {"commit": "abc", "device": "test", "started": "now", "hp_kinds": {}, "segments": segs}
+    (tmp_path / "inv").mkdir()
+    (tmp_path / "inv" / "raw.json").write_text(json.dumps(raw))
+    assert stop_cost.main(["--tails", "--setups", "guarded", str(tmp_path / "inv")]) == 0
+    out = capsys.readouterr().out
+    assert "| bert + gemm, poisson-25 | 300 | 1.500 | 1.000 | yes | guarded |" in out, out
+    assert "| bert + graph, poisson-25 | 300 | 1.000 | 1.500 | no | corun |" in out, out
+    assert "graphr50" not in out and "resnet50train" not in out, out
+    assert ("guarded with stop in every measured HP job, 2 cell(s): p99 above corun's in 1 (sign test p 1.000); "
+            "missed p99 <= 1.10 where corun met it in 1, corun where guarded met it in 1") in out, out
+
+
+def test_tails_with_no_stop_only_cell_exit_non_zero(tmp_path, capsys):
+    raw = {"commit": "abc", "device": "test", "started": "now", "hp_kinds": {},
+           "segments": tail_cell("gemm", 0, [4.0] * 100, [4.0] * 100, ["partition:16"] * 100)}
+    (tmp_path / "inv").mkdir()
+    (tmp_path / "inv" / "raw.json").write_text(json.dumps(raw))
+    assert stop_cost.main(["--tails", "--setups", "guarded", str(tmp_path / "inv")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("stop_cost: no cell where guarded ran every measured HP job under stop") and err.count("\n") == 1
