@@ -70,7 +70,8 @@ by_arm (guarded setups): the HP's jobs grouped by the arm each ran under ("parti
 latency p50 and p99), so that a slow tail can be tied to its arm; meets_hp_target (p50 <= 1.03,
 its interval <= 1.06, p99 <= 1.10); beside corun, lp_minus_corun and meets_lp_target (no more than
 0.02 under corun's LP; over the rounds both ran, paired by round), lp_minus_corun_ci (its interval) and
-lp_paired_rounds. After the table, per setup: the cells that met each target.
+lp_paired_rounds; hp_p99_minus_corun and hp_p99_minus_corun_ci (the HP p99 ratio's difference to
+corun's, paired by round the same way; reported, no target). After the table, per setup: the cells that met each target.
 Also GPU clocks (nvidia-smi every 500 ms, nothing set) and the CPU load average per segment.
 With --pin the CPUs taking the GPU's interrupts are read again after the workers are up and before
 each cell, and a new one is taken off the LP workers' CPUs (raw.json gpu_irq_moves; IrqWatch).
@@ -992,6 +993,28 @@ def lp_minus_corun_paired(setup_invs, corun_invs):
             "ci": [round(ci[0], 4), round(ci[1], 4)] if ci else None, "rounds": sum(len(i) for i in paired)}
 
 
+def hp_p99_minus_corun_paired(setup_invs, corun_invs):
+    """A setup's HP p99 ratio minus corun's over the rounds both ran, paired by round (each resampled
+    round brings both setups' latencies and its one plain alone, as lp_minus_corun_paired): the HP
+    test asked as the LP's is, of what a p99 of a few jobs leaves to chance. {"value", "ci", "rounds"},
+    or None without a round both ran. Reported beside the target, not judged by it."""
+    corun = {b["at"]: b for inv in corun_invs for b in inv}
+    paired = [[{"hp": b["hp"], "corun": corun[b["at"]]["hp"], "den": b["hp_den"]} for b in inv
+               if b["at"] in corun and b["hp"] and corun[b["at"]]["hp"] and b["hp_den"]] for inv in setup_invs]
+    paired = [inv for inv in paired if inv]
+    if not paired:
+        return None
+    this, theirs, den = (percentile_of(lambda b, k=k: b[k], 99) for k in ("hp", "corun", "den"))
+
+    def diff(blocks):
+        a, c, d = this(blocks), theirs(blocks), den(blocks)
+        return None if None in (a, c, d) or d == 0 else a / d - c / d
+    value = diff([b for inv in paired for b in inv])
+    ci = two_stage_bootstrap(paired, diff)
+    return {"value": None if value is None else round(value, 4),
+            "ci": [round(ci[0], 4), round(ci[1], 4)] if ci else None, "rounds": sum(len(i) for i in paired)}
+
+
 def analyze(raws):
     """matrix.json's dict from one or more invocations' raw records."""
     cells_seen = []
@@ -1092,6 +1115,14 @@ def analyze(raws):
                 else:
                     row["lp_minus_corun"] = round(v - corun_lp, 4)
                 row["meets_lp_target"] = bool(row["lp_minus_corun"] >= -TARGET_LP_BELOW_CORUN - 1e-9)
+        for setup, row in setups.items():  # the HP's p99 against corun's in the same rounds (reported)
+            # a setup beside the LP (one without, an HP alone of some kind, is no pair for corun's)
+            if setup != "corun" and row["hp_jobs"] and "lp_throughput_ratio" in row and setups.get("corun", {}).get("hp_jobs"):
+                paired = hp_p99_minus_corun_paired(invs[setup], invs["corun"])
+                if paired and paired["value"] is not None:
+                    row["hp_p99_minus_corun"] = paired["value"]
+                    if paired["ci"]:
+                        row["hp_p99_minus_corun_ci"] = paired["ci"]
         out_cells.append({"hp": hp, "lp": lp, "load": load, "gpu_time_left": round(share_left, 4) if share_left else None,
                           "alone_busy_max": round(max(busy_seen), 3) if busy_seen else None,
                           "alone_overloaded_rounds": overloaded, "unpaired_rounds": unpaired, "setups": setups})

@@ -61,7 +61,8 @@ def test_a_covered_matrix_where_guarded_keeps_corun_s_hp_and_lp_passes(tmp_path,
     assert "beyond the matrix (judged, counted in the verdict): mixed + gemm, poisson-25" in out
     # the paired difference: each round's noise moves both LPs alike, so the interval is the point
     assert "| gemm + gemm, poisson-25 | 1 (abc) | 1.00 [1.00, 1.00] · 1.00 | 1.00 [1.00, 1.00] · 1.00 | " \
-           "+0.00 [+0.00, +0.00] | pass |" in out, out
+           "+0.00 [+0.00, +0.00] | +0.00 [+0.00, +0.00] | pass |" in out, out
+    assert "HP miss" not in out  # no HP miss: no line on the paired p99
 
 
 def test_a_cell_under_corun_s_lp_beyond_its_interval_or_over_the_hp_target_fails(tmp_path, capsys):
@@ -78,6 +79,10 @@ def test_a_cell_under_corun_s_lp_beyond_its_interval_or_over_the_hp_target_fails
     assert default_decision.main([str(tmp_path / "a"), str(tmp_path / "hp")]) == 0
     out = capsys.readouterr().out
     assert "fail: missed the HP target that corun met" in out and "1.08 [1.08, 1.08] · 1.08 ✗" in out, out
+    # reported beside it, not judged: the p99's difference to corun's, paired by round, wholly above 0
+    assert "| +0.08 [+0.08, +0.08] | fail: missed the HP target that corun met |" in out, out
+    assert (f"of the 1 HP miss(es) where corun met the target, the p99's difference to corun's paired by round "
+            f"lies wholly above 0 in 1 ({name}) (reported, not judged)") in out, out
     # an HP miss fails the cell also where the LP cannot be judged (two rounds)
     write(tmp_path / "hp2", cell_raw(MATRIX[23:], guarded_slow=1.08, rounds=2))
     assert default_decision.main([str(tmp_path / "a"), str(tmp_path / "hp2")]) == 0

@@ -171,6 +171,32 @@ def test_a_harvesting_setup_is_held_to_corun_s_lp_in_the_same_cell():
                              "(lowest -0.05: gemm+graph poisson-25)") for ln in lines), lines
 
 
+def test_the_hp_p99_difference_to_corun_is_paired_by_round():
+    """The p99 of a round's few slow jobs moves with the round (the same arrivals for every setup):
+    paired by round, a setup whose tail is corun's plus 0.2 in every round shows +0.2 with an
+    interval of its own width, not the rounds' spread; corun itself and alone setups carry none."""
+    raw = synthetic_raw(slow=1.0, lp_share=0.6, rounds=4)
+    for seg in raw["segments"]:
+        if seg["setup"] == "corun":  # round r: two slow jobs of 10 x (1 + 0.3 r) ms, the p99 of 100
+            seg["hp_result"]["lat_ms"] = [10.0] * 98 + [10.0 * (1 + 0.3 * seg["round"])] * 2
+    for r in range(4):
+        lat = [10.0] * 98 + [10.0 * (1.2 + 0.3 * r)] * 2
+        raw["segments"].append({"hp": "gemm", "lp": "graph", "load": "poisson-25", "setup": "guarded", "round": r,
+                                "rate": 25.0, "hp_result": {"lat_ms": lat, "svc_ms": lat},
+                                "lp_result": {"units": 60.0, "secs": 1.0, "counted": 60.0, "counted_secs": 1.0}})
+    setups = matrix.analyze([raw])["cells"][0]["setups"]
+    g = setups["guarded"]
+    lo, hi = g["hp_p99_ratio"]["ci"]
+    assert hi - lo > 0.5  # the ratio alone: the rounds' spread
+    assert g["hp_p99_minus_corun"] == pytest.approx(0.2)
+    lo, hi = g["hp_p99_minus_corun_ci"]
+    assert 0.0 < lo <= 0.2 <= hi < 0.5, (lo, hi)
+    assert "hp_p99_minus_corun" not in setups["corun"] and "hp_p99_minus_corun" not in setups["hp_ctl_alone"]
+    # no corun in the cell: nothing to pair
+    raw["segments"] = [s for s in raw["segments"] if s["setup"] != "corun"]
+    assert "hp_p99_minus_corun" not in matrix.analyze([raw])["cells"][0]["setups"]["guarded"]
+
+
 def test_the_lp_difference_to_corun_is_paired_by_round():
     """A round slow for every setup (the machine's noise) moves corun's LP and the setup's alike: the
     difference's interval, paired by round, stays narrow where each ratio's own interval is wide; a
