@@ -12,14 +12,16 @@
 # archive carries every cell of the call, and a call cut short still holds the cells that ended
 # (the heat map, matrix.json and the unpacked results are left out: the record merges them again
 # from raw.json; `python3 -m bench.gpu.record_cells` reads cells.tar). The whole plan is checked first: a bad
-# line, a budget not under its timeout, or timeouts summing past CALL_LIMIT_S (default 570: the
-# device allows 600 s a call, and a fresh machine's start comes out of it) refuse it, nothing run.
+# line, a budget not under its timeout, a timeout past 570 s, or timeouts summing past CALL_LIMIT_S
+# (default 570: the device allows 600 s a call, and a fresh machine's start comes out of it) refuse
+# it, nothing run.
 # RUN_ALL names another runner (a test's).
 # FILL=1: a plan longer than one call (a whole sweep): cells start in order while the time used plus
 # the next cell's timeout stays within CALL_LIMIT_S; the first that would pass it and the rest are
 # not run, named in the output and in $OUT/not_run.txt (a cell runs well under its timeout, so a
 # call fills with more cells than a plan cut in advance by timeouts). FROM=NAME starts at the cell
-# NAME (the next call's: `FILL=1 FROM=NAME bash bench/gpu/cells.sh PLAN`).
+# NAME (the next call's: `FILL=1 FROM=NAME bash bench/gpu/cells.sh PLAN`). A lease's last minutes:
+# CALL_LIMIT_S lowered, FILL=1, runs the cells from FROM that fit (refused if the first does not).
 set -u
 plan=${1:-}
 if [ -z "$plan" ] || [ ! -r "$plan" ]; then
@@ -35,6 +37,7 @@ if ! [[ $limit =~ ^[0-9]+$ ]] || [ "$((10#$limit))" -eq 0 ]; then
     exit 2
 fi
 limit=$((10#$limit))
+cap=$((limit > 570 ? limit : 570))
 case $fill in 0|1) ;; *) echo "cells.sh: FILL=$fill: 1 (fill the call from a longer plan) or 0" >&2; exit 2 ;; esac
 whole='^[0-9]+$'
 total=0 n=0 line_no=0
@@ -68,8 +71,10 @@ while IFS= read -r line || [ -n "$line" ]; do
     for c in "${cells[@]}"; do
         [ "${c%% *}" = "${f[0]}" ] && { echo "$where: the name '${f[0]}' is taken by an earlier cell" >&2; exit 2; }
     done
-    if [ "$((10#${f[7]}))" -gt "$limit" ]; then
-        echo "$where: timeout ${f[7]} s is past the call's $limit s (CALL_LIMIT_S): no call can run it" >&2
+    # past the longest call (570 s, or a CALL_LIMIT_S raised above it): no call can run the cell; a
+    # CALL_LIMIT_S lowered for a call's last minutes leaves longer cells to later calls (FILL=1)
+    if [ "$((10#${f[7]}))" -gt "$cap" ]; then
+        echo "$where: timeout ${f[7]} s is past the call's $cap s (CALL_LIMIT_S): no call can run it" >&2
         exit 2
     fi
     cells+=("${f[*]}")
@@ -93,6 +98,11 @@ if [ "$n" -eq 0 ]; then
 fi
 if [ "$total" -gt "$limit" ] && [ "$fill" = 0 ]; then
     echo "cells.sh: $plan: its $n cells' timeouts sum to $total s, past the call's $limit s (CALL_LIMIT_S): split it, or FILL=1" >&2
+    exit 2
+fi
+read -r -a f <<<"${cells[0]}"
+if [ "$((10#${f[7]}))" -gt "$limit" ]; then  # (FILL=1: without it the sum above refused the plan)
+    echo "cells.sh: the first cell, ${f[0]}, has a timeout of ${f[7]} s, past the call's $limit s (CALL_LIMIT_S): nothing would run; raise CALL_LIMIT_S, or run a plan of the cells that fit" >&2
     exit 2
 fi
 if [ -e "$OUT/cells.tar" ]; then  # an earlier call's cells: never appended to, never overwritten

@@ -244,6 +244,19 @@ def test_cells_fills_a_call_from_a_longer_plan_and_says_where_the_next_one_start
     proc, out, calls = _cells(tmp_path, plan, FILL="1", FROM="c", CALL_LIMIT_S="6", MX_WARNING="")
     assert proc.returncode == 0 and proc.stdout.startswith("cells.sh: 2 cell(s), at most 6 s\n"), proc.stdout
     assert [c.split(" | ")[1].split("--seed ")[1].split()[0] for c in calls[-2:]] == ["2", "3"] and len(calls) == 4
+    # a lease's last minutes: CALL_LIMIT_S lowered under a later cell's timeout (no call could run it
+    # at 570 s) runs what fits from FROM, and refuses a call whose first cell cannot fit
+    long_plan = "a gemm gemm corun 100 1 1 3 0\nb gemm gemm corun 100 1 5 8 1\nc gemm gemm corun 100 1 1 3 2\n"
+    os.rename(out / "cells.tar", tmp_path / "call2.tar")
+    proc, out, calls = _cells(tmp_path, long_plan, FILL="1", FROM="c", CALL_LIMIT_S="6", MX_WARNING="")
+    assert proc.returncode == 0 and proc.stdout.startswith("cells.sh: 1 cell(s), at most 3 s\n"), proc.stderr
+    assert calls[-1].split("--seed ")[1].split()[0] == "2" and len(calls) == 5
+    os.rename(out / "cells.tar", tmp_path / "call3.tar")
+    proc, out, calls = _cells(tmp_path, long_plan, FILL="1", FROM="b", CALL_LIMIT_S="6", MX_WARNING="")
+    assert proc.returncode == 2 and len(calls) == 5, proc.stderr
+    assert proc.stderr == ("cells.sh: the first cell, b, has a timeout of 8 s, past the call's 6 s (CALL_LIMIT_S): "
+                           "nothing would run; raise CALL_LIMIT_S, or run a plan of the cells that fit\n"), proc.stderr
+    assert not (out / "cells.tar").exists()
     # without FILL the same plan is refused as before: its timeouts pass the call
     proc, _, _ = _cells(tmp_path, plan, CALL_LIMIT_S="6")
     assert proc.returncode == 2 and "sum to 12 s, past the call's 6 s (CALL_LIMIT_S): split it, or FILL=1" in proc.stderr
