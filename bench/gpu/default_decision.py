@@ -94,13 +94,20 @@ def beside_setup(raw, setup):
     return dict(raw, segments=[s for s in raw["segments"] if (s["hp"], s["lp"], s["load"]) in ran])
 
 
-def report(folders, setup, repo=ROOT):
+def candidate_raws(folders, setup):
+    """The raw records of FOLDERS' invocations, each cut to the cells in which it ran SETUP (none
+    that ran it nowhere)."""
     raws = []
     for folder in folders:
         for inv in raw_record.invocation_folders(folder):
             raw = beside_setup(raw_record.load(inv), setup)
             if raw["segments"]:
                 raws.append(raw)
+    return raws
+
+
+def report(folders, setup, repo=ROOT):
+    raws = candidate_raws(folders, setup)
     if not raws:
         raise DecisionError(f"no invocation in {', '.join(folders)} ran {setup}: nothing to judge")
     # each cell pooled over the invocations that ran it beside the candidate, invocations then rounds resampled

@@ -979,10 +979,17 @@ def lp_minus_corun_paired(setup_invs, corun_invs):
     corun = {b["at"]: b for inv in corun_invs for b in inv}
     paired = [[{"lp": b["lp"], "corun": corun[b["at"]]["lp"], "den": b["lp_den"]} for b in inv
                if b["at"] in corun and b["lp"] and b["lp_den"] and corun[b["at"]]["lp"]] for inv in setup_invs]
+    return paired_difference(paired, "lp", rate_of)
+
+
+def paired_difference(paired, mine, statistic_of):
+    """{"value", "ci", "rounds"} of statistic(setup)/statistic(den) - statistic(corun)/statistic(den)
+    over PAIRED (per invocation, its rounds' blocks {MINE: the setup's, "corun", "den"}), invocations
+    then rounds resampled; None without a block. statistic_of(key) -> statistic(blocks)."""
     paired = [inv for inv in paired if inv]
     if not paired:
         return None
-    this, theirs, den = rate_of(lambda b: b["lp"]), rate_of(lambda b: b["corun"]), rate_of(lambda b: b["den"])
+    this, theirs, den = (statistic_of(lambda b, k=k: b[k]) for k in (mine, "corun", "den"))
 
     def diff(blocks):
         a, c, d = this(blocks), theirs(blocks), den(blocks)
@@ -1001,18 +1008,7 @@ def hp_p99_minus_corun_paired(setup_invs, corun_invs):
     corun = {b["at"]: b for inv in corun_invs for b in inv}
     paired = [[{"hp": b["hp"], "corun": corun[b["at"]]["hp"], "den": b["hp_den"]} for b in inv
                if b["at"] in corun and b["hp"] and corun[b["at"]]["hp"] and b["hp_den"]] for inv in setup_invs]
-    paired = [inv for inv in paired if inv]
-    if not paired:
-        return None
-    this, theirs, den = (percentile_of(lambda b, k=k: b[k], 99) for k in ("hp", "corun", "den"))
-
-    def diff(blocks):
-        a, c, d = this(blocks), theirs(blocks), den(blocks)
-        return None if None in (a, c, d) or d == 0 else a / d - c / d
-    value = diff([b for inv in paired for b in inv])
-    ci = two_stage_bootstrap(paired, diff)
-    return {"value": None if value is None else round(value, 4),
-            "ci": [round(ci[0], 4), round(ci[1], 4)] if ci else None, "rounds": sum(len(i) for i in paired)}
+    return paired_difference(paired, "hp", lambda key: percentile_of(key, 99))
 
 
 def analyze(raws):

@@ -22,7 +22,7 @@ import statistics
 import sys
 
 from . import matrix, raw_record
-from .default_decision import beside_setup
+from .default_decision import candidate_raws
 from .stats import nearest_rank
 
 class StopCostError(Exception):
@@ -99,12 +99,7 @@ def stop_only(row):
 
 def tail_report(folders, setup):
     """Per cell where SETUP ran every measured HP job under stop: its HP p99 ratio beside corun's."""
-    raws = []
-    for folder in folders:
-        for inv in raw_record.invocation_folders(folder):
-            raw = beside_setup(raw_record.load(inv), setup)
-            if raw["segments"]:
-                raws.append(raw)
+    raws = candidate_raws(folders, setup)
     rows = []
     for c in sorted(matrix.analyze(raws)["cells"], key=lambda c: (c["hp"], c["load"], c["lp"])) if raws else []:
         cand, corun = c["setups"].get(setup), c["setups"].get("corun")
