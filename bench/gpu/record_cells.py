@@ -8,7 +8,8 @@ numbered in the order given; cell NAME of call N becomes callN-NAME/ with matrix
 cell's worker logs but the gate's start-up lines: each trial's end and each change), cells.md
 (matrix_report over corun and every other setup the cell ran), round_ratios.txt, arm_split.txt and
 lp_cycles.txt (those tools' output, or their one-line refusal); the calls' gpu_start_callN.txt and
-gpu_end_callN.txt; and not_run_callN.txt where a FILL=1 call left cells for the next one. A cell
+gpu_end_callN.txt; not_run_callN.txt where a FILL=1 call left cells for the next one; callN.log
+(the call's output, where its command teed it) and gate_bench_callN.json (gate-bench on the host). A cell
 whose matrix did not finish (no raw.json: cut by its timeout, or failed) keeps its log alone, and
 the output says so.
 Everything is written in a folder beside OUT and moved into place at the end: a bad call folder
@@ -164,11 +165,17 @@ def record_cell(src, raw, log, dest):
     return setups
 
 
+# A call's own files, kept under the call's number where it brought them back: its GPU states, the
+# cells it left for the next call (FILL=1), its output, the host CPU's gate-bench figures.
+CALL_KEPT = (("gpu_start.txt", "gpu_start_call{n}.txt"), ("gpu_end.txt", "gpu_end_call{n}.txt"),
+             ("not_run.txt", "not_run_call{n}.txt"), ("call.log", "call{n}.log"),
+             ("gate_bench.json", "gate_bench_call{n}.json"))
+
+
 def entries(plan):
-    """The names a record's calls write, per call: its GPU states, its cells not run, its cells."""
+    """The names a record's calls write, per call: its own files kept, its cells."""
     return [name for n, cells in plan for name in
-            [f"gpu_start_call{n}.txt", f"gpu_end_call{n}.txt", f"not_run_call{n}.txt"]
-            + [f"call{n}-{cell}" for cell, _, _ in cells]]
+            [kept.format(n=n) for _, kept in CALL_KEPT] + [f"call{n}-{cell}" for cell, _, _ in cells]]
 
 
 def unfinished(dest, log, why, done, label):
@@ -203,12 +210,9 @@ def record_unpacked(call_dirs, cell_dirs, out, first):
     done, moved = [], False
     try:
         for (n, cells), call_dir, cell_dir in zip(plan, call_dirs, cell_dirs):
-            for side in ("start", "end"):
-                src = os.path.join(call_dir, f"gpu_{side}.txt")
-                if os.path.exists(src):
-                    shutil.copyfile(src, os.path.join(stage, f"gpu_{side}_call{n}.txt"))
-            if os.path.exists(os.path.join(call_dir, "not_run.txt")):
-                shutil.copyfile(os.path.join(call_dir, "not_run.txt"), os.path.join(stage, f"not_run_call{n}.txt"))
+            for name, kept in CALL_KEPT:
+                if os.path.isfile(os.path.join(call_dir, name)):
+                    shutil.copyfile(os.path.join(call_dir, name), os.path.join(stage, kept.format(n=n)))
             for name, tgz, log in cells:
                 dest, label = os.path.join(stage, f"call{n}-{name}"), f"call{n}-{name}"
                 if tgz is None:  # run_all.sh stopped before it packed

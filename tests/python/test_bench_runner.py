@@ -300,12 +300,15 @@ def test_record_cells_makes_a_records_folders_from_device_calls(tmp_path):
             t.add(two / entry, arcname=entry)
     shutil.rmtree(two / "gemm-a")
     os.remove(two / "gemm-a.log")
-    (two / "call.log").write_text("cells.sh: 1 cell(s)\n")  # the call's own log: not a cell
+    (two / "call.log").write_text("cells.sh: 1 cell(s)\n")  # the call's own log: not a cell, kept
+    (one / "gate_bench.json").write_text('{"launch_check_ns": 1.0}\n')  # the host's gate-bench: kept
     out = tmp_path / "rec"
     assert record_cells.main(["--out", str(out), str(one), str(two)]) == 0
-    assert sorted(os.listdir(out)) == ["call1-gemm-a", "call1-gemm-b", "call2-gemm-a", "gpu_end_call1.txt",
+    assert sorted(os.listdir(out)) == ["call1-gemm-a", "call1-gemm-b", "call2-gemm-a", "call2.log",
+                                       "gate_bench_call1.json", "gpu_end_call1.txt",
                                        "gpu_end_call2.txt", "gpu_start_call1.txt", "gpu_start_call2.txt",
                                        "not_run_call2.txt"]
+    assert (out / "call2.log").read_text() == "cells.sh: 1 cell(s)\n"
     cell = out / "call2-gemm-a"
     assert sorted(os.listdir(cell)) == ["arm_split.txt", "cells.md", "clocks.csv", "lp_cycles.txt", "matrix.json",
                                         "raw.json.xz", "round_ratios.txt", "run.log", "worker_lines.log"]
@@ -320,13 +323,13 @@ def test_record_cells_makes_a_records_folders_from_device_calls(tmp_path):
     assert not [n for n in os.listdir(tmp_path) if n.startswith(".record-")]
     # again into the same folder: refused before anything is written, whatever it would clash with
     assert record_cells.main(["--out", str(out), str(one)]) == 1
-    assert len(os.listdir(out)) == 8
+    assert len(os.listdir(out)) == 10
     three = _call_dir(tmp_path, "c3", ["gemm-d"])
     assert record_cells.main(["--out", str(out), str(three)]) == 1  # gpu_start_call1.txt is there
-    assert len(os.listdir(out)) == 8
+    assert len(os.listdir(out)) == 10
     # the next batch of a sweep numbers its calls on
     assert record_cells.main(["--out", str(out), "--first-call", "3", str(three)]) == 0
-    assert {"call3-gemm-d", "gpu_start_call3.txt"} <= set(os.listdir(out)) and len(os.listdir(out)) == 11
+    assert {"call3-gemm-d", "gpu_start_call3.txt"} <= set(os.listdir(out)) and len(os.listdir(out)) == 13
     # an --out that is a file: one line, nothing written
     (tmp_path / "afile").write_text("x")
     assert record_cells.main(["--out", str(tmp_path / "afile"), str(three)]) == 1
@@ -424,7 +427,7 @@ def test_cells_says_which_cell_did_not_finish_and_exits_1(tmp_path):
     for f in ("cells.tar", "call.log"):
         shutil.move(str(tmp_path / f), str(call / f))
     assert record_cells.main(["--out", str(tmp_path / "cutrec"), str(call)]) == 0
-    assert sorted(os.listdir(tmp_path / "cutrec")) == ["call1-a", "call1-b"]
+    assert sorted(os.listdir(tmp_path / "cutrec")) == ["call1-a", "call1-b", "call1.log"]
     assert os.listdir(tmp_path / "cutrec" / "call1-a") == ["run.log"]
     proc, out, calls = _cells(tmp_path, plan, MX_WARNING="")
     assert proc.returncode == 0 and "did not finish" not in proc.stdout, proc.stdout
