@@ -91,6 +91,9 @@ int main(int argc, char **argv)
     gy_set_policy(&shm, GY_POLICY_GUARDED, true);
     if (gy_guarded_force(&shm, GY_ARM_STOP, &err)) { /* stop pinned (arm:stop): no trial of a partition */
         fprintf(stderr, "gate-bench: %s\n", err.msg);
+        gy_close(&lower);
+        gy_close(&shm);
+        gy_remove(tag, NULL);
         return 1;
     }
     double mps_pair_ns[2][REPS];

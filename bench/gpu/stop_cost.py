@@ -98,7 +98,8 @@ def stop_only(row):
 
 
 def tail_report(folders, setup):
-    """Per cell where SETUP ran every measured HP job under stop: its HP p99 ratio beside corun's."""
+    """Per cell where SETUP ran every measured HP job under stop: its HP p99 ratio beside corun's
+    (None without such a cell)."""
     raws = candidate_raws(folders, setup)
     rows = []
     for c in sorted(matrix.analyze(raws)["cells"], key=lambda c: (c["hp"], c["load"], c["lp"])) if raws else []:
@@ -110,8 +111,7 @@ def tail_report(folders, setup):
             continue
         rows.append((f"{c['hp']} + {c['lp']}, {c['load']}", cand["hp_jobs"], mine, theirs))
     if not rows:
-        raise StopCostError(f"no cell where {setup} ran every measured HP job under stop beside corun in "
-                            f"{', '.join(folders)}")
+        return None
     target = matrix.TARGET_P99
     lines = [f"| cell | {setup} HP jobs | {setup} p99 | corun p99 | above corun's | missed {target:.2f} alone |",
              "|---|---|---|---|---|---|"]
@@ -142,7 +142,11 @@ def main(argv=None):
         p.error(f"--setups {args.setups}: setups other than corun, separated by commas")
     try:
         if args.tails:
-            print("\n\n".join(tail_report(args.folders, setup) for setup in setups))
+            tables = [t for t in (tail_report(args.folders, setup) for setup in setups) if t]
+            if not tables:
+                raise StopCostError(f"no cell where {' or '.join(setups)} ran every measured HP job under stop "
+                                    f"beside corun in {', '.join(args.folders)}")
+            print("\n\n".join(tables))
         else:
             print(report(args.folders, setups))
     except (StopCostError, raw_record.RawRecordError) as e:

@@ -82,6 +82,9 @@ def test_tails_set_stop_only_cells_p99_beside_corun_s(tmp_path, capsys):
     assert "| bert + gemm, poisson-25 | 300 | 1.500 | 1.000 | yes | guarded |" in out, out
     assert "| bert + graph, poisson-25 | 300 | 1.000 | 1.500 | no | corun |" in out, out
     assert "graphr50" not in out and "resnet50train" not in out, out
+    # the default setups: arm:stop, which these rounds lack, is left out, guarded's table stays
+    assert stop_cost.main(["--tails", str(tmp_path / "inv")]) == 0
+    assert capsys.readouterr().out.count("| cell |") == 1
     assert ("guarded with stop in every measured HP job, 2 cell(s): p99 above corun's in 1 (sign test p 1.000); "
             "missed p99 <= 1.10 where corun met it in 1, corun where guarded met it in 1") in out, out
 
@@ -94,3 +97,5 @@ def test_tails_with_no_stop_only_cell_exit_non_zero(tmp_path, capsys):
     assert stop_cost.main(["--tails", "--setups", "guarded", str(tmp_path / "inv")]) == 1
     err = capsys.readouterr().err
     assert err.startswith("stop_cost: no cell where guarded ran every measured HP job under stop") and err.count("\n") == 1
+    assert stop_cost.main(["--tails", str(tmp_path / "inv")]) == 1
+    assert "no cell where guarded or arm:stop ran" in capsys.readouterr().err
