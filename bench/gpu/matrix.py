@@ -70,8 +70,8 @@ by_arm (guarded setups): the HP's jobs grouped by the arm each ran under ("parti
 latency p50 and p99), so that a slow tail can be tied to its arm; meets_hp_target (p50 <= 1.03,
 its interval <= 1.06, p99 <= 1.10); beside corun, lp_minus_corun and meets_lp_target (no more than
 0.02 under corun's LP; over the rounds both ran, paired by round), lp_minus_corun_ci (its interval) and
-lp_paired_rounds; hp_p99_minus_corun and hp_p99_minus_corun_ci (the HP p99 ratio's difference to
-corun's, paired by round the same way; reported, no target). After the table, per setup: the cells that met each target.
+lp_paired_rounds; hp_p50_minus_corun, hp_p99_minus_corun and their _ci (the HP p50 and p99 ratios'
+differences to corun's, paired by round the same way; reported, no target). After the table, per setup: the cells that met each target.
 Also GPU clocks (nvidia-smi every 500 ms, nothing set) and the CPU load average per segment.
 With --pin the CPUs taking the GPU's interrupts are read again after the workers are up and before
 each cell, and a new one is taken off the LP workers' CPUs (raw.json gpu_irq_moves; IrqWatch).
@@ -1000,15 +1000,16 @@ def paired_difference(paired, mine, statistic_of):
             "ci": [round(ci[0], 4), round(ci[1], 4)] if ci else None, "rounds": sum(len(i) for i in paired)}
 
 
-def hp_p99_minus_corun_paired(setup_invs, corun_invs):
-    """A setup's HP p99 ratio minus corun's over the rounds both ran, paired by round (each resampled
-    round brings both setups' latencies and its one plain alone, as lp_minus_corun_paired): the HP
-    test asked as the LP's is, of what a p99 of a few jobs leaves to chance. {"value", "ci", "rounds"},
-    or None without a round both ran. Reported beside the target, not judged by it."""
+def hp_minus_corun_paired(setup_invs, corun_invs, q):
+    """A setup's HP latency q-th percentile ratio minus corun's over the rounds both ran, paired by
+    round (each resampled round brings both setups' latencies and its one plain alone, as
+    lp_minus_corun_paired): the HP test asked as the LP's is, of what a p99 of a few jobs leaves to
+    chance. {"value", "ci", "rounds"}, or None without a round both ran. Reported beside the target,
+    not judged by it."""
     corun = {b["at"]: b for inv in corun_invs for b in inv}
     paired = [[{"hp": b["hp"], "corun": corun[b["at"]]["hp"], "den": b["hp_den"]} for b in inv
                if b["at"] in corun and b["hp"] and corun[b["at"]]["hp"] and b["hp_den"]] for inv in setup_invs]
-    return paired_difference(paired, "hp", lambda key: percentile_of(key, 99))
+    return paired_difference(paired, "hp", lambda key: percentile_of(key, q))
 
 
 def analyze(raws):
@@ -1111,14 +1112,17 @@ def analyze(raws):
                 else:
                     row["lp_minus_corun"] = round(v - corun_lp, 4)
                 row["meets_lp_target"] = bool(row["lp_minus_corun"] >= -TARGET_LP_BELOW_CORUN - 1e-9)
-        for setup, row in setups.items():  # the HP's p99 against corun's in the same rounds (reported)
+        for setup, row in setups.items():  # the HP's p50 and p99 against corun's in the same rounds (reported)
             # a setup beside the LP (one without, an HP alone of some kind, is no pair for corun's)
-            if setup != "corun" and row["hp_jobs"] and "lp_throughput_ratio" in row and setups.get("corun", {}).get("hp_jobs"):
-                paired = hp_p99_minus_corun_paired(invs[setup], invs["corun"])
+            if setup == "corun" or not row["hp_jobs"] or "lp_throughput_ratio" not in row or \
+                    not setups.get("corun", {}).get("hp_jobs"):
+                continue
+            for q in (50, 99):
+                paired = hp_minus_corun_paired(invs[setup], invs["corun"], q)
                 if paired and paired["value"] is not None:
-                    row["hp_p99_minus_corun"] = paired["value"]
+                    row[f"hp_p{q}_minus_corun"] = paired["value"]
                     if paired["ci"]:
-                        row["hp_p99_minus_corun_ci"] = paired["ci"]
+                        row[f"hp_p{q}_minus_corun_ci"] = paired["ci"]
         out_cells.append({"hp": hp, "lp": lp, "load": load, "gpu_time_left": round(share_left, 4) if share_left else None,
                           "alone_busy_max": round(max(busy_seen), 3) if busy_seen else None,
                           "alone_overloaded_rounds": overloaded, "unpaired_rounds": unpaired, "setups": setups})

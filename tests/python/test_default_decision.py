@@ -81,8 +81,8 @@ def test_a_cell_under_corun_s_lp_beyond_its_interval_or_over_the_hp_target_fails
     assert "fail: missed the HP target that corun met" in out and "1.08 [1.08, 1.08] · 1.08 ✗" in out, out
     # reported beside it, not judged: the p99's difference to corun's, paired by round, wholly above 0
     assert "| +0.08 [+0.08, +0.08] | fail: missed the HP target that corun met |" in out, out
-    assert (f"of the 1 HP miss(es) where corun met the target, the p99's difference to corun's paired by round "
-            f"lies wholly above 0 in 1 ({name}) (reported, not judged)") in out, out
+    assert (f"of the 1 HP miss(es) where corun met the target, the missed statistic's difference to corun's paired "
+            f"by round lies wholly above 0 in 1 ({name}) (reported, not judged: --hp-test paired judges by it)") in out, out
     # an HP miss fails the cell also where the LP cannot be judged (two rounds)
     write(tmp_path / "hp2", cell_raw(MATRIX[23:], guarded_slow=1.08, rounds=2))
     assert default_decision.main([str(tmp_path / "a"), str(tmp_path / "hp2")]) == 0
@@ -171,3 +171,38 @@ def test_records_of_two_rules_are_not_one_verdict(tmp_path, capsys):
     assert default_decision.main(["--repo", str(repo), str(tmp_path / "a"), str(tmp_path / "d")]) == 0
     out = capsys.readouterr().out
     assert "builds not compared (not in" in out and "0000000" in out
+
+
+def test_the_paired_hp_test_fails_a_miss_only_where_the_candidate_is_shown_worse(tmp_path, capsys):
+    """--hp-test paired (proposed to the issue's owner): a miss where corun met the target fails only
+    where the missed statistic's difference to corun's, paired by round, lies wholly above 0. One
+    slow job in one round moves the pooled p99 over 1.10 but not the paired interval: the point test
+    fails the cell, the paired one passes it; a candidate slower in every round fails both."""
+    write(tmp_path / "a", cell_raw(MATRIX[:23]))
+    one_slow = cell_raw(MATRIX[23:])
+    hp, lp, load = MATRIX[23]
+    seg = next(s for s in one_slow["segments"] if s["setup"] == "guarded" and s["round"] == 0)
+    seg["hp_result"]["lat_ms"] = seg["hp_result"]["svc_ms"] = [10.0] * 19 + [20.0]  # the pooled p99: 2.0
+    write(tmp_path / "tail", one_slow)
+    args = [str(tmp_path / "a"), str(tmp_path / "tail")]
+    assert default_decision.main(args) == 0
+    out = capsys.readouterr().out
+    assert out.rstrip().endswith("default test: fails: guarded stays opt-in"), out
+    assert ("of the 1 HP miss(es) where corun met the target, the missed statistic's difference to corun's paired "
+            "by round lies wholly above 0 in 0 (reported, not judged: --hp-test paired judges by it)") in out, out
+    assert default_decision.main(["--hp-test", "paired"] + args) == 0
+    out = capsys.readouterr().out
+    assert f"| {hp} + {lp}, {load} |" in out and "guarded: 24 of 24 cells pass both tests; failed 0" in out, out
+    assert out.rstrip().endswith("default test: passes: guarded may become the default under MPS (HP judged paired "
+                                 "with corun's: --hp-test paired, not the README's point test)"), out
+    # slower in every round: shown worse on the p50 it missed (its p99, 1.08, met), a failure under either test
+    write(tmp_path / "slow", cell_raw(MATRIX[23:], guarded_slow=1.08))
+    assert default_decision.main(["--hp-test", "paired", str(tmp_path / "a"), str(tmp_path / "slow")]) == 0
+    out = capsys.readouterr().out
+    assert ("fail: missed the HP target that corun met, its p50 over corun's beyond the paired interval"
+            in out), out
+    assert out.rstrip().endswith("default test: fails: guarded stays opt-in (HP judged paired with corun's: "
+                                 "--hp-test paired, not the README's point test)"), out
+    with pytest.raises(SystemExit) as e:
+        default_decision.main(["--hp-test", "loose", str(tmp_path / "a")])
+    assert e.value.code == 2

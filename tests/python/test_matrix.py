@@ -189,6 +189,7 @@ def test_the_hp_p99_difference_to_corun_is_paired_by_round():
     lo, hi = g["hp_p99_ratio"]["ci"]
     assert hi - lo > 0.5  # the ratio alone: the rounds' spread
     assert g["hp_p99_minus_corun"] == pytest.approx(0.2)
+    assert g["hp_p50_minus_corun"] == pytest.approx(0.0) and g["hp_p50_minus_corun_ci"] == pytest.approx([0.0, 0.0])
     lo, hi = g["hp_p99_minus_corun_ci"]
     assert 0.0 < lo <= 0.2 <= hi < 0.5, (lo, hi)
     assert "hp_p99_minus_corun" not in setups["corun"] and "hp_p99_minus_corun" not in setups["hp_ctl_alone"]
