@@ -67,14 +67,13 @@ HP_TESTS = ("point", "paired")
 def shown_worse(cand):
     """The HP statistics (p50, p99) on which CAND missed the target and its difference to corun's,
     paired by round, lies wholly above 0: the miss is CAND's, not the rounds' chance."""
-    p50, p99 = cand.get("hp_p50_ratio") or {}, cand.get("hp_p99_ratio") or {}
-    missed = []
-    if p50.get("value") is None or p50["value"] > matrix.TARGET_P50 or not p50.get("ci") \
-            or p50["ci"][1] > matrix.TARGET_P50_CI:
-        missed.append("p50")
-    if p99.get("value") is None or p99["value"] > matrix.TARGET_P99:
-        missed.append("p99")
-    return [q for q in missed if (ci := cand.get(f"hp_{q}_minus_corun_ci")) and ci[0] > 0]
+    return [q for q in matrix.hp_target_missed(cand) if (ci := cand.get(f"hp_{q}_minus_corun_ci")) and ci[0] > 0]
+
+
+def hp_miss(cell, setup):
+    """Whether SETUP missed the HP target in CELL where corun, in the same rounds, met it."""
+    corun, cand = cell["setups"].get("corun") or {}, cell["setups"].get(setup) or {}
+    return bool(corun.get("meets_hp_target") and cand.get("hp_jobs") and not cand.get("meets_hp_target"))
 
 
 def judge(cell, setup, hp_test="point"):
@@ -85,11 +84,12 @@ def judge(cell, setup, hp_test="point"):
     if not corun or not cand or not corun.get("hp_jobs") or not cand.get("hp_jobs"):
         return "open", f"no {'corun' if not corun or not corun.get('hp_jobs') else setup} in the same rounds"
     why = []
-    if corun.get("meets_hp_target") and not cand.get("meets_hp_target"):
+    if hp_miss(cell, setup):
+        worse = shown_worse(cand)
         if hp_test == "point":
             why.append("missed the HP target that corun met")
-        elif shown_worse(cand):
-            why.append(f"missed the HP target that corun met, its {' and '.join(shown_worse(cand))} over corun's "
+        elif worse:
+            why.append(f"missed the HP target that corun met, its {' and '.join(worse)} over corun's "
                        f"beyond the paired interval")
     ci, rounds = cand.get("lp_minus_corun_ci"), cand.get("lp_paired_rounds", 0)
     if lp_shown_under(cand):
@@ -162,9 +162,7 @@ def report(folders, setup, repo=ROOT, hp_test="point"):
         lines.append(f"| {c['hp']} + {c['lp']}, {c['load']} | {invs} | "
                      f"{fmt_hp(corun) if corun else '-'} | {fmt_hp(cand) if cand else '-'} | {lp} | {tail_txt} | "
                      f"{verdict}{': ' + why if why else ''} |")
-    hp_misses = [k for k, c in cells_by_key.items() if (c["setups"].get("corun") or {}).get("meets_hp_target")
-                 and (c["setups"].get(setup) or {}).get("hp_jobs")
-                 and not c["setups"][setup].get("meets_hp_target")]
+    hp_misses = [k for k, c in cells_by_key.items() if hp_miss(c, setup)]
     worse = [k for k in hp_misses if shown_worse(cells_by_key[k]["setups"][setup])]
     expected = matrix.cells(matrix.DEFAULT_HP_KINDS, matrix.DEFAULT_LP_KINDS, list(matrix.LOADS), "resnet50train")
     missing = [k for k in expected if k not in verdicts or verdicts[k][0] == "open"]
