@@ -1087,7 +1087,7 @@ def analyze(raws):
                 row["hp_p50_ratio"] = ratio_two_stage(inv, percentile_of(lambda b: b["hp"], 50),
                                                       percentile_of(lambda b: b["hp_den"], 50))
                 row["hp_p99_ratio"] = ratio_two_stage(inv, percentile_of(lambda b: b["hp"], 99),
-                                                      percentile_of(lambda b: b["hp_den"], 99))
+                                                      percentile_of(lambda b: b["hp_den"], 99), over=TARGET_P99)
             if all(b["lp"] and b["lp_den"] for i in inv for b in i):
                 row["lp_throughput_ratio"] = ratio_two_stage(inv, rate_of(lambda b: b["lp"]), rate_of(lambda b: b["lp_den"]))
                 v = row["lp_throughput_ratio"]["value"]

@@ -46,10 +46,7 @@ def block_bootstrap(strata, statistic, resamples=RESAMPLES, seed=SEED, level=0.9
         v = statistic([resample_blocks(s, rng) for s in strata])
         if v is not None:
             values.append(v)
-    if not values:
-        return None
-    tail = (1 - level) / 2 * 100
-    return [nearest_rank(values, tail), nearest_rank(values, 100 - tail)]
+    return percentile_interval(values, level)
 
 
 def pooled(blocks, key):
@@ -75,15 +72,11 @@ def rate_of(key):
     return rate
 
 
-def two_stage_bootstrap(invocations, statistic, resamples=RESAMPLES, seed=SEED, level=0.95):
-    """A percentile interval [lo, hi] of statistic(blocks) when blocks (rounds) sit inside
-    invocations (leases, days): each resample draws invocations with replacement, then, inside
-    each drawn invocation, as many of its rounds with replacement. Rounds of one invocation share
-    its machine and its start-up, so resampling them as if independent gives intervals too narrow.
-    With one invocation this is the round bootstrap. None when no resample gives a value."""
+def two_stage_values(invocations, statistic, resamples=RESAMPLES, seed=SEED):
+    """statistic(blocks) of each two-stage resample (two_stage_bootstrap), the Nones left out."""
     invocations = [inv for inv in invocations if inv]
     if not invocations:
-        return None
+        return []
     rng = random.Random(seed)
     values = []
     for _ in range(resamples):
@@ -91,17 +84,37 @@ def two_stage_bootstrap(invocations, statistic, resamples=RESAMPLES, seed=SEED, 
         v = statistic(blocks)
         if v is not None:
             values.append(v)
+    return values
+
+
+def percentile_interval(values, level=0.95):
+    """[lo, hi] of VALUES (a bootstrap's), or None for none."""
     if not values:
         return None
     tail = (1 - level) / 2 * 100
     return [nearest_rank(values, tail), nearest_rank(values, 100 - tail)]
 
 
-def ratio_two_stage(invocations, num_stat, den_stat, resamples=RESAMPLES, seed=SEED, digits=4):
+def two_stage_bootstrap(invocations, statistic, resamples=RESAMPLES, seed=SEED, level=0.95):
+    """A percentile interval [lo, hi] of statistic(blocks) when blocks (rounds) sit inside
+    invocations (leases, days): each resample draws invocations with replacement, then, inside
+    each drawn invocation, as many of its rounds with replacement. Rounds of one invocation share
+    its machine and its start-up, so resampling them as if independent gives intervals too narrow.
+    With one invocation this is the round bootstrap. None when no resample gives a value."""
+    return percentile_interval(two_stage_values(invocations, statistic, resamples, seed), level)
+
+
+def ratio_two_stage(invocations, num_stat, den_stat, resamples=RESAMPLES, seed=SEED, digits=4, over=None):
     """{"value", "ci"} of num_stat(blocks) / den_stat(blocks) over every invocation's rounds, the
-    interval from two_stage_bootstrap (each block carries its numerator and denominator data)."""
+    interval from two_stage_bootstrap (each block carries its numerator and denominator data). With
+    OVER, also "resamples_over": the share of the resamples whose ratio is above OVER (how often a
+    rerun of rounds like these would land over a target: the chance part of a point test)."""
     blocks = [b for inv in invocations for b in inv]
     value = ratio(num_stat(blocks), den_stat(blocks))
-    ci = two_stage_bootstrap(invocations, lambda bs: ratio(num_stat(bs), den_stat(bs)), resamples, seed)
+    values = two_stage_values(invocations, lambda bs: ratio(num_stat(bs), den_stat(bs)), resamples, seed)
+    ci = percentile_interval(values)
     rnd = lambda v: None if v is None else round(v, digits)
-    return {"value": rnd(value), "ci": [rnd(ci[0]), rnd(ci[1])] if ci else None}
+    out = {"value": rnd(value), "ci": [rnd(ci[0]), rnd(ci[1])] if ci else None}
+    if over is not None and values:
+        out["resamples_over"] = round(sum(v > over for v in values) / len(values), 4)
+    return out

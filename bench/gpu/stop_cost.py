@@ -14,8 +14,9 @@ record holding such folders one level down (raw_record.invocation_folders).
 of a cell's 200-1 000 jobs). Per cell (pooled over the invocations that ran the setup in it, as
 bench.gpu.default_decision pools them) where every measured HP job of the setup ran under stop, so
 that its mechanism during HP jobs was corun's: the two p99 ratios to the plain alone, which is above,
-and which met the target (p99 <= 1.10) where the other missed it. A cost of the machinery shows as
-the setup above corun in most cells; noise, as misses both ways."""
+and which met the target (p99 <= 1.10) where the other missed it, and the share of each one's
+resampled rounds over the target (matrix's resamples_over). A cost of the machinery shows as the
+setup above corun in most cells; noise, as misses both ways."""
 import argparse
 import math
 import statistics
@@ -106,26 +107,36 @@ def tail_report(folders, setup):
         cand, corun = c["setups"].get(setup), c["setups"].get("corun")
         if not cand or not corun or not cand.get("hp_jobs") or not stop_only(cand):
             continue
-        mine, theirs = cand["hp_p99_ratio"]["value"], corun["hp_p99_ratio"]["value"]
-        if mine is None or theirs is None:
+        mine, theirs = cand["hp_p99_ratio"], corun["hp_p99_ratio"]
+        if mine["value"] is None or theirs["value"] is None:
             continue
-        rows.append((f"{c['hp']} + {c['lp']}, {c['load']}", cand["hp_jobs"], mine, theirs))
+        rows.append((f"{c['hp']} + {c['lp']}, {c['load']}", cand["hp_jobs"], mine["value"], theirs["value"],
+                     mine.get("resamples_over"), theirs.get("resamples_over")))
     if not rows:
         return None
     target = matrix.TARGET_P99
-    lines = [f"| cell | {setup} HP jobs | {setup} p99 | corun p99 | above corun's | missed {target:.2f} alone |",
-             "|---|---|---|---|---|---|"]
-    for name, jobs, mine, theirs in rows:
+    share = lambda v: "-" if v is None else f"{v:.2f}"
+    lines = [f"| cell | {setup} HP jobs | {setup} p99 | corun p99 | above corun's | missed {target:.2f} alone | "
+             f"resamples over {target:.2f}: {setup}, corun |", "|---|---|---|---|---|---|---|"]
+    for name, jobs, mine, theirs, mine_over, theirs_over in rows:
         missed = ("both" if mine > target and theirs > target else setup if mine > target
                   else "corun" if theirs > target else "-")
-        lines.append(f"| {name} | {jobs} | {mine:.3f} | {theirs:.3f} | {'yes' if mine > theirs else 'no'} | {missed} |")
-    above = sum(m > t for _, _, m, t in rows)
-    p = sign_test(above, sum(m != t for _, _, m, t in rows))
-    only_mine = sum(m > target >= t for _, _, m, t in rows)
-    only_theirs = sum(t > target >= m for _, _, m, t in rows)
+        lines.append(f"| {name} | {jobs} | {mine:.3f} | {theirs:.3f} | {'yes' if mine > theirs else 'no'} | {missed} "
+                     f"| {share(mine_over)}, {share(theirs_over)} |")
+    above = sum(r[2] > r[3] for r in rows)
+    p = sign_test(above, sum(r[2] != r[3] for r in rows))
+    only_mine = sum(r[2] > target >= r[3] for r in rows)
+    only_theirs = sum(r[3] > target >= r[2] for r in rows)
     lines.append(f"\n{setup} with stop in every measured HP job, {len(rows)} cell(s): p99 above corun's in {above} "
                  f"(sign test p {'-' if p is None else f'{p:.3f}'}); missed p99 <= {target:.2f} where corun met it "
                  f"in {only_mine}, corun where {setup} met it in {only_theirs}")
+    met = [r[5] for r in rows if r[3] <= target and r[5] is not None]
+    if met:
+        lines.append(f"chance: corun's rounds resampled (invocations, then rounds) land over {target:.2f} in a share "
+                     f"of the resamples; summed over the {len(met)} cell(s) where corun met it, {sum(met):.2f}: the "
+                     f"misses expected, by chance alone, of a setup whose tail is corun's, rerun once. A lower bound: "
+                     f"a resample holds only the slow jobs measured, never a rarer one (a share near 0.5 says a "
+                     f"cell's p99 rests on one round)")
     return "\n".join(lines)
 
 

@@ -2152,3 +2152,12 @@ def test_a_unit_of_one_kind_of_job_is_loaded_calibrated_profiled_and_run_as_befo
     kinds = _hp_kinds_run(w, 3)
     expected += ["L" if rng.random() < 0.1 else "s" for _ in kinds]
     assert backend.ran == expected
+
+
+def test_ratio_two_stage_says_the_share_of_resamples_over_a_bound():
+    inv = [[{"x": 1.0}], [{"x": 3.0}]]  # one invocation, two rounds: a resample's mean is 1, 2 or 3
+    mean = lambda bs: sum(b["x"] for b in bs) / len(bs)
+    r = stats.ratio_two_stage([inv[0] + inv[1]], mean, lambda bs: 1.0, over=2.5)
+    assert 0.2 < r["resamples_over"] < 0.3  # both rounds the 3.0 one: 1/4
+    assert "resamples_over" not in stats.ratio_two_stage([inv[0] + inv[1]], mean, lambda bs: 1.0)
+    assert stats.ratio_two_stage([inv[0] + inv[1]], mean, lambda bs: 1.0, over=5)["resamples_over"] == 0
