@@ -79,7 +79,7 @@ int gy_policy_parse(const char *text, enum gy_policy *out);
 const char *gy_policy_what(enum gy_policy policy);
 /* Whether it is meant for MPS (its lower processes run at MPS client priority below normal). */
 bool gy_policy_wants_mps(enum gy_policy policy);
-/* The default rule, written once: corun under MPS, else drain (GY_POLICY_DEFAULT_TEXT). */
+/* The default rule, written once: guarded under MPS, else drain (GY_POLICY_DEFAULT_TEXT). */
 enum gy_policy gy_policy_default(bool mps);
 /* The names joined for a message: "drain|corun" with ("|", "|"), "drain or corun" with
  * (", ", " or "). Returns buf. */

@@ -12,7 +12,8 @@
  *          confined by their hook to a green context holding a few SMs (their async copies go
  *          there too; hooks/partition.c); without MPS a begin drains as under drain (gate.c).
  *   guarded: like partition, but each job gets an arm, stop (as corun) or a partition of 16, 32
- *          or 48 SMs, chosen by measurement at its begin (controller/guarded.h); without MPS, drain.
+ *          to 120 SMs, chosen by measurement at its begin (controller/guarded.h); without MPS, drain.
+ *          The default under MPS (gy_policy_default).
  * X(enum suffix, name, what a job does under it, meant for MPS) */
 #ifndef GY_POLICIES_H
 #define GY_POLICIES_H
@@ -29,6 +30,6 @@ enum gy_policy { GY_POLICIES(GY_POLICY_ENUM_ROW) GY_POLICY_COUNT };
 #undef GY_POLICY_ENUM_ROW
 
 /* The default rule, in words, for help texts; gy_policy_default is the rule itself. */
-#define GY_POLICY_DEFAULT_TEXT "corun under MPS, else drain"
+#define GY_POLICY_DEFAULT_TEXT "guarded under MPS, else drain"
 
 #endif

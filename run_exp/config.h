@@ -40,7 +40,7 @@ struct exp_config {
     double exp_dur;
     int device_id;
     bool mps;           /* "mps": run the workers under an MPS daemon started for the run */
-    const char *policy; /* "policy": "drain" or "corun"; NULL: corun under MPS, else drain */
+    const char *policy; /* "policy": a policy's name; NULL: guarded under MPS, else drain */
     /* "guard_p50", "guard_p99": policy guarded's epsilons (fractions 0..1); < 0: not given */
     double guard_p50, guard_p99;
     bool guard_depth; /* "guard_depth": guarded also learns the lower models' queue depth */

@@ -30,7 +30,7 @@ struct launch_settings {
     const char *fake_log;      /* simulate: FAKECUDA_LOG */
     const char *mps_pipe_dir;  /* NULL: no MPS; else the daemon's directories for the workers */
     const char *mps_log_dir;
-    int mps_top_priority;      /* corun under MPS: workers below it run at MPS client priority below
+    int mps_top_priority;      /* a policy meant for MPS: workers below it run at MPS client priority below
                                   normal; -1: leave every worker at normal */
 };
 

@@ -503,7 +503,7 @@ int main(int argc, char **argv)
         return supervise_interrupted() ? supervise_signal_status() : rc;
     }
 
-    /* MPS and the policy: flags win over the file; corun by default where MPS runs. */
+    /* MPS and the policy: flags win over the file; guarded by default where MPS runs. */
     bool use_mps = o.mps || o.mps_pipe || cfg.mps;
     if (use_mps && o.simulate) {
         fprintf(stderr, "run_exp: error: MPS needs a real GPU and --simulate runs without one: drop --mps/--mps-pipe "

@@ -85,7 +85,7 @@ struct options {
     bool json;
     double watch_s; /* 0: print once */
     uint64_t drain_timeout_ns;
-    const char *policy;   /* NULL: corun under MPS, else drain */
+    const char *policy;   /* NULL: guarded under MPS, else drain */
     bool mps;             /* serve: start a daemon */
     const char *mps_dir;  /* serve --mps: its directories */
     const char *mps_pipe; /* serve: join the daemon of this pipe directory */
@@ -110,6 +110,15 @@ static void on_stop_signal(int sig)
 static int stop_status(int rc)
 {
     return rc == 0 && stop_requested ? 128 + (int)stop_requested : rc;
+}
+
+/* The policy given, else the default for the segment's MPS (guarded under MPS, else drain). */
+static enum gy_policy chosen_policy(const struct options *opt, bool mps)
+{
+    enum gy_policy policy = gy_policy_default(mps);
+    if (opt->policy)
+        gy_policy_parse(opt->policy, &policy);
+    return policy;
 }
 
 static int parse_options(int argc, char **argv, const char *command, struct options *opt)
@@ -256,9 +265,13 @@ static int parse_options(int argc, char **argv, const char *command, struct opti
         return usage_error("%s", "--mps starts a daemon, --mps-pipe joins one: give one of them");
     if (strcmp(command, "guard-force") == 0 && !opt->arm)
         return usage_error("%s", "guard-force needs --arm ARM (e.g. --arm disjoint:120)");
-    if ((opt->guard_given || opt->guard_depth) && (!opt->policy || strcmp(opt->policy, "guarded") != 0))
-        return usage_error("%s", opt->guard_given ? "--guard-p50 and --guard-p99 go with --policy guarded"
-                                                  : "--guard-depth goes with --policy guarded");
+    /* the policy the segment will have: guarded by default under MPS (--mps or --mps-pipe) */
+    if ((opt->guard_given || opt->guard_depth) && chosen_policy(opt, opt->mps || opt->mps_pipe) != GY_POLICY_GUARDED)
+        return usage_error("%s", opt->guard_given
+                                     ? "--guard-p50 and --guard-p99 go with the policy guarded (--policy guarded, "
+                                       "or the default under MPS: --mps or --mps-pipe DIR)"
+                                     : "--guard-depth goes with the policy guarded (--policy guarded, or the default "
+                                       "under MPS: --mps or --mps-pipe DIR)");
     char checked[GY_NAME_MAX];
     gy_err err;
     if (takes_name && gy_segment_name(opt->name, checked, &err))
@@ -270,14 +283,6 @@ static int fail(const gy_err *err)
 {
     fprintf(stderr, "expcontroller: %s\n", err->msg);
     return EXIT_RUNTIME;
-}
-
-static enum gy_policy chosen_policy(const struct options *opt, bool mps)
-{
-    enum gy_policy policy = gy_policy_default(mps);
-    if (opt->policy)
-        gy_policy_parse(opt->policy, &policy);
-    return policy;
 }
 
 /* Partition confines lower work only under MPS; a segment that says no MPS makes its workers

@@ -507,6 +507,46 @@ static void scenario_disjoint_hp(void)
     gy_close(&shm);
 }
 
+/* guarded is the default under MPS, also on drivers older than green contexts (CUDA 12.4): there a
+ * job whose arm is a partition holds the lower launches until its end, as stop does. */
+static void scenario_no_green(void)
+{
+    gy_shm shm;
+    gy_err err;
+    if (gy_open(getenv("GPUYIELD_SHM"), &shm, &err)) {
+        fail("%s", err.msg);
+        return;
+    }
+    hp_start();
+    CUstream s = cuda_ready();
+    CU(run("before", s));
+    configure(&shm, 0.0, GY_ARM_P32);
+    hp_send('b');
+    if (hp_arm() != GY_ARM_P32)
+        fail("the job did not get partition:32");
+    struct held held = {.stream = s};
+    CU(cuCtxGetCurrent(&held.ctx));
+    pthread_t thread;
+    pthread_create(&thread, NULL, launch_held, &held);
+    usleep(100000);
+    if (atomic_load(&held.returned))
+        fail("no green contexts: a launch in a partition:32 job returned while the job was open");
+    hp_send('e');
+    uint64_t ended = hp_ended();
+    pthread_join(thread, NULL);
+    CU(held.rc);
+    if (held.at < ended)
+        fail("no green contexts: the held launch returned %llu us before the job ended",
+             (unsigned long long)(ended - held.at) / 1000);
+    CU(cuStreamSynchronize(s));
+    hp_stop();
+    fake_log_read(getenv("FAKECUDA_LOG"), &the_log);
+    expect_sms("held", 0);
+    fake_log_free(&the_log);
+    printf("guarded_no_green pid=%d\n", (int)getpid());
+    gy_close(&shm);
+}
+
 int guarded_scenario(const char *what, int argc, char **argv)
 {
     (void)argc, (void)argv;
@@ -516,6 +556,8 @@ int guarded_scenario(const char *what, int argc, char **argv)
         scenario_converges();
     else if (strcmp(what, "guarded_disjoint_hp") == 0)
         scenario_disjoint_hp();
+    else if (strcmp(what, "guarded_no_green") == 0)
+        scenario_no_green();
     else
         fail("unknown scenario %s", what);
     return failures;

@@ -1997,9 +1997,9 @@ TEST(partition_falls_back_to_corun_on_a_driver_without_green_contexts)
 
 /* ---- the guarded policy: the arm of each job decides where a lower launch goes -------------- */
 
-/* The guarded scenarios of cuda_worker under a guarded segment with MPS; returns the worker's
- * stderr (free it), NULL when it could not run. */
-static char *run_guarded_as(const char *scenario, const char *priority_env)
+/* The guarded scenarios of cuda_worker under a guarded segment with MPS, EXTRA_ENV (one entry, or
+ * NULL) added to its environment; returns the worker's stderr (free it), NULL when it could not run. */
+static char *run_guarded_as(const char *scenario, const char *extra_env)
 {
     struct setup s;
     char *stderr_text = NULL;
@@ -2016,7 +2016,7 @@ static char *run_guarded_as(const char *scenario, const char *priority_env)
     gy_close(&shm);
     char shmv[96];
     snprintf(shmv, sizeof shmv, "GPUYIELD_SHM=%s", s.tag);
-    const char *env[] = {shmv, "GPUYIELD_VERBOSE=1", priority_env, NULL};
+    const char *env[] = {shmv, "GPUYIELD_VERBOSE=1", extra_env, NULL};
     const char *args[] = {scenario, NULL};
     struct worker w;
     if (spawn(&s, &w, env, args)) {
@@ -2069,6 +2069,19 @@ TEST(guarded_disjoint_confines_the_hps_own_launches_to_the_rest_of_the_split)
     for (int i = 0; i < 2; i++)
         CHECK(stderr_text && count_matching_lines(stderr_text, lines[i]) == 1, "'%s': stderr: %s", lines[i],
               stderr_text ? stderr_text : "");
+    free(stderr_text);
+}
+
+/* The default under MPS on a driver without green contexts: a partition arm's job holds the lower
+ * launches as stop does (the scenario checks), and the process says once why it cannot partition. */
+TEST(guarded_holds_lower_launches_as_stop_on_a_driver_without_green_contexts)
+{
+    static char libpath[600];
+    snprintf(libpath, sizeof libpath, "LD_LIBRARY_PATH=%s-old", env_or_die("GY_FAKECUDA_DIR"));
+    char *stderr_text = run_guarded_as("guarded_no_green", libpath);
+    CHECK(stderr_text && count_matching_lines(stderr_text, "the driver has no green contexts") == 1 &&
+              count_matching_lines(stderr_text, "its launches run on a green context") == 0,
+          "stderr: %s", stderr_text ? stderr_text : "");
     free(stderr_text);
 }
 

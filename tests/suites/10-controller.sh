@@ -66,9 +66,11 @@ for bad in nan -0.1 1.5 "" 0.02x; do
     expect "cli_bad_guard_p50_${bad:-empty}" 2 "^expcontroller: --guard-p50 takes a fraction 0..1" "$EXP" create --name "$TAG" --policy guarded --guard-p50="$bad"
 done
 expect cli_bad_guard_p99 2 "^expcontroller: --guard-p99 takes a fraction 0..1" "$EXP" serve --name "$TAG" --policy guarded --guard-p99 x
-expect cli_guard_needs_guarded 2 "^expcontroller: --guard-p50 and --guard-p99 go with --policy guarded" "$EXP" create --name "$TAG" --policy corun --guard-p50 0.1
+expect cli_guard_needs_guarded 2 "^expcontroller: --guard-p50 and --guard-p99 go with the policy guarded \(--policy guarded, or the default under MPS" "$EXP" create --name "$TAG" --policy corun --guard-p50 0.1
+# without MPS the default is drain: the flags need the policy named
+expect cli_guard_without_mps_needs_guarded 2 "^expcontroller: --guard-p50 and --guard-p99 go with the policy guarded" "$EXP" create --name "$TAG" --guard-p50 0.1
 expect cli_guard_not_for_status 2 "go with 'create' or 'serve', not 'status'" "$EXP" status --name "$TAG" --guard-p99 0.1
-expect cli_guard_depth_needs_guarded 2 "^expcontroller: --guard-depth goes with --policy guarded" "$EXP" create --name "$TAG" --policy corun --guard-depth
+expect cli_guard_depth_needs_guarded 2 "^expcontroller: --guard-depth goes with the policy guarded" "$EXP" create --name "$TAG" --policy corun --guard-depth
 expect cli_guard_depth_not_for_status 2 "^expcontroller: --guard-depth goes with 'create' or 'serve', not 'status'" "$EXP" status --name "$TAG" --guard-depth
 check cli_guard_bad_values_made_nothing test ! -e "/dev/shm${NAME}"
 expect cli_create_guarded 0 "^$NAME\$" "$EXP" create --name "$TAG" --policy guarded --guard-p50 0.03 --guard-p99 0.08

@@ -47,7 +47,7 @@ expect cli_status_table_partition 0 "policy partition" "$EXP" status --name "$TA
 expect cli_create_partition_without_mps_warns 0 "warning: .*policy partition but no MPS: its lower processes will drain" \
     "$EXP" create --name "$TAG" --policy partition
 "$EXP" remove --name "$TAG" > /dev/null 2>&1
-# create --mps-pipe DIR: the segment says MPS (corun is then the default), checked against DIR first.
+# create --mps-pipe DIR: the segment says MPS (guarded is then the default), checked against DIR first.
 mkdir -p "$T/joined" && : > "$T/joined/control"
 expect cli_create_mps_pipe 0 "^/gpuyield-$UIDN-$TAG\$" "$EXP" create --name "$TAG" --policy partition --mps-pipe "$T/joined"
 "$EXP" remove --name "$TAG" > /dev/null 2>&1
@@ -56,7 +56,13 @@ check cli_create_mps_pipe_no_warning bash -c "grep -q gpuyield '$T/create.out' &
 expect cli_create_mps_pipe_status 0 "\"policy\": \"partition\", \"mps\": true" "$EXP" status --name "$TAG" --json
 "$EXP" remove --name "$TAG" > /dev/null 2>&1
 "$EXP" create --name "$TAG" --mps-pipe "$T/joined" > /dev/null 2>&1
-expect cli_create_mps_pipe_default_corun 0 "\"policy\": \"corun\", \"mps\": true" "$EXP" status --name "$TAG" --json
+expect cli_create_mps_pipe_default_guarded 0 "\"policy\": \"guarded\", \"mps\": true.*\"eps_p50\": 0.02, \"eps_p99\": 0.05" \
+    "$EXP" status --name "$TAG" --json
+"$EXP" remove --name "$TAG" > /dev/null 2>&1
+# the guarded flags with the default under MPS, no --policy: taken, stored
+"$EXP" create --name "$TAG" --mps-pipe "$T/joined" --guard-p50 0.04 > /dev/null 2>&1
+expect cli_create_mps_pipe_default_guard_flags 0 "\"policy\": \"guarded\", \"mps\": true.*\"eps_p50\": 0.04, \"eps_p99\": 0.05" \
+    "$EXP" status --name "$TAG" --json
 "$EXP" remove --name "$TAG" > /dev/null 2>&1
 "$EXP" create --name "$TAG" --policy guarded --guard-p50 0.04 --mps-pipe "$T/joined" > "$T/create.out" 2>&1
 check cli_create_guarded_mps_no_warning bash -c "grep -q gpuyield '$T/create.out' && ! grep -q warning '$T/create.out'"
@@ -78,7 +84,7 @@ wait_until 60 test -e "/dev/shm/gpuyield-$UIDN-$TAG"
 DAEMON=$(started_pid)
 check serve_mps_started test -n "$DAEMON"
 check serve_mps_pipe_dir grep -q "^start $DAEMON $T/mpsdir/pipe $T/mpsdir/log" "$FAKE_MPS_LOG"
-expect serve_mps_status_corun 0 "\"policy\": \"corun\", \"mps\": true" "$EXP" status --name "$TAG" --json
+expect serve_mps_status_guarded 0 "\"policy\": \"guarded\", \"mps\": true" "$EXP" status --name "$TAG" --json
 kill -TERM "$SERVE"; wait "$SERVE"; SERVE_RC=$?
 check serve_mps_exit_143 test "$SERVE_RC" -eq 143 # killed by SIGTERM, as a shell says
 check serve_mps_quit quit_logged "$DAEMON"
@@ -256,8 +262,13 @@ expect run_guarded_key 0 "policy: guarded; MPS: would start a daemon" "$RUN_EXP"
 expect run_mps_and_pipe_refused 2 "give one of them" "$RUN_EXP" -f "$T/run.json" --mps --mps-pipe /tmp/x
 check run_bad_input_created_nothing test ! -e "$T/out"
 expect run_corun_without_mps_warns 0 "warning: policy corun without MPS" "$RUN_EXP" -f "$T/run.json" --dry-run --policy corun
-expect dry_run_says_policy_and_mps 0 "policy: corun; MPS: would start a daemon, pipes in $T/out/mps/pipe" \
+expect dry_run_says_policy_and_mps 0 "policy: guarded; MPS: would start a daemon, pipes in $T/out/mps/pipe" \
     "$RUN_EXP" -f "$T/run.json" --dry-run --mps
+# guarded's flags with the default under MPS need no --policy; without MPS (drain) they are refused
+expect dry_run_default_takes_guard_flags 0 "policy: guarded; MPS: would start a daemon" \
+    "$RUN_EXP" -f "$T/run.json" --dry-run --mps --guard-p50 0.03
+expect run_guard_flags_without_mps_refused 2 "go with the policy guarded .*not drain" \
+    "$RUN_EXP" -f "$T/run.json" --dry-run --guard-p50 0.03
 expect dry_run_join_has_no_log_dir 0 "CUDA_MPS_PIPE_DIRECTORY=/tmp/elsewhere" "$RUN_EXP" -f "$T/run.json" --dry-run --mps-pipe /tmp/elsewhere
 
 # A whole run under MPS, policy from the file: the daemon under OUTDIR/mps, started before the
