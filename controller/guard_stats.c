@@ -16,6 +16,8 @@
 _Static_assert(sizeof gy_guard_bin_edges / sizeof gy_guard_bin_edges[0] == GY_GUARD_BINS - 1,
                "guard_bins.h is of another bin count: run python3 controller/guard_bins.py");
 
+#define GY_GUARD_INSERTION_MAX 64 /* windows up to this many values are sorted by insertion */
+
 static int cmp_u32(const void *a, const void *b)
 {
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -31,7 +33,19 @@ uint32_t gy_guard_order_stat(const uint32_t *values, uint32_t n, uint32_t k, uin
     if (k > n)
         k = n;
     memcpy(scratch, values, n * sizeof *values);
-    qsort(scratch, n, sizeof *scratch, cmp_u32);
+    if (n > GY_GUARD_INSERTION_MAX) {
+        qsort(scratch, n, sizeof *scratch, cmp_u32);
+        return scratch[k - 1];
+    }
+    /* The rule's windows of 16 jobs, sorted at every job: insertion, in place, with no call per
+     * comparison (glibc's qsort copied them into a buffer of its own: bench/results/
+     * 2026-12-07-cpu-guarded-job-cost/). Sorted whole: callers read scratch's other ranks too. */
+    for (uint32_t i = 1; i < n; i++) {
+        uint32_t v = scratch[i], j = i;
+        for (; j > 0 && scratch[j - 1] > v; j--)
+            scratch[j] = scratch[j - 1];
+        scratch[j] = v;
+    }
     return scratch[k - 1];
 }
 

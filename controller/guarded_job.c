@@ -22,17 +22,23 @@ bool gy_guarded_active(const gy_shm *shm)
 
 /* The lower processes' counters summed over their slots: what they sent to the partition
  * (launches + copies: the rule's progress during a job) and all their kernel and graph launches
- * (their progress over a cycle). One scan for both. */
+ * (their progress over a cycle); and the highest registered level (the HP's), found in the same
+ * pass: a begin reads each slot once (each scan of the 128 slots cost a cold begin microseconds:
+ * bench/results/2026-12-07-cpu-guarded-job-cost/). */
 struct lower_sums {
     uint64_t partition, launches;
+    int top; /* the highest priority of a live slot */
 };
 static struct lower_sums lower_sums_locked(const struct gy_segment *seg, int priority)
 {
-    struct lower_sums sum = {0, 0};
+    struct lower_sums sum = {0, 0, 0};
     for (int i = 0; i < GY_MAX_PROCS; i++) {
         const struct gy_proc_slot *slot = &seg->procs[i];
-        if (atomic_load_explicit(&slot->state, memory_order_acquire) == GY_PROC_FREE || !gy_slot_sane(slot) ||
-            slot->priority >= priority)
+        if (atomic_load_explicit(&slot->state, memory_order_acquire) == GY_PROC_FREE || !gy_slot_sane(slot))
+            continue;
+        if (slot->priority > sum.top)
+            sum.top = slot->priority;
+        if (slot->priority >= priority)
             continue;
         sum.partition += atomic_load_explicit(&slot->counters.partition_launches, memory_order_relaxed) +
                          atomic_load_explicit(&slot->counters.partition_copies, memory_order_relaxed);
@@ -56,19 +62,6 @@ static uint64_t jobs_in_progress_locked(const struct gy_segment *seg)
     return n;
 }
 
-/* The highest registered priority of a live slot: the HP's level. */
-static int top_registered_locked(const struct gy_segment *seg)
-{
-    int top = 0;
-    for (int i = 0; i < GY_MAX_PROCS; i++) {
-        const struct gy_proc_slot *slot = &seg->procs[i];
-        if (atomic_load_explicit(&slot->state, memory_order_acquire) != GY_PROC_FREE && gy_slot_sane(slot) &&
-            slot->priority > top)
-            top = slot->priority;
-    }
-    return top;
-}
-
 void gy_guarded_begin_locked(gy_shm *shm, gy_job *job, struct gy_guard_change *change)
 {
     memset(change, 0, sizeof *change);
@@ -80,7 +73,8 @@ void gy_guarded_begin_locked(gy_shm *shm, gy_job *job, struct gy_guard_change *c
      * marking their own jobs), and a job below the top registered level is another kind of job
      * whose times must not enter the HP's windows; its lower launches see the arm of the open HP
      * jobs, stop when there is none (as under corun). */
-    if (job->priority == 0 || job->priority < top_registered_locked(seg))
+    struct lower_sums lower = lower_sums_locked(seg, job->priority);
+    if (job->priority == 0 || job->priority < lower.top)
         return;
     /* A job alone on the segment: whatever the open counts say was left by jobs counted out
      * without an end (a reaped process), and must not pin the arm. */
@@ -92,7 +86,6 @@ void gy_guarded_begin_locked(gy_shm *shm, gy_job *job, struct gy_guard_change *c
                "started over, stop in force until arms are measured again",
                shm->name);
     job->guard_arm = (int)gy_guard_pick(&seg->guard, &job->guard_depth_us);
-    struct lower_sums lower = lower_sums_locked(seg, job->priority);
     job->guard_lp_work = lower.partition;
     job->guard_lower_launches = lower.launches;
     *change = gy_guard_cycle(&seg->guard, (enum gy_guard_arm)job->guard_arm, gy_now_ns(), lower.launches);

@@ -279,6 +279,27 @@ TEST(median_ranks_are_the_binomial_ones)
     uint32_t v[] = {50, 10, 40, 20, 30}, scratch[5];
     CHECK(gy_guard_order_stat(v, 5, 1, scratch) == 10 && gy_guard_order_stat(v, 5, 3, scratch) == 30 &&
           gy_guard_order_stat(v, 5, 5, scratch) == 50);
+    /* both ways of sorting (insertion for the rule's short windows, qsort past them): every rank of
+     * shuffled values with ties, the scratch left sorted (callers read its other ranks), the input kept */
+    static uint32_t many[300], kept[300], big_scratch[300];
+    for (uint32_t n = 1; n <= 300; n += (n < 80 ? 1 : 37)) {
+        uint64_t x = 0x9e3779b97f4a7c15ull * n;
+        for (uint32_t i = 0; i < n; i++) {
+            x ^= x >> 12, x ^= x << 25, x ^= x >> 27;
+            many[i] = kept[i] = (uint32_t)(x % (n / 2 + 1)) * 3; /* ties from n 2 on */
+        }
+        for (uint32_t k = 1; k <= n; k++) {
+            uint32_t got = gy_guard_order_stat(many, n, k, big_scratch);
+            uint32_t below = 0, at_or_below = 0;
+            for (uint32_t i = 0; i < n; i++)
+                below += many[i] < got, at_or_below += many[i] <= got;
+            CHECK(below < k && at_or_below >= k, "n %u k %u: %u has %u below, %u at or below", n, k, got, below,
+                  at_or_below);
+        }
+        for (uint32_t i = 1; i < n; i++)
+            CHECK(big_scratch[i - 1] <= big_scratch[i], "n %u: scratch not sorted at %u", n, i);
+        CHECK(memcmp(many, kept, n * sizeof *many) == 0, "n %u: the values were changed", n);
+    }
 }
 
 /* ---- arm assignment -------------------------------------------------------------------------- */
