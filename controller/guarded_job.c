@@ -73,8 +73,10 @@ void gy_guarded_begin_locked(gy_shm *shm, gy_job *job, struct gy_guard_change *c
      * marking their own jobs), and a job below the top registered level is another kind of job
      * whose times must not enter the HP's windows; its lower launches see the arm of the open HP
      * jobs, stop when there is none (as under corun). */
+    if (job->priority == 0)
+        return; /* before the scan: a lower worker's own job pays nothing for the rule */
     struct lower_sums lower = lower_sums_locked(seg, job->priority);
-    if (job->priority == 0 || job->priority < lower.top)
+    if (job->priority < lower.top)
         return;
     /* A job alone on the segment: whatever the open counts say was left by jobs counted out
      * without an end (a reaped process), and must not pin the arm. */
