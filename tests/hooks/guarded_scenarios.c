@@ -201,6 +201,17 @@ static void *launch_held(void *arg)
     return NULL;
 }
 
+/* H's launch started on S from another thread while a job is open, and still held 100 ms later. */
+static void held_launch_start(struct held *h, CUstream s, pthread_t *thread, const char *what)
+{
+    *h = (struct held){.stream = s};
+    CU(cuCtxGetCurrent(&h->ctx));
+    pthread_create(thread, NULL, launch_held, h);
+    usleep(100000);
+    if (atomic_load(&h->returned))
+        fail("%s: the launch returned while the job was open", what);
+}
+
 static void configure(gy_shm *shm, double stop_share, int force)
 {
     gy_err err;
@@ -312,13 +323,9 @@ static void scenario_guarded(void)
     int second = hp_arm();
     if (first != GY_ARM_STOP || second != GY_ARM_P32)
         fail("back to back: arms %d and %d, expected stop and partition:32", first, second);
-    struct held held = {.stream = s};
-    CU(cuCtxGetCurrent(&held.ctx));
+    struct held held;
     pthread_t thread;
-    pthread_create(&thread, NULL, launch_held, &held);
-    usleep(100000);
-    if (atomic_load(&held.returned))
-        fail("back to back: the launch returned while the stop job was open");
+    held_launch_start(&held, s, &thread, "back to back, the stop job");
     hp_send('e');
     uint64_t stop_ended = hp_ended();
     for (int i = 0; i < 2000 && !atomic_load(&held.returned); i++)
@@ -524,13 +531,9 @@ static void scenario_no_green(void)
     hp_send('b');
     if (hp_arm() != GY_ARM_P32)
         fail("the job did not get partition:32");
-    struct held held = {.stream = s};
-    CU(cuCtxGetCurrent(&held.ctx));
+    struct held held;
     pthread_t thread;
-    pthread_create(&thread, NULL, launch_held, &held);
-    usleep(100000);
-    if (atomic_load(&held.returned))
-        fail("no green contexts: a launch in a partition:32 job returned while the job was open");
+    held_launch_start(&held, s, &thread, "no green contexts, a partition:32 job");
     hp_send('e');
     uint64_t ended = hp_ended();
     pthread_join(thread, NULL);
