@@ -219,19 +219,30 @@ static void configure(gy_shm *shm, double stop_share, int force)
         fail("%s", err.msg);
 }
 
+/* The segment opened, the higher process forked, CUDA ready and a first kernel run on *S (which
+ * registers this process before any job); false, said, when the segment cannot be opened. */
+static bool scenario_start(gy_shm *shm, CUstream *s)
+{
+    gy_err err;
+    if (gy_open(getenv("GPUYIELD_SHM"), shm, &err)) {
+        fail("%s", err.msg);
+        return false;
+    }
+    hp_start();
+    *s = cuda_ready();
+    CU(run("before", *s));
+    return true;
+}
+
 #define TIMED_JOBS 12
 
 static void scenario_guarded(void)
 {
     gy_shm shm;
     gy_err err;
-    if (gy_open(getenv("GPUYIELD_SHM"), &shm, &err)) {
-        fail("%s", err.msg);
+    CUstream s;
+    if (!scenario_start(&shm, &s))
         return;
-    }
-    hp_start();
-    CUstream s = cuda_ready();
-    CU(run("before", s));
     CUgraph graph;
     CUgraphExec exec;
     CU(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
@@ -519,14 +530,9 @@ static void scenario_disjoint_hp(void)
 static void scenario_no_green(void)
 {
     gy_shm shm;
-    gy_err err;
-    if (gy_open(getenv("GPUYIELD_SHM"), &shm, &err)) {
-        fail("%s", err.msg);
+    CUstream s;
+    if (!scenario_start(&shm, &s))
         return;
-    }
-    hp_start();
-    CUstream s = cuda_ready();
-    CU(run("before", s));
     configure(&shm, 0.0, GY_ARM_P32);
     hp_send('b');
     if (hp_arm() != GY_ARM_P32)
