@@ -71,7 +71,9 @@ latency p50 and p99), so that a slow tail can be tied to its arm; meets_hp_targe
 its interval <= 1.06, p99 <= 1.10); beside corun, lp_minus_corun and meets_lp_target (no more than
 0.02 under corun's LP; over the rounds both ran, paired by round), lp_minus_corun_ci (its interval) and
 lp_paired_rounds; hp_p50_minus_corun, hp_p99_minus_corun and their _ci (the HP p50 and p99 ratios'
-differences to corun's, paired by round the same way; reported, no target). After the table, per setup: the cells that met each target.
+differences to corun's, paired by round the same way; reported, no target); hp_p99_ratio's
+resamples_over (the share of its resamples over 1.10, a lower bound on a rerun's chance of missing).
+After the table, per setup: the cells that met each target.
 Also GPU clocks (nvidia-smi every 500 ms, nothing set) and the CPU load average per segment.
 With --pin the CPUs taking the GPU's interrupts are read again after the workers are up and before
 each cell, and a new one is taken off the LP workers' CPUs (raw.json gpu_irq_moves; IrqWatch).

@@ -108,7 +108,8 @@ def ratio_two_stage(invocations, num_stat, den_stat, resamples=RESAMPLES, seed=S
     """{"value", "ci"} of num_stat(blocks) / den_stat(blocks) over every invocation's rounds, the
     interval from two_stage_bootstrap (each block carries its numerator and denominator data). With
     OVER, also "resamples_over": the share of the resamples whose ratio is above OVER (how often a
-    rerun of rounds like these would land over a target: the chance part of a point test)."""
+    rerun of rounds like these would land over a target; a lower bound for a tail statistic, since a
+    resample holds only the jobs measured)."""
     blocks = [b for inv in invocations for b in inv]
     value = ratio(num_stat(blocks), den_stat(blocks))
     values = two_stage_values(invocations, lambda bs: ratio(num_stat(bs), den_stat(bs)), resamples, seed)
