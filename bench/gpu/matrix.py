@@ -288,7 +288,8 @@ HP_MEASURED = ("hp", "calib", "busy")  # the HP commands whose times are measure
 def harness_placement(args, tool_cpus, park):
     """(the HpPlacement or None, raw.json's cpus so far) for the flags: the harness on `tool_cpus`
     unless --pin-workers-only (or no --pin), the waiting HP workers parked unless --no-park, the
-    measured HP's event-handler thread on the LP's or the harness's CPUs with --hp-evt-cpus."""
+    measured HP's event-handler thread on the LP's or the harness's CPUs with --hp-evt-cpus, its main
+    thread on the first HP CPU with --hp-main-cpu."""
     if not tool_cpus or args.pin_workers_only:
         return None, {}
     if args.no_park:
@@ -297,7 +298,9 @@ def harness_placement(args, tool_cpus, park):
     cpus = {"harness": list(tool_cpus), "hp_idle": list(park)}
     if evt:
         cpus["hp_evt"] = list(evt)  # not an *_hp key: wakeup_summary's HP CPUs stay the HP's own
-    return HpPlacement(park, evt), cpus
+    if getattr(args, "hp_main_cpu", False):
+        cpus["hp_main"] = "first"  # each measured HP's main thread on the first of its CPUs
+    return HpPlacement(park, evt, getattr(args, "hp_main_cpu", False)), cpus
 
 
 EVT_THREAD = "cuda-EvtHandlr"  # the CUDA driver's event-handler thread (its name in /proc, 15 chars)
@@ -308,17 +311,22 @@ class HpPlacement:
     process's threads only when the measured worker changes (a thread started later inherits its
     creator's CPUs). With `evt_cpus` the measured worker's CUDA event-handler thread goes there
     instead: on the H100 under MPS that thread of the HP was woken 3 500-4 100 times a second on the
-    HP's CPUs while an LP ran, 10 with the LP idle (2026-11-25-idle-hp-parking, call 2)."""
+    HP's CPUs while an LP ran, 10 with the LP idle (2026-11-25-idle-hp-parking, call 2). With
+    `main_on_first` its main thread (the one that launches the jobs) runs on the first of its CPUs
+    alone: on the H100 a host-bound HP's jobs that ended on one of its two CPUs took up to 40 % longer
+    than those on the other within one setup (2026-12-07-h100-sweep-3, arm_split's "svc by CPU":
+    19.8 against 16.1 ms), and the mix each setup's HP got made setups of one mechanism differ."""
 
-    def __init__(self, park, evt_cpus=None):
-        self.park, self.evt_cpus, self.workers, self.active = park, evt_cpus, [], None
+    def __init__(self, park, evt_cpus=None, main_on_first=False):
+        self.park, self.evt_cpus, self.main_on_first, self.workers, self.active = park, evt_cpus, main_on_first, [], None
 
     def activate(self, proc):
         if proc is self.active:
             return
         for p in self.workers:
             if p is proc:
-                p.place(p.cpus, {EVT_THREAD: self.evt_cpus} if self.evt_cpus else None)
+                p.place(p.cpus, {EVT_THREAD: self.evt_cpus} if self.evt_cpus else None,
+                        main=sorted(p.cpus)[:1] if self.main_on_first and p.cpus else None)
             else:
                 p.place(self.park)
         self.active = proc
@@ -397,8 +405,9 @@ class Proc:
         self.read_at += len(data)
         return data.decode(errors="replace").splitlines()
 
-    def place(self, cpus, by_name=None):
-        """Every thread of the worker on `cpus`, but a thread named in `by_name` ({comm: CPUs}) on its own."""
+    def place(self, cpus, by_name=None, main=None):
+        """Every thread of the worker on `cpus`, but a thread named in `by_name` ({comm: CPUs}) on its
+        own, and with `main` the main thread (the worker's own pid) on those CPUs."""
         task = f"/proc/{self.proc.pid}/task"
         try:
             tids = os.listdir(task)
@@ -406,8 +415,8 @@ class Proc:
             return  # gone: its reply says so
         for tid in tids:
             try:
-                where = cpus
-                if by_name:
+                where = main if main and int(tid) == self.proc.pid else cpus
+                if by_name and where is cpus:
                     with open(f"{task}/{tid}/comm") as f:
                         where = by_name.get(f.read().strip(), cpus)
                 os.sched_setaffinity(int(tid), where)
@@ -1334,6 +1343,10 @@ def parse_args(argv):
     p.add_argument("--hp-evt-cpus", choices=("hp", "lp", "tools"), default="hp",
                    help="with --pin (and parking): where the measured HP's CUDA event-handler thread (cuda-EvtHandlr) "
                         "runs: on the HP's CPUs with its other threads (default), on the LP's, or on the harness's")
+    p.add_argument("--hp-main-cpu", action="store_true",
+                   help="with --pin (and parking): the measured HP's main thread, which launches its jobs, on the "
+                        "first of the HP's two CPUs alone, its other threads on both (a host-bound HP's jobs took up "
+                        "to 40 %% longer on one of them: every setup's HP on the same CPU)")
     p.add_argument("--no-park", action="store_true",
                    help="with --pin: every HP worker stays on the HP's CPUs while it waits for its turn, the harness "
                         "still on its own (the plan of 2026-11-25 08:45-09:45 UTC; parking is then the only difference)")
@@ -1373,6 +1386,8 @@ def parse_args(argv):
             p.error(f"--{flag.replace('_', '-')} qualifies --pin: give both, or neither")
     if args.hp_evt_cpus != "hp" and (not args.pin or args.no_park or args.pin_workers_only):
         p.error(f"--hp-evt-cpus {args.hp_evt_cpus} needs --pin with parking (not --no-park or --pin-workers-only)")
+    if args.hp_main_cpu and (not args.pin or args.no_park or args.pin_workers_only):
+        p.error("--hp-main-cpu needs --pin with parking (not --no-park or --pin-workers-only)")
     if "hp_alone" not in args.setups or "lp_alone" not in args.setups:
         p.error("--setups must hold hp_alone and lp_alone: every ratio's denominator")
     if not 0 <= args.learn_load <= 1:

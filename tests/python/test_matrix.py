@@ -273,6 +273,8 @@ def test_a_partition_that_fell_back_is_refused():
     (["--no-park"], "--no-park qualifies --pin"),
     (["--hp-evt-cpus", "lp"], "--hp-evt-cpus lp needs --pin with parking"),
     (["--pin", "--no-park", "--hp-evt-cpus", "tools"], "--hp-evt-cpus tools needs --pin with parking"),
+    (["--hp-main-cpu"], "--hp-main-cpu needs --pin with parking"),
+    (["--pin", "--pin-workers-only", "--hp-main-cpu"], "--hp-main-cpu needs --pin with parking"),
     (["--hp-kinds", "small", "--lp-kinds", "gemm", "--learn-jobs", "8000", "--budget-s", "60"],
      "--budget-s 60: the plan needs about"),
 ])
@@ -1282,6 +1284,50 @@ def test_the_measured_hps_event_handler_thread_alone_goes_to_its_own_cpus(tmp_pa
         assert where[evts[0]] == (0, 1)
         assert all(c == (2, 3) for t, c in where.items() if t != evts[0] and str(t) in os.listdir(f"/proc/{procs[0].proc.pid}/task"))
         assert where[evts[1]] == (4, 5)  # parked with its worker
+    finally:
+        for p in procs:
+            p.proc.kill()
+            p.proc.wait()
+
+
+def test_hp_main_cpu_puts_the_measured_hps_main_thread_alone_on_the_first_hp_cpu(tmp_path, monkeypatch):
+    """--hp-main-cpu: of the measured worker, the main thread (the one launching its jobs) on the
+    first of the HP's CPUs, its other threads on both, the event handler still where --hp-evt-cpus
+    says; a parked worker's threads all parked."""
+    placed = []
+    monkeypatch.setattr(matrix.os, "sched_setaffinity", lambda tid, cpus: placed.append((tid, tuple(cpus))))
+    code = ("import threading, ctypes, sys\n"
+            "def named(name):\n"
+            "    ctypes.CDLL(None).prctl(15, name)\n"
+            "    threading.Event().wait()\n"
+            "threading.Thread(target=named, args=(b'cuda-EvtHandlr',), daemon=True).start()\n"
+            "threading.Thread(target=named, args=(b'helper',), daemon=True).start()\n"
+            "print('up', flush=True); sys.stdin.read()\n")
+    flags = argparse.Namespace(pin=True, pin_workers_only=False, no_park=False, hp_evt_cpus="lp", hp_main_cpu=True)
+    placement, cpus = matrix.harness_placement(flags, [0, 1], [4, 5])
+    assert cpus["hp_main"] == "first" and placement.main_on_first
+    procs = [matrix.Proc(f"g{i}_hp", [sys.executable, "-c", code], dict(os.environ), str(tmp_path / f"g{i}.log"),
+                         cpus=[3, 2], placement=placement) for i in range(2)]
+    try:
+        for p in procs:
+            assert p.proc.stdout.readline().strip() == "up"
+        def tids_by_name(p):
+            task = f"/proc/{p.proc.pid}/task"
+            for _ in range(100):
+                names = {}
+                for t in os.listdir(task):
+                    with open(f"{task}/{t}/comm") as f:
+                        names[f.read().strip()] = int(t)
+                if {"helper", matrix.EVT_THREAD} <= set(names):
+                    return names
+                time.sleep(0.02)
+            raise AssertionError("the named threads never appeared")
+        names = [tids_by_name(p) for p in procs]
+        procs[1].send({"cmd": "hp"})
+        where = dict(placed)
+        assert where[procs[1].proc.pid] == (2,)  # the first of its CPUs, whatever their order
+        assert where[names[1]["helper"]] == (3, 2) and where[names[1][matrix.EVT_THREAD]] == (4, 5)
+        assert where[procs[0].proc.pid] == (4, 5) and where[names[0]["helper"]] == (4, 5)  # parked whole
     finally:
         for p in procs:
             p.proc.kill()
