@@ -1252,33 +1252,43 @@ def test_no_park_keeps_the_harness_pinned_and_only_drops_the_parking():
     assert placement.evt_cpus == [0, 1] and not any(k.endswith("_hp") for k in cpus)  # not counted as the HP's
 
 
+def named_threads_worker(*names):
+    """A worker script that starts a thread named each of NAMES (PR_SET_NAME: its comm in /proc),
+    says "up" and waits."""
+    starts = "".join(f"threading.Thread(target=named, args=({n!r},), daemon=True).start()\n" for n in names)
+    return ("import threading, ctypes, sys\n"
+            "def named(name):\n"
+            "    ctypes.CDLL(None).prctl(15, name)\n"
+            "    threading.Event().wait()\n" + starts + "print('up', flush=True); sys.stdin.read()\n")
+
+
+def named_tids(pid, names):
+    """{comm: tid} of process PID once a thread of each of NAMES is there (2 s at most)."""
+    task = f"/proc/{pid}/task"
+    for _ in range(100):
+        found = {}
+        for t in os.listdir(task):
+            with open(f"{task}/{t}/comm") as f:
+                found[f.read().strip()] = int(t)
+        if set(names) <= set(found):
+            return found
+        time.sleep(0.02)
+    raise AssertionError(f"threads {names} never appeared")
+
+
 def test_the_measured_hps_event_handler_thread_alone_goes_to_its_own_cpus(tmp_path, monkeypatch):
     """--hp-evt-cpus: of the measured worker, only the thread named cuda-EvtHandlr leaves the HP's
     CPUs; a parked worker's goes with the rest of it."""
     placed = []
     monkeypatch.setattr(matrix.os, "sched_setaffinity", lambda tid, cpus: placed.append((tid, tuple(cpus))))
-    code = ("import threading, ctypes, sys\n"
-            "def named():\n"
-            "    ctypes.CDLL(None).prctl(15, b'cuda-EvtHandlr')\n"  # PR_SET_NAME: this thread's comm
-            "    threading.Event().wait()\n"
-            "threading.Thread(target=named, daemon=True).start()\n"
-            "print('up', flush=True); sys.stdin.read()\n")
+    code = named_threads_worker(matrix.EVT_THREAD.encode())
     placement = matrix.HpPlacement(park=[4, 5], evt_cpus=[0, 1])
     procs = [matrix.Proc(f"g{i}_hp", [sys.executable, "-c", code], dict(os.environ), str(tmp_path / f"g{i}.log"),
                          cpus=[2, 3], placement=placement) for i in range(2)]
     try:
         for p in procs:
             assert p.proc.stdout.readline().strip() == "up"
-        def evt_tid(p):
-            task = f"/proc/{p.proc.pid}/task"
-            for _ in range(100):
-                for t in os.listdir(task):
-                    with open(f"{task}/{t}/comm") as f:
-                        if f.read().strip() == matrix.EVT_THREAD:
-                            return int(t)
-                time.sleep(0.02)
-            raise AssertionError("the named thread never appeared")
-        evts = [evt_tid(p) for p in procs]
+        evts = [named_tids(p.proc.pid, [matrix.EVT_THREAD])[matrix.EVT_THREAD] for p in procs]
         procs[0].send({"cmd": "hp"})
         where = dict(placed)
         assert where[evts[0]] == (0, 1)
@@ -1296,13 +1306,7 @@ def test_hp_main_cpu_puts_the_measured_hps_main_thread_alone_on_the_first_hp_cpu
     says; a parked worker's threads all parked."""
     placed = []
     monkeypatch.setattr(matrix.os, "sched_setaffinity", lambda tid, cpus: placed.append((tid, tuple(cpus))))
-    code = ("import threading, ctypes, sys\n"
-            "def named(name):\n"
-            "    ctypes.CDLL(None).prctl(15, name)\n"
-            "    threading.Event().wait()\n"
-            "threading.Thread(target=named, args=(b'cuda-EvtHandlr',), daemon=True).start()\n"
-            "threading.Thread(target=named, args=(b'helper',), daemon=True).start()\n"
-            "print('up', flush=True); sys.stdin.read()\n")
+    code = named_threads_worker(matrix.EVT_THREAD.encode(), b"helper")
     flags = argparse.Namespace(pin=True, pin_workers_only=False, no_park=False, hp_evt_cpus="lp", hp_main_cpu=True)
     placement, cpus = matrix.harness_placement(flags, [0, 1], [4, 5])
     assert cpus["hp_main"] == "first" and placement.main_on_first
@@ -1311,18 +1315,7 @@ def test_hp_main_cpu_puts_the_measured_hps_main_thread_alone_on_the_first_hp_cpu
     try:
         for p in procs:
             assert p.proc.stdout.readline().strip() == "up"
-        def tids_by_name(p):
-            task = f"/proc/{p.proc.pid}/task"
-            for _ in range(100):
-                names = {}
-                for t in os.listdir(task):
-                    with open(f"{task}/{t}/comm") as f:
-                        names[f.read().strip()] = int(t)
-                if {"helper", matrix.EVT_THREAD} <= set(names):
-                    return names
-                time.sleep(0.02)
-            raise AssertionError("the named threads never appeared")
-        names = [tids_by_name(p) for p in procs]
+        names = [named_tids(p.proc.pid, ["helper", matrix.EVT_THREAD]) for p in procs]
         procs[1].send({"cmd": "hp"})
         where = dict(placed)
         assert where[procs[1].proc.pid] == (2,)  # the first of its CPUs, whatever their order
